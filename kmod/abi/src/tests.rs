@@ -1,0 +1,265 @@
+use super::*;
+
+fn encode_record<const N: usize>(
+    kind: RecordKind,
+    cpu: u32,
+    time_ns: u64,
+    payload: &[u8; N],
+) -> [u8; 128] {
+    let mut buf = [0u8; 128];
+    let mut header = [0u8; RECORD_HEADER_SIZE];
+    RecordHeader {
+        kind: kind as u16,
+        size: kind.record_size() as u16,
+        cpu,
+        time_ns,
+    }
+    .encode(&mut header);
+    buf[..RECORD_HEADER_SIZE].copy_from_slice(&header);
+    buf[RECORD_HEADER_SIZE..RECORD_HEADER_SIZE + N].copy_from_slice(payload);
+    buf
+}
+
+#[test]
+fn header_layout_is_little_endian_field_by_field() {
+    let mut out = [0u8; RECORD_HEADER_SIZE];
+    RecordHeader {
+        kind: 0x0102,
+        size: 0x0304,
+        cpu: 0x0506_0708,
+        time_ns: 0x1112_1314_1516_1718,
+    }
+    .encode(&mut out);
+    assert_eq!(
+        out,
+        [
+            0x02, 0x01, 0x04, 0x03, 0x08, 0x07, 0x06, 0x05, 0x18, 0x17, 0x16, 0x15, 0x14, 0x13,
+            0x12, 0x11
+        ]
+    );
+}
+
+#[test]
+fn alloc_round_trips_through_a_whole_record() {
+    let alloc = Alloc {
+        ptr: 0xffff_8880_0123_4500,
+        call_site: 0xffff_ffff_8123_4567,
+        cache: 0xffff_8880_0011_2200,
+        bytes_req: 200,
+        bytes_alloc: 256,
+        gfp: 0xcc0,
+        node: -1,
+        flags: ALLOC_KMALLOC,
+    };
+    let mut payload = [0u8; Alloc::SIZE];
+    alloc.encode(&mut payload);
+    let buf = encode_record(RecordKind::Alloc, 1, 42, &payload);
+    let (header, record) = Record::decode(&buf).expect("valid record");
+    assert_eq!(header.cpu, 1);
+    assert_eq!(header.time_ns, 42);
+    assert_eq!(usize::from(header.size), RecordKind::Alloc.record_size());
+    assert_eq!(record, Record::Alloc(alloc));
+}
+
+#[test]
+fn free_cache_info_and_lost_round_trip() {
+    let free = Free {
+        ptr: 7,
+        call_site: 8,
+        cache: 9,
+        flags: FREE_KFREE,
+    };
+    let mut payload = [0u8; Free::SIZE];
+    free.encode(&mut payload);
+    let buf = encode_record(RecordKind::Free, 0, 1, &payload);
+    assert_eq!(Record::decode(&buf).expect("free").1, Record::Free(free));
+
+    let info = CacheInfo {
+        cache: 0xabc,
+        object_size: 232,
+        size: 256,
+        align: 8,
+        slab_flags: 0x2000,
+        name_len: 0,
+        origin: CACHE_ORIGIN_SEEN,
+        name: [0; CACHE_NAME_BYTES],
+    }
+    .with_name(b"skbuff_head_cache");
+    let mut payload = [0u8; CacheInfo::SIZE];
+    info.encode(&mut payload);
+    let buf = encode_record(RecordKind::CacheInfo, 0, 1, &payload);
+    let Record::CacheInfo(back) = Record::decode(&buf).expect("cache info").1 else {
+        panic!("wrong kind");
+    };
+    assert_eq!(back, info);
+    assert_eq!(back.name_bytes(), b"skbuff_head_cache");
+    assert_eq!(back.name_len, 17);
+
+    let lost = Lost { count: 12345 };
+    let mut payload = [0u8; Lost::SIZE];
+    lost.encode(&mut payload);
+    let buf = encode_record(RecordKind::Lost, 3, 9, &payload);
+    assert_eq!(Record::decode(&buf).expect("lost").1, Record::Lost(lost));
+}
+
+#[test]
+fn long_cache_names_are_cut_and_say_so() {
+    let long = [b'x'; 100];
+    let info = CacheInfo {
+        cache: 1,
+        object_size: 1,
+        size: 8,
+        align: 8,
+        slab_flags: 0,
+        name_len: 0,
+        origin: CACHE_ORIGIN_WALK,
+        name: [0; CACHE_NAME_BYTES],
+    }
+    .with_name(&long);
+    assert_eq!(info.name_bytes().len(), CACHE_NAME_BYTES - 1);
+    assert_eq!(info.name_len, 100);
+}
+
+#[test]
+fn bad_records_are_rejected_with_the_reason() {
+    let mut payload = [0u8; Lost::SIZE];
+    Lost { count: 1 }.encode(&mut payload);
+    let good = encode_record(RecordKind::Lost, 0, 0, &payload);
+
+    assert_eq!(
+        Record::decode(&good[..10]),
+        Err(AbiError::Truncated {
+            needed: RECORD_HEADER_SIZE,
+            available: 10
+        })
+    );
+    assert_eq!(
+        Record::decode(&good[..20]),
+        Err(AbiError::Truncated {
+            needed: RecordKind::Lost.record_size(),
+            available: 20
+        })
+    );
+
+    let mut unknown = good;
+    unknown[0] = 0x77;
+    assert_eq!(Record::decode(&unknown), Err(AbiError::UnknownKind(0x77)));
+
+    let mut wrong_size = good;
+    wrong_size[2] = 32;
+    assert!(matches!(
+        Record::decode(&wrong_size),
+        Err(AbiError::WrongSize {
+            size: 32,
+            expected: 24,
+            ..
+        })
+    ));
+
+    let mut alloc = [0u8; Alloc::SIZE];
+    Alloc::default().encode(&mut alloc);
+    let mut buf = encode_record(RecordKind::Alloc, 0, 0, &alloc);
+    buf[RECORD_HEADER_SIZE + 44] = 1;
+    assert_eq!(Record::decode(&buf), Err(AbiError::NonZeroReserved));
+}
+
+#[test]
+fn ioctl_numbers_follow_the_kernel_ioc_encoding() {
+    // _IOR(0xD9, 0, 32 bytes) computed by hand: dir 2 << 30 | 32 << 16 | 0xD9 << 8 | 0.
+    assert_eq!(IOC_VERSION, 0x8020_D900);
+    assert_eq!(IOC_CONFIGURE, 0x4030_D901);
+    assert_eq!(IOC_START, 0x0000_D902);
+    assert_eq!(IOC_STOP, 0x0000_D903);
+    assert_eq!(IOC_STATUS, 0xC030_D904);
+}
+
+#[test]
+fn config_validation_rejects_every_bad_field() {
+    let good = Config {
+        struct_size: Config::SIZE as u32,
+        events: EVENT_SLAB,
+        ring_bytes: DEFAULT_RING_BYTES,
+    };
+    let mut buf = [0u8; Config::SIZE];
+    good.encode(&mut buf);
+    assert_eq!(Config::decode(&buf), Ok(good));
+
+    let bad = [
+        Config {
+            struct_size: 40,
+            ..good
+        },
+        Config { events: 0, ..good },
+        Config {
+            events: 0x8000_0000,
+            ..good
+        },
+        Config {
+            ring_bytes: MIN_RING_BYTES / 2,
+            ..good
+        },
+        Config {
+            ring_bytes: MAX_RING_BYTES * 2,
+            ..good
+        },
+        Config {
+            ring_bytes: DEFAULT_RING_BYTES + 8,
+            ..good
+        },
+    ];
+    for config in bad {
+        config.encode(&mut buf);
+        assert_eq!(
+            Config::decode(&buf),
+            Err(AbiError::OutOfRange),
+            "{config:?}"
+        );
+    }
+
+    good.encode(&mut buf);
+    buf[Config::SIZE - 1] = 1;
+    assert_eq!(Config::decode(&buf), Err(AbiError::NonZeroReserved));
+    assert!(matches!(
+        Config::decode(&buf[..8]),
+        Err(AbiError::Truncated { .. })
+    ));
+}
+
+#[test]
+fn status_and_version_round_trip() {
+    let status = Status {
+        cpus_ptr: 0x7fff_0000,
+        cpus_len: 4,
+        nr_cpus: 2,
+        state: STATE_RUNNING,
+        records_written: 10,
+        records_lost: 2,
+        bytes_read: 640,
+    };
+    let mut buf = [0u8; Status::SIZE];
+    status.encode(&mut buf);
+    assert_eq!(Status::decode(&buf), Ok(status));
+
+    let version = VersionInfo {
+        abi_version: ABI_VERSION,
+        nr_cpu_ids: 2,
+        online_cpus: 2,
+        samplers: 0,
+        features: FEATURE_SLAB_EVENTS,
+        min_ring_bytes: MIN_RING_BYTES,
+        max_ring_bytes: MAX_RING_BYTES,
+        max_record_size: MAX_RECORD_SIZE as u32,
+    };
+    let mut buf = [0u8; VersionInfo::SIZE];
+    version.encode(&mut buf);
+    assert_eq!(VersionInfo::decode(&buf), Ok(version));
+
+    let cpu = CpuStatus {
+        records_written: 1,
+        records_lost: 2,
+        bytes_pending: 3,
+    };
+    let mut buf = [0u8; CpuStatus::SIZE];
+    cpu.encode(&mut buf);
+    assert_eq!(CpuStatus::decode(&buf), Ok(cpu));
+}

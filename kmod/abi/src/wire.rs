@@ -1,0 +1,787 @@
+//! The dprof kernel-to-user ABI: records read from `/dev/dprof` and the ioctl structures.
+//!
+//! This file is the one definition. Userland compiles it as the `dprof-abi` crate; the kernel
+//! module includes it with `#[path]` because Kbuild cannot use Cargo crates. It therefore uses
+//! `core` only, has no dependencies and no `unsafe`.
+//!
+//! Everything is little-endian and encoded field by field (never by transmuting structs), so
+//! the layout below is the layout on the wire whatever the compiler does with padding.
+//!
+//! # Records
+//! A record is a [`RecordHeader`] (16 bytes: kind, size, cpu, time) followed by a payload whose
+//! size is fixed per kind. Sizes are multiples of [`RECORD_ALIGN`]. Timestamps come from one
+//! NMI-safe clock that is monotonic across CPUs (`ktime_get_mono_fast_ns`).
+//!
+//! # ioctls
+//! | request | direction | argument |
+//! |---|---|---|
+//! | [`IOC_VERSION`] | read | [`VersionInfo`] |
+//! | [`IOC_CONFIGURE`] | write | [`Config`] |
+//! | [`IOC_START`] | none | - |
+//! | [`IOC_STOP`] | none | - |
+//! | [`IOC_STATUS`] | read/write | [`Status`] (+ an array of [`CpuStatus`] it points to) |
+//!
+//! A session, from user space (error handling left out):
+//! ```text
+//! fd = open("/dev/dprof", O_RDONLY);              // EBUSY if another collector has it
+//! ioctl(fd, IOC_VERSION, &version);               // check abi_version == ABI_VERSION
+//! ioctl(fd, IOC_CONFIGURE, &config);              // events, ring size per CPU
+//! ioctl(fd, IOC_START);
+//! loop { n = read(fd, buf, len); ... }            // whole records; EAGAIN when empty
+//! ioctl(fd, IOC_STOP);
+//! while ((n = read(fd, buf, len)) > 0) { ... }    // drain; 0 once stopped and empty
+//! close(fd);
+//! ```
+
+/// Version of this ABI; bumped on any incompatible change.
+pub const ABI_VERSION: u32 = 1;
+/// Path of the device the module creates.
+pub const DEVICE_PATH: &str = "/dev/dprof";
+/// Every record size is a multiple of this.
+pub const RECORD_ALIGN: usize = 8;
+/// Size of [`RecordHeader`] on the wire.
+pub const RECORD_HEADER_SIZE: usize = 16;
+/// Smallest per-CPU ring the module accepts.
+pub const MIN_RING_BYTES: u32 = 64 * 1024;
+/// Largest per-CPU ring the module accepts.
+pub const MAX_RING_BYTES: u32 = 256 * 1024 * 1024;
+/// Per-CPU ring size used when the collector does not say otherwise.
+pub const DEFAULT_RING_BYTES: u32 = 4 * 1024 * 1024;
+/// Bytes of a cache name kept in [`CacheInfo`] (NUL-padded; longer names are cut).
+pub const CACHE_NAME_BYTES: usize = 48;
+
+/// Why bytes could not be decoded as an ABI structure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AbiError {
+    /// Fewer bytes than the structure needs.
+    Truncated {
+        /// Bytes needed.
+        needed: usize,
+        /// Bytes available.
+        available: usize,
+    },
+    /// The record kind is not one this ABI version defines.
+    UnknownKind(u16),
+    /// The header's size does not match the size of its kind.
+    WrongSize {
+        /// Kind from the header.
+        kind: u16,
+        /// Size from the header.
+        size: u16,
+        /// Size this kind has.
+        expected: u16,
+    },
+    /// A field that must be zero (reserved, padding) is not.
+    NonZeroReserved,
+    /// A field holds a value outside its range.
+    OutOfRange,
+}
+
+impl core::fmt::Display for AbiError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            Self::Truncated { needed, available } => {
+                write!(f, "truncated: needs {needed} bytes, {available} available")
+            }
+            Self::UnknownKind(kind) => write!(f, "unknown record kind {kind}"),
+            Self::WrongSize {
+                kind,
+                size,
+                expected,
+            } => write!(
+                f,
+                "record of kind {kind} has size {size}, expected {expected}"
+            ),
+            Self::NonZeroReserved => write!(f, "a reserved field is not zero"),
+            Self::OutOfRange => write!(f, "a field is out of range"),
+        }
+    }
+}
+
+impl core::error::Error for AbiError {}
+
+// Little-endian field access on fixed-size buffers. Offsets are constants at every call site,
+// so bounds are known at compile time and nothing here can panic on a correct build.
+fn put_u16(buf: &mut [u8], off: usize, v: u16) {
+    buf[off..off + 2].copy_from_slice(&v.to_le_bytes());
+}
+fn put_u32(buf: &mut [u8], off: usize, v: u32) {
+    buf[off..off + 4].copy_from_slice(&v.to_le_bytes());
+}
+fn put_u64(buf: &mut [u8], off: usize, v: u64) {
+    buf[off..off + 8].copy_from_slice(&v.to_le_bytes());
+}
+fn get_u16(buf: &[u8], off: usize) -> u16 {
+    u16::from_le_bytes([buf[off], buf[off + 1]])
+}
+fn get_u32(buf: &[u8], off: usize) -> u32 {
+    u32::from_le_bytes([buf[off], buf[off + 1], buf[off + 2], buf[off + 3]])
+}
+fn get_u64(buf: &[u8], off: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&buf[off..off + 8]);
+    u64::from_le_bytes(b)
+}
+
+fn check_len(buf: &[u8], needed: usize) -> Result<(), AbiError> {
+    if buf.len() < needed {
+        Err(AbiError::Truncated {
+            needed,
+            available: buf.len(),
+        })
+    } else {
+        Ok(())
+    }
+}
+
+/// Kinds of records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u16)]
+pub enum RecordKind {
+    /// A slab allocation ([`Alloc`]).
+    Alloc = 1,
+    /// A slab free ([`Free`]).
+    Free = 2,
+    /// A slab cache's name and geometry ([`CacheInfo`]).
+    CacheInfo = 3,
+    /// Records dropped because a ring was full ([`Lost`]).
+    Lost = 4,
+}
+
+impl RecordKind {
+    /// The kind with this number, if this ABI version defines one.
+    #[must_use]
+    pub const fn from_u16(v: u16) -> Option<Self> {
+        match v {
+            1 => Some(Self::Alloc),
+            2 => Some(Self::Free),
+            3 => Some(Self::CacheInfo),
+            4 => Some(Self::Lost),
+            _ => None,
+        }
+    }
+
+    /// Total size (header + payload) of a record of this kind.
+    #[must_use]
+    pub const fn record_size(self) -> usize {
+        RECORD_HEADER_SIZE
+            + match self {
+                Self::Alloc => Alloc::SIZE,
+                Self::Free => Free::SIZE,
+                Self::CacheInfo => CacheInfo::SIZE,
+                Self::Lost => Lost::SIZE,
+            }
+    }
+
+    /// A short lower-case name, as `dprof dump` prints it.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Alloc => "alloc",
+            Self::Free => "free",
+            Self::CacheInfo => "cache_info",
+            Self::Lost => "lost",
+        }
+    }
+}
+
+/// The 16 bytes in front of every record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordHeader {
+    /// A [`RecordKind`] number.
+    pub kind: u16,
+    /// Total record size in bytes, header included; a multiple of [`RECORD_ALIGN`].
+    pub size: u16,
+    /// CPU whose ring the record was written to.
+    pub cpu: u32,
+    /// Nanoseconds on the kernel's monotonic fast clock.
+    pub time_ns: u64,
+}
+
+impl RecordHeader {
+    /// Encodes the header into its 16 wire bytes.
+    pub fn encode(&self, out: &mut [u8; RECORD_HEADER_SIZE]) {
+        put_u16(out, 0, self.kind);
+        put_u16(out, 2, self.size);
+        put_u32(out, 4, self.cpu);
+        put_u64(out, 8, self.time_ns);
+    }
+
+    /// Decodes a header from the first 16 bytes of `buf`, checking only that they are there.
+    ///
+    /// # Errors
+    /// [`AbiError::Truncated`] if `buf` is shorter than a header.
+    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
+        check_len(buf, RECORD_HEADER_SIZE)?;
+        Ok(Self {
+            kind: get_u16(buf, 0),
+            size: get_u16(buf, 2),
+            cpu: get_u32(buf, 4),
+            time_ns: get_u64(buf, 8),
+        })
+    }
+
+    /// Checks that the kind is known and the size is the size of that kind.
+    ///
+    /// # Errors
+    /// [`AbiError::UnknownKind`] or [`AbiError::WrongSize`].
+    pub fn validate(&self) -> Result<RecordKind, AbiError> {
+        let kind = RecordKind::from_u16(self.kind).ok_or(AbiError::UnknownKind(self.kind))?;
+        let expected = kind.record_size();
+        if usize::from(self.size) == expected {
+            Ok(kind)
+        } else {
+            Err(AbiError::WrongSize {
+                kind: self.kind,
+                size: self.size,
+                // Every record size is far below u16::MAX (asserted below).
+                expected: expected as u16,
+            })
+        }
+    }
+}
+
+/// `Alloc.flags`: the allocation came through the `kmalloc` tracepoint (a generic cache, or a
+/// large allocation straight from the page allocator when `cache` is 0).
+pub const ALLOC_KMALLOC: u32 = 1;
+
+/// A slab allocation, from the `kmem_cache_alloc` or `kmalloc` tracepoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Alloc {
+    /// Address of the new object.
+    pub ptr: u64,
+    /// Return address into the allocating function.
+    pub call_site: u64,
+    /// The `struct kmem_cache` it came from (an identifier, see [`CacheInfo`]); 0 when the
+    /// memory did not come from a slab (large kmalloc).
+    pub cache: u64,
+    /// Bytes the caller asked for (`object_size` of the cache for `kmem_cache_alloc`).
+    pub bytes_req: u32,
+    /// Bytes the allocator handed out.
+    pub bytes_alloc: u32,
+    /// gfp flags of the allocation.
+    pub gfp: u32,
+    /// NUMA node asked for (-1: any).
+    pub node: i32,
+    /// `ALLOC_*` flags.
+    pub flags: u32,
+}
+
+impl Alloc {
+    /// Payload size on the wire.
+    pub const SIZE: usize = 48;
+
+    /// Encodes the payload.
+    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
+        put_u64(out, 0, self.ptr);
+        put_u64(out, 8, self.call_site);
+        put_u64(out, 16, self.cache);
+        put_u32(out, 24, self.bytes_req);
+        put_u32(out, 28, self.bytes_alloc);
+        put_u32(out, 32, self.gfp);
+        put_u32(out, 36, self.node as u32);
+        put_u32(out, 40, self.flags);
+        put_u32(out, 44, 0);
+    }
+
+    /// Decodes the payload.
+    ///
+    /// # Errors
+    /// [`AbiError::Truncated`], or [`AbiError::NonZeroReserved`] for non-zero padding.
+    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
+        check_len(buf, Self::SIZE)?;
+        if get_u32(buf, 44) != 0 {
+            return Err(AbiError::NonZeroReserved);
+        }
+        Ok(Self {
+            ptr: get_u64(buf, 0),
+            call_site: get_u64(buf, 8),
+            cache: get_u64(buf, 16),
+            bytes_req: get_u32(buf, 24),
+            bytes_alloc: get_u32(buf, 28),
+            gfp: get_u32(buf, 32),
+            node: get_u32(buf, 36) as i32,
+            flags: get_u32(buf, 40),
+        })
+    }
+}
+
+/// `Free.flags`: the free came through the `kfree` tracepoint.
+pub const FREE_KFREE: u32 = 1;
+
+/// A slab free, from the `kfree` or `kmem_cache_free` tracepoint (they fire before the object
+/// is released).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Free {
+    /// Address of the object.
+    pub ptr: u64,
+    /// Return address into the freeing function.
+    pub call_site: u64,
+    /// The cache it belongs to; 0 when not a slab object.
+    pub cache: u64,
+    /// `FREE_*` flags.
+    pub flags: u32,
+}
+
+impl Free {
+    /// Payload size on the wire.
+    pub const SIZE: usize = 32;
+
+    /// Encodes the payload.
+    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
+        put_u64(out, 0, self.ptr);
+        put_u64(out, 8, self.call_site);
+        put_u64(out, 16, self.cache);
+        put_u32(out, 24, self.flags);
+        put_u32(out, 28, 0);
+    }
+
+    /// Decodes the payload.
+    ///
+    /// # Errors
+    /// [`AbiError::Truncated`], or [`AbiError::NonZeroReserved`] for non-zero padding.
+    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
+        check_len(buf, Self::SIZE)?;
+        if get_u32(buf, 28) != 0 {
+            return Err(AbiError::NonZeroReserved);
+        }
+        Ok(Self {
+            ptr: get_u64(buf, 0),
+            call_site: get_u64(buf, 8),
+            cache: get_u64(buf, 16),
+            flags: get_u32(buf, 24),
+        })
+    }
+}
+
+/// `CacheInfo.origin`: found by walking the kernel's list of caches when collection started.
+pub const CACHE_ORIGIN_WALK: u16 = 0;
+/// `CacheInfo.origin`: first seen in an allocation or free during collection.
+pub const CACHE_ORIGIN_SEEN: u16 = 1;
+
+/// A slab cache: written once for every cache that exists when collection starts and the first
+/// time a cache is seen in an allocation or free.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheInfo {
+    /// The `struct kmem_cache` address: the identifier [`Alloc::cache`] and [`Free::cache`] use.
+    pub cache: u64,
+    /// Size of the objects the cache was created for.
+    pub object_size: u32,
+    /// Size of a slot, metadata and padding included.
+    pub size: u32,
+    /// Alignment of the objects.
+    pub align: u32,
+    /// The cache's `SLAB_*` flags.
+    pub slab_flags: u32,
+    /// Full length of the name; more than [`CACHE_NAME_BYTES`] - 1 means `name` was cut.
+    pub name_len: u16,
+    /// `CACHE_ORIGIN_*`.
+    pub origin: u16,
+    /// Name, NUL-padded.
+    pub name: [u8; CACHE_NAME_BYTES],
+}
+
+impl CacheInfo {
+    /// Payload size on the wire.
+    pub const SIZE: usize = 80;
+
+    /// A cache info with `name` copied in (cut to [`CACHE_NAME_BYTES`] - 1 bytes).
+    #[must_use]
+    pub fn with_name(mut self, name: &[u8]) -> Self {
+        let kept = name.len().min(CACHE_NAME_BYTES - 1);
+        self.name = [0; CACHE_NAME_BYTES];
+        self.name[..kept].copy_from_slice(&name[..kept]);
+        self.name_len = u16::try_from(name.len()).unwrap_or(u16::MAX);
+        self
+    }
+
+    /// The stored name bytes, up to the first NUL.
+    #[must_use]
+    pub fn name_bytes(&self) -> &[u8] {
+        let end = self
+            .name
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(CACHE_NAME_BYTES);
+        &self.name[..end]
+    }
+
+    /// Encodes the payload.
+    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
+        put_u64(out, 0, self.cache);
+        put_u32(out, 8, self.object_size);
+        put_u32(out, 12, self.size);
+        put_u32(out, 16, self.align);
+        put_u32(out, 20, self.slab_flags);
+        put_u16(out, 24, self.name_len);
+        put_u16(out, 26, self.origin);
+        out[28..28 + CACHE_NAME_BYTES].copy_from_slice(&self.name);
+        put_u32(out, 76, 0);
+    }
+
+    /// Decodes the payload.
+    ///
+    /// # Errors
+    /// [`AbiError::Truncated`], [`AbiError::NonZeroReserved`] for non-zero padding,
+    /// [`AbiError::OutOfRange`] for an unknown origin.
+    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
+        check_len(buf, Self::SIZE)?;
+        if get_u32(buf, 76) != 0 {
+            return Err(AbiError::NonZeroReserved);
+        }
+        let origin = get_u16(buf, 26);
+        if origin > CACHE_ORIGIN_SEEN {
+            return Err(AbiError::OutOfRange);
+        }
+        let mut name = [0u8; CACHE_NAME_BYTES];
+        name.copy_from_slice(&buf[28..28 + CACHE_NAME_BYTES]);
+        Ok(Self {
+            cache: get_u64(buf, 0),
+            object_size: get_u32(buf, 8),
+            size: get_u32(buf, 12),
+            align: get_u32(buf, 16),
+            slab_flags: get_u32(buf, 20),
+            name_len: get_u16(buf, 24),
+            origin,
+            name,
+        })
+    }
+}
+
+/// Records a CPU's ring could not take because it was full, since the last such record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Lost {
+    /// Number of records dropped.
+    pub count: u64,
+}
+
+impl Lost {
+    /// Payload size on the wire.
+    pub const SIZE: usize = 8;
+
+    /// Encodes the payload.
+    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
+        put_u64(out, 0, self.count);
+    }
+
+    /// Decodes the payload.
+    ///
+    /// # Errors
+    /// [`AbiError::Truncated`].
+    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
+        check_len(buf, Self::SIZE)?;
+        Ok(Self {
+            count: get_u64(buf, 0),
+        })
+    }
+}
+
+/// A decoded record payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Record {
+    /// See [`Alloc`].
+    Alloc(Alloc),
+    /// See [`Free`].
+    Free(Free),
+    /// See [`CacheInfo`].
+    CacheInfo(CacheInfo),
+    /// See [`Lost`].
+    Lost(Lost),
+}
+
+impl Record {
+    /// The kind of this record.
+    #[must_use]
+    pub const fn kind(&self) -> RecordKind {
+        match self {
+            Self::Alloc(_) => RecordKind::Alloc,
+            Self::Free(_) => RecordKind::Free,
+            Self::CacheInfo(_) => RecordKind::CacheInfo,
+            Self::Lost(_) => RecordKind::Lost,
+        }
+    }
+
+    /// Decodes one whole record (header and payload) from the start of `buf`.
+    ///
+    /// # Errors
+    /// Any [`AbiError`]: the header is cut, the kind unknown, the size wrong, or the payload bad.
+    pub fn decode(buf: &[u8]) -> Result<(RecordHeader, Self), AbiError> {
+        let header = RecordHeader::decode(buf)?;
+        let kind = header.validate()?;
+        check_len(buf, usize::from(header.size))?;
+        let payload = &buf[RECORD_HEADER_SIZE..usize::from(header.size)];
+        let record = match kind {
+            RecordKind::Alloc => Self::Alloc(Alloc::decode(payload)?),
+            RecordKind::Free => Self::Free(Free::decode(payload)?),
+            RecordKind::CacheInfo => Self::CacheInfo(CacheInfo::decode(payload)?),
+            RecordKind::Lost => Self::Lost(Lost::decode(payload)?),
+        };
+        Ok((header, record))
+    }
+}
+
+/// Largest record of this ABI version, for buffers that must hold any record.
+pub const MAX_RECORD_SIZE: usize = RECORD_HEADER_SIZE + CacheInfo::SIZE;
+
+const _: () = {
+    assert!(RecordKind::Alloc.record_size() % RECORD_ALIGN == 0);
+    assert!(RecordKind::Free.record_size() % RECORD_ALIGN == 0);
+    assert!(RecordKind::CacheInfo.record_size() % RECORD_ALIGN == 0);
+    assert!(RecordKind::Lost.record_size() % RECORD_ALIGN == 0);
+    assert!(MAX_RECORD_SIZE < u16::MAX as usize);
+    assert!(MAX_RECORD_SIZE >= RecordKind::Alloc.record_size());
+};
+
+// ---------------------------------------------------------------------------------------------
+// ioctls
+
+/// The ioctl type byte of /dev/dprof (unused in Documentation/userspace-api/ioctl/ioctl-number.rst).
+pub const IOCTL_TYPE: u32 = 0xD9;
+
+const IOC_NONE: u32 = 0;
+const IOC_WRITE: u32 = 1;
+const IOC_READ: u32 = 2;
+
+/// The x86/generic `_IOC` encoding: dir:2 | size:14 | type:8 | nr:8.
+#[must_use]
+pub const fn ioc(dir: u32, nr: u32, size: usize) -> u32 {
+    (dir << 30) | ((size as u32) << 16) | (IOCTL_TYPE << 8) | nr
+}
+
+/// Reads [`VersionInfo`].
+pub const IOC_VERSION: u32 = ioc(IOC_READ, 0, VersionInfo::SIZE);
+/// Writes [`Config`]; only while not collecting.
+pub const IOC_CONFIGURE: u32 = ioc(IOC_WRITE, 1, Config::SIZE);
+/// Starts collecting; needs a configuration.
+pub const IOC_START: u32 = ioc(IOC_NONE, 2, 0);
+/// Stops collecting; what is in the rings can still be read.
+pub const IOC_STOP: u32 = ioc(IOC_NONE, 3, 0);
+/// Reads and writes [`Status`].
+pub const IOC_STATUS: u32 = ioc(IOC_READ | IOC_WRITE, 4, Status::SIZE);
+
+/// `VersionInfo.samplers` bit: software cpu-clock sampler.
+pub const SAMPLER_SOFTWARE: u32 = 1;
+/// `VersionInfo.samplers` bit: AMD IBS op sampler.
+pub const SAMPLER_IBS: u32 = 2;
+/// `VersionInfo.samplers` bit: Intel PEBS load-latency sampler.
+pub const SAMPLER_PEBS: u32 = 4;
+
+/// `VersionInfo.features` bit: all four kmem tracepoints were found.
+pub const FEATURE_SLAB_EVENTS: u32 = 1;
+/// `VersionInfo.features` bit: the caches that exist at start can be listed (else only caches
+/// seen during collection get a [`CacheInfo`]).
+pub const FEATURE_CACHE_WALK: u32 = 2;
+
+/// What the module is and can do (`IOC_VERSION`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct VersionInfo {
+    /// [`ABI_VERSION`] of the module.
+    pub abi_version: u32,
+    /// `nr_cpu_ids`: CPU numbers in records are below this.
+    pub nr_cpu_ids: u32,
+    /// CPUs online when asked.
+    pub online_cpus: u32,
+    /// `SAMPLER_*` bits available on this machine.
+    pub samplers: u32,
+    /// `FEATURE_*` bits.
+    pub features: u32,
+    /// Smallest ring accepted.
+    pub min_ring_bytes: u32,
+    /// Largest ring accepted.
+    pub max_ring_bytes: u32,
+    /// Largest record the module writes.
+    pub max_record_size: u32,
+}
+
+impl VersionInfo {
+    /// Size on the wire.
+    pub const SIZE: usize = 32;
+
+    /// Encodes the structure.
+    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
+        put_u32(out, 0, self.abi_version);
+        put_u32(out, 4, self.nr_cpu_ids);
+        put_u32(out, 8, self.online_cpus);
+        put_u32(out, 12, self.samplers);
+        put_u32(out, 16, self.features);
+        put_u32(out, 20, self.min_ring_bytes);
+        put_u32(out, 24, self.max_ring_bytes);
+        put_u32(out, 28, self.max_record_size);
+    }
+
+    /// Decodes the structure.
+    ///
+    /// # Errors
+    /// [`AbiError::Truncated`].
+    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
+        check_len(buf, Self::SIZE)?;
+        Ok(Self {
+            abi_version: get_u32(buf, 0),
+            nr_cpu_ids: get_u32(buf, 4),
+            online_cpus: get_u32(buf, 8),
+            samplers: get_u32(buf, 12),
+            features: get_u32(buf, 16),
+            min_ring_bytes: get_u32(buf, 20),
+            max_ring_bytes: get_u32(buf, 24),
+            max_record_size: get_u32(buf, 28),
+        })
+    }
+}
+
+/// `Config.events` bit: slab allocations and frees, and cache infos.
+pub const EVENT_SLAB: u32 = 1;
+/// Every `EVENT_*` bit this ABI version defines.
+pub const EVENT_ALL: u32 = EVENT_SLAB;
+
+/// A collection's configuration (`IOC_CONFIGURE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Config {
+    /// Must be [`Config::SIZE`]: catches a collector built against another layout.
+    pub struct_size: u32,
+    /// `EVENT_*` bits; at least one, no unknown ones.
+    pub events: u32,
+    /// Bytes of each per-CPU ring: a power of two within [`MIN_RING_BYTES`]..=[`MAX_RING_BYTES`].
+    pub ring_bytes: u32,
+}
+
+impl Config {
+    /// Size on the wire (the tail is reserved and must be zero).
+    pub const SIZE: usize = 48;
+
+    /// Encodes the structure.
+    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
+        *out = [0; Self::SIZE];
+        put_u32(out, 0, self.struct_size);
+        put_u32(out, 4, self.events);
+        put_u32(out, 8, self.ring_bytes);
+    }
+
+    /// Decodes and validates the structure: right size, known events, ring size in range,
+    /// reserved bytes zero.
+    ///
+    /// # Errors
+    /// [`AbiError::Truncated`], [`AbiError::NonZeroReserved`] or [`AbiError::OutOfRange`].
+    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
+        check_len(buf, Self::SIZE)?;
+        if buf[12..Self::SIZE].iter().any(|&b| b != 0) {
+            return Err(AbiError::NonZeroReserved);
+        }
+        let config = Self {
+            struct_size: get_u32(buf, 0),
+            events: get_u32(buf, 4),
+            ring_bytes: get_u32(buf, 8),
+        };
+        let size_ok = config.struct_size as usize == Self::SIZE;
+        let events_ok = config.events != 0 && config.events & !EVENT_ALL == 0;
+        let ring_ok = config.ring_bytes.is_power_of_two()
+            && (MIN_RING_BYTES..=MAX_RING_BYTES).contains(&config.ring_bytes);
+        if size_ok && events_ok && ring_ok {
+            Ok(config)
+        } else {
+            Err(AbiError::OutOfRange)
+        }
+    }
+}
+
+/// Device state: open, not configured.
+pub const STATE_IDLE: u32 = 0;
+/// Device state: configured, not started.
+pub const STATE_CONFIGURED: u32 = 1;
+/// Device state: collecting.
+pub const STATE_RUNNING: u32 = 2;
+/// Device state: stopped; rings may still hold records to read.
+pub const STATE_STOPPED: u32 = 3;
+
+/// Counters of the collection (`IOC_STATUS`). The caller passes an array of [`CpuStatus`]
+/// (`cpus_ptr`, `cpus_len` entries, may be empty); the module fills up to `nr_cpu_ids` of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Status {
+    /// In: user address of a `CpuStatus` array (0 with `cpus_len` 0 for none).
+    pub cpus_ptr: u64,
+    /// In: entries in that array.
+    pub cpus_len: u32,
+    /// Out: `nr_cpu_ids`; entries written are `min(cpus_len, nr_cpus)`.
+    pub nr_cpus: u32,
+    /// Out: `STATE_*`.
+    pub state: u32,
+    /// Out: records written to all rings.
+    pub records_written: u64,
+    /// Out: records dropped on full rings.
+    pub records_lost: u64,
+    /// Out: bytes handed to read().
+    pub bytes_read: u64,
+}
+
+impl Status {
+    /// Size on the wire.
+    pub const SIZE: usize = 48;
+
+    /// Encodes the structure.
+    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
+        put_u64(out, 0, self.cpus_ptr);
+        put_u32(out, 8, self.cpus_len);
+        put_u32(out, 12, self.nr_cpus);
+        put_u32(out, 16, self.state);
+        put_u32(out, 20, 0);
+        put_u64(out, 24, self.records_written);
+        put_u64(out, 32, self.records_lost);
+        put_u64(out, 40, self.bytes_read);
+    }
+
+    /// Decodes the structure.
+    ///
+    /// # Errors
+    /// [`AbiError::Truncated`], or [`AbiError::NonZeroReserved`] for non-zero padding.
+    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
+        check_len(buf, Self::SIZE)?;
+        if get_u32(buf, 20) != 0 {
+            return Err(AbiError::NonZeroReserved);
+        }
+        Ok(Self {
+            cpus_ptr: get_u64(buf, 0),
+            cpus_len: get_u32(buf, 8),
+            nr_cpus: get_u32(buf, 12),
+            state: get_u32(buf, 16),
+            records_written: get_u64(buf, 24),
+            records_lost: get_u64(buf, 32),
+            bytes_read: get_u64(buf, 40),
+        })
+    }
+}
+
+/// One CPU's ring counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct CpuStatus {
+    /// Records written to this CPU's ring.
+    pub records_written: u64,
+    /// Records dropped because the ring was full.
+    pub records_lost: u64,
+    /// Bytes waiting in the ring now.
+    pub bytes_pending: u64,
+}
+
+impl CpuStatus {
+    /// Size on the wire.
+    pub const SIZE: usize = 24;
+
+    /// Encodes the structure.
+    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
+        put_u64(out, 0, self.records_written);
+        put_u64(out, 8, self.records_lost);
+        put_u64(out, 16, self.bytes_pending);
+    }
+
+    /// Decodes the structure.
+    ///
+    /// # Errors
+    /// [`AbiError::Truncated`].
+    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
+        check_len(buf, Self::SIZE)?;
+        Ok(Self {
+            records_written: get_u64(buf, 0),
+            records_lost: get_u64(buf, 8),
+            bytes_pending: get_u64(buf, 16),
+        })
+    }
+}

@@ -1,0 +1,46 @@
+# Shared paths and helpers for dprof's scripts. Sourced, not run.
+# Everything expensive lives in a cache outside the repo, keyed by what it was built from.
+
+DPROF_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+DPROF_CACHE=${DPROF_CACHE:-/var/cache/dprof}
+# The kernel and its Rust code must be built by Debian's rustc, whose `core` source matches
+# (rust-web-src); the rustup toolchain on PATH is for userland only.
+KERNEL_RUSTC=/usr/bin/rustc
+KERNEL_RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library
+BINDGEN_VERSION=0.73.2
+BINDGEN_ROOT=$DPROF_CACHE/tools/bindgen-cli-$BINDGEN_VERSION
+BINDGEN=$BINDGEN_ROOT/bin/bindgen
+KERNEL_TARBALL=/usr/src/linux-source-6.12.tar.xz
+KERNEL_FRAGMENT=$DPROF_ROOT/tests/qemu/kernel.config
+# Userland binaries go to the guest; one target dir for the whole workspace.
+CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$DPROF_ROOT/target}
+export CARGO_TARGET_DIR
+
+log() { printf '\033[1m[dprof %s]\033[0m %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { printf 'dprof: error: %s\n' "$*" >&2; exit 1; }
+
+# The Debian package version of the kernel source, e.g. 6.12.117-1~deb12u1.
+kernel_source_version() {
+  dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null || die "linux-source-6.12 is not installed: run scripts/setup"
+}
+
+# Key of a kernel build: source version + config fragment + the tools that shape the output.
+kernel_build_key() {
+  {
+    kernel_source_version
+    cat "$KERNEL_FRAGMENT"
+    "$KERNEL_RUSTC" --version
+    clang --version | head -n1
+    echo "bindgen $BINDGEN_VERSION"
+  } | sha256sum | cut -c1-16
+}
+
+# Directory names avoid the '~' of Debian versions, which make and Kbuild paths handle badly.
+kernel_version_tag() { kernel_source_version | tr '~+:' '___'; }
+kernel_src_dir() { echo "$DPROF_CACHE/src/linux-source-6.12-$(kernel_version_tag)"; }
+kernel_build_dir() { echo "$DPROF_CACHE/kernel/$(kernel_version_tag)-$(kernel_build_key)"; }
+
+# make arguments every kernel and module build uses.
+kernel_make_args() {
+  echo "LLVM=1 RUSTC=$KERNEL_RUSTC BINDGEN=$BINDGEN RUST_LIB_SRC=$KERNEL_RUST_LIB_SRC"
+}

@@ -1,0 +1,2 @@
+//! The dprof terminal browser. Empty until the TUI issue lands.
+#![forbid(unsafe_code)]
