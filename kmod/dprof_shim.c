@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dprof.ko C shim: only what Linux 6.12's Rust API cannot reach.
+ *
+ *  - the misc device (no Rust miscdevice/file-operations API before 6.13): the file operations
+ *    forward straight to the Rust functions dprof_rs_*;
+ *  - private `struct kmem_cache` fields and virt_to_slab() (mm/slab.h, not a public header);
+ *  - the list of existing slab caches (slab_caches/slab_mutex are not exported);
+ *  - macros and static inlines: raw_smp_processor_id(), nr_cpu_ids,
+ *    tracepoint_synchronize_unregister(), tracepoint names.
+ *
+ * All logic lives in Rust (dprof_main.rs).
+ */
+#include <linux/fs.h>
+#include <linux/kprobes.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/slab.h>
+#include <linux/smp.h>
+#include <linux/tracepoint.h>
+
+#include "slab.h" /* mm/slab.h: struct kmem_cache, virt_to_slab() */
+
+/* Implemented in Rust. */
+int dprof_rs_open(struct inode *inode, struct file *file);
+int dprof_rs_release(struct inode *inode, struct file *file);
+ssize_t dprof_rs_read(struct file *file, char __user *buf, size_t len, loff_t *ppos);
+long dprof_rs_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
+
+static const struct file_operations dprof_fops = {
+	.owner = THIS_MODULE, /* keeps the module loaded while /dev/dprof is open */
+	.open = dprof_rs_open,
+	.release = dprof_rs_release,
+	.read = dprof_rs_read,
+	.unlocked_ioctl = dprof_rs_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.llseek = noop_llseek,
+};
+
+static struct miscdevice dprof_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "dprof",
+	.fops = &dprof_fops,
+	.mode = 0600, /* root only: the records expose kernel addresses */
+};
+
+int dprof_shim_register_device(void)
+{
+	return misc_register(&dprof_misc);
+}
+
+void dprof_shim_deregister_device(void)
+{
+	misc_deregister(&dprof_misc);
+}
+
+/* Mirrors `CacheFields` in dprof_main.rs. */
+struct dprof_cache_fields {
+	const char *name;
+	unsigned int object_size;
+	unsigned int size;
+	unsigned int align;
+	unsigned int flags;
+};
+
+void dprof_shim_cache_fields(const struct kmem_cache *s, struct dprof_cache_fields *out)
+{
+	out->name = s->name;
+	out->object_size = s->object_size;
+	out->size = s->size;
+	out->align = s->align;
+	out->flags = (__force unsigned int)s->flags;
+}
+
+/*
+ * The slab cache an allocated object belongs to, or NULL when the address is not in a slab
+ * (large kmalloc from the page allocator, ZERO_SIZE_PTR, NULL). Only for live objects: the
+ * free tracepoints fire before the object is released, the alloc ones after it is handed out.
+ */
+const struct kmem_cache *dprof_shim_cache_of(const void *ptr)
+{
+	const struct slab *slab;
+
+	if (ZERO_OR_NULL_PTR(ptr) || !virt_addr_valid(ptr))
+		return NULL;
+	slab = virt_to_slab(ptr);
+	return slab ? slab->slab_cache : NULL;
+}
+
+int dprof_shim_this_cpu(void)
+{
+	return raw_smp_processor_id();
+}
+
+unsigned int dprof_shim_nr_cpu_ids(void)
+{
+	return nr_cpu_ids;
+}
+
+unsigned int dprof_shim_online_cpus(void)
+{
+	return num_online_cpus();
+}
+
+const char *dprof_shim_tracepoint_name(const struct tracepoint *tp)
+{
+	return tp->name;
+}
+
+void dprof_shim_tracepoint_sync(void)
+{
+	tracepoint_synchronize_unregister();
+}
+
+/*
+ * slab_caches and slab_mutex are not exported. kallsyms_lookup_name() is not exported either,
+ * but a kprobe on it reports its address (lttng-modules does the same since 5.7). When any of
+ * this fails, dprof still names every cache it sees in an allocation or free; only caches idle
+ * during the whole collection go unnamed, and VersionInfo says so (FEATURE_CACHE_WALK).
+ */
+static struct list_head *dprof_slab_caches;
+static struct mutex *dprof_slab_mutex;
+
+static unsigned long dprof_lookup_name(const char *name)
+{
+	typedef unsigned long (*lookup_fn)(const char *);
+	struct kprobe kp = { .symbol_name = "kallsyms_lookup_name" };
+	lookup_fn lookup;
+
+	if (register_kprobe(&kp) < 0)
+		return 0;
+	lookup = (lookup_fn)kp.addr;
+	unregister_kprobe(&kp);
+	return lookup ? lookup(name) : 0;
+}
+
+/* Returns true when existing caches can be listed. */
+bool dprof_shim_init_cache_walk(void)
+{
+	dprof_slab_caches = (struct list_head *)dprof_lookup_name("slab_caches");
+	dprof_slab_mutex = (struct mutex *)dprof_lookup_name("slab_mutex");
+	return dprof_slab_caches && dprof_slab_mutex;
+}
+
+/*
+ * Calls fn for every slab cache, under slab_mutex (so none is destroyed meanwhile) and with
+ * preemption off around each call (fn writes to this CPU's ring). Returns the number of caches,
+ * or -ENOENT when the list could not be found.
+ */
+int dprof_shim_walk_caches(void (*fn)(const struct kmem_cache *s, void *data), void *data)
+{
+	struct kmem_cache *s;
+	int n = 0;
+
+	if (!dprof_slab_caches || !dprof_slab_mutex)
+		return -ENOENT;
+	mutex_lock(dprof_slab_mutex);
+	list_for_each_entry(s, dprof_slab_caches, list) {
+		preempt_disable();
+		fn(s, data);
+		preempt_enable();
+		n++;
+	}
+	mutex_unlock(dprof_slab_mutex);
+	return n;
+}

@@ -1,0 +1,91 @@
+//! C functions dprof.ko calls: exported kernel symbols that 6.12's generated bindings do not
+//! cover, and the shim (dprof_shim.c). Declared by hand because an out-of-tree module cannot
+//! add headers to the bindings.
+
+use kernel::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
+
+/// Opaque `struct tracepoint`.
+#[repr(C)]
+pub(crate) struct Tracepoint {
+    _private: [u8; 0],
+}
+
+/// Opaque `struct kmem_cache`.
+#[repr(C)]
+pub(crate) struct KmemCache {
+    _private: [u8; 0],
+}
+
+/// Mirrors `struct dprof_cache_fields` in dprof_shim.c.
+#[repr(C)]
+pub(crate) struct CacheFields {
+    pub(crate) name: *const c_char,
+    pub(crate) object_size: c_uint,
+    pub(crate) size: c_uint,
+    pub(crate) align: c_uint,
+    pub(crate) flags: c_uint,
+}
+
+extern "C" {
+    // Exported by the kernel (GPL).
+    pub(crate) fn ktime_get_mono_fast_ns() -> u64;
+    pub(crate) fn vzalloc_noprof(size: c_ulong) -> *mut c_void;
+    pub(crate) fn vfree(addr: *const c_void);
+    pub(crate) fn for_each_kernel_tracepoint(
+        fct: unsafe extern "C" fn(tp: *mut Tracepoint, data: *mut c_void),
+        data: *mut c_void,
+    );
+    pub(crate) fn tracepoint_probe_register(
+        tp: *mut Tracepoint,
+        probe: *mut c_void,
+        data: *mut c_void,
+    ) -> c_int;
+    pub(crate) fn tracepoint_probe_unregister(
+        tp: *mut Tracepoint,
+        probe: *mut c_void,
+        data: *mut c_void,
+    ) -> c_int;
+
+    // dprof_shim.c.
+    pub(crate) fn dprof_shim_register_device() -> c_int;
+    pub(crate) fn dprof_shim_deregister_device();
+    pub(crate) fn dprof_shim_cache_fields(s: *const KmemCache, out: *mut CacheFields);
+    pub(crate) fn dprof_shim_cache_of(ptr: *const c_void) -> *const KmemCache;
+    pub(crate) fn dprof_shim_this_cpu() -> c_int;
+    pub(crate) fn dprof_shim_nr_cpu_ids() -> c_uint;
+    pub(crate) fn dprof_shim_online_cpus() -> c_uint;
+    pub(crate) fn dprof_shim_tracepoint_name(tp: *const Tracepoint) -> *const c_char;
+    pub(crate) fn dprof_shim_tracepoint_sync();
+    pub(crate) fn dprof_shim_init_cache_walk() -> bool;
+    pub(crate) fn dprof_shim_walk_caches(
+        f: unsafe extern "C" fn(s: *const KmemCache, data: *mut c_void),
+        data: *mut c_void,
+    ) -> c_int;
+}
+
+/// Nanoseconds on the NMI-safe monotonic clock shared by all CPUs.
+#[inline]
+pub(crate) fn now_ns() -> u64 {
+    // SAFETY: ktime_get_mono_fast_ns has no preconditions and is safe in any context, NMI included.
+    unsafe { ktime_get_mono_fast_ns() }
+}
+
+/// The CPU this code runs on. Callers have preemption disabled (tracepoint probes, interrupt
+/// handlers, or an explicit preempt_disable), so the answer stays true while they use it.
+#[inline]
+pub(crate) fn this_cpu() -> usize {
+    // SAFETY: reads a per-CPU variable; no preconditions.
+    unsafe { dprof_shim_this_cpu() as usize }
+}
+
+/// `nr_cpu_ids`: every CPU number is below it.
+pub(crate) fn nr_cpu_ids() -> usize {
+    // SAFETY: reads a global set at boot.
+    unsafe { dprof_shim_nr_cpu_ids() as usize }
+}
+
+/// CPUs online now.
+pub(crate) fn online_cpus() -> u32 {
+    // SAFETY: reads the online mask weight; no preconditions.
+    unsafe { dprof_shim_online_cpus() }
+}

@@ -1,0 +1,358 @@
+//! A collection session: the per-CPU rings, the set of caches already described, and the slab
+//! tracepoint probes that feed them.
+
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use kernel::ffi::{c_int, c_ulong, c_void};
+use kernel::prelude::*;
+
+use crate::abi;
+use crate::ffi::{self, KmemCache, Tracepoint};
+
+/// Slots of the table of caches already described; Linux has a few hundred caches.
+const SEEN_SLOTS: usize = 4096;
+
+/// Caches for which a CacheInfo was written: a fixed open-addressing table filled by CAS, so
+/// probes in any context can test-and-insert without locks or allocation.
+struct SeenCaches {
+    slots: KVec<AtomicU64>,
+}
+
+impl SeenCaches {
+    fn new() -> Result<Self> {
+        let mut slots = KVec::with_capacity(SEEN_SLOTS, GFP_KERNEL)?;
+        for _ in 0..SEEN_SLOTS {
+            slots.push(AtomicU64::new(0), GFP_KERNEL)?;
+        }
+        Ok(Self { slots })
+    }
+
+    /// Inserts `cache`; true when it was not there before (the caller describes it). When the
+    /// table is full every further cache counts as new: a duplicate CacheInfo is harmless, a
+    /// missing one is not.
+    fn insert(&self, cache: u64) -> bool {
+        // Fibonacci hashing of the address without its always-zero low bits.
+        let mut slot = ((cache >> 6).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize;
+        for _ in 0..SEEN_SLOTS {
+            let entry = &self.slots[slot % SEEN_SLOTS];
+            match entry.compare_exchange(0, cache, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return true,
+                Err(existing) if existing == cache => return false,
+                Err(_) => slot = slot.wrapping_add(1),
+            }
+        }
+        true
+    }
+}
+
+/// Everything the probes write to. Lives in a KBox whose address is the probes' `data`.
+pub(crate) struct Session {
+    rings: KVec<crate::ring::Ring>,
+    seen: SeenCaches,
+}
+
+impl Session {
+    /// Rings of `ring_bytes` for every possible CPU.
+    pub(crate) fn new(ring_bytes: u32) -> Result<KBox<Self>> {
+        let cpus = ffi::nr_cpu_ids();
+        let mut rings = KVec::with_capacity(cpus, GFP_KERNEL)?;
+        for _ in 0..cpus {
+            rings.push(crate::ring::Ring::new(ring_bytes)?, GFP_KERNEL)?;
+        }
+        Ok(KBox::new(
+            Self {
+                rings,
+                seen: SeenCaches::new()?,
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    pub(crate) fn rings(&self) -> &[crate::ring::Ring] {
+        &self.rings
+    }
+
+    /// Writes a record to this CPU's ring. Preemption must be off.
+    fn emit(&self, kind: abi::RecordKind, payload: &[u8]) {
+        let cpu = ffi::this_cpu();
+        if let Some(ring) = self.rings.get(cpu) {
+            ring.write(cpu as u32, kind, payload);
+        }
+    }
+
+    /// Writes a CacheInfo for `cache` unless one was written already.
+    fn describe_cache(&self, cache: *const KmemCache, origin: u16) {
+        if cache.is_null() || !self.seen.insert(cache as u64) {
+            return;
+        }
+        let mut fields = ffi::CacheFields {
+            name: core::ptr::null(),
+            object_size: 0,
+            size: 0,
+            align: 0,
+            flags: 0,
+        };
+        // SAFETY: `cache` is a live kmem_cache: it is the cache of an object being allocated or
+        // freed, or comes from the cache list walked under slab_mutex.
+        unsafe { ffi::dprof_shim_cache_fields(cache, &mut fields) };
+        let info = abi::CacheInfo {
+            cache: cache as u64,
+            object_size: fields.object_size,
+            size: fields.size,
+            align: fields.align,
+            slab_flags: fields.flags,
+            name_len: 0,
+            origin,
+            name: [0; abi::CACHE_NAME_BYTES],
+        };
+        // SAFETY: a cache's name is a NUL-terminated string that lives as long as the cache.
+        let name = unsafe { c_str_prefix(fields.name, 255) };
+        let mut payload = [0u8; abi::CacheInfo::SIZE];
+        info.with_name(name).encode(&mut payload);
+        self.emit(abi::RecordKind::CacheInfo, &payload);
+    }
+
+    /// Describes every cache that exists now. Process context; returns how many were walked.
+    pub(crate) fn describe_existing_caches(&self) -> Result<u32> {
+        let data = core::ptr::from_ref(self).cast_mut().cast::<c_void>();
+        // SAFETY: the callback gets `self` back as `data`, which outlives the call.
+        let n = unsafe { ffi::dprof_shim_walk_caches(walk_cache, data) };
+        if n < 0 {
+            Err(Error::from_errno(n))
+        } else {
+            Ok(n as u32)
+        }
+    }
+}
+
+/// The bytes of a C string, at most `max` of them.
+///
+/// # Safety
+/// `p` is null or points to a NUL-terminated string that outlives the returned slice.
+unsafe fn c_str_prefix<'a>(p: *const kernel::ffi::c_char, max: usize) -> &'a [u8] {
+    if p.is_null() {
+        return &[];
+    }
+    let mut len = 0;
+    // SAFETY: reading up to the NUL of a valid string, bounded by `max`.
+    while len < max && unsafe { *p.add(len) } != 0 {
+        len += 1;
+    }
+    // SAFETY: the `len` bytes just read are part of the string.
+    unsafe { core::slice::from_raw_parts(p.cast::<u8>(), len) }
+}
+
+unsafe extern "C" fn walk_cache(cache: *const KmemCache, data: *mut c_void) {
+    // SAFETY: `data` is the Session passed by describe_existing_caches.
+    let session = unsafe { &*data.cast::<Session>() };
+    session.describe_cache(cache, abi::CACHE_ORIGIN_WALK);
+}
+
+/// Names of the kmem tracepoints, in the order of `SlabTracepoints::points`.
+const TRACEPOINT_NAMES: [&[u8]; 4] = [b"kmem_cache_alloc", b"kmalloc", b"kfree", b"kmem_cache_free"];
+
+/// The four kmem tracepoints, found once at module load.
+pub(crate) struct SlabTracepoints {
+    points: [*mut Tracepoint; 4],
+}
+
+// SAFETY: tracepoints are static kernel objects; the pointers are only passed back to the
+// tracepoint API.
+unsafe impl Send for SlabTracepoints {}
+
+unsafe extern "C" fn find_tracepoint(tp: *mut Tracepoint, data: *mut c_void) {
+    // SAFETY: `data` is the SlabTracepoints being filled by `find`.
+    let found = unsafe { &mut *data.cast::<SlabTracepoints>() };
+    // SAFETY: `tp` is a live kernel tracepoint with a NUL-terminated static name.
+    let name = unsafe { c_str_prefix(ffi::dprof_shim_tracepoint_name(tp), 64) };
+    for (slot, wanted) in found.points.iter_mut().zip(TRACEPOINT_NAMES) {
+        if name == wanted {
+            *slot = tp;
+        }
+    }
+}
+
+impl SlabTracepoints {
+    /// Looks the tracepoints up among the kernel's; None unless all four exist.
+    pub(crate) fn find() -> Option<Self> {
+        let mut found = Self {
+            points: [core::ptr::null_mut(); 4],
+        };
+        // SAFETY: the callback only writes into `found`, which outlives the call.
+        unsafe {
+            ffi::for_each_kernel_tracepoint(
+                find_tracepoint,
+                core::ptr::from_mut(&mut found).cast::<c_void>(),
+            );
+        }
+        found.points.iter().all(|p| !p.is_null()).then_some(found)
+    }
+
+    fn probes() -> [*mut c_void; 4] {
+        [
+            probe_kmem_cache_alloc as *mut c_void,
+            probe_kmalloc as *mut c_void,
+            probe_kfree as *mut c_void,
+            probe_kmem_cache_free as *mut c_void,
+        ]
+    }
+
+    /// Attaches the probes with `session` as their data. On failure, nothing stays attached.
+    ///
+    /// # Safety
+    /// `session` must stay valid until `unregister` with the same pointer has returned.
+    pub(crate) unsafe fn register(&self, session: *const Session) -> Result {
+        let data = session.cast_mut().cast::<c_void>();
+        for (i, (&tp, probe)) in self.points.iter().zip(Self::probes()).enumerate() {
+            // SAFETY: `tp` is a kernel tracepoint; `probe` has the tracepoint's prototype with
+            // `void *data` first.
+            let ret = unsafe { ffi::tracepoint_probe_register(tp, probe, data) };
+            if ret != 0 {
+                for (&tp, probe) in self.points.iter().zip(Self::probes()).take(i) {
+                    // SAFETY: registered just above with the same arguments.
+                    unsafe { ffi::tracepoint_probe_unregister(tp, probe, data) };
+                }
+                // SAFETY: process context.
+                unsafe { ffi::dprof_shim_tracepoint_sync() };
+                return Err(Error::from_errno(ret));
+            }
+        }
+        Ok(())
+    }
+
+    /// Detaches the probes and waits until none can still be running, so `session` may be
+    /// freed afterwards.
+    ///
+    /// # Safety
+    /// The probes must have been registered with `session`.
+    pub(crate) unsafe fn unregister(&self, session: *const Session) {
+        let data = session.cast_mut().cast::<c_void>();
+        for (&tp, probe) in self.points.iter().zip(Self::probes()) {
+            // SAFETY: registered by `register` with the same arguments.
+            unsafe { ffi::tracepoint_probe_unregister(tp, probe, data) };
+        }
+        // SAFETY: process context; waits for probes in flight on every CPU.
+        unsafe { ffi::dprof_shim_tracepoint_sync() };
+    }
+}
+
+// The probes below run inside the kmem tracepoints: any context, preemption off, and they must
+// not allocate (that would recurse into the tracepoints). `data` is the registered Session.
+
+/// ZERO_SIZE_PTR is 16: kfree() traces NULL and ZERO_SIZE_PTR before it ignores them.
+fn is_zero_or_null(ptr: *const c_void) -> bool {
+    (ptr as usize) <= 16
+}
+
+unsafe extern "C" fn probe_kmem_cache_alloc(
+    data: *mut c_void,
+    call_site: c_ulong,
+    ptr: *const c_void,
+    cache: *const KmemCache,
+    gfp: u32,
+    node: c_int,
+) {
+    if ptr.is_null() {
+        return; // a failed allocation
+    }
+    // SAFETY: `data` is the Session registered with this probe (see SlabTracepoints::register).
+    let session = unsafe { &*data.cast::<Session>() };
+    session.describe_cache(cache, abi::CACHE_ORIGIN_SEEN);
+    let mut fields = ffi::CacheFields {
+        name: core::ptr::null(),
+        object_size: 0,
+        size: 0,
+        align: 0,
+        flags: 0,
+    };
+    // SAFETY: `cache` is the live cache the object was just allocated from.
+    unsafe { ffi::dprof_shim_cache_fields(cache, &mut fields) };
+    let mut payload = [0u8; abi::Alloc::SIZE];
+    abi::Alloc {
+        ptr: ptr as u64,
+        call_site: call_site as u64,
+        cache: cache as u64,
+        bytes_req: fields.object_size,
+        bytes_alloc: fields.size,
+        gfp,
+        node,
+        flags: 0,
+    }
+    .encode(&mut payload);
+    session.emit(abi::RecordKind::Alloc, &payload);
+}
+
+unsafe extern "C" fn probe_kmalloc(
+    data: *mut c_void,
+    call_site: c_ulong,
+    ptr: *const c_void,
+    bytes_req: usize,
+    bytes_alloc: usize,
+    gfp: u32,
+    node: c_int,
+) {
+    if is_zero_or_null(ptr) {
+        return; // failed, or a zero-size request
+    }
+    // SAFETY: `data` is the registered Session.
+    let session = unsafe { &*data.cast::<Session>() };
+    // SAFETY: `ptr` is a live allocation (the tracepoint fires after it is handed out).
+    let cache = unsafe { ffi::dprof_shim_cache_of(ptr) };
+    session.describe_cache(cache, abi::CACHE_ORIGIN_SEEN);
+    let mut payload = [0u8; abi::Alloc::SIZE];
+    abi::Alloc {
+        ptr: ptr as u64,
+        call_site: call_site as u64,
+        cache: cache as u64,
+        bytes_req: u32::try_from(bytes_req).unwrap_or(u32::MAX),
+        bytes_alloc: u32::try_from(bytes_alloc).unwrap_or(u32::MAX),
+        gfp,
+        node,
+        flags: abi::ALLOC_KMALLOC,
+    }
+    .encode(&mut payload);
+    session.emit(abi::RecordKind::Alloc, &payload);
+}
+
+unsafe extern "C" fn probe_kfree(data: *mut c_void, call_site: c_ulong, ptr: *const c_void) {
+    if is_zero_or_null(ptr) {
+        return;
+    }
+    // SAFETY: `data` is the registered Session.
+    let session = unsafe { &*data.cast::<Session>() };
+    // SAFETY: kfree's tracepoint fires before the object is released, so it is still live.
+    let cache = unsafe { ffi::dprof_shim_cache_of(ptr) };
+    session.describe_cache(cache, abi::CACHE_ORIGIN_SEEN);
+    let mut payload = [0u8; abi::Free::SIZE];
+    abi::Free {
+        ptr: ptr as u64,
+        call_site: call_site as u64,
+        cache: cache as u64,
+        flags: abi::FREE_KFREE,
+    }
+    .encode(&mut payload);
+    session.emit(abi::RecordKind::Free, &payload);
+}
+
+unsafe extern "C" fn probe_kmem_cache_free(
+    data: *mut c_void,
+    call_site: c_ulong,
+    ptr: *const c_void,
+    cache: *const KmemCache,
+) {
+    if ptr.is_null() {
+        return;
+    }
+    // SAFETY: `data` is the registered Session.
+    let session = unsafe { &*data.cast::<Session>() };
+    session.describe_cache(cache, abi::CACHE_ORIGIN_SEEN);
+    let mut payload = [0u8; abi::Free::SIZE];
+    abi::Free {
+        ptr: ptr as u64,
+        call_site: call_site as u64,
+        cache: cache as u64,
+        flags: 0,
+    }
+    .encode(&mut payload);
+    session.emit(abi::RecordKind::Free, &payload);
+}

@@ -1,0 +1,66 @@
+# Guest scenario: dprof.ko must survive abuse without an oops (the harness fails the run on
+# BUG/Oops/WARNING in the kernel log):
+#   1. load and unload 20 times;
+#   2. rmmod while a collector runs is refused, the collection finishes and is valid;
+#   3. a collector killed with SIGKILL leaves no finished profile, and the next collect works;
+#   4. a second open of /dev/dprof gets EBUSY;
+#   5. 10,000 random ioctl/read calls get only EINVAL/ENOTTY/EFAULT/EBUSY/EAGAIN/ENOMEM.
+set -eu
+fail() { echo "FAIL: $*"; exit 1; }
+
+echo "== 1. load/unload x20"
+i=0
+while [ $i -lt 20 ]; do
+  insmod "$DPROF_KO" || fail "insmod #$i"
+  [ -c /dev/dprof ] || fail "/dev/dprof missing after insmod #$i"
+  rmmod dprof || fail "rmmod #$i"
+  [ ! -e /dev/dprof ] || fail "/dev/dprof still there after rmmod #$i"
+  i=$((i + 1))
+done
+insmod "$DPROF_KO"
+mode=$(stat -c %a /dev/dprof)
+[ "$mode" = 600 ] || fail "/dev/dprof has mode $mode, want 600"
+
+echo "== 2. rmmod while collecting"
+"$DPROF" collect -o /tmp/rm.dprof --duration 4s &
+collector=$!
+sleep 2
+if rmmod dprof 2>/dev/null; then fail "rmmod succeeded while /dev/dprof was open"; fi
+wait $collector || fail "collector failed after the refused rmmod"
+"$DPROF" dump --summary /tmp/rm.dprof > /dev/null || fail "profile of the rmmod test unreadable"
+echo "rmmod refused while collecting; profile complete"
+
+echo "== 3. SIGKILL mid-run"
+"$DPROF" collect -o /tmp/killed.dprof --duration 60s &
+collector=$!
+# Kill it mid-run: once its partial file exists and records are flowing.
+i=0
+while [ ! -e /tmp/killed.dprof.partial ] && [ $i -lt 300 ]; do usleep 100000; i=$((i + 1)); done
+[ -e /tmp/killed.dprof.partial ] || fail "the collector never created /tmp/killed.dprof.partial"
+sleep 1
+kill -9 $collector
+wait $collector 2>/dev/null || true
+[ ! -e /tmp/killed.dprof ] || fail "a killed collector left a finished-looking profile"
+if "$DPROF" dump /tmp/killed.dprof.partial > /dev/null 2>/tmp/partial.err; then
+  fail "the partial profile of a killed collector reads as complete"
+fi
+echo "partial profile refused: $(cat /tmp/partial.err)"
+"$DPROF" collect -o /tmp/after-kill.dprof --duration 1s || fail "collect after SIGKILL"
+"$DPROF" dump --summary /tmp/after-kill.dprof > /dev/null || fail "profile after SIGKILL unreadable"
+
+echo "== 4. one collector at a time"
+"$DPROF" collect -o /tmp/first.dprof --duration 4s &
+collector=$!
+sleep 2
+if "$DPROF" collect -o /tmp/second.dprof --duration 1s 2>/tmp/busy.err; then
+  fail "a second collector could open /dev/dprof"
+fi
+grep -qi "another collector" /tmp/busy.err || fail "second collector's error does not say why: $(cat /tmp/busy.err)"
+wait $collector || fail "first collector failed"
+[ ! -e /tmp/second.dprof ] || fail "the refused collector wrote a profile"
+
+echo "== 5. random ioctls"
+dprof-ioctl-fuzz 10000 || fail "ioctl fuzz"
+"$DPROF" collect -o /tmp/after-fuzz.dprof --duration 1s || fail "collect after the fuzz"
+rmmod dprof || fail "final rmmod"
+echo "module robustness: all checks passed"
