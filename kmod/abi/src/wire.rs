@@ -525,10 +525,12 @@ impl Record {
 pub const MAX_RECORD_SIZE: usize = RECORD_HEADER_SIZE + CacheInfo::SIZE;
 
 const _: () = {
-    assert!(RecordKind::Alloc.record_size() % RECORD_ALIGN == 0);
-    assert!(RecordKind::Free.record_size() % RECORD_ALIGN == 0);
-    assert!(RecordKind::CacheInfo.record_size() % RECORD_ALIGN == 0);
-    assert!(RecordKind::Lost.record_size() % RECORD_ALIGN == 0);
+    assert!(RecordKind::Alloc.record_size().is_multiple_of(RECORD_ALIGN));
+    assert!(RecordKind::Free.record_size().is_multiple_of(RECORD_ALIGN));
+    assert!(RecordKind::CacheInfo
+        .record_size()
+        .is_multiple_of(RECORD_ALIGN));
+    assert!(RecordKind::Lost.record_size().is_multiple_of(RECORD_ALIGN));
     assert!(MAX_RECORD_SIZE < u16::MAX as usize);
     assert!(MAX_RECORD_SIZE >= RecordKind::Alloc.record_size());
 };
@@ -709,7 +711,7 @@ pub struct Status {
     pub records_written: u64,
     /// Out: records dropped on full rings.
     pub records_lost: u64,
-    /// Out: bytes handed to read().
+    /// Out: bytes handed to `read()`.
     pub bytes_read: u64,
 }
 

@@ -1,1 +1,45 @@
-fn main() {}
+//! `dprof`: collect kernel data profiles from `/dev/dprof` and look at them.
+
+mod collect;
+mod dump;
+mod units;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// dprof: a data-centric cache-miss profiler for the Linux kernel.
+///
+/// dprof attributes kernel memory activity to data types (slab caches) rather than to code.
+/// `dprof collect` records allocations and frees from the dprof.ko module into a profile
+/// file; `dprof dump` prints a profile. Profiles are self-contained: they carry the kernel
+/// release, CPU and cache geometry, configuration, and kallsyms and module snapshots, so they
+/// can be read on any machine.
+#[derive(Debug, Parser)]
+#[command(name = "dprof", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Collect(collect::CollectArgs),
+    Dump(dump::DumpArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Collect(args) => collect::run(&args),
+        Command::Dump(args) => dump::run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            // `{:#}` puts the whole context chain on one line.
+            eprintln!("dprof: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,1 +1,15 @@
-//! dprof library.
+//! dprof library: the profile file, the `/dev/dprof` client, symbols and summaries.
+//!
+//! The profile side ([`profile`], [`symbols`], [`summary`]) does no device I/O and reads
+//! profiles from bytes, so analysis never needs the machine a profile came from. The collector
+//! side ([`device`], [`system`]) talks to the module and the live system; nothing in the
+//! profile side depends on it.
+
+pub mod device;
+pub mod profile;
+pub mod summary;
+pub mod symbols;
+pub mod system;
+
+/// Version of this library, written into every profile.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

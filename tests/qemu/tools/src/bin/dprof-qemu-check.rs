@@ -1,0 +1,379 @@
+//! Host-side checks of what QEMU scenarios leave behind.
+//!
+//! `dprof-qemu-check slab-workload DIR` compares the profile the guest collected with the
+//! kernel's own counters, snapshotted in the guest around the workload:
+//!
+//! - SLUB statistics (`/sys/kernel/slab/*/alloc_fastpath` + `alloc_slowpath`, and the `free_*`
+//!   pair) count every allocation and free exactly. Each snapshot is bracketed by
+//!   `/proc/uptime` readings (10 ms resolution, the same clock as the records' timestamps),
+//!   so for every cache `traced(inner window) <= counter delta <= traced(outer window)` must hold
+//!   when the tracepoints see everything. Whatever the delta exceeds the outer count by was not
+//!   traced: SLUB's bulk APIs (`kmem_cache_alloc_bulk`, `kmem_cache_free_bulk`, and
+//!   `kfree_bulk` under `kfree_rcu`) emit no tracepoint. That gap is measured and bounded.
+//! - `/proc/slabinfo` active objects move with allocs minus frees, up to the free objects that
+//!   sit in per-CPU slabs (SLUB counts those as active): that slack is bounded by the per-CPU
+//!   partial lists.
+//!
+//! The report is printed and saved as DIR/check.txt.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{bail, ensure, Context, Result};
+use dprof::profile::Profile;
+use dprof_abi::Record;
+
+/// /proc/uptime has centisecond resolution; one more millisecond covers the gap between a
+/// counter's increment and the tracepoint's timestamp.
+const UPTIME_RESOLUTION_NS: u64 = 10_000_000;
+const SKEW_NS: u64 = 1_000_000;
+
+/// Caches the acceptance names, checked strictly; others are reported.
+const NAMED: [&str; 2] = ["skbuff_head_cache", "task_struct"];
+
+#[derive(Clone, Copy, Default)]
+struct SlubCounters {
+    allocs: u64,
+    frees: u64,
+    cpu_partial: u64,
+}
+
+fn read_slubstats(path: &Path) -> Result<BTreeMap<String, SlubCounters>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut map = BTreeMap::new();
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        ensure!(fields.len() == 6, "{}: bad line {line:?}", path.display());
+        let n = |i: usize| -> Result<u64> { Ok(fields[i].parse()?) };
+        map.insert(
+            fields[0].to_string(),
+            SlubCounters {
+                allocs: n(1)? + n(2)?,
+                frees: n(3)? + n(4)?,
+                cpu_partial: n(5)?,
+            },
+        );
+    }
+    Ok(map)
+}
+
+#[derive(Clone, Copy, Default)]
+struct SlabinfoLine {
+    active_objs: i64,
+    objs_per_slab: i64,
+}
+
+fn read_slabinfo(path: &Path) -> Result<BTreeMap<String, SlabinfoLine>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut map = BTreeMap::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with("slabinfo") && !l.starts_with('#'))
+    {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        ensure!(fields.len() >= 5, "{}: bad line {line:?}", path.display());
+        map.insert(
+            fields[0].to_string(),
+            SlabinfoLine {
+                active_objs: fields[1].parse()?,
+                objs_per_slab: fields[4].parse()?,
+            },
+        );
+    }
+    Ok(map)
+}
+
+fn read_uptime_ns(path: &Path) -> Result<u64> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let (secs, frac) = text
+        .trim()
+        .split_once('.')
+        .context("uptime without a fraction")?;
+    ensure!(frac.len() == 2, "uptime {text:?} is not in centiseconds");
+    Ok(secs.parse::<u64>()? * 1_000_000_000 + frac.parse::<u64>()? * 10_000_000)
+}
+
+/// Traced events of one cache inside the inner and outer windows.
+#[derive(Clone, Copy, Default)]
+struct Traced {
+    allocs_inner: u64,
+    allocs_outer: u64,
+    frees_inner: u64,
+    frees_outer: u64,
+}
+
+#[allow(clippy::too_many_lines)] // one linear report; splitting it would only scatter it
+fn check_slab_workload(dir: &Path) -> Result<String> {
+    let profile = Profile::open(&dir.join("slab.dprof")).context("opening the guest's profile")?;
+    let mut report = String::new();
+
+    // Every record was validated by the reader; check what it cannot know.
+    let caches = profile.cache_infos();
+    let names: BTreeMap<u64, String> = caches
+        .iter()
+        .map(|(&id, info)| (id, String::from_utf8_lossy(info.name_bytes()).into_owned()))
+        .collect();
+    let nr_cpus = profile.header().module.nr_cpu_ids;
+    let mut lost_per_cpu: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut unnamed = 0u64;
+    let mut records = 0u64;
+    for (header, record) in profile.records() {
+        records += 1;
+        ensure!(
+            header.cpu < nr_cpus,
+            "record on CPU {} of {nr_cpus}",
+            header.cpu
+        );
+        match record {
+            Record::Alloc(a) => {
+                ensure!(a.ptr != 0, "allocation of a null pointer");
+                if a.cache != 0 && !names.contains_key(&a.cache) {
+                    unnamed += 1;
+                }
+            }
+            Record::Free(f) => {
+                if f.cache != 0 && !names.contains_key(&f.cache) {
+                    unnamed += 1;
+                }
+            }
+            Record::Lost(l) => *lost_per_cpu.entry(header.cpu).or_default() += l.count,
+            Record::CacheInfo(_) => {}
+        }
+    }
+    ensure!(
+        unnamed == 0,
+        "{unnamed} records name a cache with no CacheInfo"
+    );
+    for wanted in NAMED {
+        ensure!(
+            names.values().any(|n| n == wanted),
+            "no CacheInfo for {wanted}"
+        );
+    }
+    let kmalloc_names = names.values().filter(|n| n.starts_with("kmalloc-")).count();
+    ensure!(kmalloc_names > 0, "no CacheInfo for any kmalloc-* cache");
+    let lost: u64 = lost_per_cpu.values().sum();
+    writeln!(
+        report,
+        "profile: {records} records, {} caches named ({kmalloc_names} kmalloc-*), lost per CPU: {lost_per_cpu:?}",
+        names.len()
+    )?;
+    ensure!(
+        lost == 0,
+        "{lost} records were lost: the exact comparison below needs all of them (raise --ring-size)"
+    );
+
+    let before = read_slubstats(&dir.join("slubstats.before"))?;
+    let after = read_slubstats(&dir.join("slubstats.after"))?;
+    let up = |name: &str| read_uptime_ns(&dir.join(format!("uptime.{name}")));
+    let (b0, b1, a0, a1) = (
+        up("before.begin")?,
+        up("before.end")?,
+        up("after.begin")?,
+        up("after.end")?,
+    );
+    // A reading u means the true time is in [u, u + 10 ms).
+    let inner = (
+        b1 + UPTIME_RESOLUTION_NS + SKEW_NS,
+        a0.saturating_sub(SKEW_NS),
+    );
+    let outer = (
+        b0.saturating_sub(SKEW_NS),
+        a1 + UPTIME_RESOLUTION_NS + SKEW_NS,
+    );
+    ensure!(inner.0 < inner.1, "the workload ran too briefly to compare");
+    writeln!(
+        report,
+        "windows (ms since boot): inner {}..{}, outer {}..{}",
+        inner.0 / 1_000_000,
+        inner.1 / 1_000_000,
+        outer.0 / 1_000_000,
+        outer.1 / 1_000_000
+    )?;
+
+    let mut traced: BTreeMap<String, Traced> = BTreeMap::new();
+    for (header, record) in profile.records() {
+        let t = header.time_ns;
+        let in_inner = (inner.0..inner.1).contains(&t);
+        let in_outer = (outer.0..outer.1).contains(&t);
+        let (cache, is_alloc) = match record {
+            Record::Alloc(a) => (a.cache, true),
+            Record::Free(f) => (f.cache, false),
+            _ => continue,
+        };
+        let Some(name) = names.get(&cache) else {
+            continue;
+        };
+        let entry = traced.entry(name.clone()).or_default();
+        match (is_alloc, in_inner, in_outer) {
+            (true, i, o) => {
+                entry.allocs_inner += u64::from(i);
+                entry.allocs_outer += u64::from(o);
+            }
+            (false, i, o) => {
+                entry.frees_inner += u64::from(i);
+                entry.frees_outer += u64::from(o);
+            }
+        }
+    }
+
+    writeln!(
+        report,
+        "{:<24} {:>8} {:>8} {:>8} {:>9}   {:>8} {:>8} {:>8} {:>9}",
+        "cache",
+        "a.inner",
+        "a.slub",
+        "a.outer",
+        "untraced",
+        "f.inner",
+        "f.slub",
+        "f.outer",
+        "untraced"
+    )?;
+    let mut failures = Vec::new();
+    let (mut total_alloc_delta, mut total_alloc_untraced) = (0u64, 0u64);
+    let (mut total_free_delta, mut total_free_untraced) = (0u64, 0u64);
+    let mut rows: Vec<(&String, u64, u64, Traced)> = after
+        .iter()
+        .filter_map(|(name, a)| {
+            let b = before.get(name)?;
+            let t = traced.get(name).copied().unwrap_or_default();
+            Some((name, a.allocs - b.allocs, a.frees - b.frees, t))
+        })
+        .collect();
+    rows.sort_by_key(|&(name, allocs, _, _)| {
+        (!NAMED.contains(&name.as_str()), std::cmp::Reverse(allocs))
+    });
+    for &(name, alloc_delta, free_delta, t) in &rows {
+        let alloc_untraced = alloc_delta.saturating_sub(t.allocs_outer);
+        let free_untraced = free_delta.saturating_sub(t.frees_outer);
+        total_alloc_delta += alloc_delta;
+        total_alloc_untraced += alloc_untraced;
+        total_free_delta += free_delta;
+        total_free_untraced += free_untraced;
+        // Never more traced events than happened: that would be a duplicate or a misnamed cache.
+        if t.allocs_inner > alloc_delta {
+            failures.push(format!(
+                "{name}: {} allocs traced in the inner window, SLUB counted {alloc_delta}",
+                t.allocs_inner
+            ));
+        }
+        if t.frees_inner > free_delta {
+            failures.push(format!(
+                "{name}: {} frees traced in the inner window, SLUB counted {free_delta}",
+                t.frees_inner
+            ));
+        }
+        let is_named_cache = NAMED.contains(&name.as_str());
+        if is_named_cache {
+            ensure!(
+                alloc_delta >= 20,
+                "{name}: only {alloc_delta} allocations: the workload did not exercise it"
+            );
+            // The named caches are allocated one object at a time: every allocation is traced.
+            if alloc_untraced > 0 {
+                failures.push(format!(
+                    "{name}: {alloc_untraced} of {alloc_delta} allocations not traced"
+                ));
+            }
+            // skb heads go back in bulk from the per-CPU NAPI cache (napi_skb_cache_put ->
+            // kmem_cache_free_bulk), which has no tracepoint: allow that, bounded.
+            if free_untraced * 2 > free_delta.max(1) {
+                failures.push(format!(
+                    "{name}: {free_untraced} of {free_delta} frees not traced (more than half)"
+                ));
+            }
+        }
+        if is_named_cache || alloc_delta >= 100 {
+            writeln!(
+                report,
+                "{name:<24} {:>8} {alloc_delta:>8} {:>8} {alloc_untraced:>9}   {:>8} {free_delta:>8} {:>8} {free_untraced:>9}",
+                t.allocs_inner, t.allocs_outer, t.frees_inner, t.frees_outer
+            )?;
+        }
+    }
+    let pct = |part: u64, whole: u64| {
+        if whole == 0 {
+            0.0
+        } else {
+            100.0 * part as f64 / whole as f64
+        }
+    };
+    writeln!(
+        report,
+        "all caches: {total_alloc_untraced} of {total_alloc_delta} allocations ({:.1}%) and {total_free_untraced} of {total_free_delta} frees ({:.1}%) went through untraced bulk paths",
+        pct(total_alloc_untraced, total_alloc_delta),
+        pct(total_free_untraced, total_free_delta)
+    )?;
+    // Bulk paths are a small part of the slab traffic; a large gap would mean missing probes.
+    if pct(total_alloc_untraced, total_alloc_delta) > 5.0 {
+        failures.push("more than 5% of all allocations untraced".to_string());
+    }
+
+    // /proc/slabinfo: net change of active objects against traced allocs - frees.
+    let info_before = read_slabinfo(&dir.join("slabinfo.before"))?;
+    let info_after = read_slabinfo(&dir.join("slabinfo.after"))?;
+    let cpus = i64::from(profile.header().online_cpus);
+    for name in NAMED {
+        let (Some(b), Some(a)) = (info_before.get(name), info_after.get(name)) else {
+            bail!("{name} missing from /proc/slabinfo");
+        };
+        let t = traced.get(name).copied().unwrap_or_default();
+        let untraced_frees =
+            rows.iter()
+                .find(|r| r.0 == name)
+                .map_or(0, |&(_, _, f, t)| f.saturating_sub(t.frees_outer)) as i64;
+        let net_traced = t.allocs_outer as i64 - t.frees_outer as i64 - untraced_frees;
+        let delta_active = a.active_objs - b.active_objs;
+        // Free objects in per-CPU slabs count as active in SLUB's slabinfo, and their number
+        // changes freely: per CPU, the active slab plus up to cpu_partial_slabs partial slabs,
+        // which mm/slub.c sizes as DIV_ROUND_UP(cpu_partial * 2, objects per slab).
+        let cpu_partial = before.get(name).map_or(0, |c| c.cpu_partial) as i64;
+        let per_slab = a.objs_per_slab.max(1);
+        let cpu_partial_slabs = (cpu_partial * 2 + per_slab - 1) / per_slab;
+        let slack = cpus * per_slab * (1 + cpu_partial_slabs);
+        writeln!(
+            report,
+            "slabinfo {name}: active objects {delta_active:+}, traced net {net_traced:+} (bulk frees included), tolerance +/-{slack}"
+        )?;
+        if (delta_active - net_traced).abs() > slack {
+            failures.push(format!(
+                "{name}: /proc/slabinfo active objects moved {delta_active:+}, traced net {net_traced:+}, beyond +/-{slack}"
+            ));
+        }
+    }
+
+    if failures.is_empty() {
+        writeln!(report, "slab-workload: all checks passed")?;
+        Ok(report)
+    } else {
+        bail!("{report}\nFAILED:\n  {}", failures.join("\n  "))
+    }
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let (Some(check), Some(dir)) = (args.get(1), args.get(2)) else {
+        bail!("usage: dprof-qemu-check slab-workload DIR");
+    };
+    let dir = Path::new(dir);
+    let report = match check.as_str() {
+        "slab-workload" => check_slab_workload(dir),
+        other => bail!("unknown check {other:?}"),
+    };
+    match report {
+        Ok(text) => {
+            print!("{text}");
+            std::fs::write(dir.join("check.txt"), &text)?;
+            Ok(())
+        }
+        Err(e) => {
+            std::fs::write(dir.join("check.txt"), format!("{e:#}"))?;
+            Err(e)
+        }
+    }
+}

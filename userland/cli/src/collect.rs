@@ -1,0 +1,621 @@
+//! `dprof collect`: drive `/dev/dprof` and stream its records into a profile file.
+
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ExitCode, ExitStatus};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context};
+use clap::CommandFactory;
+use dprof::device::{Device, ReadOutcome};
+use dprof::profile::{CollectConfig, DeviceCounters, ProfileWriter, StopInfo, StopReason, Target};
+use dprof::system;
+use dprof_abi::{Config, VersionInfo};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::units::{self, format_bytes, format_ns};
+
+/// Collect a profile from the dprof kernel module into a file.
+///
+/// Opens /dev/dprof (load the module first: `insmod dprof.ko`; needs root), checks the
+/// module's ABI version, configures it, snapshots the system (kernel release, boot command
+/// line, CPU model, cache geometry, /proc/kallsyms, /proc/modules) into the profile header,
+/// then collects until either CMD exits or --duration passes; exactly one of the two must be
+/// given. Ctrl-C (SIGINT) or SIGTERM stops early and still finishes the profile; a second one
+/// exits at once, leaving only PATH.partial.
+///
+/// Records stream into PATH.partial, which is renamed to PATH only once complete; on an
+/// error it is removed. Progress shows on a terminal; at the end one line on stderr gives
+/// the records written, the records lost and the file. Lost records (the per-CPU rings filled
+/// up) are reported loudly: use a larger --ring-size.
+///
+/// Exit status: CMD's exit status when a command was run (128+N if a signal N killed it),
+/// else 0; 1 when collection failed; 2 for a usage error.
+///
+/// Examples:
+///   dprof collect -o net.dprof -- iperf3 -c 127.0.0.1 -t 5
+///   dprof collect -o idle.dprof --duration 10s --ring-size 16M
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+#[allow(
+    clippy::doc_markdown,
+    reason = "this is --help text, where backticks would show"
+)]
+pub struct CollectArgs {
+    /// Write the profile to PATH (as PATH.partial until it is complete).
+    #[arg(short, long, value_name = "PATH")]
+    output: PathBuf,
+    /// Collect for this long (e.g. 10s, 500ms, 2m) instead of running a command.
+    #[arg(short, long, value_name = "TIME", value_parser = units::parse_duration)]
+    duration: Option<Duration>,
+    /// Bytes of each per-CPU ring: a power of two from 64K to 256M.
+    #[arg(long, value_name = "SIZE", default_value = "4M", value_parser = units::parse_ring_size)]
+    ring_size: u32,
+    /// What to record, comma-separated.
+    #[arg(
+        long,
+        value_name = "EVENTS",
+        value_enum,
+        value_delimiter = ',',
+        default_value = "slab"
+    )]
+    events: Vec<Event>,
+    /// The dprof device.
+    #[arg(long, value_name = "PATH", default_value = dprof_abi::DEVICE_PATH)]
+    device: PathBuf,
+    /// The command to profile, after `--`; collection stops when it exits.
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<OsString>,
+}
+
+/// Events the module can record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Event {
+    /// Slab allocations and frees, and the names and sizes of slab caches.
+    Slab,
+}
+
+impl Event {
+    const fn bit(self) -> u32 {
+        match self {
+            Self::Slab => dprof_abi::EVENT_SLAB,
+        }
+    }
+
+    const fn name(self) -> &'static str {
+        match self {
+            Self::Slab => "slab",
+        }
+    }
+}
+
+/// Bytes gathered from the device before they go to the file as one Records section.
+const READ_BUFFER: usize = 1 << 20;
+/// Room left in the buffer below which it is written out before the next read.
+const MIN_READ_ROOM: usize = 64 << 10;
+/// Longest time gathered records wait in memory while the rings are idle.
+const FLUSH_EVERY: Duration = Duration::from_secs(1);
+/// Sleep when the rings are empty.
+const IDLE_SLEEP: Duration = Duration::from_millis(5);
+/// How often the progress line asks the module for its counters.
+const PROGRESS_EVERY: Duration = Duration::from_millis(200);
+/// How long to keep reading after stop while the module answers EAGAIN instead of 0.
+const DRAIN_PATIENCE: Duration = Duration::from_secs(2);
+
+fn usage_error(message: &str) -> ! {
+    crate::Cli::command()
+        .error(clap::error::ErrorKind::ArgumentConflict, message)
+        .exit()
+}
+
+fn now_unix_s() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn warn(progress: &ProgressBar, message: &str) {
+    progress.suspend(|| eprintln!("dprof: warning: {message}"));
+}
+
+pub fn run(args: &CollectArgs) -> anyhow::Result<ExitCode> {
+    let target = match (args.duration, args.command.is_empty()) {
+        (Some(_), false) => usage_error(
+            "give either a command after `--` or --duration, not both: collection stops when \
+             the command exits",
+        ),
+        (None, true) => usage_error(
+            "nothing would end the collection: give --duration (e.g. --duration 10s) or a \
+             command after `--`",
+        ),
+        (Some(d), true) => Target::Duration {
+            ns: u64::try_from(d.as_nanos()).unwrap_or(u64::MAX),
+        },
+        (None, false) => Target::Command {
+            argv: args
+                .command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+        },
+    };
+    let mut events: Vec<Event> = args.events.clone();
+    events.dedup();
+    let progress = progress_bar();
+    let (mut dev, version) = open_and_configure(args, &events, &progress)?;
+
+    let root = Path::new("/");
+    let collect_config = CollectConfig {
+        events: events.iter().map(|e| e.name().to_owned()).collect(),
+        ring_bytes: args.ring_size,
+        target,
+    };
+    let header = system::gather_header(root, collect_config, version.into(), now_unix_s())
+        .context("cannot describe this system in the profile header")?;
+    if header.slab_merging {
+        warn(
+            &progress,
+            "slab merging is on (no slab_nomerge on the kernel command line): caches of \
+             similar geometry share one name, so some types will be lost; boot with \
+             slab_nomerge to keep them apart",
+        );
+    }
+    let kallsyms = system::kallsyms(root)?;
+    let modules = system::modules(root)?;
+    // Before the file exists, so that from here on a signal finishes or removes it.
+    let signals = Signals::register()?;
+    let mut writer = ProfileWriter::create(&args.output, &header, &kallsyms, &modules)?;
+    let mut workload = None;
+    let result = collect_loop(
+        &mut dev,
+        &mut writer,
+        args,
+        &version,
+        &signals,
+        &progress,
+        &mut workload,
+    );
+    progress.finish_and_clear();
+    let stop = match result {
+        Ok(stop) => stop,
+        Err(e) => {
+            let _ = dev.stop();
+            let partial = writer.partial().to_path_buf();
+            let removed = writer.abandon().is_ok();
+            if let Some(w) = workload.as_mut() {
+                eprintln!("dprof: stopping the command (SIGTERM) because collection failed");
+                w.terminate(libc::SIGTERM);
+                let _ = w.child.wait();
+            }
+            let note = if removed {
+                format!("{} was removed", partial.display())
+            } else {
+                format!("{} is incomplete", partial.display())
+            };
+            return Err(e.context(format!("collection failed ({note})")));
+        }
+    };
+    let records = writer.record_count();
+    let bytes = writer.record_bytes();
+    let path = writer.finish(&stop).with_context(|| {
+        format!(
+            "cannot finish the profile ({} is incomplete)",
+            dprof::profile::partial_path(&args.output).display()
+        )
+    })?;
+    report(&path, records, bytes, &stop, args.ring_size);
+
+    let Some(mut w) = workload else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let status = match w.status {
+        Some(status) => status,
+        None => w.wait_after_interrupt(signals.which())?,
+    };
+    Ok(exit_code(status))
+}
+
+/// Opens the device, checks the module's version and configures it. Runs before anything
+/// else: if the device is missing or busy, nothing else happens and no file appears.
+fn open_and_configure(
+    args: &CollectArgs,
+    events: &[Event],
+    progress: &ProgressBar,
+) -> anyhow::Result<(Device, VersionInfo)> {
+    let dev = Device::open_path(&args.device)?;
+    let version = dev.checked_version()?;
+    if !(version.min_ring_bytes..=version.max_ring_bytes).contains(&args.ring_size) {
+        bail!(
+            "--ring-size {} is outside what the module accepts ({}..={})",
+            format_bytes(u64::from(args.ring_size)),
+            format_bytes(u64::from(version.min_ring_bytes)),
+            format_bytes(u64::from(version.max_ring_bytes))
+        );
+    }
+    if events.contains(&Event::Slab) && version.features & dprof_abi::FEATURE_SLAB_EVENTS == 0 {
+        warn(
+            progress,
+            "the module did not find all kmem tracepoints: expect few or no slab records",
+        );
+    }
+    dev.configure(&Config {
+        struct_size: Config::SIZE as u32,
+        events: events.iter().fold(0, |bits, e| bits | e.bit()),
+        ring_bytes: args.ring_size,
+    })?;
+    Ok((dev, version))
+}
+
+fn progress_bar() -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new_spinner();
+    if let Ok(style) = ProgressStyle::with_template("{spinner} {elapsed} {msg}") {
+        bar.set_style(style);
+    }
+    bar.enable_steady_tick(Duration::from_millis(120));
+    bar
+}
+
+/// The child process being profiled.
+struct Workload {
+    child: Child,
+    /// Set once it has exited.
+    status: Option<ExitStatus>,
+}
+
+impl Workload {
+    fn terminate(&self, signal: i32) {
+        if let Ok(pid) = libc::pid_t::try_from(self.child.id()) {
+            // SAFETY: kill() has no memory-safety preconditions; the pid is our own child,
+            // not yet waited for, so it cannot have been reused.
+            unsafe { libc::kill(pid, signal) };
+        }
+    }
+
+    /// Waits for the command after dprof itself was interrupted. SIGINT from a terminal
+    /// reaches the whole process group, so the command normally exits by itself; if it has
+    /// not within a second (the signal was aimed at dprof alone), it is passed on.
+    fn wait_after_interrupt(&mut self, signal: Option<i32>) -> anyhow::Result<ExitStatus> {
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < deadline {
+            if let Some(status) = self
+                .child
+                .try_wait()
+                .context("cannot wait for the command")?
+            {
+                return Ok(status);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let signal = signal.unwrap_or(libc::SIGTERM);
+        eprintln!("dprof: passing signal {signal} on to the command and waiting for it to exit");
+        self.terminate(signal);
+        self.child.wait().context("cannot wait for the command")
+    }
+}
+
+fn exit_code(status: ExitStatus) -> ExitCode {
+    let code = status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1);
+    ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1))
+}
+
+/// SIGINT and SIGTERM: the first sets a flag the loop polls, a second exits at once.
+struct Signals {
+    which: Arc<AtomicUsize>,
+}
+
+impl Signals {
+    fn register() -> anyhow::Result<Self> {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        use signal_hook::flag;
+        let seen = Arc::new(AtomicBool::new(false));
+        let which = Arc::new(AtomicUsize::new(0));
+        for sig in [SIGINT, SIGTERM] {
+            // Order matters: the shutdown check runs before the flag is set, so it fires
+            // only on the second signal.
+            flag::register_conditional_shutdown(sig, 128 + sig, Arc::clone(&seen))
+                .and_then(|_| flag::register(sig, Arc::clone(&seen)))
+                .and_then(|_| flag::register_usize(sig, Arc::clone(&which), sig as usize))
+                .context("cannot install signal handlers")?;
+        }
+        Ok(Self { which })
+    }
+
+    fn which(&self) -> Option<i32> {
+        match self.which.load(Ordering::SeqCst) {
+            0 => None,
+            n => i32::try_from(n).ok(),
+        }
+    }
+}
+
+fn collect_loop(
+    dev: &mut Device,
+    writer: &mut ProfileWriter,
+    args: &CollectArgs,
+    version: &VersionInfo,
+    signals: &Signals,
+    progress: &ProgressBar,
+    workload: &mut Option<Workload>,
+) -> anyhow::Result<StopInfo> {
+    let mut batch = Batch::new();
+    dev.start()?;
+    let start = Instant::now();
+    // Started after the module so that its startup is in the profile.
+    if let Some((program, rest)) = args.command.split_first() {
+        let child = std::process::Command::new(program)
+            .args(rest)
+            .spawn()
+            .with_context(|| format!("cannot run {}", program.to_string_lossy()))?;
+        *workload = Some(Workload {
+            child,
+            status: None,
+        });
+    }
+    let mut last_progress: Option<Instant> = None;
+    let mut lost = 0;
+    let reason = loop {
+        if let Some(signal) = signals.which() {
+            break StopReason::Interrupted { signal };
+        }
+        if let Some(w) = workload.as_mut() {
+            if let Some(status) = w.child.try_wait().context("cannot wait for the command")? {
+                w.status = Some(status);
+                break match status.signal() {
+                    Some(signal) => StopReason::CommandKilled { signal },
+                    None => StopReason::CommandExited {
+                        status: status.code().unwrap_or(-1),
+                    },
+                };
+            }
+        }
+        if args.duration.is_some_and(|d| start.elapsed() >= d) {
+            break StopReason::DurationElapsed;
+        }
+        match batch.read(dev, writer)? {
+            ReadOutcome::Data(_) => {}
+            // A 0-byte read while running should not happen; waiting is the safe answer.
+            ReadOutcome::Empty | ReadOutcome::Drained => std::thread::sleep(IDLE_SLEEP),
+        }
+        if last_progress.is_none_or(|t| t.elapsed() >= PROGRESS_EVERY) {
+            last_progress = Some(Instant::now());
+            if let Ok((status, _)) = dev.status(0) {
+                lost = status.records_lost;
+            }
+            show_progress(progress, writer, lost, start.elapsed());
+        }
+    };
+    let elapsed = start.elapsed();
+    dev.stop()?;
+    drain(dev, writer, &mut batch, progress)?;
+    let device = match dev.status(version.nr_cpu_ids as usize) {
+        Ok((status, cpus)) => Some(DeviceCounters::from_status(&status, &cpus)),
+        Err(e) => {
+            warn(
+                progress,
+                &format!("cannot read the module's final counters: {e}"),
+            );
+            None
+        }
+    };
+    Ok(StopInfo {
+        reason,
+        ended_unix_s: now_unix_s(),
+        elapsed_ns: u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
+        device,
+    })
+}
+
+/// Gathers reads in one buffer and writes it out when it is nearly full, at most a second
+/// after the last write, and at the end, so that Records sections stay large when the
+/// module hands out a few records per read.
+struct Batch {
+    buf: Vec<u8>,
+    filled: usize,
+    last_flush: Instant,
+}
+
+impl Batch {
+    fn new() -> Self {
+        Self {
+            buf: vec![0u8; READ_BUFFER],
+            filled: 0,
+            last_flush: Instant::now(),
+        }
+    }
+
+    /// One read; gathered records go to the writer when the buffer is nearly full, when the
+    /// rings are empty and the last write is a second old, and when the rings are drained.
+    fn read(
+        &mut self,
+        dev: &mut Device,
+        writer: &mut ProfileWriter,
+    ) -> anyhow::Result<ReadOutcome> {
+        if self.buf.len() - self.filled < MIN_READ_ROOM {
+            self.flush(writer)?;
+        }
+        let outcome = dev.read(self.buf.get_mut(self.filled..).unwrap_or(&mut []))?;
+        match outcome {
+            ReadOutcome::Data(n) => self.filled = (self.filled + n).min(self.buf.len()),
+            ReadOutcome::Empty if self.last_flush.elapsed() < FLUSH_EVERY => {}
+            ReadOutcome::Empty | ReadOutcome::Drained => self.flush(writer)?,
+        }
+        Ok(outcome)
+    }
+
+    fn flush(&mut self, writer: &mut ProfileWriter) -> anyhow::Result<()> {
+        self.last_flush = Instant::now();
+        if self.filled > 0 {
+            writer.write_records(self.buf.get(..self.filled).unwrap_or(&[]))?;
+            self.filled = 0;
+        }
+        Ok(())
+    }
+}
+
+/// Reads what is left in the rings after stop, until the module says "drained" (0 bytes).
+fn drain(
+    dev: &mut Device,
+    writer: &mut ProfileWriter,
+    batch: &mut Batch,
+    progress: &ProgressBar,
+) -> anyhow::Result<()> {
+    let mut idle_since: Option<Instant> = None;
+    loop {
+        match batch.read(dev, writer)? {
+            ReadOutcome::Data(_) => idle_since = None,
+            ReadOutcome::Drained => return Ok(()),
+            ReadOutcome::Empty => {
+                if idle_since.get_or_insert_with(Instant::now).elapsed() > DRAIN_PATIENCE {
+                    warn(
+                        progress,
+                        "the module still answers EAGAIN 2 s after stop; finishing without \
+                         the rest",
+                    );
+                    return batch.flush(writer);
+                }
+                std::thread::sleep(IDLE_SLEEP);
+            }
+        }
+    }
+}
+
+fn show_progress(progress: &ProgressBar, writer: &ProfileWriter, lost: u64, elapsed: Duration) {
+    let records = writer.record_count();
+    #[allow(clippy::cast_precision_loss, reason = "display only")]
+    let rate = records as f64 / elapsed.as_secs_f64().max(1e-3);
+    progress.set_message(format!(
+        "{records} records ({rate:.0}/s), {lost} lost, {}",
+        format_bytes(writer.record_bytes())
+    ));
+}
+
+/// The one-line summary, and a loud warning when records were lost.
+fn report(path: &Path, records: u64, bytes: u64, stop: &StopInfo, ring_bytes: u32) {
+    for line in report_lines(path, records, bytes, stop, ring_bytes) {
+        eprintln!("{line}");
+    }
+}
+
+fn report_lines(
+    path: &Path,
+    records: u64,
+    bytes: u64,
+    stop: &StopInfo,
+    ring_bytes: u32,
+) -> Vec<String> {
+    let lost = stop.device.as_ref().map(|d| d.records_lost);
+    let lost_text = lost.map_or_else(|| "? lost".to_owned(), |n| format!("{n} lost"));
+    let mut lines = vec![format!(
+        "dprof: {records} records, {lost_text}, {} in {} ({}, {})",
+        format_bytes(bytes),
+        path.display(),
+        stop.reason,
+        format_ns(stop.elapsed_ns)
+    )];
+    if let Some(device) = stop.device.as_ref().filter(|d| d.records_lost > 0) {
+        let per_cpu: Vec<String> = device
+            .cpus
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.records_lost > 0)
+            .map(|(cpu, c)| format!("cpu{cpu}={}", c.records_lost))
+            .collect();
+        let now = u64::from(ring_bytes);
+        let larger = now
+            .saturating_mul(4)
+            .min(u64::from(dprof_abi::MAX_RING_BYTES));
+        let advice = if larger > now {
+            // "16 MiB" -> "16M", as --ring-size takes it.
+            let arg = format_bytes(larger).replace(' ', "").replace("iB", "");
+            format!(
+                "collect again with a larger --ring-size (now {} per CPU; try --ring-size {arg})",
+                format_bytes(now)
+            )
+        } else {
+            "the rings are already as large as they go: collect fewer events or for a shorter \
+             time"
+                .to_owned()
+        };
+        lines.push(format!(
+            "dprof: WARNING: {} RECORDS WERE LOST ({}): the per-CPU rings filled faster than \
+             dprof read them, so this profile is missing events; {advice}",
+            device.records_lost,
+            per_cpu.join(" "),
+        ));
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use dprof::profile::CpuCounters;
+
+    use super::*;
+
+    fn stop(lost: [u64; 3]) -> StopInfo {
+        StopInfo {
+            reason: StopReason::DurationElapsed,
+            ended_unix_s: 0,
+            elapsed_ns: 2_500_000_000,
+            device: Some(DeviceCounters {
+                records_written: 1000,
+                records_lost: lost.iter().sum(),
+                bytes_read: 64_000,
+                cpus: lost
+                    .iter()
+                    .map(|&records_lost| CpuCounters {
+                        records_written: 1,
+                        records_lost,
+                    })
+                    .collect(),
+            }),
+        }
+    }
+
+    #[test]
+    fn summary_line_without_losses() {
+        let lines = report_lines(Path::new("out.dprof"), 1000, 64_000, &stop([0; 3]), 4 << 20);
+        assert_eq!(
+            lines,
+            ["dprof: 1000 records, 0 lost, 62.5 KiB in out.dprof (duration elapsed, 2.500000000 s)"]
+        );
+    }
+
+    #[test]
+    fn losses_are_loud_and_suggest_a_ring_size() {
+        let lines = report_lines(Path::new("o"), 10, 640, &stop([5, 0, 7]), 4 << 20);
+        assert_eq!(lines.len(), 2);
+        assert!(lines[0].contains(" 12 lost,"), "{}", lines[0]);
+        assert_eq!(
+            lines[1],
+            "dprof: WARNING: 12 RECORDS WERE LOST (cpu0=5 cpu2=7): the per-CPU rings filled \
+             faster than dprof read them, so this profile is missing events; collect again with \
+             a larger --ring-size (now 4 MiB per CPU; try --ring-size 16M)"
+        );
+        let at_max = report_lines(Path::new("o"), 10, 640, &stop([1, 0, 0]), 256 << 20);
+        assert!(
+            at_max[1].ends_with("collect fewer events or for a shorter time"),
+            "{}",
+            at_max[1]
+        );
+    }
+
+    #[test]
+    fn exit_codes_follow_the_command() {
+        assert_eq!(exit_code(ExitStatus::from_raw(3 << 8)), ExitCode::from(3));
+        assert_eq!(
+            exit_code(ExitStatus::from_raw(libc::SIGKILL)),
+            ExitCode::from(137)
+        );
+    }
+}

@@ -1,0 +1,506 @@
+//! `dprof dump`: a profile as text, JSON, or a summary of either.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use dprof::profile::{Profile, ProfileError, ProfileHeader, StopInfo, Target, FORMAT_VERSION};
+use dprof::summary::{cache_label, cache_name, Summary};
+use dprof::symbols::Kallsyms;
+use dprof_abi::{CacheInfo, Record, RecordHeader};
+use serde_json::json;
+
+use crate::units::{format_bytes, format_ns};
+
+/// Print a profile: its header and every record, one per line.
+///
+/// Text output (the default): `key: value` lines for the header, the Stop section and the
+/// snapshots, then one line per record in file order, e.g.
+///
+///   cpu=1 t=2000 alloc ptr=0x.. cache=0x..(skbuff_head_cache) site=0x..(__alloc_skb+0x42)
+///   req=232 alloc=256 gfp=0xcc0 node=-1 flags=0
+///
+/// Call sites are symbolized from the profile's own kallsyms snapshot.
+///
+/// --json prints one JSON document: {"format_version", "header", "stop", "kallsyms_bytes",
+/// "modules_bytes", "record_count", "record_bytes", "chunks", "records": [...]}, one record
+/// object per line. Addresses, cache identifiers, gfp and slab flags are "0x..." strings
+/// (kernel addresses do not fit JSON doubles); counts, sizes and times are numbers.
+///
+/// --summary prints counts per record kind, allocations and frees per cache (most allocated
+/// first), lost records per CPU and the time span instead of the records; with --json the
+/// same as a JSON document {"format_version", "header", "stop", "summary"}.
+///
+/// A file that is not a complete, valid profile is refused with one line naming the byte
+/// offset of the problem, and exit status 1.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+#[allow(
+    clippy::doc_markdown,
+    reason = "this is --help text, where backticks would show"
+)]
+pub struct DumpArgs {
+    /// The profile to print.
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Print counts per kind, per cache and per CPU instead of every record.
+    #[arg(long)]
+    summary: bool,
+}
+
+pub fn run(args: &DumpArgs) -> anyhow::Result<ExitCode> {
+    let profile = Profile::open(&args.file).map_err(|e| match e {
+        // Already names the file.
+        ProfileError::Io { .. } => anyhow::Error::new(e),
+        _ => anyhow::Error::new(e).context(args.file.display().to_string()),
+    })?;
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let written = match (args.summary, args.json) {
+        (false, false) => text(&profile, &mut out),
+        (false, true) => json(&profile, &mut out),
+        (true, false) => summary_text(&profile, &mut out),
+        (true, true) => summary_json(&profile, &mut out),
+    }
+    .and_then(|()| out.flush());
+    match written {
+        // `dprof dump ... | head` is not an error.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        other => other
+            .context("cannot write to standard output")
+            .map(|()| ExitCode::SUCCESS),
+    }
+}
+
+/// An argument as a shell would need it quoted.
+fn shell_quote(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./=:,+@%".contains(c));
+    if plain {
+        arg.to_owned()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
+
+fn target_text(target: &Target) -> String {
+    match target {
+        Target::Command { argv } => {
+            let words: Vec<String> = argv.iter().map(|a| shell_quote(a)).collect();
+            format!("command {}", words.join(" "))
+        }
+        Target::Duration { ns } => format!("duration {}", format_ns(*ns)),
+    }
+}
+
+fn bit_names(bits: u32, names: &[(u32, &str)]) -> String {
+    let known: Vec<&str> = names
+        .iter()
+        .filter(|(bit, _)| bits & bit != 0)
+        .map(|(_, name)| *name)
+        .collect();
+    if known.is_empty() {
+        format!("{bits:#x} (none)")
+    } else {
+        format!("{bits:#x} ({})", known.join(", "))
+    }
+}
+
+fn header_text(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
+    let h: &ProfileHeader = profile.header();
+    let m = &h.module;
+    writeln!(out, "format_version: {FORMAT_VERSION}")?;
+    writeln!(out, "file_bytes: {}", profile.file_size())?;
+    writeln!(out, "dprof_version: {}", h.dprof_version)?;
+    writeln!(out, "created_unix_s: {}", h.created_unix_s)?;
+    writeln!(out, "kernel_release: {}", h.kernel_release)?;
+    writeln!(out, "cmdline: {}", h.cmdline)?;
+    writeln!(out, "cpu_model: {}", h.cpu_model)?;
+    writeln!(out, "online_cpus: {}", h.online_cpus)?;
+    writeln!(out, "slab_merging: {}", h.slab_merging)?;
+    for c in &h.caches {
+        let opt = |v: Option<u64>| v.map_or_else(|| "?".to_owned(), |v| v.to_string());
+        writeln!(
+            out,
+            "cache: L{} {} size={} ways={} line={} sets={} cpus={}",
+            c.level,
+            c.cache_type,
+            opt(c.size_bytes),
+            opt(c.ways.map(u64::from)),
+            opt(c.line_bytes.map(u64::from)),
+            opt(c.sets.map(u64::from)),
+            c.shared_cpu_list
+        )?;
+    }
+    writeln!(out, "config.events: {}", h.config.events.join(","))?;
+    writeln!(
+        out,
+        "config.ring_bytes: {} ({} per CPU)",
+        h.config.ring_bytes,
+        format_bytes(u64::from(h.config.ring_bytes))
+    )?;
+    writeln!(out, "config.target: {}", target_text(&h.config.target))?;
+    writeln!(out, "module.abi_version: {}", m.abi_version)?;
+    writeln!(out, "module.nr_cpu_ids: {}", m.nr_cpu_ids)?;
+    writeln!(out, "module.online_cpus: {}", m.online_cpus)?;
+    let samplers = [
+        (dprof_abi::SAMPLER_SOFTWARE, "software"),
+        (dprof_abi::SAMPLER_IBS, "ibs"),
+        (dprof_abi::SAMPLER_PEBS, "pebs"),
+    ];
+    writeln!(out, "module.samplers: {}", bit_names(m.samplers, &samplers))?;
+    let features = [
+        (dprof_abi::FEATURE_SLAB_EVENTS, "slab_events"),
+        (dprof_abi::FEATURE_CACHE_WALK, "cache_walk"),
+    ];
+    writeln!(out, "module.features: {}", bit_names(m.features, &features))?;
+    writeln!(out, "module.min_ring_bytes: {}", m.min_ring_bytes)?;
+    writeln!(out, "module.max_ring_bytes: {}", m.max_ring_bytes)?;
+    writeln!(out, "module.max_record_size: {}", m.max_record_size)?;
+    stop_text(profile.stop(), out)?;
+    Ok(())
+}
+
+fn stop_text(stop: &StopInfo, out: &mut impl Write) -> io::Result<()> {
+    writeln!(out, "stop.reason: {}", stop.reason)?;
+    writeln!(out, "stop.ended_unix_s: {}", stop.ended_unix_s)?;
+    writeln!(out, "stop.elapsed: {}", format_ns(stop.elapsed_ns))?;
+    match &stop.device {
+        None => writeln!(
+            out,
+            "stop.device: none (the module's counters were not read)"
+        )?,
+        Some(d) => {
+            writeln!(out, "stop.device.records_written: {}", d.records_written)?;
+            writeln!(out, "stop.device.records_lost: {}", d.records_lost)?;
+            writeln!(out, "stop.device.bytes_read: {}", d.bytes_read)?;
+            for (cpu, c) in d.cpus.iter().enumerate() {
+                writeln!(
+                    out,
+                    "stop.device.cpu{cpu}: written={} lost={}",
+                    c.records_written, c.records_lost
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Lines of a text blob, for counting.
+fn lines(bytes: &[u8]) -> usize {
+    bytes
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .count()
+}
+
+fn text(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
+    header_text(profile, out)?;
+    let syms = Kallsyms::parse(profile.kallsyms());
+    writeln!(
+        out,
+        "kallsyms: {} bytes, {} code symbols",
+        profile.kallsyms().len(),
+        syms.len()
+    )?;
+    writeln!(
+        out,
+        "modules: {} bytes, {} modules",
+        profile.modules().len(),
+        lines(profile.modules())
+    )?;
+    writeln!(
+        out,
+        "records: {} in {} sections, {} bytes",
+        profile.record_count(),
+        profile.chunk_count(),
+        profile.record_bytes()
+    )?;
+    let infos = profile.cache_infos();
+    for (header, record) in profile.records() {
+        record_line(&header, &record, &infos, &syms, out)?;
+    }
+    Ok(())
+}
+
+fn cache_text(id: u64, infos: &BTreeMap<u64, CacheInfo>) -> String {
+    if id == 0 {
+        "0".to_owned()
+    } else {
+        format!("{id:#x}({})", cache_label(id, infos))
+    }
+}
+
+fn site_text(site: u64, syms: &Kallsyms) -> String {
+    match syms.lookup(site) {
+        // The module name would add a space; keep one token per field.
+        Some(loc) => match &loc.symbol.module {
+            Some(m) => format!("{site:#x}({}+{:#x}[{m}])", loc.symbol.name, loc.offset),
+            None => format!("{site:#x}({}+{:#x})", loc.symbol.name, loc.offset),
+        },
+        None => format!("{site:#x}"),
+    }
+}
+
+fn flag_text(flags: u32, bit: u32, name: &str) -> String {
+    if flags == 0 {
+        "0".to_owned()
+    } else if flags == bit {
+        format!("{flags:#x}({name})")
+    } else {
+        format!("{flags:#x}")
+    }
+}
+
+fn record_line(
+    h: &RecordHeader,
+    record: &Record,
+    infos: &BTreeMap<u64, CacheInfo>,
+    syms: &Kallsyms,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    write!(
+        out,
+        "cpu={} t={} {}",
+        h.cpu,
+        h.time_ns,
+        record.kind().name()
+    )?;
+    match record {
+        Record::Alloc(a) => writeln!(
+            out,
+            " ptr={:#x} cache={} site={} req={} alloc={} gfp={:#x} node={} flags={}",
+            a.ptr,
+            cache_text(a.cache, infos),
+            site_text(a.call_site, syms),
+            a.bytes_req,
+            a.bytes_alloc,
+            a.gfp,
+            a.node,
+            flag_text(a.flags, dprof_abi::ALLOC_KMALLOC, "kmalloc"),
+        ),
+        Record::Free(f) => writeln!(
+            out,
+            " ptr={:#x} cache={} site={} flags={}",
+            f.ptr,
+            cache_text(f.cache, infos),
+            site_text(f.call_site, syms),
+            flag_text(f.flags, dprof_abi::FREE_KFREE, "kfree"),
+        ),
+        Record::CacheInfo(c) => writeln!(
+            out,
+            " cache={:#x} name={} name_len={} object_size={} size={} align={} slab_flags={:#x} \
+             origin={}",
+            c.cache,
+            cache_name(c),
+            c.name_len,
+            c.object_size,
+            c.size,
+            c.align,
+            c.slab_flags,
+            origin_name(c.origin),
+        ),
+        Record::Lost(l) => writeln!(out, " count={}", l.count),
+    }
+}
+
+fn origin_name(origin: u16) -> &'static str {
+    match origin {
+        dprof_abi::CACHE_ORIGIN_WALK => "walk",
+        dprof_abi::CACHE_ORIGIN_SEEN => "seen",
+        _ => "?",
+    }
+}
+
+fn hex(v: u64) -> String {
+    format!("{v:#x}")
+}
+
+fn record_json(
+    h: &RecordHeader,
+    record: &Record,
+    infos: &BTreeMap<u64, CacheInfo>,
+    syms: &Kallsyms,
+) -> serde_json::Value {
+    let symbol = |site| syms.lookup(site).map(|l| l.to_string());
+    let name_of = |id| (id != 0).then(|| infos.get(&id).map(cache_name)).flatten();
+    let mut v = match record {
+        Record::Alloc(a) => json!({
+            "ptr": hex(a.ptr),
+            "cache": hex(a.cache),
+            "cache_name": name_of(a.cache),
+            "call_site": hex(a.call_site),
+            "symbol": symbol(a.call_site),
+            "bytes_req": a.bytes_req,
+            "bytes_alloc": a.bytes_alloc,
+            "gfp": hex(u64::from(a.gfp)),
+            "node": a.node,
+            "flags": a.flags,
+        }),
+        Record::Free(f) => json!({
+            "ptr": hex(f.ptr),
+            "cache": hex(f.cache),
+            "cache_name": name_of(f.cache),
+            "call_site": hex(f.call_site),
+            "symbol": symbol(f.call_site),
+            "flags": f.flags,
+        }),
+        Record::CacheInfo(c) => json!({
+            "cache": hex(c.cache),
+            "name": cache_name(c),
+            "name_len": c.name_len,
+            "object_size": c.object_size,
+            "size": c.size,
+            "align": c.align,
+            "slab_flags": hex(u64::from(c.slab_flags)),
+            "origin": origin_name(c.origin),
+        }),
+        Record::Lost(l) => json!({ "count": l.count }),
+    };
+    let mut full = json!({
+        "cpu": h.cpu,
+        "time_ns": h.time_ns,
+        "kind": record.kind().name(),
+    });
+    if let (Some(full), Some(fields)) = (full.as_object_mut(), v.as_object_mut()) {
+        full.append(fields);
+    }
+    full
+}
+
+fn json(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
+    let head = json!({
+        "format_version": FORMAT_VERSION,
+        "header": profile.header(),
+        "stop": profile.stop(),
+        "kallsyms_bytes": profile.kallsyms().len(),
+        "modules_bytes": profile.modules().len(),
+        "record_count": profile.record_count(),
+        "record_bytes": profile.record_bytes(),
+        "chunks": profile.chunk_count(),
+    });
+    // Written by hand around the records so that a large profile streams out, one record a
+    // line, instead of being built as one value in memory.
+    let head = serde_json::to_string(&head)?;
+    let head = head.strip_suffix('}').unwrap_or(&head);
+    writeln!(out, "{head},\"records\":[")?;
+    let syms = Kallsyms::parse(profile.kallsyms());
+    let infos = profile.cache_infos();
+    let mut first = true;
+    for (h, record) in profile.records() {
+        if !first {
+            writeln!(out, ",")?;
+        }
+        first = false;
+        serde_json::to_writer(&mut *out, &record_json(&h, &record, &infos, &syms))?;
+    }
+    if !first {
+        writeln!(out)?;
+    }
+    writeln!(out, "]}}")
+}
+
+fn summary_text(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
+    let h = profile.header();
+    let s = Summary::of(profile);
+    let stop = profile.stop();
+    writeln!(
+        out,
+        "kernel: {} on {} ({} CPUs online)",
+        h.kernel_release, h.cpu_model, h.online_cpus
+    )?;
+    writeln!(
+        out,
+        "collected: dprof {} at {} (unix), events {}, ring {} per CPU, {}",
+        h.dprof_version,
+        h.created_unix_s,
+        h.config.events.join(","),
+        format_bytes(u64::from(h.config.ring_bytes)),
+        target_text(&h.config.target)
+    )?;
+    writeln!(
+        out,
+        "stopped: {} after {}",
+        stop.reason,
+        format_ns(stop.elapsed_ns)
+    )?;
+    writeln!(
+        out,
+        "slab_merging: {}",
+        if h.slab_merging {
+            "on (merged caches share one name: boot with slab_nomerge to keep types apart)"
+        } else {
+            "off"
+        }
+    )?;
+    writeln!(
+        out,
+        "records: {} ({} bytes in {} sections)",
+        s.records, s.record_bytes, s.chunks
+    )?;
+    writeln!(
+        out,
+        "kinds: alloc={} free={} cache_info={} lost={}",
+        s.kinds.alloc, s.kinds.free, s.kinds.cache_info, s.kinds.lost
+    )?;
+    match (s.first_time_ns, s.last_time_ns) {
+        (Some(a), Some(b)) => writeln!(
+            out,
+            "time_span: {} (t={a} to t={b})",
+            format_ns(b.saturating_sub(a))
+        )?,
+        _ => writeln!(out, "time_span: none (no records)")?,
+    }
+    if s.lost_per_cpu.is_empty() {
+        writeln!(out, "lost: 0")?;
+    } else {
+        let per_cpu: Vec<String> = s
+            .lost_per_cpu
+            .iter()
+            .map(|c| format!("cpu{}={}", c.cpu, c.count))
+            .collect();
+        writeln!(out, "lost: {} ({})", s.lost, per_cpu.join(" "))?;
+    }
+    if let Some(d) = &stop.device {
+        writeln!(
+            out,
+            "module_counters: written={} lost={}",
+            d.records_written, d.records_lost
+        )?;
+    }
+    writeln!(out, "caches: {}", s.caches.len())?;
+    writeln!(
+        out,
+        "{:>10} {:>10} {:>8}  name",
+        "allocs", "frees", "objsize"
+    )?;
+    for c in &s.caches {
+        let size = c
+            .object_size
+            .map_or_else(|| "-".to_owned(), |v| v.to_string());
+        writeln!(
+            out,
+            "{:>10} {:>10} {:>8}  {}",
+            c.allocs, c.frees, size, c.name
+        )?;
+    }
+    Ok(())
+}
+
+fn summary_json(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
+    let doc = json!({
+        "format_version": FORMAT_VERSION,
+        "header": profile.header(),
+        "stop": profile.stop(),
+        "summary": Summary::of(profile),
+    });
+    serde_json::to_writer_pretty(&mut *out, &doc)?;
+    writeln!(out)
+}

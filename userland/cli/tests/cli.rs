@@ -1,0 +1,249 @@
+//! The `dprof` binary end to end: golden output of `dprof dump` on the library's example
+//! profile, and the errors a person meets. `DPROF_BLESS=1 cargo test -p dprof-cli` rewrites
+//! the golden files under tests/golden/.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn dprof(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dprof"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("dprof runs")
+}
+
+fn example_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("small.dprof"),
+        dprof::profile::example::example_profile(),
+    )
+    .expect("write example");
+    dir
+}
+
+fn golden(name: &str, actual: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("DPROF_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, actual).expect("write golden");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "cannot read {}: {e}; run with DPROF_BLESS=1 to create it",
+            path.display()
+        )
+    });
+    assert!(
+        expected == actual,
+        "output differs from {} (DPROF_BLESS=1 rewrites it):\n--- expected\n{expected}\n--- actual\n{actual}",
+        path.display()
+    );
+}
+
+fn stdout_of(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "dprof failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).expect("utf-8")
+}
+
+/// One line on stderr, exit status 1.
+fn one_line_error(out: &Output) -> String {
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8(out.stderr.clone()).expect("utf-8");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("dprof: error: "), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+#[test]
+fn dump_text() {
+    let dir = example_dir();
+    golden(
+        "dump.txt",
+        &stdout_of(&dprof(dir.path(), &["dump", "small.dprof"])),
+    );
+}
+
+#[test]
+fn dump_json() {
+    let dir = example_dir();
+    let text = stdout_of(&dprof(dir.path(), &["dump", "--json", "small.dprof"]));
+    let v: serde_json::Value = serde_json::from_str(&text).expect("one JSON document");
+    assert_eq!(v["records"].as_array().map(Vec::len), Some(11));
+    assert_eq!(v["records"][2]["symbol"], "__alloc_skb+0x42");
+    assert_eq!(v["header"]["module"]["nr_cpu_ids"], 4);
+    golden("dump.json", &text);
+}
+
+#[test]
+fn dump_summary_text() {
+    let dir = example_dir();
+    golden(
+        "summary.txt",
+        &stdout_of(&dprof(dir.path(), &["dump", "--summary", "small.dprof"])),
+    );
+}
+
+#[test]
+fn dump_summary_json() {
+    let dir = example_dir();
+    let text = stdout_of(&dprof(
+        dir.path(),
+        &["dump", "--summary", "--json", "small.dprof"],
+    ));
+    let v: serde_json::Value = serde_json::from_str(&text).expect("one JSON document");
+    assert_eq!(v["summary"]["lost"], 7);
+    assert_eq!(v["summary"]["caches"][0]["name"], "skbuff_head_cache");
+    golden("summary.json", &text);
+}
+
+#[test]
+fn dump_missing_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let err = one_line_error(&dprof(dir.path(), &["dump", "nope.dprof"]));
+    assert!(
+        err.starts_with("dprof: error: cannot read nope.dprof: "),
+        "{err}"
+    );
+}
+
+#[test]
+fn dump_truncated_file_names_the_offset() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bytes = dprof::profile::example::example_profile();
+    let cut = bytes.len() - 10;
+    std::fs::write(dir.path().join("cut.dprof"), &bytes[..cut]).expect("write");
+    let err = one_line_error(&dprof(dir.path(), &["dump", "cut.dprof"]));
+    assert!(
+        err.contains(&format!("file ends at offset {cut} inside a End section")),
+        "{err}"
+    );
+}
+
+#[test]
+fn dump_corrupt_file_names_the_offset() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut bytes = dprof::profile::example::example_profile();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0xff;
+    std::fs::write(dir.path().join("bad.dprof"), &bytes).expect("write");
+    let err = one_line_error(&dprof(dir.path(), &["dump", "--summary", "bad.dprof"]));
+    assert!(err.starts_with("dprof: error: bad.dprof: "), "{err}");
+    assert!(err.contains("at offset "), "{err}");
+    assert!(err.contains("is corrupt"), "{err}");
+}
+
+#[test]
+fn dump_foreign_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("x.txt"), "hello\n").expect("write");
+    let err = one_line_error(&dprof(dir.path(), &["dump", "--json", "x.txt"]));
+    assert_eq!(
+        err,
+        "dprof: error: x.txt: not a dprof profile: bad magic at offset 0\n"
+    );
+}
+
+#[test]
+fn collect_without_device_creates_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dprof(
+        dir.path(),
+        &[
+            "collect",
+            "--device",
+            "no-such-device",
+            "-o",
+            "out.dprof",
+            "--duration",
+            "1s",
+        ],
+    );
+    let err = one_line_error(&out);
+    assert_eq!(
+        err,
+        "dprof: error: no-such-device does not exist: load the module with `insmod dprof.ko`\n"
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
+}
+
+#[test]
+fn collect_needs_exactly_one_of_command_and_duration() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dprof(dir.path(), &["collect", "-o", "out.dprof"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("nothing would end the collection"),
+        "{stderr}"
+    );
+    let out = dprof(
+        dir.path(),
+        &[
+            "collect",
+            "-o",
+            "out.dprof",
+            "--duration",
+            "1s",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("not both"), "{stderr}");
+    let out = dprof(
+        dir.path(),
+        &[
+            "collect",
+            "-o",
+            "out.dprof",
+            "--duration",
+            "1s",
+            "--ring-size",
+            "3M",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is not a power of two"), "{stderr}");
+    assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
+}
+
+#[test]
+fn help_explains_commands_and_defaults() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let top = stdout_of(&dprof(dir.path(), &["--help"]));
+    assert!(top.contains("collect") && top.contains("dump"), "{top}");
+    let collect = stdout_of(&dprof(dir.path(), &["collect", "--help"]));
+    for needle in [
+        "[default: 4M]",
+        "[default: slab]",
+        "[default: /dev/dprof]",
+        "--duration",
+        "PATH.partial",
+    ] {
+        assert!(
+            collect.contains(needle),
+            "collect --help lacks {needle}:\n{collect}"
+        );
+    }
+    let dump = stdout_of(&dprof(dir.path(), &["dump", "--help"]));
+    for needle in ["--json", "--summary", "offset"] {
+        assert!(dump.contains(needle), "dump --help lacks {needle}:\n{dump}");
+    }
+}

@@ -1,0 +1,327 @@
+//! The `/dev/dprof` client: open, ioctls and reads, with errors that say what to do.
+//!
+//! The ioctl arguments are encoded with the ABI's own `encode`/`decode` into byte arrays, and
+//! the request numbers are exactly `dprof_abi::IOC_*`, so this file holds no second copy of
+//! any layout.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use dprof_abi::{Config, CpuStatus, Status, VersionInfo, ABI_VERSION};
+
+/// Why talking to the device failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeviceError {
+    /// No device node.
+    #[error("{} does not exist: load the module with `insmod dprof.ko`", path.display())]
+    Missing {
+        /// The device path.
+        path: PathBuf,
+    },
+    /// Another process holds the device.
+    #[error("another collector has {} open", path.display())]
+    Busy {
+        /// The device path.
+        path: PathBuf,
+    },
+    /// Not allowed to open it.
+    #[error("{} needs root", path.display())]
+    Permission {
+        /// The device path.
+        path: PathBuf,
+    },
+    /// Opening failed otherwise.
+    #[error("cannot open {}", path.display())]
+    Open {
+        /// The device path.
+        path: PathBuf,
+        /// What the system said.
+        #[source]
+        source: io::Error,
+    },
+    /// The module speaks another ABI.
+    #[error("module ABI version {module}, this dprof expects {expected}: rebuild one of them")]
+    AbiMismatch {
+        /// The module's version.
+        module: u32,
+        /// [`ABI_VERSION`].
+        expected: u32,
+    },
+    /// The module refused the configuration.
+    #[error(
+        "the module refused the configuration (events {events:#x}, {ring_bytes} ring bytes per \
+         CPU; the ring size must be a power of two the module accepts)"
+    )]
+    ConfigRefused {
+        /// `Config.events`.
+        events: u32,
+        /// `Config.ring_bytes`.
+        ring_bytes: u32,
+        /// What the module said.
+        #[source]
+        source: io::Error,
+    },
+    /// An ioctl failed.
+    #[error("ioctl {request} on {} failed", path.display())]
+    Ioctl {
+        /// Which request ("VERSION", "START", ...).
+        request: &'static str,
+        /// The device path.
+        path: PathBuf,
+        /// What the module said.
+        #[source]
+        source: io::Error,
+    },
+    /// An ioctl answer that does not decode.
+    #[error("the module's answer to ioctl {request} does not decode: {problem}")]
+    BadAnswer {
+        /// Which request.
+        request: &'static str,
+        /// What the ABI decoder said.
+        problem: dprof_abi::AbiError,
+    },
+    /// `read()` failed.
+    #[error("reading {} failed", path.display())]
+    Read {
+        /// The device path.
+        path: PathBuf,
+        /// What the system said.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// What a read brought.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadOutcome {
+    /// This many bytes of whole records.
+    Data(usize),
+    /// Nothing yet (EAGAIN): try again later.
+    Empty,
+    /// End of data: collection stopped and the rings are drained (a 0-byte read).
+    Drained,
+}
+
+/// An open `/dev/dprof`.
+#[derive(Debug)]
+pub struct Device {
+    file: File,
+    path: PathBuf,
+}
+
+impl Device {
+    /// Opens [`dprof_abi::DEVICE_PATH`].
+    ///
+    /// # Errors
+    /// [`DeviceError::Missing`], [`DeviceError::Busy`], [`DeviceError::Permission`] or
+    /// [`DeviceError::Open`].
+    pub fn open() -> Result<Self, DeviceError> {
+        Self::open_path(Path::new(dprof_abi::DEVICE_PATH))
+    }
+
+    /// Opens the device at `path`, non-blocking so that an empty ring reads as EAGAIN.
+    ///
+    /// # Errors
+    /// As [`Device::open`].
+    pub fn open_path(path: &Path) -> Result<Self, DeviceError> {
+        let path = path.to_path_buf();
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(&path)
+        {
+            Ok(file) => Ok(Self { file, path }),
+            Err(e) => Err(match e.raw_os_error() {
+                Some(libc::ENOENT | libc::ENXIO | libc::ENODEV) => DeviceError::Missing { path },
+                Some(libc::EBUSY) => DeviceError::Busy { path },
+                Some(libc::EACCES | libc::EPERM) => DeviceError::Permission { path },
+                _ => DeviceError::Open { path, source: e },
+            }),
+        }
+    }
+
+    /// The device path.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn ioctl(&self, request: &'static str, number: u32, arg: *mut u8) -> Result<(), DeviceError> {
+        // SAFETY: `number` is one of the dprof_abi::IOC_* requests and `arg` is null (for
+        // requests without an argument) or points to a live buffer of exactly the size that
+        // request encodes, which the module reads or writes and does not keep.
+        // The request parameter is c_ulong on glibc and c_int on musl, hence `as _`.
+        #[allow(clippy::cast_lossless)]
+        let rc = unsafe { libc::ioctl(self.file.as_raw_fd(), number as _, arg) };
+        if rc < 0 {
+            Err(DeviceError::Ioctl {
+                request,
+                path: self.path.clone(),
+                source: io::Error::last_os_error(),
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// What the module is and can do (`IOC_VERSION`), whatever its ABI version.
+    ///
+    /// # Errors
+    /// [`DeviceError::Ioctl`] or [`DeviceError::BadAnswer`].
+    pub fn version(&self) -> Result<VersionInfo, DeviceError> {
+        let mut buf = [0u8; VersionInfo::SIZE];
+        self.ioctl("VERSION", dprof_abi::IOC_VERSION, buf.as_mut_ptr())?;
+        VersionInfo::decode(&buf).map_err(|problem| DeviceError::BadAnswer {
+            request: "VERSION",
+            problem,
+        })
+    }
+
+    /// [`Device::version`], failing unless the module's ABI version is [`ABI_VERSION`].
+    ///
+    /// # Errors
+    /// [`DeviceError::AbiMismatch`] or as [`Device::version`].
+    pub fn checked_version(&self) -> Result<VersionInfo, DeviceError> {
+        let version = self.version()?;
+        if version.abi_version == ABI_VERSION {
+            Ok(version)
+        } else {
+            Err(DeviceError::AbiMismatch {
+                module: version.abi_version,
+                expected: ABI_VERSION,
+            })
+        }
+    }
+
+    /// Configures the next collection (`IOC_CONFIGURE`).
+    ///
+    /// # Errors
+    /// [`DeviceError::ConfigRefused`] when the module says EINVAL, else
+    /// [`DeviceError::Ioctl`].
+    pub fn configure(&self, config: &Config) -> Result<(), DeviceError> {
+        let mut buf = [0u8; Config::SIZE];
+        config.encode(&mut buf);
+        match self.ioctl("CONFIGURE", dprof_abi::IOC_CONFIGURE, buf.as_mut_ptr()) {
+            Err(DeviceError::Ioctl { source, .. })
+                if source.raw_os_error() == Some(libc::EINVAL) =>
+            {
+                Err(DeviceError::ConfigRefused {
+                    events: config.events,
+                    ring_bytes: config.ring_bytes,
+                    source,
+                })
+            }
+            other => other,
+        }
+    }
+
+    /// Starts collecting (`IOC_START`).
+    ///
+    /// # Errors
+    /// [`DeviceError::Ioctl`].
+    pub fn start(&self) -> Result<(), DeviceError> {
+        self.ioctl("START", dprof_abi::IOC_START, std::ptr::null_mut())
+    }
+
+    /// Stops collecting (`IOC_STOP`); what is in the rings can still be read.
+    ///
+    /// # Errors
+    /// [`DeviceError::Ioctl`].
+    pub fn stop(&self) -> Result<(), DeviceError> {
+        self.ioctl("STOP", dprof_abi::IOC_STOP, std::ptr::null_mut())
+    }
+
+    /// The counters (`IOC_STATUS`), with up to `capacity` per-CPU entries (the module fills
+    /// `min(capacity, nr_cpu_ids)`).
+    ///
+    /// # Errors
+    /// [`DeviceError::Ioctl`] or [`DeviceError::BadAnswer`].
+    pub fn status(&self, capacity: usize) -> Result<(Status, Vec<CpuStatus>), DeviceError> {
+        let mut cpus = vec![0u8; capacity.saturating_mul(CpuStatus::SIZE)];
+        let mut buf = [0u8; Status::SIZE];
+        Status {
+            cpus_ptr: if capacity == 0 {
+                0
+            } else {
+                cpus.as_mut_ptr() as u64
+            },
+            cpus_len: u32::try_from(capacity).unwrap_or(u32::MAX),
+            ..Status::default()
+        }
+        .encode(&mut buf);
+        self.ioctl("STATUS", dprof_abi::IOC_STATUS, buf.as_mut_ptr())?;
+        let bad = |problem| DeviceError::BadAnswer {
+            request: "STATUS",
+            problem,
+        };
+        let status = Status::decode(&buf).map_err(bad)?;
+        let filled = capacity.min(status.nr_cpus as usize);
+        let cpus = cpus
+            .chunks_exact(CpuStatus::SIZE)
+            .take(filled)
+            .map(CpuStatus::decode)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(bad)?;
+        Ok((status, cpus))
+    }
+
+    /// Reads whole records into `buf`.
+    ///
+    /// # Errors
+    /// [`DeviceError::Read`] for anything but EAGAIN and EINTR.
+    pub fn read(&mut self, buf: &mut [u8]) -> Result<ReadOutcome, DeviceError> {
+        loop {
+            return match self.file.read(buf) {
+                Ok(0) => Ok(ReadOutcome::Drained),
+                Ok(n) => Ok(ReadOutcome::Data(n)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(ReadOutcome::Empty),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(source) => Err(DeviceError::Read {
+                    path: self.path.clone(),
+                    source,
+                }),
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_device_says_to_load_the_module() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let err = Device::open_path(&dir.path().join("dprof")).expect_err("no device there");
+        assert!(matches!(err, DeviceError::Missing { .. }));
+        assert!(err
+            .to_string()
+            .ends_with("does not exist: load the module with `insmod dprof.ko`"));
+    }
+
+    #[test]
+    fn a_regular_file_is_not_a_device() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("dprof");
+        std::fs::write(&path, b"").expect("write");
+        let dev = Device::open_path(&path).expect("a file opens");
+        let err = dev.version().expect_err("a file has no ioctls");
+        assert!(err.to_string().starts_with("ioctl VERSION on "), "{err}");
+    }
+
+    #[test]
+    fn abi_mismatch_names_both_versions() {
+        let err = DeviceError::AbiMismatch {
+            module: 2,
+            expected: 1,
+        };
+        assert_eq!(
+            err.to_string(),
+            "module ABI version 2, this dprof expects 1: rebuild one of them"
+        );
+    }
+}

@@ -1,0 +1,132 @@
+//! The profile file: a self-contained, versioned, streamable record of one collection.
+//!
+//! # Layout (format version 1)
+//! All integers are little-endian.
+//! ```text
+//! file header   8 bytes magic "DPROF\0\r\n", u32 format version (1), u32 reserved (0)
+//! section*      u32 kind, u32 CRC-32 of the payload, u64 payload length, payload
+//! ```
+//! Sections come in this order, and only this order:
+//!
+//! | kind | name | payload | count |
+//! |---|---|---|---|
+//! | 1 | Header | JSON [`ProfileHeader`] | exactly one, first |
+//! | 2 | Kallsyms | text of `/proc/kallsyms` when collection started | exactly one |
+//! | 3 | Modules | text of `/proc/modules` when collection started | exactly one |
+//! | 4 | Records | whole ABI records as read from `/dev/dprof`, at most [`MAX_RECORDS_CHUNK`] bytes | any number |
+//! | 6 | Stop | JSON [`StopInfo`]: why and when collection stopped, the module's counters | exactly one |
+//! | 5 | End | u64 records, u64 record bytes, u64 Records sections | exactly one, last |
+//!
+//! The stop reason is only known at the end, so it has its own section (kind 6) just before
+//! End, rather than living in the Header, which is written before collection starts so that a
+//! reader streaming the file knows the configuration before the first record.
+//!
+//! The magic's `\0\r\n` catches text-mode transfers (as PNG's does). A file that a collector
+//! did not finish has no End section, and the End section's counts must match what precedes
+//! it, so a cut file never reads as complete, even if someone renames it.
+
+mod error;
+pub mod example;
+mod header;
+mod reader;
+mod writer;
+
+#[cfg(test)]
+mod tests;
+
+pub use error::{ProfileError, RecordProblem, WriteError};
+pub use header::{
+    CacheGeometry, CollectConfig, CpuCounters, DeviceCounters, ModuleInfo, ProfileHeader, StopInfo,
+    StopReason, Target,
+};
+pub use reader::{Profile, Records};
+pub use writer::{partial_path, ProfileEncoder, ProfileWriter};
+
+/// The first 8 bytes of every profile.
+pub const MAGIC: [u8; 8] = *b"DPROF\0\r\n";
+/// The format version this library writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// Size of the file header (magic, version, reserved).
+pub const FILE_HEADER_SIZE: usize = 16;
+/// Size of a section header (kind, CRC-32, length).
+pub const SECTION_HEADER_SIZE: usize = 16;
+/// Largest payload of one Records section.
+pub const MAX_RECORDS_CHUNK: usize = 4 * 1024 * 1024;
+/// Size of the End section's payload.
+pub const END_SIZE: usize = 24;
+
+/// Kinds of sections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum SectionKind {
+    /// JSON [`ProfileHeader`].
+    Header = 1,
+    /// Text of `/proc/kallsyms`.
+    Kallsyms = 2,
+    /// Text of `/proc/modules`.
+    Modules = 3,
+    /// Whole ABI records.
+    Records = 4,
+    /// Counts of what precedes; the last section.
+    End = 5,
+    /// JSON [`StopInfo`].
+    Stop = 6,
+}
+
+impl SectionKind {
+    /// The kind with this number, if format version 1 defines one.
+    #[must_use]
+    pub const fn from_u32(v: u32) -> Option<Self> {
+        match v {
+            1 => Some(Self::Header),
+            2 => Some(Self::Kallsyms),
+            3 => Some(Self::Modules),
+            4 => Some(Self::Records),
+            5 => Some(Self::End),
+            6 => Some(Self::Stop),
+            _ => None,
+        }
+    }
+
+    /// The name used in messages and `dprof dump`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Header => "Header",
+            Self::Kallsyms => "Kallsyms",
+            Self::Modules => "Modules",
+            Self::Records => "Records",
+            Self::End => "End",
+            Self::Stop => "Stop",
+        }
+    }
+}
+
+impl std::fmt::Display for SectionKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Checks one record at the start of `buf` the way both the writer and the reader do: a known
+/// kind with its exact size, a well-formed payload, whole within `buf`, and a CPU number below
+/// the module's `nr_cpu_ids`. Returns the record and its size.
+pub(crate) fn check_record(
+    buf: &[u8],
+    nr_cpu_ids: u32,
+) -> Result<(dprof_abi::RecordHeader, dprof_abi::Record, usize), RecordProblem> {
+    let (header, record) = dprof_abi::Record::decode(buf).map_err(|e| match e {
+        // The only way to be short here is a record cut by the end of its chunk.
+        dprof_abi::AbiError::Truncated { needed, available } => {
+            RecordProblem::Straddles { needed, available }
+        }
+        other => RecordProblem::Abi(other),
+    })?;
+    if header.cpu >= nr_cpu_ids {
+        return Err(RecordProblem::Cpu {
+            cpu: header.cpu,
+            nr_cpu_ids,
+        });
+    }
+    Ok((header, record, usize::from(header.size)))
+}

@@ -1,0 +1,225 @@
+//! What a profile says about itself: the Header section (written before collection starts)
+//! and the Stop section (written when it ends). Both are JSON so that fields can be added
+//! without a format version bump; readers ignore fields they do not know.
+
+use serde::{Deserialize, Serialize};
+
+/// The Header section: the machine, the kernel and the configuration of a collection.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProfileHeader {
+    /// Version of the dprof that collected.
+    pub dprof_version: String,
+    /// When collection started, seconds since the Unix epoch.
+    pub created_unix_s: u64,
+    /// `uname -r` (from `/proc/sys/kernel/osrelease`).
+    pub kernel_release: String,
+    /// The kernel's boot command line (`/proc/cmdline`).
+    pub cmdline: String,
+    /// The first "model name" of `/proc/cpuinfo` ("unknown" when it has none).
+    pub cpu_model: String,
+    /// CPUs online (`/sys/devices/system/cpu/online`).
+    pub online_cpus: u32,
+    /// One entry per distinct CPU cache, from `/sys/devices/system/cpu/cpu*/cache/index*/`.
+    pub caches: Vec<CacheGeometry>,
+    /// Whether the slab allocator merges caches of similar geometry (no `slab_nomerge` on the
+    /// command line): merged caches share one name, so types get lost.
+    pub slab_merging: bool,
+    /// How the collection was configured.
+    pub config: CollectConfig,
+    /// What the module reported (`IOC_VERSION`).
+    pub module: ModuleInfo,
+}
+
+/// One CPU cache as sysfs describes it. Fields sysfs does not provide are `None`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheGeometry {
+    /// 1, 2, 3, ...
+    pub level: u32,
+    /// "Data", "Instruction" or "Unified".
+    #[serde(rename = "type")]
+    pub cache_type: String,
+    /// Total size in bytes.
+    pub size_bytes: Option<u64>,
+    /// `ways_of_associativity`.
+    pub ways: Option<u32>,
+    /// `coherency_line_size` in bytes.
+    pub line_bytes: Option<u32>,
+    /// `number_of_sets`.
+    pub sets: Option<u32>,
+    /// `shared_cpu_list`: the CPUs that share this cache, e.g. "0-3".
+    pub shared_cpu_list: String,
+}
+
+/// The collection's configuration.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CollectConfig {
+    /// Event names, e.g. `["slab"]`.
+    pub events: Vec<String>,
+    /// Bytes of each per-CPU ring.
+    pub ring_bytes: u32,
+    /// What bounded the collection.
+    pub target: Target,
+}
+
+/// What bounded a collection.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Target {
+    /// A command run under the collector, until it exited.
+    Command {
+        /// The command and its arguments.
+        argv: Vec<String>,
+    },
+    /// A fixed time.
+    Duration {
+        /// The duration in nanoseconds.
+        ns: u64,
+    },
+}
+
+/// The module's `VersionInfo`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleInfo {
+    /// ABI version of the module.
+    pub abi_version: u32,
+    /// CPU numbers in records are below this.
+    pub nr_cpu_ids: u32,
+    /// CPUs online when asked.
+    pub online_cpus: u32,
+    /// `SAMPLER_*` bits.
+    pub samplers: u32,
+    /// `FEATURE_*` bits.
+    pub features: u32,
+    /// Smallest ring the module accepts.
+    pub min_ring_bytes: u32,
+    /// Largest ring the module accepts.
+    pub max_ring_bytes: u32,
+    /// Largest record the module writes.
+    pub max_record_size: u32,
+}
+
+impl From<dprof_abi::VersionInfo> for ModuleInfo {
+    fn from(v: dprof_abi::VersionInfo) -> Self {
+        Self {
+            abi_version: v.abi_version,
+            nr_cpu_ids: v.nr_cpu_ids,
+            online_cpus: v.online_cpus,
+            samplers: v.samplers,
+            features: v.features,
+            min_ring_bytes: v.min_ring_bytes,
+            max_ring_bytes: v.max_ring_bytes,
+            max_record_size: v.max_record_size,
+        }
+    }
+}
+
+/// The Stop section: why and when collection stopped, and the module's final counters.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StopInfo {
+    /// Why collection stopped.
+    pub reason: StopReason,
+    /// When, seconds since the Unix epoch.
+    pub ended_unix_s: u64,
+    /// Nanoseconds from start to stop.
+    pub elapsed_ns: u64,
+    /// The module's counters after the last read (`IOC_STATUS`), if it answered.
+    pub device: Option<DeviceCounters>,
+}
+
+/// Why collection stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StopReason {
+    /// The command exited by itself.
+    CommandExited {
+        /// Its exit status.
+        status: i32,
+    },
+    /// The command was killed by a signal.
+    CommandKilled {
+        /// The signal number.
+        signal: i32,
+    },
+    /// The requested duration passed.
+    DurationElapsed,
+    /// The collector got SIGINT or SIGTERM.
+    Interrupted {
+        /// The signal number.
+        signal: i32,
+    },
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Self::CommandExited { status } => write!(f, "command exited with status {status}"),
+            Self::CommandKilled { signal } => {
+                write!(
+                    f,
+                    "command killed by signal {signal}{}",
+                    signal_suffix(signal)
+                )
+            }
+            Self::DurationElapsed => f.write_str("duration elapsed"),
+            Self::Interrupted { signal } => {
+                write!(f, "interrupted by signal {signal}{}", signal_suffix(signal))
+            }
+        }
+    }
+}
+
+/// " (SIGINT)" for the signals people meet here, "" for others.
+fn signal_suffix(signal: i32) -> &'static str {
+    match signal {
+        1 => " (SIGHUP)",
+        2 => " (SIGINT)",
+        3 => " (SIGQUIT)",
+        6 => " (SIGABRT)",
+        9 => " (SIGKILL)",
+        11 => " (SIGSEGV)",
+        13 => " (SIGPIPE)",
+        15 => " (SIGTERM)",
+        _ => "",
+    }
+}
+
+/// The module's counters (`IOC_STATUS`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceCounters {
+    /// Records written to all rings.
+    pub records_written: u64,
+    /// Records dropped on full rings.
+    pub records_lost: u64,
+    /// Bytes handed to `read()`.
+    pub bytes_read: u64,
+    /// Per CPU, indexed by CPU number.
+    pub cpus: Vec<CpuCounters>,
+}
+
+/// One CPU's counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuCounters {
+    /// Records written to this CPU's ring.
+    pub records_written: u64,
+    /// Records dropped because the ring was full.
+    pub records_lost: u64,
+}
+
+impl DeviceCounters {
+    /// Builds the counters from an `IOC_STATUS` answer.
+    #[must_use]
+    pub fn from_status(status: &dprof_abi::Status, cpus: &[dprof_abi::CpuStatus]) -> Self {
+        Self {
+            records_written: status.records_written,
+            records_lost: status.records_lost,
+            bytes_read: status.bytes_read,
+            cpus: cpus
+                .iter()
+                .map(|c| CpuCounters {
+                    records_written: c.records_written,
+                    records_lost: c.records_lost,
+                })
+                .collect(),
+        }
+    }
+}

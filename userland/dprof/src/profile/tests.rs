@@ -1,0 +1,507 @@
+use dprof_abi::{Alloc, Lost, Record};
+
+use super::example::{encode_record, example_header, example_profile, EXAMPLE_KALLSYMS};
+use super::*;
+
+/// A file from raw (kind, payload) sections, each with a correct CRC.
+fn build(sections: &[(u32, Vec<u8>)]) -> Vec<u8> {
+    let mut out = MAGIC.to_vec();
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    for (kind, payload) in sections {
+        out.extend_from_slice(&kind.to_le_bytes());
+        out.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+        out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        out.extend_from_slice(payload);
+    }
+    out
+}
+
+fn header_json() -> Vec<u8> {
+    serde_json::to_vec(&example_header()).expect("serializes")
+}
+
+fn stop_json() -> Vec<u8> {
+    serde_json::to_vec(&StopInfo {
+        reason: StopReason::DurationElapsed,
+        ended_unix_s: 1,
+        elapsed_ns: 2,
+        device: None,
+    })
+    .expect("serializes")
+}
+
+fn end(records: u64, bytes: u64, chunks: u64) -> Vec<u8> {
+    [records, bytes, chunks]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect()
+}
+
+fn alloc_record(cpu: u32) -> Vec<u8> {
+    encode_record(cpu, 10, &Record::Alloc(Alloc::default()))
+}
+
+/// Header, Kallsyms, Modules, the given Records chunks, Stop, and a matching End.
+fn with_chunks(chunks: &[Vec<u8>]) -> Vec<(u32, Vec<u8>)> {
+    let mut sections = vec![(1, header_json()), (2, Vec::new()), (3, Vec::new())];
+    for c in chunks {
+        sections.push((4, c.clone()));
+    }
+    sections.push((6, stop_json()));
+    let bytes: usize = chunks.iter().map(Vec::len).sum();
+    // The tests' chunks hold 64-byte Alloc records.
+    let records = bytes / alloc_record(0).len();
+    sections.push((5, end(records as u64, bytes as u64, chunks.len() as u64)));
+    sections
+}
+
+fn error_of(bytes: &[u8]) -> ProfileError {
+    Profile::from_bytes(bytes).expect_err("must be refused")
+}
+
+#[test]
+fn example_round_trips() {
+    let profile = Profile::from_vec(example_profile()).expect("valid");
+    assert_eq!(profile.header(), &example_header());
+    assert_eq!(profile.kallsyms(), EXAMPLE_KALLSYMS.as_bytes());
+    assert_eq!(profile.record_count(), 11);
+    assert_eq!(profile.chunk_count(), 2);
+    assert_eq!(
+        profile.stop().reason,
+        StopReason::CommandExited { status: 0 }
+    );
+    let records: Vec<_> = profile.records().collect();
+    assert_eq!(records.len(), 11);
+    assert_eq!(records[6].0.cpu, 3);
+    assert!(matches!(records[8].1, Record::Lost(Lost { count: 7 })));
+    let times: Vec<u64> = records.iter().map(|(h, _)| h.time_ns).collect();
+    assert!(times.is_sorted(), "file order is the order written");
+    let infos = profile.cache_infos();
+    assert_eq!(infos.len(), 3);
+    assert_eq!(
+        infos
+            .get(&0xffff_8880_0300_0000)
+            .map(dprof_abi::CacheInfo::name_bytes),
+        Some(&b"skbuff_head_cache"[..])
+    );
+}
+
+#[test]
+fn every_prefix_is_refused_as_truncated() {
+    let bytes = example_profile();
+    for n in 0..bytes.len() {
+        let err = error_of(&bytes[..n]);
+        assert!(
+            matches!(
+                err,
+                ProfileError::TruncatedFileHeader { .. }
+                    | ProfileError::TruncatedSectionHeader { .. }
+                    | ProfileError::TruncatedSection { .. }
+                    | ProfileError::MissingEnd { .. }
+            ),
+            "prefix of {n} bytes: {err}"
+        );
+        assert_eq!(err.offset(), Some(n as u64), "prefix of {n} bytes: {err}");
+    }
+}
+
+#[test]
+fn every_flipped_byte_is_refused() {
+    let bytes = example_profile();
+    for i in 0..bytes.len() {
+        let mut bad = bytes.clone();
+        bad[i] ^= 0x5a;
+        let err = error_of(&bad);
+        assert!(err.offset().is_some(), "byte {i}: {err}");
+    }
+}
+
+#[test]
+fn truncation_message_names_section_and_offset() {
+    let bytes = example_profile();
+    let profile = Profile::from_bytes(&bytes).expect("valid");
+    // Cut in the middle of the first Records section.
+    let kallsyms_len = profile.kallsyms().len();
+    let records_at = bytes
+        .windows(4)
+        .enumerate()
+        .skip(FILE_HEADER_SIZE + kallsyms_len)
+        .find(|(_, w)| *w == 4u32.to_le_bytes())
+        .map(|(i, _)| i)
+        .expect("a Records section");
+    let cut = records_at + SECTION_HEADER_SIZE + 40;
+    let err = error_of(&bytes[..cut]);
+    let declared = u64::from_le_bytes(
+        bytes[records_at + 8..records_at + 16]
+            .try_into()
+            .expect("8"),
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "file ends at offset {cut} inside a Records section that declares {declared} bytes: \
+             the profile is truncated (the collector did not finish)"
+        )
+    );
+}
+
+#[test]
+fn foreign_magic() {
+    let err = error_of(b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0");
+    assert_eq!(
+        err.to_string(),
+        "not a dprof profile: bad magic at offset 0"
+    );
+    assert_eq!(
+        error_of(b"PK").to_string(),
+        "not a dprof profile: bad magic at offset 0"
+    );
+}
+
+#[test]
+fn text_mode_transfer_is_caught_by_the_magic() {
+    let mut bytes = example_profile();
+    bytes.splice(6..8, *b"\n");
+    assert!(matches!(
+        error_of(&bytes),
+        ProfileError::BadMagic { offset: 0 }
+    ));
+}
+
+#[test]
+fn newer_version_is_refused() {
+    let mut bytes = example_profile();
+    bytes[8] = 2;
+    assert_eq!(
+        error_of(&bytes).to_string(),
+        "format version 2 at offset 8 is not supported: this dprof reads version 1 (was the \
+         profile written by another dprof?)"
+    );
+}
+
+#[test]
+fn missing_end() {
+    let mut sections = with_chunks(&[alloc_record(0)]);
+    sections.pop();
+    let bytes = build(&sections);
+    let err = error_of(&bytes);
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "no End section: the profile is incomplete (was the collector interrupted?); the \
+             file ends at offset {}",
+            bytes.len()
+        )
+    );
+}
+
+#[test]
+fn unknown_section() {
+    let mut sections = with_chunks(&[]);
+    sections.insert(3, (77, b"future".to_vec()));
+    let bytes = build(&sections);
+    let err = error_of(&bytes);
+    assert!(
+        matches!(err, ProfileError::UnknownSection { kind: 77, .. }),
+        "{err}"
+    );
+    assert!(err
+        .to_string()
+        .contains("unknown kind 77: the file was written by a newer dprof"));
+}
+
+#[test]
+fn crc_mismatch() {
+    let mut bytes = build(&with_chunks(&[alloc_record(0)]));
+    let len = bytes.len();
+    // The record's time field, inside the Records payload, well before Stop and End.
+    let records_payload = bytes
+        .windows(alloc_record(0).len())
+        .position(|w| w == alloc_record(0).as_slice())
+        .expect("record in file");
+    bytes[records_payload + 8] ^= 1;
+    let err = error_of(&bytes);
+    assert!(
+        matches!(
+            err,
+            ProfileError::Checksum {
+                kind: SectionKind::Records,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        err.offset(),
+        Some((records_payload - SECTION_HEADER_SIZE) as u64)
+    );
+    assert!(len > 0);
+}
+
+#[test]
+fn unknown_record_kind_with_valid_crc() {
+    let mut record = alloc_record(0);
+    record[0] = 77;
+    let bytes = build(&with_chunks(&[record]));
+    let err = error_of(&bytes);
+    let at = err.offset().expect("offset");
+    assert_eq!(
+        err.to_string(),
+        format!("record at offset {at}: unknown record kind 77")
+    );
+}
+
+#[test]
+fn straddling_record() {
+    let record = alloc_record(0);
+    let (a, b) = record.split_at(24);
+    let bytes = build(&with_chunks(&[a.to_vec(), b.to_vec()]));
+    let err = error_of(&bytes);
+    assert!(
+        err.to_string().ends_with(
+            "it needs 64 bytes but only 24 remain in its chunk (records must not straddle chunks)"
+        ),
+        "{err}"
+    );
+    let (a, b) = record.split_at(8);
+    let err = error_of(&build(&with_chunks(&[a.to_vec(), b.to_vec()])));
+    assert!(
+        err.to_string().contains("needs 16 bytes but only 8 remain"),
+        "{err}"
+    );
+}
+
+#[test]
+fn record_cpu_out_of_range() {
+    let bytes = build(&with_chunks(&[alloc_record(4)]));
+    let err = error_of(&bytes);
+    assert!(
+        err.to_string()
+            .ends_with("cpu 4 is not below the module's nr_cpu_ids 4"),
+        "{err}"
+    );
+}
+
+#[test]
+fn end_counts_must_match() {
+    let mut sections = with_chunks(&[alloc_record(0)]);
+    let last = sections.len() - 1;
+    sections[last].1 = end(2, 64, 1);
+    let err = error_of(&build(&sections));
+    assert!(
+        err.to_string()
+            .ends_with("declares 2 records but the file holds 1: the profile is inconsistent"),
+        "{err}"
+    );
+    sections[last].1 = end(1, 64, 1);
+    assert!(Profile::from_bytes(&build(&sections)).is_ok());
+    sections[last].1 = end(1, 64, 2);
+    assert!(matches!(
+        error_of(&build(&sections)),
+        ProfileError::EndMismatch {
+            what: "Records sections",
+            ..
+        }
+    ));
+    sections[last].1 = vec![0; 8];
+    assert!(matches!(
+        error_of(&build(&sections)),
+        ProfileError::BadEndSize { .. }
+    ));
+}
+
+#[test]
+fn sections_out_of_order() {
+    let mut sections = with_chunks(&[]);
+    sections.swap(1, 2);
+    let err = error_of(&build(&sections));
+    assert!(
+        err.to_string().starts_with("Modules section at offset"),
+        "{err}"
+    );
+    let mut sections = with_chunks(&[alloc_record(0)]);
+    sections.insert(sections.len() - 1, (4, alloc_record(0)));
+    let err = error_of(&build(&sections));
+    assert!(
+        err.to_string()
+            .contains("only the End section may follow the Stop section"),
+        "{err}"
+    );
+    let mut sections = with_chunks(&[]);
+    sections.remove(0);
+    let err = error_of(&build(&sections));
+    assert!(
+        err.to_string()
+            .contains("a profile starts with its Header section"),
+        "{err}"
+    );
+    let mut sections = with_chunks(&[]);
+    sections.insert(3, (1, header_json()));
+    let err = error_of(&build(&sections));
+    assert!(err.to_string().contains("already has one"), "{err}");
+    let mut sections = with_chunks(&[]);
+    sections.remove(3);
+    let err = error_of(&build(&sections));
+    assert!(
+        err.to_string().contains("Stop section must come before"),
+        "{err}"
+    );
+}
+
+#[test]
+fn trailing_bytes_after_end() {
+    let mut bytes = example_profile();
+    let len = bytes.len();
+    bytes.extend_from_slice(b"junk");
+    let err = error_of(&bytes);
+    assert_eq!(
+        err.to_string(),
+        format!("4 bytes follow the End section at offset {len}: the file is not one profile")
+    );
+}
+
+#[test]
+fn bad_header_json() {
+    let mut sections = with_chunks(&[]);
+    sections[0].1 = b"{\"dprof_version\": 1}".to_vec();
+    let err = error_of(&build(&sections));
+    assert_eq!(
+        err.offset(),
+        Some((FILE_HEADER_SIZE + SECTION_HEADER_SIZE) as u64)
+    );
+    assert!(
+        err.to_string()
+            .starts_with("Header section at offset 32 is not valid for this dprof: "),
+        "{err}"
+    );
+}
+
+#[test]
+fn huge_declared_lengths_do_not_allocate() {
+    let mut bytes = build(&[]);
+    bytes.extend_from_slice(&1u32.to_le_bytes());
+    bytes.extend_from_slice(&0u32.to_le_bytes());
+    bytes.extend_from_slice(&u64::MAX.to_le_bytes());
+    let err = error_of(&bytes);
+    assert!(
+        matches!(
+            err,
+            ProfileError::TruncatedSection {
+                declared: u64::MAX,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let mut bytes = build(&with_chunks(&[])[..3]);
+    bytes.extend_from_slice(&4u32.to_le_bytes());
+    bytes.extend_from_slice(&0u32.to_le_bytes());
+    bytes.extend_from_slice(&(1u64 << 40).to_le_bytes());
+    assert!(matches!(
+        error_of(&bytes),
+        ProfileError::ChunkTooLarge { .. }
+    ));
+}
+
+#[test]
+fn encoder_refuses_bad_records_and_writes_nothing() {
+    let mut enc = ProfileEncoder::new(Vec::new(), &example_header(), b"", b"").expect("vec");
+    let mut bad = alloc_record(0);
+    bad.extend_from_slice(&alloc_record(0)[..20]);
+    let err = enc.records(&bad).expect_err("cut record");
+    assert_eq!(
+        err.to_string(),
+        "the device returned a bad record at byte 64 of a 84-byte read: it needs 64 bytes but \
+         only 20 remain in its chunk (records must not straddle chunks) (do the module and \
+         dprof agree on the ABI?)"
+    );
+    assert_eq!(enc.record_count(), 0);
+    assert_eq!(enc.chunk_count(), 0);
+}
+
+#[test]
+fn encoder_splits_large_reads_into_chunks() {
+    let mut enc = ProfileEncoder::new(Vec::new(), &example_header(), b"", b"").expect("vec");
+    let one = alloc_record(1);
+    let n = MAX_RECORDS_CHUNK / one.len() * 2 + 3;
+    let big: Vec<u8> = one.iter().copied().cycle().take(one.len() * n).collect();
+    enc.records(&big).expect("valid");
+    enc.records(&[]).expect("nothing");
+    assert_eq!(enc.chunk_count(), 3);
+    let bytes = enc
+        .finish(&StopInfo {
+            reason: StopReason::DurationElapsed,
+            ended_unix_s: 0,
+            elapsed_ns: 0,
+            device: None,
+        })
+        .expect("vec");
+    let profile = Profile::from_vec(bytes).expect("valid");
+    assert_eq!(profile.record_count(), n as u64);
+    assert_eq!(profile.records().count(), n);
+}
+
+#[test]
+fn writer_renames_only_when_finished() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("out.dprof");
+    let partial = partial_path(&path);
+    assert_eq!(partial, dir.path().join("out.dprof.partial"));
+
+    let mut w = ProfileWriter::create(&path, &example_header(), b"k", b"m").expect("create");
+    w.write_records(&alloc_record(2)).expect("write");
+    assert!(partial.exists() && !path.exists());
+    let final_path = w
+        .finish(&StopInfo {
+            reason: StopReason::Interrupted { signal: 2 },
+            ended_unix_s: 0,
+            elapsed_ns: 0,
+            device: None,
+        })
+        .expect("finish");
+    assert_eq!(final_path, path);
+    assert!(path.exists() && !partial.exists());
+    let profile = Profile::open(&path).expect("valid");
+    assert_eq!(profile.record_count(), 1);
+    assert_eq!(profile.modules(), b"m");
+    assert_eq!(
+        profile.stop().reason.to_string(),
+        "interrupted by signal 2 (SIGINT)"
+    );
+}
+
+#[test]
+fn dropped_writer_leaves_an_unreadable_partial() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("out.dprof");
+    let mut w = ProfileWriter::create(&path, &example_header(), b"", b"").expect("create");
+    w.write_records(&alloc_record(0)).expect("write");
+    drop(w);
+    assert!(!path.exists());
+    let partial = partial_path(&path);
+    // Even renamed by hand it does not read as complete.
+    std::fs::rename(&partial, &path).expect("rename");
+    let err = Profile::open(&path).expect_err("incomplete");
+    assert!(matches!(err, ProfileError::MissingEnd { .. }), "{err}");
+}
+
+#[test]
+fn abandon_removes_the_partial() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("out.dprof");
+    let w = ProfileWriter::create(&path, &example_header(), b"", b"").expect("create");
+    w.abandon().expect("remove");
+    assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
+}
+
+#[test]
+fn open_missing_file() {
+    let err = Profile::open(std::path::Path::new("/nonexistent/x.dprof")).expect_err("missing");
+    assert!(
+        err.to_string()
+            .starts_with("cannot read /nonexistent/x.dprof"),
+        "{err}"
+    );
+    assert_eq!(err.offset(), None);
+}

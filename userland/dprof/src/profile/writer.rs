@@ -1,0 +1,312 @@
+//! Writing profiles: [`ProfileEncoder`] streams sections to any `Write`; [`ProfileWriter`] puts
+//! that in a `.partial` file and renames it only once the End section is on disk.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use super::{
+    check_record, ProfileHeader, SectionKind, StopInfo, WriteError, FORMAT_VERSION, MAGIC,
+    MAX_RECORDS_CHUNK,
+};
+
+/// Writes a profile section by section to `W`. The Header, Kallsyms and Modules sections go
+/// out in [`ProfileEncoder::new`], Records sections as [`ProfileEncoder::records`] is called,
+/// and the Stop and End sections in [`ProfileEncoder::finish`], so the sections can only come
+/// in the order the format requires.
+#[derive(Debug)]
+pub struct ProfileEncoder<W: Write> {
+    out: W,
+    nr_cpu_ids: u32,
+    records: u64,
+    record_bytes: u64,
+    chunks: u64,
+}
+
+impl<W: Write> ProfileEncoder<W> {
+    /// Writes the file header and the Header, Kallsyms and Modules sections.
+    ///
+    /// # Errors
+    /// [`WriteError::Io`] when `out` fails.
+    pub fn new(
+        mut out: W,
+        header: &ProfileHeader,
+        kallsyms: &[u8],
+        modules: &[u8],
+    ) -> Result<Self, WriteError> {
+        let mut file_header = [0u8; super::FILE_HEADER_SIZE];
+        file_header[..8].copy_from_slice(&MAGIC);
+        file_header[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.write_all(&file_header)?;
+        let json = serde_json::to_vec(header).map_err(|e| WriteError::Json {
+            kind: SectionKind::Header,
+            message: e.to_string(),
+        })?;
+        write_section(&mut out, SectionKind::Header, &json)?;
+        write_section(&mut out, SectionKind::Kallsyms, kallsyms)?;
+        write_section(&mut out, SectionKind::Modules, modules)?;
+        Ok(Self {
+            out,
+            nr_cpu_ids: header.module.nr_cpu_ids,
+            records: 0,
+            record_bytes: 0,
+            chunks: 0,
+        })
+    }
+
+    /// Appends whole records, as read from the device, in Records sections of at most
+    /// [`MAX_RECORDS_CHUNK`] bytes. Every record is checked first, so that a malformed read
+    /// writes nothing and the file stays readable up to it.
+    ///
+    /// # Errors
+    /// [`WriteError::BadRecord`] when `bytes` are not whole valid records; [`WriteError::Io`].
+    pub fn records(&mut self, bytes: &[u8]) -> Result<(), WriteError> {
+        let mut count = 0u64;
+        let mut pos = 0;
+        while let Some(rest) = bytes.get(pos..).filter(|r| !r.is_empty()) {
+            let (_, _, size) =
+                check_record(rest, self.nr_cpu_ids).map_err(|problem| WriteError::BadRecord {
+                    offset: pos,
+                    len: bytes.len(),
+                    problem,
+                })?;
+            pos += size;
+            count += 1;
+        }
+        // Second pass: cut into chunks at record boundaries. The sizes were checked above.
+        let mut start = 0;
+        let mut pos = 0;
+        while pos < bytes.len() {
+            let size = record_size_at(bytes, pos);
+            if pos + size - start > MAX_RECORDS_CHUNK {
+                self.chunk(&bytes[start..pos])?;
+                start = pos;
+            }
+            pos += size;
+        }
+        self.chunk(&bytes[start..])?;
+        self.records += count;
+        self.record_bytes += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn chunk(&mut self, chunk: &[u8]) -> Result<(), WriteError> {
+        if !chunk.is_empty() {
+            write_section(&mut self.out, SectionKind::Records, chunk)?;
+            self.chunks += 1;
+        }
+        Ok(())
+    }
+
+    /// Records written so far.
+    #[must_use]
+    pub fn record_count(&self) -> u64 {
+        self.records
+    }
+
+    /// Bytes of records written so far.
+    #[must_use]
+    pub fn record_bytes(&self) -> u64 {
+        self.record_bytes
+    }
+
+    /// Records sections written so far.
+    #[must_use]
+    pub fn chunk_count(&self) -> u64 {
+        self.chunks
+    }
+
+    /// Writes the Stop and End sections, flushes, and hands back the output.
+    ///
+    /// # Errors
+    /// [`WriteError::Io`] when `out` fails.
+    pub fn finish(mut self, stop: &StopInfo) -> Result<W, WriteError> {
+        let json = serde_json::to_vec(stop).map_err(|e| WriteError::Json {
+            kind: SectionKind::Stop,
+            message: e.to_string(),
+        })?;
+        write_section(&mut self.out, SectionKind::Stop, &json)?;
+        let mut end = [0u8; super::END_SIZE];
+        end[0..8].copy_from_slice(&self.records.to_le_bytes());
+        end[8..16].copy_from_slice(&self.record_bytes.to_le_bytes());
+        end[16..24].copy_from_slice(&self.chunks.to_le_bytes());
+        write_section(&mut self.out, SectionKind::End, &end)?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+/// Size of the record at `pos`, which [`check_record`] has accepted.
+fn record_size_at(bytes: &[u8], pos: usize) -> usize {
+    let size = bytes
+        .get(pos + 2..pos + 4)
+        .map_or(0, |b| usize::from(u16::from_le_bytes([b[0], b[1]])));
+    // Never 0 after validation; the max keeps the caller's loop finite regardless.
+    size.max(dprof_abi::RECORD_ALIGN)
+}
+
+fn write_section<W: Write>(out: &mut W, kind: SectionKind, payload: &[u8]) -> std::io::Result<()> {
+    let mut header = [0u8; super::SECTION_HEADER_SIZE];
+    header[0..4].copy_from_slice(&(kind as u32).to_le_bytes());
+    header[4..8].copy_from_slice(&crc32fast::hash(payload).to_le_bytes());
+    header[8..16].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.write_all(&header)?;
+    out.write_all(payload)
+}
+
+/// The file a profile for `path` is written to until it is finished: `path` + ".partial".
+#[must_use]
+pub fn partial_path(path: &Path) -> PathBuf {
+    let mut s = OsString::from(path.as_os_str());
+    s.push(".partial");
+    PathBuf::from(s)
+}
+
+/// Writes a profile to `PATH.partial` and renames it to `PATH` in [`ProfileWriter::finish`].
+/// Dropped unfinished, it leaves the `.partial` file, which has no End section and so never
+/// reads as a complete profile.
+#[derive(Debug)]
+pub struct ProfileWriter {
+    encoder: ProfileEncoder<BufWriter<File>>,
+    path: PathBuf,
+    partial: PathBuf,
+}
+
+impl ProfileWriter {
+    /// Creates `PATH.partial` (replacing any old one) and writes the Header, Kallsyms and
+    /// Modules sections.
+    ///
+    /// # Errors
+    /// [`WriteError::File`] when the file cannot be created or written.
+    pub fn create(
+        path: &Path,
+        header: &ProfileHeader,
+        kallsyms: &[u8],
+        modules: &[u8],
+    ) -> Result<Self, WriteError> {
+        let partial = partial_path(path);
+        let file = File::create(&partial).map_err(|source| WriteError::File {
+            action: "create",
+            path: partial.clone(),
+            source,
+        })?;
+        let out = BufWriter::with_capacity(1 << 20, file);
+        match ProfileEncoder::new(out, header, kallsyms, modules) {
+            Ok(encoder) => Ok(Self {
+                encoder,
+                path: path.to_path_buf(),
+                partial,
+            }),
+            Err(e) => {
+                // Nothing worth keeping was written yet.
+                let _ = std::fs::remove_file(&partial);
+                Err(with_path(e, "write", &partial))
+            }
+        }
+    }
+
+    /// Appends whole records; see [`ProfileEncoder::records`].
+    ///
+    /// # Errors
+    /// [`WriteError::BadRecord`], or [`WriteError::File`] when writing fails.
+    pub fn write_records(&mut self, bytes: &[u8]) -> Result<(), WriteError> {
+        self.encoder
+            .records(bytes)
+            .map_err(|e| with_path(e, "write", &self.partial))
+    }
+
+    /// Records written so far.
+    #[must_use]
+    pub fn record_count(&self) -> u64 {
+        self.encoder.record_count()
+    }
+
+    /// Bytes of records written so far.
+    #[must_use]
+    pub fn record_bytes(&self) -> u64 {
+        self.encoder.record_bytes()
+    }
+
+    /// Records sections written so far.
+    #[must_use]
+    pub fn chunk_count(&self) -> u64 {
+        self.encoder.chunk_count()
+    }
+
+    /// The final path.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The `.partial` file being written.
+    #[must_use]
+    pub fn partial(&self) -> &Path {
+        &self.partial
+    }
+
+    /// Writes the Stop and End sections, syncs the file and renames it to its final path.
+    /// Returns the final path.
+    ///
+    /// # Errors
+    /// [`WriteError::File`]; the `.partial` file is left behind.
+    pub fn finish(self, stop: &StopInfo) -> Result<PathBuf, WriteError> {
+        let out = self
+            .encoder
+            .finish(stop)
+            .map_err(|e| with_path(e, "write", &self.partial))?;
+        let file = out.into_inner().map_err(|e| WriteError::File {
+            action: "write",
+            path: self.partial.clone(),
+            source: e.into_error(),
+        })?;
+        // The data must be on disk before the rename makes it look complete.
+        file.sync_all().map_err(|source| WriteError::File {
+            action: "sync",
+            path: self.partial.clone(),
+            source,
+        })?;
+        drop(file);
+        std::fs::rename(&self.partial, &self.path).map_err(|source| WriteError::File {
+            action: "rename to its final name",
+            path: self.partial.clone(),
+            source,
+        })?;
+        // Make the rename itself durable; not every file system lets a directory be synced.
+        if let Some(dir) = self.path.parent() {
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
+            if let Ok(d) = File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        Ok(self.path)
+    }
+
+    /// Gives up: removes the `.partial` file.
+    ///
+    /// # Errors
+    /// When the file cannot be removed.
+    pub fn abandon(self) -> std::io::Result<()> {
+        let Self {
+            encoder, partial, ..
+        } = self;
+        drop(encoder);
+        std::fs::remove_file(partial)
+    }
+}
+
+fn with_path(e: WriteError, action: &'static str, path: &Path) -> WriteError {
+    match e {
+        WriteError::Io(source) => WriteError::File {
+            action,
+            path: path.to_path_buf(),
+            source,
+        },
+        other => other,
+    }
+}
