@@ -10,6 +10,8 @@
 //!   `kmem_cache_free`), found with `for_each_kernel_tracepoint`;
 //! - CacheInfo for every cache that exists at start and for each cache the first time it is
 //!   seen;
+//! - AccessSample from the software sampler (a cpu-clock perf counter per CPU): ip,
+//!   registers, %gs base and instruction bytes;
 //! - Lost when a ring was full.
 //!
 //! The ioctl and record ABI is documented in `abi/src/wire.rs` (crate `dprof-abi`), with a
@@ -33,6 +35,7 @@ use kernel::uaccess::UserSlice;
 mod abi;
 mod ffi;
 mod ring;
+mod sampler;
 mod session;
 
 use session::{Session, SlabTracepoints};
@@ -51,6 +54,8 @@ struct DeviceState {
     state: u32,
     config: abi::Config,
     session: Option<KBox<Session>>,
+    /// The sampler's counters while collecting samples; dropped (released) before `session`.
+    sampler: Option<sampler::Sampler>,
     tracepoints: Option<SlabTracepoints>,
     cache_walk: bool,
     bytes_read: u64,
@@ -83,6 +88,7 @@ impl kernel::Module for Dprof {
                     state: abi::STATE_IDLE,
                     config: abi::Config::default(),
                     session: None,
+                    sampler: None,
                     tracepoints,
                     cache_walk,
                     bytes_read: 0,
@@ -129,9 +135,16 @@ fn device() -> Result<&'static Mutex<DeviceState>> {
     unsafe { ptr.as_ref() }.ok_or(ENODEV)
 }
 
-/// Detaches the probes if collecting. The rings stay so that they can be drained.
+/// Stops the sampler and detaches the probes if collecting. The rings stay so that they can
+/// be drained.
 fn stop_session(dev: &mut DeviceState) {
     if dev.state != abi::STATE_RUNNING {
+        return;
+    }
+    // Releasing the counters waits for their handlers.
+    dev.sampler = None;
+    if dev.config.events & abi::EVENT_SLAB == 0 {
+        dev.state = abi::STATE_STOPPED;
         return;
     }
     if let (Some(tracepoints), Some(session)) = (&dev.tracepoints, &dev.session) {
@@ -272,7 +285,7 @@ fn ioctl_version(dev: &DeviceState, arg: usize) -> Result<c_long> {
         abi_version: abi::ABI_VERSION,
         nr_cpu_ids: ffi::nr_cpu_ids() as u32,
         online_cpus: ffi::online_cpus(),
-        samplers: 0,
+        samplers: abi::SAMPLER_SOFTWARE,
         features,
         min_ring_bytes: abi::MIN_RING_BYTES,
         max_ring_bytes: abi::MAX_RING_BYTES,
@@ -307,11 +320,13 @@ fn ioctl_start(dev: &mut DeviceState) -> Result<c_long> {
     if dev.state != abi::STATE_CONFIGURED {
         return Err(EINVAL);
     }
-    let (Some(session), Some(tracepoints)) = (dev.session.as_deref(), dev.tracepoints.as_ref())
-    else {
+    let Some(session) = dev.session.as_deref() else {
         return Err(EINVAL);
     };
     if dev.config.events & abi::EVENT_SLAB != 0 {
+        let Some(tracepoints) = dev.tracepoints.as_ref() else {
+            return Err(EINVAL);
+        };
         // SAFETY: the session outlives the registration: stop_session() unregisters before
         // the session is dropped (release, reconfigure, module exit).
         unsafe { tracepoints.register(session)? };
@@ -319,6 +334,23 @@ fn ioctl_start(dev: &mut DeviceState) -> Result<c_long> {
         if dev.cache_walk {
             if let Err(e) = session.describe_existing_caches() {
                 pr_warn!("dprof: listing existing caches failed: {:?}\n", e);
+            }
+        }
+    }
+    if dev.config.events & abi::EVENT_SAMPLES != 0 {
+        // SAFETY: the sampler is dropped (stop_session) before the session.
+        match unsafe {
+            sampler::Sampler::start(session, dev.config.sample_period_ns, dev.config.sample_user != 0)
+        } {
+            Ok(s) => dev.sampler = Some(s),
+            Err(e) => {
+                if dev.config.events & abi::EVENT_SLAB != 0 {
+                    if let Some(tracepoints) = dev.tracepoints.as_ref() {
+                        // SAFETY: registered with this session just above.
+                        unsafe { tracepoints.unregister(session) };
+                    }
+                }
+                return Err(e);
             }
         }
     }

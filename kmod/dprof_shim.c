@@ -7,19 +7,29 @@
  *  - private `struct kmem_cache` fields and virt_to_slab() (mm/slab.h, not a public header);
  *  - the list of existing slab caches (slab_caches/slab_mutex are not exported);
  *  - macros and static inlines: raw_smp_processor_id(), nr_cpu_ids,
- *    tracepoint_synchronize_unregister(), tracepoint names.
+ *    tracepoint_synchronize_unregister(), tracepoint names;
+ *  - the in-kernel perf API for the software sampler (no Rust perf API in 6.12), and pt_regs,
+ *    whose layout is arch-specific: the overflow handler copies what a sample needs into a
+ *    plain struct and hands it to Rust.
  *
  * All logic lives in Rust (dprof_main.rs).
  */
+#include <linux/cpumask.h>
 #include <linux/fs.h>
 #include <linux/kprobes.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/perf_event.h>
+#include <linux/sched.h>
+#include <linux/uaccess.h>
 #include <linux/slab.h>
 #include <linux/smp.h>
 #include <linux/tracepoint.h>
 
+#include <asm/msr.h>
+
+#include "dprof_shim.h"
 #include "slab.h" /* mm/slab.h: struct kmem_cache, virt_to_slab() */
 
 /* Implemented in Rust. */
@@ -164,4 +174,101 @@ int dprof_shim_walk_caches(void (*fn)(const struct kmem_cache *s, void *data), v
 	}
 	mutex_unlock(dprof_slab_mutex);
 	return n;
+}
+
+bool dprof_shim_cpu_online(unsigned int cpu)
+{
+	return cpu_online(cpu);
+}
+
+/* Mirrors `SampleRegs` in sampler.rs. regs[] is in hardware register-number order. */
+struct dprof_sample_regs {
+	u64 ip;
+	u64 regs[16];
+	u64 gs_base;
+	u32 pid;
+	u32 tid;
+	u8 insn[16];
+	u32 insn_len;
+	u32 user;
+};
+
+void dprof_rs_sample(void *ctx, const struct dprof_sample_regs *sample);
+
+/* Instruction bytes at ip, without faulting: up to 16, fewer at the end of a mapped page. */
+static u32 dprof_read_insn(u8 *dst, unsigned long ip, bool user)
+{
+	u32 len = 16;
+
+	for (;;) {
+		long ret = user ? copy_from_user_nofault(dst, (const void __user *)ip, len)
+				: copy_from_kernel_nofault(dst, (const void *)ip, len);
+		if (ret == 0)
+			return len;
+		/* Retry with only the bytes up to the end of ip's page. */
+		if (len != 16 || offset_in_page(ip) + 16 <= PAGE_SIZE)
+			return 0;
+		len = PAGE_SIZE - offset_in_page(ip);
+	}
+}
+
+/* Runs in hardirq (cpu-clock hrtimer) or NMI context: no locks, no allocation. */
+static void dprof_overflow(struct perf_event *event, struct perf_sample_data *data,
+			   struct pt_regs *regs)
+{
+	struct dprof_sample_regs s;
+	bool user = user_mode(regs);
+
+	s.ip = instruction_pointer(regs);
+	s.regs[0] = regs->ax;
+	s.regs[1] = regs->cx;
+	s.regs[2] = regs->dx;
+	s.regs[3] = regs->bx;
+	s.regs[4] = regs->sp;
+	s.regs[5] = regs->bp;
+	s.regs[6] = regs->si;
+	s.regs[7] = regs->di;
+	s.regs[8] = regs->r8;
+	s.regs[9] = regs->r9;
+	s.regs[10] = regs->r10;
+	s.regs[11] = regs->r11;
+	s.regs[12] = regs->r12;
+	s.regs[13] = regs->r13;
+	s.regs[14] = regs->r14;
+	s.regs[15] = regs->r15;
+	/* The kernel's %gs base (entry code has swapped it in even if user mode was interrupted):
+	 * exactly what a %gs: operand adds in kernel mode. */
+	rdmsrl(MSR_GS_BASE, s.gs_base);
+	s.pid = current->tgid;
+	s.tid = current->pid;
+	s.user = user;
+	s.insn_len = dprof_read_insn(s.insn, s.ip, user);
+	dprof_rs_sample(event->overflow_handler_context, &s);
+}
+
+/*
+ * A pinned cpu-clock counter on `cpu` sampling every `period_ns`, kernel mode (and user mode
+ * when `user`), idle time excluded (the idle loop touches no data worth profiling). Returns
+ * the event or an ERR_PTR.
+ */
+struct perf_event *dprof_shim_sampler_create(int cpu, u64 period_ns, bool user, void *ctx)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.size = sizeof(attr),
+		.sample_period = period_ns,
+		.pinned = 1,
+		.exclude_user = !user,
+		.exclude_hv = 1,
+		.exclude_idle = 1,
+	};
+
+	return perf_event_create_kernel_counter(&attr, cpu, NULL, dprof_overflow, ctx);
+}
+
+/* Stops the counter and waits until its handler cannot run any more. */
+void dprof_shim_sampler_release(struct perf_event *event)
+{
+	perf_event_release_kernel(event);
 }

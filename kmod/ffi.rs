@@ -16,6 +16,12 @@ pub(crate) struct KmemCache {
     _private: [u8; 0],
 }
 
+/// Opaque `struct perf_event`.
+#[repr(C)]
+pub(crate) struct PerfEvent {
+    _private: [u8; 0],
+}
+
 /// Mirrors `struct dprof_cache_fields` in dprof_shim.c.
 #[repr(C)]
 pub(crate) struct CacheFields {
@@ -57,6 +63,14 @@ extern "C" {
     pub(crate) fn dprof_shim_tracepoint_name(tp: *const Tracepoint) -> *const c_char;
     pub(crate) fn dprof_shim_tracepoint_sync();
     pub(crate) fn dprof_shim_init_cache_walk() -> bool;
+    pub(crate) fn dprof_shim_cpu_online(cpu: c_uint) -> bool;
+    pub(crate) fn dprof_shim_sampler_create(
+        cpu: c_int,
+        period_ns: u64,
+        user: bool,
+        ctx: *mut c_void,
+    ) -> *mut PerfEvent;
+    pub(crate) fn dprof_shim_sampler_release(event: *mut PerfEvent);
     pub(crate) fn dprof_shim_walk_caches(
         f: unsafe extern "C" fn(s: *const KmemCache, data: *mut c_void),
         data: *mut c_void,

@@ -73,7 +73,7 @@ impl Session {
     }
 
     /// Writes a record to this CPU's ring. Preemption must be off.
-    fn emit(&self, kind: abi::RecordKind, payload: &[u8]) {
+    pub(crate) fn emit(&self, kind: abi::RecordKind, payload: &[u8]) {
         let cpu = ffi::this_cpu();
         if let Some(ring) = self.rings.get(cpu) {
             ring.write(cpu as u32, kind, payload);
@@ -85,16 +85,9 @@ impl Session {
         if cache.is_null() || !self.seen.insert(cache as u64) {
             return;
         }
-        let mut fields = ffi::CacheFields {
-            name: core::ptr::null(),
-            object_size: 0,
-            size: 0,
-            align: 0,
-            flags: 0,
-        };
         // SAFETY: `cache` is a live kmem_cache: it is the cache of an object being allocated or
         // freed, or comes from the cache list walked under slab_mutex.
-        unsafe { ffi::dprof_shim_cache_fields(cache, &mut fields) };
+        let fields = unsafe { cache_fields(cache) };
         let info = abi::CacheInfo {
             cache: cache as u64,
             object_size: fields.object_size,
@@ -123,6 +116,23 @@ impl Session {
             Ok(n as u32)
         }
     }
+}
+
+/// Name, sizes and flags of a cache (private `struct kmem_cache` fields, read by the shim).
+///
+/// # Safety
+/// `cache` must be a live `struct kmem_cache`.
+unsafe fn cache_fields(cache: *const KmemCache) -> ffi::CacheFields {
+    let mut fields = ffi::CacheFields {
+        name: core::ptr::null(),
+        object_size: 0,
+        size: 0,
+        align: 0,
+        flags: 0,
+    };
+    // SAFETY: `cache` is live per the contract; `fields` is a valid out pointer.
+    unsafe { ffi::dprof_shim_cache_fields(cache, &mut fields) };
+    fields
 }
 
 /// The bytes of a C string, at most `max` of them.
@@ -258,15 +268,8 @@ unsafe extern "C" fn probe_kmem_cache_alloc(
     // SAFETY: `data` is the Session registered with this probe (see SlabTracepoints::register).
     let session = unsafe { &*data.cast::<Session>() };
     session.describe_cache(cache, abi::CACHE_ORIGIN_SEEN);
-    let mut fields = ffi::CacheFields {
-        name: core::ptr::null(),
-        object_size: 0,
-        size: 0,
-        align: 0,
-        flags: 0,
-    };
     // SAFETY: `cache` is the live cache the object was just allocated from.
-    unsafe { ffi::dprof_shim_cache_fields(cache, &mut fields) };
+    let fields = unsafe { cache_fields(cache) };
     let mut payload = [0u8; abi::Alloc::SIZE];
     abi::Alloc {
         ptr: ptr as u64,

@@ -179,6 +179,7 @@ fn config_validation_rejects_every_bad_field() {
         struct_size: Config::SIZE as u32,
         events: EVENT_SLAB,
         ring_bytes: DEFAULT_RING_BYTES,
+        ..Config::default()
     };
     let mut buf = [0u8; Config::SIZE];
     good.encode(&mut buf);
@@ -262,4 +263,146 @@ fn status_and_version_round_trip() {
     let mut buf = [0u8; CpuStatus::SIZE];
     cpu.encode(&mut buf);
     assert_eq!(CpuStatus::decode(&buf), Ok(cpu));
+}
+
+#[test]
+fn sampler_fields_are_validated_with_the_samples_event_only() {
+    let slab_only = Config {
+        struct_size: Config::SIZE as u32,
+        events: EVENT_SLAB,
+        ring_bytes: DEFAULT_RING_BYTES,
+        ..Config::default()
+    };
+    let sampling = Config {
+        events: EVENT_SLAB | EVENT_SAMPLES,
+        sampler: u32::from(SAMPLER_KIND_SOFTWARE),
+        sample_period_ns: DEFAULT_SAMPLE_PERIOD_NS,
+        sample_user: 1,
+        ..slab_only
+    };
+    let mut buf = [0u8; Config::SIZE];
+    for good in [slab_only, sampling] {
+        good.encode(&mut buf);
+        assert_eq!(Config::decode(&buf), Ok(good));
+    }
+    let bad = [
+        // Sampler fields without the samples event.
+        Config {
+            sample_period_ns: 1,
+            ..slab_only
+        },
+        Config {
+            sampler: 1,
+            ..slab_only
+        },
+        // Hardware samplers are not accepted yet; periods out of range; sample_user not 0/1.
+        Config {
+            sampler: u32::from(SAMPLER_KIND_IBS),
+            ..sampling
+        },
+        Config {
+            sampler: 0,
+            ..sampling
+        },
+        Config {
+            sample_period_ns: MIN_SAMPLE_PERIOD_NS - 1,
+            ..sampling
+        },
+        Config {
+            sample_period_ns: MAX_SAMPLE_PERIOD_NS + 1,
+            ..sampling
+        },
+        Config {
+            sample_user: 2,
+            ..sampling
+        },
+    ];
+    for config in bad {
+        config.encode(&mut buf);
+        assert_eq!(
+            Config::decode(&buf),
+            Err(AbiError::OutOfRange),
+            "{config:?}"
+        );
+    }
+}
+
+#[test]
+fn access_sample_round_trips_and_rejects_bad_fields() {
+    let mut sample = AccessSample {
+        ip: 0xffff_ffff_8100_1234,
+        gs_base: 0xffff_8880_3fc0_0000,
+        pid: 42,
+        tid: 43,
+        insn_len: 3,
+        flags: 0,
+        sampler: SAMPLER_KIND_SOFTWARE,
+        ..AccessSample::default()
+    };
+    for (i, r) in sample.regs.iter_mut().enumerate() {
+        *r = 0x1000 * (i as u64 + 1);
+    }
+    sample.insn[..3].copy_from_slice(&[0x48, 0x8b, 0x07]); // mov (%rdi),%rax
+    let mut payload = [0u8; AccessSample::SIZE];
+    sample.encode(&mut payload);
+    let buf = {
+        let mut buf = [0u8; 256];
+        let mut header = [0u8; RECORD_HEADER_SIZE];
+        RecordHeader {
+            kind: RecordKind::AccessSample as u16,
+            size: RecordKind::AccessSample.record_size() as u16,
+            cpu: 1,
+            time_ns: 5,
+        }
+        .encode(&mut header);
+        buf[..RECORD_HEADER_SIZE].copy_from_slice(&header);
+        buf[RECORD_HEADER_SIZE..RECORD_HEADER_SIZE + AccessSample::SIZE].copy_from_slice(&payload);
+        buf
+    };
+    let (_, record) = Record::decode(&buf).expect("valid sample");
+    assert_eq!(record, Record::AccessSample(sample));
+    let Record::AccessSample(back) = record else {
+        unreachable!()
+    };
+    assert_eq!(back.insn_bytes(), &[0x48, 0x8b, 0x07]);
+    assert_eq!(back.regs[reg::RDI], 0x1000 * 8);
+    assert_eq!(MAX_RECORD_SIZE, RecordKind::AccessSample.record_size());
+
+    let mut bad = payload;
+    bad[168] = 17; // insn_len
+    assert_eq!(AccessSample::decode(&bad), Err(AbiError::OutOfRange));
+    let mut bad = payload;
+    bad[170] = 9; // sampler
+    assert_eq!(AccessSample::decode(&bad), Err(AbiError::OutOfRange));
+    let mut bad = payload;
+    bad[171] = 1; // padding
+    assert_eq!(AccessSample::decode(&bad), Err(AbiError::NonZeroReserved));
+}
+
+#[test]
+fn whole_records_encode_and_decode_back() {
+    let records = [
+        Record::Alloc(Alloc {
+            ptr: 0x10,
+            cache: 0x20,
+            ..Alloc::default()
+        }),
+        Record::Free(Free {
+            ptr: 0x10,
+            ..Free::default()
+        }),
+        Record::Lost(Lost { count: 3 }),
+        Record::AccessSample(AccessSample {
+            ip: 0xffff_ffff_8100_0000,
+            sampler: SAMPLER_KIND_SOFTWARE,
+            ..AccessSample::default()
+        }),
+    ];
+    for record in records {
+        let mut buf = [0u8; MAX_RECORD_SIZE];
+        let size = record.encode(7, 99, &mut buf);
+        assert_eq!(size, record.kind().record_size());
+        let (header, back) = Record::decode(&buf[..size]).expect("decodes");
+        assert_eq!((header.cpu, header.time_ns, back), (7, 99, record));
+    }
 }

@@ -34,7 +34,7 @@
 //! ```
 
 /// Version of this ABI; bumped on any incompatible change.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 /// Path of the device the module creates.
 pub const DEVICE_PATH: &str = "/dev/dprof";
 /// Every record size is a multiple of this.
@@ -147,6 +147,8 @@ pub enum RecordKind {
     CacheInfo = 3,
     /// Records dropped because a ring was full ([`Lost`]).
     Lost = 4,
+    /// A sampled instruction with its machine state ([`AccessSample`]).
+    AccessSample = 5,
 }
 
 impl RecordKind {
@@ -158,6 +160,7 @@ impl RecordKind {
             2 => Some(Self::Free),
             3 => Some(Self::CacheInfo),
             4 => Some(Self::Lost),
+            5 => Some(Self::AccessSample),
             _ => None,
         }
     }
@@ -171,6 +174,7 @@ impl RecordKind {
                 Self::Free => Free::SIZE,
                 Self::CacheInfo => CacheInfo::SIZE,
                 Self::Lost => Lost::SIZE,
+                Self::AccessSample => AccessSample::SIZE,
             }
     }
 
@@ -182,6 +186,7 @@ impl RecordKind {
             Self::Free => "free",
             Self::CacheInfo => "cache_info",
             Self::Lost => "lost",
+            Self::AccessSample => "sample",
         }
     }
 }
@@ -477,6 +482,172 @@ impl Lost {
     }
 }
 
+/// Number of general-purpose registers in [`AccessSample::regs`].
+pub const SAMPLE_REGS: usize = 16;
+/// Instruction bytes kept in [`AccessSample::insn`] (the longest x86 instruction is 15).
+pub const SAMPLE_INSN_BYTES: usize = 16;
+
+/// Index in [`AccessSample::regs`] of each register, in the hardware encoding order (the
+/// ModRM/SIB register numbers), so that decoders can index by register number.
+pub mod reg {
+    /// %rax
+    pub const RAX: usize = 0;
+    /// %rcx
+    pub const RCX: usize = 1;
+    /// %rdx
+    pub const RDX: usize = 2;
+    /// %rbx
+    pub const RBX: usize = 3;
+    /// %rsp
+    pub const RSP: usize = 4;
+    /// %rbp
+    pub const RBP: usize = 5;
+    /// %rsi
+    pub const RSI: usize = 6;
+    /// %rdi
+    pub const RDI: usize = 7;
+    /// %r8; %r9..%r15 follow.
+    pub const R8: usize = 8;
+    /// %r15
+    pub const R15: usize = 15;
+}
+
+/// `AccessSample.sampler`: the software cpu-clock sampler (no data address; registers and
+/// instruction bytes instead).
+pub const SAMPLER_KIND_SOFTWARE: u8 = 1;
+/// `AccessSample.sampler`: AMD IBS op.
+pub const SAMPLER_KIND_IBS: u8 = 2;
+/// `AccessSample.sampler`: Intel PEBS load latency.
+pub const SAMPLER_KIND_PEBS: u8 = 3;
+
+/// `AccessSample.flags`: the sampled instruction ran in user mode.
+pub const SAMPLE_USER: u8 = 1;
+
+/// `AccessSample.hw_valid` bit: `data_addr` holds the accessed virtual address.
+pub const HW_DATA_ADDR: u32 = 1;
+/// `AccessSample.hw_valid` bit: `phys_addr` holds the accessed physical address.
+pub const HW_PHYS_ADDR: u32 = 2;
+/// `AccessSample.hw_valid` bit: `data_src` holds perf's `perf_mem_data_src`.
+pub const HW_DATA_SRC: u32 = 4;
+/// `AccessSample.hw_valid` bit: `latency` holds the access latency in cycles.
+pub const HW_LATENCY: u32 = 8;
+/// `AccessSample.hw_valid` bit: `hw_flags` holds `HWF_*` bits.
+pub const HW_FLAGS: u32 = 16;
+
+/// A sampled instruction and the machine state needed to find the data it touched.
+///
+/// The software sampler fills the registers, `gs_base` and the instruction bytes; userland
+/// decodes the instruction and computes the effective address. Hardware samplers (later) also
+/// fill the `hw_*` fields and say which in `hw_valid`; without a bit, the field is absent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct AccessSample {
+    /// Instruction pointer of the sampled instruction.
+    pub ip: u64,
+    /// General-purpose registers at the sample, indexed by [`reg`].
+    pub regs: [u64; SAMPLE_REGS],
+    /// Base of the %gs segment: the CPU's per-CPU area in kernel mode.
+    pub gs_base: u64,
+    /// Thread group id of the interrupted task (0: none, e.g. idle).
+    pub pid: u32,
+    /// Thread id of the interrupted task.
+    pub tid: u32,
+    /// Instruction bytes at `ip`; the first `insn_len` are valid.
+    pub insn: [u8; SAMPLE_INSN_BYTES],
+    /// Valid bytes of `insn` (0 when `ip` could not be read).
+    pub insn_len: u8,
+    /// `SAMPLE_*` flags.
+    pub flags: u8,
+    /// `SAMPLER_KIND_*` that took the sample.
+    pub sampler: u8,
+    /// `HW_*` bits: which of the fields below are present.
+    pub hw_valid: u32,
+    /// Data virtual address (`HW_DATA_ADDR`).
+    pub data_addr: u64,
+    /// Data physical address (`HW_PHYS_ADDR`).
+    pub phys_addr: u64,
+    /// perf data source (`HW_DATA_SRC`).
+    pub data_src: u64,
+    /// Latency in cycles (`HW_LATENCY`).
+    pub latency: u32,
+    /// Miss/hit flags (`HW_FLAGS`), defined with the hardware samplers.
+    pub hw_flags: u32,
+}
+
+impl AccessSample {
+    /// Payload size on the wire.
+    pub const SIZE: usize = 208;
+
+    /// The valid instruction bytes.
+    #[must_use]
+    pub fn insn_bytes(&self) -> &[u8] {
+        &self.insn[..usize::from(self.insn_len).min(SAMPLE_INSN_BYTES)]
+    }
+
+    /// Encodes the payload.
+    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
+        put_u64(out, 0, self.ip);
+        for (i, r) in self.regs.iter().enumerate() {
+            put_u64(out, 8 + 8 * i, *r);
+        }
+        put_u64(out, 136, self.gs_base);
+        put_u32(out, 144, self.pid);
+        put_u32(out, 148, self.tid);
+        out[152..168].copy_from_slice(&self.insn);
+        out[168] = self.insn_len;
+        out[169] = self.flags;
+        out[170] = self.sampler;
+        out[171] = 0;
+        put_u32(out, 172, self.hw_valid);
+        put_u64(out, 176, self.data_addr);
+        put_u64(out, 184, self.phys_addr);
+        put_u64(out, 192, self.data_src);
+        put_u32(out, 200, self.latency);
+        put_u32(out, 204, self.hw_flags);
+    }
+
+    /// Decodes the payload.
+    ///
+    /// # Errors
+    /// [`AbiError::Truncated`], [`AbiError::NonZeroReserved`] for non-zero padding,
+    /// [`AbiError::OutOfRange`] for an instruction length over 16 or an unknown sampler.
+    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
+        check_len(buf, Self::SIZE)?;
+        if buf[171] != 0 {
+            return Err(AbiError::NonZeroReserved);
+        }
+        let insn_len = buf[168];
+        let sampler = buf[170];
+        if usize::from(insn_len) > SAMPLE_INSN_BYTES
+            || !(SAMPLER_KIND_SOFTWARE..=SAMPLER_KIND_PEBS).contains(&sampler)
+        {
+            return Err(AbiError::OutOfRange);
+        }
+        let mut regs = [0u64; SAMPLE_REGS];
+        for (i, r) in regs.iter_mut().enumerate() {
+            *r = get_u64(buf, 8 + 8 * i);
+        }
+        let mut insn = [0u8; SAMPLE_INSN_BYTES];
+        insn.copy_from_slice(&buf[152..168]);
+        Ok(Self {
+            ip: get_u64(buf, 0),
+            regs,
+            gs_base: get_u64(buf, 136),
+            pid: get_u32(buf, 144),
+            tid: get_u32(buf, 148),
+            insn,
+            insn_len,
+            flags: buf[169],
+            sampler,
+            hw_valid: get_u32(buf, 172),
+            data_addr: get_u64(buf, 176),
+            phys_addr: get_u64(buf, 184),
+            data_src: get_u64(buf, 192),
+            latency: get_u32(buf, 200),
+            hw_flags: get_u32(buf, 204),
+        })
+    }
+}
+
 /// A decoded record payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Record {
@@ -488,6 +659,8 @@ pub enum Record {
     CacheInfo(CacheInfo),
     /// See [`Lost`].
     Lost(Lost),
+    /// See [`AccessSample`].
+    AccessSample(AccessSample),
 }
 
 impl Record {
@@ -499,7 +672,53 @@ impl Record {
             Self::Free(_) => RecordKind::Free,
             Self::CacheInfo(_) => RecordKind::CacheInfo,
             Self::Lost(_) => RecordKind::Lost,
+            Self::AccessSample(_) => RecordKind::AccessSample,
         }
+    }
+
+    /// Encodes the whole record (header and payload) at the start of `out`; returns its size.
+    pub fn encode(&self, cpu: u32, time_ns: u64, out: &mut [u8; MAX_RECORD_SIZE]) -> usize {
+        let kind = self.kind();
+        let size = kind.record_size();
+        let mut header = [0u8; RECORD_HEADER_SIZE];
+        RecordHeader {
+            kind: kind as u16,
+            // Every record size is far below u16::MAX (asserted below).
+            size: size as u16,
+            cpu,
+            time_ns,
+        }
+        .encode(&mut header);
+        out[..RECORD_HEADER_SIZE].copy_from_slice(&header);
+        let payload = &mut out[RECORD_HEADER_SIZE..];
+        match self {
+            Self::Alloc(r) => {
+                let mut p = [0u8; Alloc::SIZE];
+                r.encode(&mut p);
+                payload[..Alloc::SIZE].copy_from_slice(&p);
+            }
+            Self::Free(r) => {
+                let mut p = [0u8; Free::SIZE];
+                r.encode(&mut p);
+                payload[..Free::SIZE].copy_from_slice(&p);
+            }
+            Self::CacheInfo(r) => {
+                let mut p = [0u8; CacheInfo::SIZE];
+                r.encode(&mut p);
+                payload[..CacheInfo::SIZE].copy_from_slice(&p);
+            }
+            Self::Lost(r) => {
+                let mut p = [0u8; Lost::SIZE];
+                r.encode(&mut p);
+                payload[..Lost::SIZE].copy_from_slice(&p);
+            }
+            Self::AccessSample(r) => {
+                let mut p = [0u8; AccessSample::SIZE];
+                r.encode(&mut p);
+                payload[..AccessSample::SIZE].copy_from_slice(&p);
+            }
+        }
+        size
     }
 
     /// Decodes one whole record (header and payload) from the start of `buf`.
@@ -516,13 +735,14 @@ impl Record {
             RecordKind::Free => Self::Free(Free::decode(payload)?),
             RecordKind::CacheInfo => Self::CacheInfo(CacheInfo::decode(payload)?),
             RecordKind::Lost => Self::Lost(Lost::decode(payload)?),
+            RecordKind::AccessSample => Self::AccessSample(AccessSample::decode(payload)?),
         };
         Ok((header, record))
     }
 }
 
 /// Largest record of this ABI version, for buffers that must hold any record.
-pub const MAX_RECORD_SIZE: usize = RECORD_HEADER_SIZE + CacheInfo::SIZE;
+pub const MAX_RECORD_SIZE: usize = RECORD_HEADER_SIZE + AccessSample::SIZE;
 
 const _: () = {
     assert!(RecordKind::Alloc.record_size().is_multiple_of(RECORD_ALIGN));
@@ -531,8 +751,12 @@ const _: () = {
         .record_size()
         .is_multiple_of(RECORD_ALIGN));
     assert!(RecordKind::Lost.record_size().is_multiple_of(RECORD_ALIGN));
+    assert!(RecordKind::AccessSample
+        .record_size()
+        .is_multiple_of(RECORD_ALIGN));
     assert!(MAX_RECORD_SIZE < u16::MAX as usize);
     assert!(MAX_RECORD_SIZE >= RecordKind::Alloc.record_size());
+    assert!(MAX_RECORD_SIZE >= RecordKind::CacheInfo.record_size());
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -633,8 +857,17 @@ impl VersionInfo {
 
 /// `Config.events` bit: slab allocations and frees, and cache infos.
 pub const EVENT_SLAB: u32 = 1;
+/// `Config.events` bit: access samples from the sampler named in `Config.sampler`.
+pub const EVENT_SAMPLES: u32 = 2;
 /// Every `EVENT_*` bit this ABI version defines.
-pub const EVENT_ALL: u32 = EVENT_SLAB;
+pub const EVENT_ALL: u32 = EVENT_SLAB | EVENT_SAMPLES;
+
+/// Shortest sampling period accepted (10 µs): below it the sampler's own cost dominates.
+pub const MIN_SAMPLE_PERIOD_NS: u32 = 10_000;
+/// Longest sampling period accepted (1 s).
+pub const MAX_SAMPLE_PERIOD_NS: u32 = 1_000_000_000;
+/// Sampling period used when the collector does not say otherwise (1 ms).
+pub const DEFAULT_SAMPLE_PERIOD_NS: u32 = 1_000_000;
 
 /// A collection's configuration (`IOC_CONFIGURE`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -645,6 +878,13 @@ pub struct Config {
     pub events: u32,
     /// Bytes of each per-CPU ring: a power of two within [`MIN_RING_BYTES`]..=[`MAX_RING_BYTES`].
     pub ring_bytes: u32,
+    /// With [`EVENT_SAMPLES`]: a `SAMPLER_KIND_*` (only software for now); else 0.
+    pub sampler: u32,
+    /// With [`EVENT_SAMPLES`]: the period in ns, within
+    /// [`MIN_SAMPLE_PERIOD_NS`]..=[`MAX_SAMPLE_PERIOD_NS`]; else 0.
+    pub sample_period_ns: u32,
+    /// With [`EVENT_SAMPLES`]: 1 to sample user mode too (kernel mode always); else 0.
+    pub sample_user: u32,
 }
 
 impl Config {
@@ -657,6 +897,9 @@ impl Config {
         put_u32(out, 0, self.struct_size);
         put_u32(out, 4, self.events);
         put_u32(out, 8, self.ring_bytes);
+        put_u32(out, 12, self.sampler);
+        put_u32(out, 16, self.sample_period_ns);
+        put_u32(out, 20, self.sample_user);
     }
 
     /// Decodes and validates the structure: right size, known events, ring size in range,
@@ -666,19 +909,29 @@ impl Config {
     /// [`AbiError::Truncated`], [`AbiError::NonZeroReserved`] or [`AbiError::OutOfRange`].
     pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
         check_len(buf, Self::SIZE)?;
-        if buf[12..Self::SIZE].iter().any(|&b| b != 0) {
+        if buf[24..Self::SIZE].iter().any(|&b| b != 0) {
             return Err(AbiError::NonZeroReserved);
         }
         let config = Self {
             struct_size: get_u32(buf, 0),
             events: get_u32(buf, 4),
             ring_bytes: get_u32(buf, 8),
+            sampler: get_u32(buf, 12),
+            sample_period_ns: get_u32(buf, 16),
+            sample_user: get_u32(buf, 20),
         };
         let size_ok = config.struct_size as usize == Self::SIZE;
         let events_ok = config.events != 0 && config.events & !EVENT_ALL == 0;
         let ring_ok = config.ring_bytes.is_power_of_two()
             && (MIN_RING_BYTES..=MAX_RING_BYTES).contains(&config.ring_bytes);
-        if size_ok && events_ok && ring_ok {
+        let sampler_ok = if config.events & EVENT_SAMPLES == 0 {
+            config.sampler == 0 && config.sample_period_ns == 0 && config.sample_user == 0
+        } else {
+            config.sampler == u32::from(SAMPLER_KIND_SOFTWARE)
+                && (MIN_SAMPLE_PERIOD_NS..=MAX_SAMPLE_PERIOD_NS).contains(&config.sample_period_ns)
+                && config.sample_user <= 1
+        };
+        if size_ok && events_ok && ring_ok && sampler_ok {
             Ok(config)
         } else {
             Err(AbiError::OutOfRange)

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The functions dprof_shim.c exports to the Rust side of dprof.ko (declared again, by hand, in
+ * ffi.rs: an out-of-tree module cannot add headers to the generated bindings).
+ */
+#ifndef DPROF_SHIM_H
+#define DPROF_SHIM_H
+
+#include <linux/types.h>
+
+struct kmem_cache;
+struct perf_event;
+struct tracepoint;
+struct dprof_cache_fields;
+
+int dprof_shim_register_device(void);
+void dprof_shim_deregister_device(void);
+void dprof_shim_cache_fields(const struct kmem_cache *s, struct dprof_cache_fields *out);
+const struct kmem_cache *dprof_shim_cache_of(const void *ptr);
+int dprof_shim_this_cpu(void);
+unsigned int dprof_shim_nr_cpu_ids(void);
+unsigned int dprof_shim_online_cpus(void);
+const char *dprof_shim_tracepoint_name(const struct tracepoint *tp);
+void dprof_shim_tracepoint_sync(void);
+bool dprof_shim_init_cache_walk(void);
+int dprof_shim_walk_caches(void (*fn)(const struct kmem_cache *s, void *data), void *data);
+bool dprof_shim_cpu_online(unsigned int cpu);
+struct perf_event *dprof_shim_sampler_create(int cpu, u64 period_ns, bool user, void *ctx);
+void dprof_shim_sampler_release(struct perf_event *event);
+
+#endif

@@ -1,0 +1,456 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! dprof_selftest.ko: kernel workloads whose answers are known, the ground truth of dprof's
+//! tests.
+//!
+//! Control: write a command to `/sys/kernel/debug/dprof_selftest/run`; the write returns when
+//! the workload is over.
+//!
+//! - `handoff MS`: for MS milliseconds a producer thread on CPU 0 allocates
+//!   `dprof_selftest_obj` objects, writes field `a` (in `dprof_selftest_produce`) and queues
+//!   them to a consumer thread on CPU 1, which reads `a` and `b` (in `dprof_selftest_consume`)
+//!   and frees them. Every object crosses CPUs: the type bounces.
+//! - `local MS`: one thread on CPU 0 allocates `dprof_selftest_local` objects, touches `count`
+//!   and `value` (in `dprof_selftest_local_touch`) and frees them. It never bounces.
+//!
+//! New workloads (false sharing, conflict, capacity, causal) are new commands beside these.
+//!
+//! The access functions are straight-line inline assembly, so which instruction touches which
+//! field is known exactly. Each access is followed by a jump: QEMU's TCG takes interrupts only
+//! at the start of a translation block, so this makes the sampled ip land on the accesses
+//! themselves in the test guest (on hardware the jumps cost next to nothing).
+
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+
+use kernel::ffi::{c_char, c_int, c_void};
+use kernel::prelude::*;
+
+module! {
+    type: Selftest,
+    name: "dprof_selftest",
+    author: "dprof developers",
+    description: "dprof: workloads with known answers for testing the profiler",
+    license: "GPL",
+}
+
+/// Mirrors `struct dprof_selftest_obj` (selftest.h).
+#[repr(C)]
+pub struct SelftestObj {
+    seq: u64,
+    a: u64,
+    b: u64,
+    pad: [u64; 5],
+}
+
+/// Mirrors `struct dprof_selftest_local` (selftest.h).
+#[repr(C)]
+pub struct SelftestLocal {
+    count: u64,
+    value: u64,
+    pad: [u64; 6],
+}
+
+extern "C" {
+    fn ktime_get_mono_fast_ns() -> u64;
+    fn dprof_selftest_shim_init() -> c_int;
+    fn dprof_selftest_shim_exit();
+    fn dprof_selftest_shim_alloc_obj() -> *mut SelftestObj;
+    fn dprof_selftest_shim_free_obj(obj: *mut SelftestObj);
+    fn dprof_selftest_shim_alloc_local() -> *mut SelftestLocal;
+    fn dprof_selftest_shim_free_local(obj: *mut SelftestLocal);
+    fn dprof_selftest_shim_cond_resched();
+    fn dprof_selftest_shim_pause_us(us: core::ffi::c_ulong);
+    fn dprof_selftest_shim_run_threads(
+        n: c_int,
+        cpus: *const c_int,
+        fns: *const unsafe extern "C" fn(*mut c_void) -> c_int,
+        arg: *mut c_void,
+    ) -> c_int;
+}
+
+fn now_ns() -> u64 {
+    // SAFETY: no preconditions.
+    unsafe { ktime_get_mono_fast_ns() }
+}
+
+/// Sleeps about `us` µs. The workloads pace themselves with it: they are ground truth, not a
+/// stress test, and the collector must keep up with the slab events they cause.
+fn pause_us(us: u64) {
+    // SAFETY: called from kernel threads in process context.
+    unsafe { dprof_selftest_shim_pause_us(us as core::ffi::c_ulong) }
+}
+
+fn cond_resched() {
+    // SAFETY: called from kernel threads in process context.
+    unsafe { dprof_selftest_shim_cond_resched() }
+}
+
+/// One access followed by a jump that ends the translation block.
+macro_rules! accesses {
+    ($insn:literal) => {
+        concat!($insn, "\n jmp 2f\n 2:\n")
+    };
+}
+
+/// Writes `value` to `obj.a` 64 times (field `a`, offset 8).
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn dprof_selftest_produce(obj: *mut SelftestObj, value: u64) {
+    // SAFETY: `obj` is a live object owned by the producer; the stores stay inside it.
+    unsafe {
+        core::arch::asm!(
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            accesses!("mov qword ptr [{obj} + 8], {v}"), accesses!("mov qword ptr [{obj} + 8], {v}"),
+            obj = in(reg) obj,
+            v = in(reg) value,
+            options(nostack),
+        );
+    }
+}
+
+/// Reads `obj.a` and `obj.b` 32 times each (offsets 8 and 16); returns the last sum.
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn dprof_selftest_consume(obj: *const SelftestObj) -> u64 {
+    let (a, b): (u64, u64);
+    // SAFETY: `obj` is a live object owned by the consumer; the loads stay inside it.
+    unsafe {
+        core::arch::asm!(
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            accesses!("mov {a}, qword ptr [{obj} + 8]"), accesses!("mov {b}, qword ptr [{obj} + 16]"),
+            obj = in(reg) obj,
+            a = out(reg) a,
+            b = out(reg) b,
+            options(nostack, readonly),
+        );
+    }
+    a.wrapping_add(b)
+}
+
+/// Writes `obj.count` and reads `obj.value` 32 times each (offsets 0 and 8).
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn dprof_selftest_local_touch(obj: *mut SelftestLocal, count: u64) -> u64 {
+    let value: u64;
+    // SAFETY: `obj` is a live object owned by the caller; the accesses stay inside it.
+    unsafe {
+        core::arch::asm!(
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            accesses!("mov qword ptr [{obj}], {c}"), accesses!("mov {v}, qword ptr [{obj} + 8]"),
+            obj = in(reg) obj,
+            c = in(reg) count,
+            v = out(reg) value,
+            options(nostack),
+        );
+    }
+    value
+}
+
+/// Ends a TCG translation block right before a call to an access function. Under TCG a sample
+/// lands on the first instruction of a block, weighted by how long the block before it ran:
+/// without this, the function's entry (`endbr64`, no data access) would inherit the weight of
+/// the caller's long block before the call.
+fn block_boundary() {
+    // SAFETY: a jump to the next instruction; touches no memory, registers or flags.
+    unsafe { core::arch::asm!("jmp 2f", "2:", options(nomem, nostack, preserves_flags)) };
+}
+
+/// Calls per object of each access function: more samples per slab event, so that the
+/// collector keeps up with the allocations.
+const CALLS_PER_OBJECT: u64 = 8;
+
+/// Single-producer single-consumer queue of objects between the handoff threads.
+struct Queue {
+    slots: [AtomicPtr<SelftestObj>; 256],
+    head: AtomicUsize,
+    tail: AtomicUsize,
+    producer_done: AtomicBool,
+}
+
+impl Queue {
+    const fn new() -> Self {
+        Self {
+            slots: [const { AtomicPtr::new(core::ptr::null_mut()) }; 256],
+            head: AtomicUsize::new(0),
+            tail: AtomicUsize::new(0),
+            producer_done: AtomicBool::new(false),
+        }
+    }
+
+    fn push(&self, obj: *mut SelftestObj) -> bool {
+        let head = self.head.load(Ordering::Relaxed);
+        if head.wrapping_sub(self.tail.load(Ordering::Acquire)) == self.slots.len() {
+            return false;
+        }
+        self.slots[head % self.slots.len()].store(obj, Ordering::Relaxed);
+        self.head.store(head.wrapping_add(1), Ordering::Release);
+        true
+    }
+
+    fn pop(&self) -> Option<*mut SelftestObj> {
+        let tail = self.tail.load(Ordering::Relaxed);
+        if tail == self.head.load(Ordering::Acquire) {
+            return None;
+        }
+        let obj = self.slots[tail % self.slots.len()].load(Ordering::Relaxed);
+        self.tail.store(tail.wrapping_add(1), Ordering::Release);
+        Some(obj)
+    }
+}
+
+/// One run of a workload; lives on the stack of the writer of the control file, which waits
+/// for every thread of the run.
+struct Run {
+    deadline_ns: u64,
+    queue: Queue,
+}
+
+unsafe extern "C" fn handoff_producer(arg: *mut c_void) -> c_int {
+    // SAFETY: `arg` is the Run of this workload, alive until all its threads are done.
+    let run = unsafe { &*arg.cast::<Run>() };
+    let mut seq = 0u64;
+    while now_ns() < run.deadline_ns {
+        // SAFETY: process context.
+        let obj = unsafe { dprof_selftest_shim_alloc_obj() };
+        if obj.is_null() {
+            cond_resched();
+            continue;
+        }
+        seq += 1;
+        // SAFETY: freshly allocated, owned here until queued.
+        unsafe { (*obj).seq = seq };
+        for _ in 0..CALLS_PER_OBJECT {
+            block_boundary();
+            dprof_selftest_produce(obj, seq);
+        }
+        while !run.queue.push(obj) {
+            cond_resched();
+        }
+        if seq % 32 == 0 {
+            pause_us(100);
+        }
+    }
+    run.queue.producer_done.store(true, Ordering::Release);
+    0
+}
+
+unsafe extern "C" fn handoff_consumer(arg: *mut c_void) -> c_int {
+    // SAFETY: as for the producer.
+    let run = unsafe { &*arg.cast::<Run>() };
+    let mut consumed = 0u64;
+    loop {
+        if let Some(obj) = run.queue.pop() {
+            for _ in 0..CALLS_PER_OBJECT {
+                block_boundary();
+                dprof_selftest_consume(obj);
+            }
+            // SAFETY: the consumer owns popped objects; each is freed once.
+            unsafe { dprof_selftest_shim_free_obj(obj) };
+            consumed += 1;
+            if consumed % 64 == 0 {
+                cond_resched();
+            }
+        } else if run.queue.producer_done.load(Ordering::Acquire) {
+            // The producer is done; anything it queued before saying so is visible now.
+            if run.queue.pop().is_none() {
+                break;
+            }
+        } else {
+            pause_us(20);
+        }
+    }
+    // Whatever the last check raced with is freed too.
+    while let Some(obj) = run.queue.pop() {
+        // SAFETY: as above.
+        unsafe { dprof_selftest_shim_free_obj(obj) };
+    }
+    0
+}
+
+unsafe extern "C" fn local_worker(arg: *mut c_void) -> c_int {
+    // SAFETY: as for the producer.
+    let run = unsafe { &*arg.cast::<Run>() };
+    let mut count = 0u64;
+    while now_ns() < run.deadline_ns {
+        // SAFETY: process context.
+        let obj = unsafe { dprof_selftest_shim_alloc_local() };
+        if obj.is_null() {
+            cond_resched();
+            continue;
+        }
+        count += 1;
+        for _ in 0..CALLS_PER_OBJECT {
+            block_boundary();
+            dprof_selftest_local_touch(obj, count);
+        }
+        // SAFETY: allocated above, freed once.
+        unsafe { dprof_selftest_shim_free_local(obj) };
+        if count % 32 == 0 {
+            pause_us(100);
+        }
+    }
+    0
+}
+
+fn run_threads(run: &Run, cpus: &[c_int], fns: &[unsafe extern "C" fn(*mut c_void) -> c_int]) -> Result {
+    let arg = core::ptr::from_ref(run).cast_mut().cast::<c_void>();
+    // SAFETY: the shim waits for every thread before returning, so `run` outlives them.
+    let ret = unsafe {
+        dprof_selftest_shim_run_threads(cpus.len() as c_int, cpus.as_ptr(), fns.as_ptr(), arg)
+    };
+    if ret < 0 {
+        Err(Error::from_errno(ret))
+    } else {
+        Ok(())
+    }
+}
+
+/// Parses "WORKLOAD MS" (ASCII, optional trailing newline).
+fn parse_command(cmd: &[u8]) -> Option<(&[u8], u64)> {
+    let cmd = cmd.strip_suffix(b"\n").unwrap_or(cmd);
+    let space = cmd.iter().position(|&c| c == b' ')?;
+    let (name, ms) = (&cmd[..space], &cmd[space + 1..]);
+    let mut value = 0u64;
+    if ms.is_empty() || ms.len() > 6 {
+        return None;
+    }
+    for &d in ms {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        value = value * 10 + u64::from(d - b'0');
+    }
+    (1..=60_000).contains(&value).then_some((name, value))
+}
+
+#[no_mangle]
+extern "C" fn dprof_selftest_rs_run(cmd: *const c_char, len: usize) -> c_int {
+    // SAFETY: the shim passes a buffer of `len` bytes it copied from user space.
+    let cmd = unsafe { core::slice::from_raw_parts(cmd.cast::<u8>(), len) };
+    let Some((name, ms)) = parse_command(cmd) else {
+        return EINVAL.to_errno();
+    };
+    let run = Run {
+        deadline_ns: now_ns() + ms * 1_000_000,
+        queue: Queue::new(),
+    };
+    let result = match name {
+        b"handoff" => run_threads(&run, &[0, 1], &[handoff_producer, handoff_consumer]),
+        b"local" => run_threads(&run, &[0], &[local_worker]),
+        _ => Err(EINVAL),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+struct Selftest;
+
+impl kernel::Module for Selftest {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        // SAFETY: process context (module init).
+        let ret = unsafe { dprof_selftest_shim_init() };
+        if ret < 0 {
+            return Err(Error::from_errno(ret));
+        }
+        Ok(Self)
+    }
+}
+
+impl Drop for Selftest {
+    fn drop(&mut self) {
+        // SAFETY: init succeeded; no run is in progress (the control file pins the module).
+        unsafe { dprof_selftest_shim_exit() };
+    }
+}

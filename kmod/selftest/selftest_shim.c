@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dprof_selftest.ko C shim: the kmem caches, kernel threads pinned to CPUs and the debugfs
+ * control file. Rust (selftest_main.rs) runs the workloads.
+ */
+#include <linux/completion.h>
+#include <linux/delay.h>
+#include <linux/debugfs.h>
+#include <linux/err.h>
+#include <linux/fs.h>
+#include <linux/kthread.h>
+#include <linux/module.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "selftest.h" /* also declares what this file exports to Rust */
+
+int dprof_selftest_rs_run(const char *cmd, size_t len);
+
+static struct kmem_cache *obj_cache;
+static struct kmem_cache *local_cache;
+static struct dentry *debugfs_dir;
+
+struct dprof_selftest_obj *dprof_selftest_shim_alloc_obj(void)
+{
+	return kmem_cache_zalloc(obj_cache, GFP_KERNEL);
+}
+
+void dprof_selftest_shim_free_obj(struct dprof_selftest_obj *obj)
+{
+	kmem_cache_free(obj_cache, obj);
+}
+
+struct dprof_selftest_local *dprof_selftest_shim_alloc_local(void)
+{
+	return kmem_cache_zalloc(local_cache, GFP_KERNEL);
+}
+
+void dprof_selftest_shim_free_local(struct dprof_selftest_local *obj)
+{
+	kmem_cache_free(local_cache, obj);
+}
+
+void dprof_selftest_shim_cond_resched(void)
+{
+	cond_resched();
+}
+
+/* Sleeps for about `us` microseconds (process context). */
+void dprof_selftest_shim_pause_us(unsigned long us)
+{
+	usleep_range(us, us + us / 2);
+}
+
+struct dprof_selftest_thread {
+	int (*fn)(void *);
+	void *arg;
+	struct completion done;
+};
+
+static int dprof_selftest_thread_main(void *p)
+{
+	struct dprof_selftest_thread *t = p;
+
+	t->fn(t->arg);
+	complete(&t->done);
+	return 0;
+}
+
+/*
+ * Runs fns[i](arg) on CPU cpus[i] (i < n <= 4), each in its own kernel thread, and waits for
+ * all of them. Returns 0, or a negative errno when a thread could not be created (those
+ * already started still run to completion first).
+ */
+int dprof_selftest_shim_run_threads(int n, const int *cpus, int (*const *fns)(void *), void *arg)
+{
+	struct dprof_selftest_thread threads[4];
+	int i, started = 0, ret = 0;
+
+	if (n < 1 || n > 4)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		struct task_struct *task;
+
+		if (cpus[i] < 0 || cpus[i] >= nr_cpu_ids || !cpu_online(cpus[i])) {
+			ret = -EINVAL;
+			break;
+		}
+		threads[i].fn = fns[i];
+		threads[i].arg = arg;
+		init_completion(&threads[i].done);
+		task = kthread_create(dprof_selftest_thread_main, &threads[i], "dprof_st/%d", cpus[i]);
+		if (IS_ERR(task)) {
+			ret = PTR_ERR(task);
+			break;
+		}
+		kthread_bind(task, cpus[i]);
+		wake_up_process(task);
+		started++;
+	}
+	for (i = 0; i < started; i++)
+		wait_for_completion(&threads[i].done);
+	return ret;
+}
+
+static ssize_t run_write(struct file *file, const char __user *ubuf, size_t len, loff_t *ppos)
+{
+	char cmd[64];
+	int ret;
+
+	if (len == 0 || len >= sizeof(cmd))
+		return -EINVAL;
+	if (copy_from_user(cmd, ubuf, len))
+		return -EFAULT;
+	cmd[len] = 0;
+	ret = dprof_selftest_rs_run(cmd, len);
+	return ret < 0 ? ret : len;
+}
+
+static const struct file_operations run_fops = {
+	.owner = THIS_MODULE,
+	.write = run_write,
+	.llseek = noop_llseek,
+};
+
+int dprof_selftest_shim_init(void)
+{
+	obj_cache = kmem_cache_create("dprof_selftest_obj", sizeof(struct dprof_selftest_obj),
+				      64, 0, NULL);
+	local_cache = kmem_cache_create("dprof_selftest_local",
+					sizeof(struct dprof_selftest_local), 64, 0, NULL);
+	if (!obj_cache || !local_cache)
+		goto fail;
+	debugfs_dir = debugfs_create_dir("dprof_selftest", NULL);
+	if (IS_ERR(debugfs_dir))
+		goto fail;
+	debugfs_create_file("run", 0200, debugfs_dir, NULL, &run_fops);
+	return 0;
+fail:
+	kmem_cache_destroy(obj_cache);
+	kmem_cache_destroy(local_cache);
+	return -ENOMEM;
+}
+
+void dprof_selftest_shim_exit(void)
+{
+	debugfs_remove(debugfs_dir);
+	kmem_cache_destroy(obj_cache);
+	kmem_cache_destroy(local_cache);
+}
