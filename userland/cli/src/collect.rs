@@ -12,7 +12,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context};
 use clap::CommandFactory;
 use dprof::device::{Device, ReadOutcome};
-use dprof::profile::{CollectConfig, DeviceCounters, ProfileWriter, StopInfo, StopReason, Target};
+use dprof::profile::{
+    CollectConfig, DeviceCounters, ProfileWriter, SamplingConfig, StopInfo, StopReason, Target,
+};
 use dprof::system;
 use dprof_abi::{Config, VersionInfo};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -28,6 +30,12 @@ use crate::units::{self, format_bytes, format_ns};
 /// given. Ctrl-C (SIGINT) or SIGTERM stops early and still finishes the profile; a second one
 /// exits at once, leaving only PATH.partial.
 ///
+/// Events: `slab` (allocations, frees and slab caches) and `samples` (access samples: every
+/// --period on each CPU, the interrupted instruction with its registers and bytes, from which
+/// analysis computes the data address). Without --events, both are collected when the module
+/// has a sampler, else slab only (with a note). Samples are of kernel mode only unless
+/// --sample-user is given.
+///
 /// Records stream into PATH.partial, which is renamed to PATH only once complete; on an
 /// error it is removed. Progress shows on a terminal; at the end one line on stderr gives
 /// the records written, the records lost and the file. Lost records (the per-CPU rings filled
@@ -39,6 +47,8 @@ use crate::units::{self, format_bytes, format_ns};
 /// Examples:
 ///   dprof collect -o net.dprof -- iperf3 -c 127.0.0.1 -t 5
 ///   dprof collect -o idle.dprof --duration 10s --ring-size 16M
+///   dprof collect -o slab.dprof --events slab --duration 5s
+///   dprof collect -o hot.dprof --events samples --period 100us -- make -j4
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 #[allow(
@@ -55,15 +65,21 @@ pub struct CollectArgs {
     /// Bytes of each per-CPU ring: a power of two from 64K to 256M.
     #[arg(long, value_name = "SIZE", default_value = "4M", value_parser = units::parse_ring_size)]
     ring_size: u32,
-    /// What to record, comma-separated.
-    #[arg(
-        long,
-        value_name = "EVENTS",
-        value_enum,
-        value_delimiter = ',',
-        default_value = "slab"
-    )]
-    events: Vec<Event>,
+    /// What to record, comma-separated [default: slab,samples when the module has a sampler,
+    /// else slab].
+    #[arg(long, value_name = "EVENTS", value_enum, value_delimiter = ',')]
+    events: Option<Vec<Event>>,
+    /// Time between access samples on each CPU (e.g. 1ms, 250us), from 10us to 1s
+    /// [default: 1ms].
+    #[arg(long, value_name = "TIME", value_parser = parse_period)]
+    period: Option<u32>,
+    /// Sample user-mode instructions too (kernel mode is always sampled).
+    #[arg(long)]
+    sample_user: bool,
+    /// Which sampler takes access samples: auto picks the best the module offers (the
+    /// software cpu-clock sampler for now).
+    #[arg(long, value_name = "SAMPLER", value_enum, default_value = "auto")]
+    sampler: SamplerChoice,
     /// The dprof device.
     #[arg(long, value_name = "PATH", default_value = dprof_abi::DEVICE_PATH)]
     device: PathBuf,
@@ -73,24 +89,123 @@ pub struct CollectArgs {
 }
 
 /// Events the module can record.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
 enum Event {
     /// Slab allocations and frees, and the names and sizes of slab caches.
     Slab,
+    /// Access samples: the interrupted instruction, its registers and bytes, every --period.
+    Samples,
 }
 
 impl Event {
     const fn bit(self) -> u32 {
         match self {
             Self::Slab => dprof_abi::EVENT_SLAB,
+            Self::Samples => dprof_abi::EVENT_SAMPLES,
         }
     }
 
     const fn name(self) -> &'static str {
         match self {
             Self::Slab => "slab",
+            Self::Samples => "samples",
         }
     }
+}
+
+/// The sampler a person can ask for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum SamplerChoice {
+    /// The best sampler the module offers.
+    Auto,
+    /// The cpu-clock timer: registers and instruction bytes, no hardware miss data.
+    Software,
+}
+
+/// The default sampling period.
+const DEFAULT_PERIOD: u32 = dprof_abi::DEFAULT_SAMPLE_PERIOD_NS;
+
+/// Parses --period: a duration within what the module accepts, in ns.
+fn parse_period(s: &str) -> Result<u32, String> {
+    let d = units::parse_duration(s)?;
+    let (min, max) = (
+        dprof_abi::MIN_SAMPLE_PERIOD_NS,
+        dprof_abi::MAX_SAMPLE_PERIOD_NS,
+    );
+    let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    if ns < u64::from(min) {
+        return Err(format!(
+            "{s:?} is shorter than {}: below it the sampler's own cost would dominate",
+            format_ns(u64::from(min))
+        ));
+    }
+    if ns > u64::from(max) {
+        return Err(format!(
+            "{s:?} is longer than {}",
+            format_ns(u64::from(max))
+        ));
+    }
+    u32::try_from(ns).map_err(|_| format!("{s:?} is out of range"))
+}
+
+/// What will be collected, settled against what the module offers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Plan {
+    events: Vec<Event>,
+    /// With samples: the `SAMPLER_KIND_*`, its name, the period and whether user mode is in.
+    sampling: Option<(u8, &'static str, u32, bool)>,
+    /// A one-line note for the person (why samples are off by default).
+    note: Option<String>,
+}
+
+/// Decides events and sampler from the arguments and the module's `samplers` bits.
+fn plan(args: &CollectArgs, module_samplers: u32) -> anyhow::Result<Plan> {
+    let has_software = module_samplers & dprof_abi::SAMPLER_SOFTWARE != 0;
+    let mut note = None;
+    let mut events = match &args.events {
+        Some(events) => events.clone(),
+        None if has_software => vec![Event::Slab, Event::Samples],
+        None => {
+            note = Some(
+                "the module offers no sampler, so only slab events are collected (no access \
+                 samples)"
+                    .to_owned(),
+            );
+            vec![Event::Slab]
+        }
+    };
+    events.sort();
+    events.dedup();
+    if !events.contains(&Event::Samples) {
+        return Ok(Plan {
+            events,
+            sampling: None,
+            note,
+        });
+    }
+    let kind = match args.sampler {
+        SamplerChoice::Auto | SamplerChoice::Software if has_software => {
+            (dprof_abi::SAMPLER_KIND_SOFTWARE, "software")
+        }
+        SamplerChoice::Auto => bail!(
+            "the module offers no sampler (samplers {module_samplers:#x}): collect without \
+             samples, e.g. --events slab"
+        ),
+        SamplerChoice::Software => bail!(
+            "the module offers no software sampler (samplers {module_samplers:#x}): rebuild \
+             dprof.ko with it, or collect --events slab"
+        ),
+    };
+    Ok(Plan {
+        events,
+        sampling: Some((
+            kind.0,
+            kind.1,
+            args.period.unwrap_or(DEFAULT_PERIOD),
+            args.sample_user,
+        )),
+        note,
+    })
 }
 
 /// Bytes gathered from the device before they go to the file as one Records section.
@@ -122,8 +237,10 @@ fn warn(progress: &ProgressBar, message: &str) {
     progress.suspend(|| eprintln!("dprof: warning: {message}"));
 }
 
-pub fn run(args: &CollectArgs) -> anyhow::Result<ExitCode> {
-    let target = match (args.duration, args.command.is_empty()) {
+/// What ends the collection, from the command line (a usage error unless exactly one of a
+/// command and --duration is given).
+fn target_of(args: &CollectArgs) -> Target {
+    match (args.duration, args.command.is_empty()) {
         (Some(_), false) => usage_error(
             "give either a command after `--` or --duration, not both: collection stops when \
              the command exits",
@@ -142,17 +259,35 @@ pub fn run(args: &CollectArgs) -> anyhow::Result<ExitCode> {
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
         },
-    };
-    let mut events: Vec<Event> = args.events.clone();
-    events.dedup();
+    }
+}
+
+pub fn run(args: &CollectArgs) -> anyhow::Result<ExitCode> {
+    let target = target_of(args);
+    let sampling_asked = args.period.is_some() || args.sample_user;
+    if sampling_asked
+        && args
+            .events
+            .as_ref()
+            .is_some_and(|e| !e.contains(&Event::Samples))
+    {
+        usage_error("--period and --sample-user need the samples event (--events slab,samples)");
+    }
     let progress = progress_bar();
-    let (mut dev, version) = open_and_configure(args, &events, &progress)?;
+    let (mut dev, version, plan) = open_and_configure(args, &progress)?;
 
     let root = Path::new("/");
     let collect_config = CollectConfig {
-        events: events.iter().map(|e| e.name().to_owned()).collect(),
+        events: plan.events.iter().map(|e| e.name().to_owned()).collect(),
         ring_bytes: args.ring_size,
         target,
+        sampling: plan
+            .sampling
+            .map(|(_, name, period_ns, user)| SamplingConfig {
+                sampler: name.to_owned(),
+                period_ns,
+                user,
+            }),
     };
     let header = system::gather_header(root, collect_config, version.into(), now_unix_s())
         .context("cannot describe this system in the profile header")?;
@@ -223,9 +358,8 @@ pub fn run(args: &CollectArgs) -> anyhow::Result<ExitCode> {
 /// else: if the device is missing or busy, nothing else happens and no file appears.
 fn open_and_configure(
     args: &CollectArgs,
-    events: &[Event],
     progress: &ProgressBar,
-) -> anyhow::Result<(Device, VersionInfo)> {
+) -> anyhow::Result<(Device, VersionInfo, Plan)> {
     let dev = Device::open_path(&args.device)?;
     let version = dev.checked_version()?;
     if !(version.min_ring_bytes..=version.max_ring_bytes).contains(&args.ring_size) {
@@ -236,18 +370,30 @@ fn open_and_configure(
             format_bytes(u64::from(version.max_ring_bytes))
         );
     }
+    let plan = plan(args, version.samplers)?;
+    if let Some(note) = &plan.note {
+        progress.suspend(|| eprintln!("dprof: note: {note}"));
+    }
+    let events = &plan.events;
     if events.contains(&Event::Slab) && version.features & dprof_abi::FEATURE_SLAB_EVENTS == 0 {
         warn(
             progress,
             "the module did not find all kmem tracepoints: expect few or no slab records",
         );
     }
+    let (sampler, sample_period_ns, sample_user) =
+        plan.sampling.map_or((0, 0, 0), |(kind, _, period, user)| {
+            (u32::from(kind), period, u32::from(user))
+        });
     dev.configure(&Config {
         struct_size: Config::SIZE as u32,
         events: events.iter().fold(0, |bits, e| bits | e.bit()),
         ring_bytes: args.ring_size,
+        sampler,
+        sample_period_ns,
+        sample_user,
     })?;
-    Ok((dev, version))
+    Ok((dev, version, plan))
 }
 
 fn progress_bar() -> ProgressBar {
@@ -608,6 +754,82 @@ mod tests {
             "{}",
             at_max[1]
         );
+    }
+
+    fn args(extra: &[&str]) -> CollectArgs {
+        use clap::Parser;
+        let argv = ["dprof", "collect", "-o", "x.dprof", "--duration", "1s"];
+        let cli = crate::Cli::try_parse_from(argv.iter().chain(extra)).expect("parses");
+        match cli.command {
+            crate::Command::Collect(a) => a,
+            other => panic!("not collect: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn events_default_to_what_the_module_offers() {
+        let software = dprof_abi::SAMPLER_SOFTWARE;
+        let p = plan(&args(&[]), software).expect("plan");
+        assert_eq!(p.events, [Event::Slab, Event::Samples]);
+        assert_eq!(
+            p.sampling,
+            Some((
+                dprof_abi::SAMPLER_KIND_SOFTWARE,
+                "software",
+                1_000_000,
+                false
+            ))
+        );
+        assert_eq!(p.note, None);
+        let p = plan(&args(&[]), 0).expect("plan");
+        assert_eq!(p.events, [Event::Slab]);
+        assert_eq!(p.sampling, None);
+        assert!(p.note.is_some_and(|n| n.contains("no sampler")));
+        let p = plan(
+            &args(&[
+                "--events",
+                "samples,slab,samples",
+                "--period",
+                "250us",
+                "--sample-user",
+            ]),
+            software,
+        )
+        .expect("plan");
+        assert_eq!(p.events, [Event::Slab, Event::Samples]);
+        assert_eq!(p.sampling.map(|s| (s.2, s.3)), Some((250_000, true)));
+        let p = plan(&args(&["--events", "slab"]), software).expect("plan");
+        assert_eq!((p.events.len(), p.sampling), (1, None));
+    }
+
+    #[test]
+    fn an_absent_sampler_is_one_sentence() {
+        let err = plan(&args(&["--events", "samples", "--sampler", "software"]), 0)
+            .expect_err("no sampler");
+        assert_eq!(
+            err.to_string(),
+            "the module offers no software sampler (samplers 0x0): rebuild dprof.ko with it, \
+             or collect --events slab"
+        );
+        let err = plan(&args(&["--events", "samples"]), dprof_abi::SAMPLER_IBS)
+            .expect_err("no usable sampler");
+        assert!(
+            err.to_string().starts_with("the module offers no sampler"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn periods_are_checked_against_the_abi() {
+        assert_eq!(parse_period("1ms"), Ok(1_000_000));
+        assert_eq!(parse_period("10us"), Ok(10_000));
+        assert_eq!(parse_period("1s"), Ok(1_000_000_000));
+        let short = parse_period("5us").expect_err("too short");
+        assert!(short.starts_with("\"5us\" is shorter than"), "{short}");
+        assert!(parse_period("2s")
+            .expect_err("too long")
+            .contains("longer than"));
+        assert!(parse_period("fast").is_err());
     }
 
     #[test]

@@ -6,10 +6,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use dprof::decode::{DecodeOutcome, Decoder};
 use dprof::profile::{Profile, ProfileError, ProfileHeader, StopInfo, Target, FORMAT_VERSION};
 use dprof::summary::{cache_label, cache_name, Summary};
 use dprof::symbols::Kallsyms;
-use dprof_abi::{CacheInfo, Record, RecordHeader};
+use dprof_abi::{AccessSample, CacheInfo, Record, RecordHeader, SAMPLE_USER};
 use serde_json::json;
 
 use crate::units::{format_bytes, format_ns};
@@ -21,8 +22,13 @@ use crate::units::{format_bytes, format_ns};
 ///
 ///   cpu=1 t=2000 alloc ptr=0x.. cache=0x..(skbuff_head_cache) site=0x..(__alloc_skb+0x42)
 ///   req=232 alloc=256 gfp=0xcc0 node=-1 flags=0
+///   cpu=1 t=5500 sample ip=0x..(__alloc_skb+0x60) kernel pid=1000 tid=1001 insn=488b4710
+///   access=read:8@0x..
 ///
-/// Call sites are symbolized from the profile's own kallsyms snapshot.
+/// Call sites and sampled ips are symbolized from the profile's own kallsyms snapshot. A
+/// sample's access is decoded from its instruction bytes and registers: kind:size@address,
+/// "(gs)" for per-CPU (%gs-relative) operands, or none(reason) when the instruction has no
+/// single data address.
 ///
 /// --json prints one JSON document: {"format_version", "header", "stop", "kallsyms_bytes",
 /// "modules_bytes", "record_count", "record_bytes", "chunks", "records": [...]}, one record
@@ -30,7 +36,8 @@ use crate::units::{format_bytes, format_ns};
 /// (kernel addresses do not fit JSON doubles); counts, sizes and times are numbers.
 ///
 /// --summary prints counts per record kind, allocations and frees per cache (most allocated
-/// first), lost records per CPU and the time span instead of the records; with --json the
+/// first), lost records per CPU, the time span, and samples (kernel/user, how many decode to a
+/// data address, the functions with most samples) instead of the records; with --json the
 /// same as a JSON document {"format_version", "header", "stop", "summary"}.
 ///
 /// A file that is not a complete, valid profile is refused with one line naming the byte
@@ -121,6 +128,16 @@ fn header_text(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "dprof_version: {}", h.dprof_version)?;
     writeln!(out, "created_unix_s: {}", h.created_unix_s)?;
     writeln!(out, "kernel_release: {}", h.kernel_release)?;
+    writeln!(
+        out,
+        "proc_version: {}",
+        h.proc_version.as_deref().unwrap_or("(not recorded)")
+    )?;
+    writeln!(
+        out,
+        "build_id: {}",
+        h.build_id.as_deref().unwrap_or("(not recorded)")
+    )?;
     writeln!(out, "cmdline: {}", h.cmdline)?;
     writeln!(out, "cpu_model: {}", h.cpu_model)?;
     writeln!(out, "online_cpus: {}", h.online_cpus)?;
@@ -147,6 +164,16 @@ fn header_text(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
         format_bytes(u64::from(h.config.ring_bytes))
     )?;
     writeln!(out, "config.target: {}", target_text(&h.config.target))?;
+    match &h.config.sampling {
+        Some(sm) => writeln!(
+            out,
+            "config.sampling: {} every {}{}",
+            sm.sampler,
+            format_ns(u64::from(sm.period_ns)),
+            if sm.user { ", user mode too" } else { "" }
+        )?,
+        None => writeln!(out, "config.sampling: none")?,
+    }
     writeln!(out, "module.abi_version: {}", m.abi_version)?;
     writeln!(out, "module.nr_cpu_ids: {}", m.nr_cpu_ids)?;
     writeln!(out, "module.online_cpus: {}", m.online_cpus)?;
@@ -206,9 +233,11 @@ fn text(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
     let syms = Kallsyms::parse(profile.kallsyms());
     writeln!(
         out,
-        "kallsyms: {} bytes, {} code symbols",
+        "kallsyms: {} bytes, {} code symbols, {} data symbols, {} per-CPU symbols",
         profile.kallsyms().len(),
-        syms.len()
+        syms.len(),
+        syms.data_len(),
+        syms.percpu_len()
     )?;
     writeln!(
         out,
@@ -224,8 +253,9 @@ fn text(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
         profile.record_bytes()
     )?;
     let infos = profile.cache_infos();
+    let mut decoder = Decoder::new();
     for (header, record) in profile.records() {
-        record_line(&header, &record, &infos, &syms, out)?;
+        record_line(&header, &record, &infos, &syms, &mut decoder, out)?;
     }
     Ok(())
 }
@@ -259,11 +289,83 @@ fn flag_text(flags: u32, bit: u32, name: &str) -> String {
     }
 }
 
+fn sampler_name(kind: u8) -> &'static str {
+    match kind {
+        dprof_abi::SAMPLER_KIND_SOFTWARE => "software",
+        dprof_abi::SAMPLER_KIND_IBS => "ibs",
+        dprof_abi::SAMPLER_KIND_PEBS => "pebs",
+        _ => "?",
+    }
+}
+
+fn access_text(outcome: &DecodeOutcome) -> String {
+    match outcome {
+        DecodeOutcome::Access(a) => format!(
+            "{}:{}@{:#x}{}",
+            a.kind.name(),
+            a.size,
+            a.addr,
+            if a.gs_relative { "(gs)" } else { "" }
+        ),
+        DecodeOutcome::None(reason) => format!("none({})", reason.name()),
+    }
+}
+
+fn sample_line(
+    a: &AccessSample,
+    syms: &Kallsyms,
+    decoder: &mut Decoder,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let user = a.flags & SAMPLE_USER != 0;
+    let ip = if user {
+        format!("{:#x}", a.ip)
+    } else {
+        site_text(a.ip, syms)
+    };
+    write!(
+        out,
+        " ip={ip} {} pid={} tid={} insn={} access={}",
+        if user { "user" } else { "kernel" },
+        a.pid,
+        a.tid,
+        if a.insn_len == 0 {
+            "-".to_owned()
+        } else {
+            dprof::debuginfo::hex(a.insn_bytes())
+        },
+        access_text(&decoder.access(a)),
+    )?;
+    if a.sampler != dprof_abi::SAMPLER_KIND_SOFTWARE {
+        write!(out, " sampler={}", sampler_name(a.sampler))?;
+    }
+    if a.hw_valid != 0 {
+        write!(out, " hw_valid={:#x}", a.hw_valid)?;
+        if a.hw_valid & dprof_abi::HW_DATA_ADDR != 0 {
+            write!(out, " data_addr={:#x}", a.data_addr)?;
+        }
+        if a.hw_valid & dprof_abi::HW_PHYS_ADDR != 0 {
+            write!(out, " phys_addr={:#x}", a.phys_addr)?;
+        }
+        if a.hw_valid & dprof_abi::HW_DATA_SRC != 0 {
+            write!(out, " data_src={:#x}", a.data_src)?;
+        }
+        if a.hw_valid & dprof_abi::HW_LATENCY != 0 {
+            write!(out, " latency={}", a.latency)?;
+        }
+        if a.hw_valid & dprof_abi::HW_FLAGS != 0 {
+            write!(out, " hw_flags={:#x}", a.hw_flags)?;
+        }
+    }
+    writeln!(out)
+}
+
 fn record_line(
     h: &RecordHeader,
     record: &Record,
     infos: &BTreeMap<u64, CacheInfo>,
     syms: &Kallsyms,
+    decoder: &mut Decoder,
     out: &mut impl Write,
 ) -> io::Result<()> {
     write!(
@@ -308,6 +410,7 @@ fn record_line(
             origin_name(c.origin),
         ),
         Record::Lost(l) => writeln!(out, " count={}", l.count),
+        Record::AccessSample(a) => sample_line(a, syms, decoder, out),
     }
 }
 
@@ -323,11 +426,55 @@ fn hex(v: u64) -> String {
     format!("{v:#x}")
 }
 
+/// Register names in `AccessSample::regs` order.
+const REG_NAMES: [&str; dprof_abi::SAMPLE_REGS] = [
+    "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12", "r13",
+    "r14", "r15",
+];
+
+fn sample_json(a: &AccessSample, syms: &Kallsyms, decoder: &mut Decoder) -> serde_json::Value {
+    let user = a.flags & SAMPLE_USER != 0;
+    let regs: serde_json::Map<String, serde_json::Value> = REG_NAMES
+        .iter()
+        .zip(a.regs)
+        .map(|(name, v)| ((*name).to_owned(), json!(hex(v))))
+        .collect();
+    let access = match decoder.access(a) {
+        DecodeOutcome::Access(m) => json!({
+            "addr": hex(m.addr),
+            "size": m.size,
+            "kind": m.kind.name(),
+            "gs_relative": m.gs_relative,
+        }),
+        DecodeOutcome::None(reason) => json!({ "none": reason.name() }),
+    };
+    let hw = |bit: u32, v: serde_json::Value| (a.hw_valid & bit != 0).then_some(v);
+    json!({
+        "ip": hex(a.ip),
+        "symbol": (!user).then(|| syms.lookup(a.ip).map(|l| l.to_string())).flatten(),
+        "mode": if user { "user" } else { "kernel" },
+        "pid": a.pid,
+        "tid": a.tid,
+        "sampler": sampler_name(a.sampler),
+        "insn": dprof::debuginfo::hex(a.insn_bytes()),
+        "gs_base": hex(a.gs_base),
+        "regs": regs,
+        "access": access,
+        "hw_valid": a.hw_valid,
+        "data_addr": hw(dprof_abi::HW_DATA_ADDR, json!(hex(a.data_addr))),
+        "phys_addr": hw(dprof_abi::HW_PHYS_ADDR, json!(hex(a.phys_addr))),
+        "data_src": hw(dprof_abi::HW_DATA_SRC, json!(hex(a.data_src))),
+        "latency": hw(dprof_abi::HW_LATENCY, json!(a.latency)),
+        "hw_flags": hw(dprof_abi::HW_FLAGS, json!(a.hw_flags)),
+    })
+}
+
 fn record_json(
     h: &RecordHeader,
     record: &Record,
     infos: &BTreeMap<u64, CacheInfo>,
     syms: &Kallsyms,
+    decoder: &mut Decoder,
 ) -> serde_json::Value {
     let symbol = |site| syms.lookup(site).map(|l| l.to_string());
     let name_of = |id| (id != 0).then(|| infos.get(&id).map(cache_name)).flatten();
@@ -363,6 +510,7 @@ fn record_json(
             "origin": origin_name(c.origin),
         }),
         Record::Lost(l) => json!({ "count": l.count }),
+        Record::AccessSample(a) => sample_json(a, syms, decoder),
     };
     let mut full = json!({
         "cpu": h.cpu,
@@ -393,13 +541,15 @@ fn json(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "{head},\"records\":[")?;
     let syms = Kallsyms::parse(profile.kallsyms());
     let infos = profile.cache_infos();
+    let mut decoder = Decoder::new();
     let mut first = true;
     for (h, record) in profile.records() {
         if !first {
             writeln!(out, ",")?;
         }
         first = false;
-        serde_json::to_writer(&mut *out, &record_json(&h, &record, &infos, &syms))?;
+        let value = record_json(&h, &record, &infos, &syms, &mut decoder);
+        serde_json::to_writer(&mut *out, &value)?;
     }
     if !first {
         writeln!(out)?;
@@ -425,6 +575,15 @@ fn summary_text(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
         format_bytes(u64::from(h.config.ring_bytes)),
         target_text(&h.config.target)
     )?;
+    if let Some(sm) = &h.config.sampling {
+        writeln!(
+            out,
+            "sampling: {} every {}{}",
+            sm.sampler,
+            format_ns(u64::from(sm.period_ns)),
+            if sm.user { ", user mode too" } else { "" }
+        )?;
+    }
     writeln!(
         out,
         "stopped: {} after {}",
@@ -447,8 +606,8 @@ fn summary_text(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
     )?;
     writeln!(
         out,
-        "kinds: alloc={} free={} cache_info={} lost={}",
-        s.kinds.alloc, s.kinds.free, s.kinds.cache_info, s.kinds.lost
+        "kinds: alloc={} free={} cache_info={} lost={} sample={}",
+        s.kinds.alloc, s.kinds.free, s.kinds.cache_info, s.kinds.lost, s.kinds.sample
     )?;
     match (s.first_time_ns, s.last_time_ns) {
         (Some(a), Some(b)) => writeln!(
@@ -489,6 +648,42 @@ fn summary_text(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
             out,
             "{:>10} {:>10} {:>8}  {}",
             c.allocs, c.frees, size, c.name
+        )?;
+    }
+    samples_text(&s, out)
+}
+
+fn samples_text(s: &Summary, out: &mut impl Write) -> io::Result<()> {
+    let sm = &s.samples;
+    writeln!(
+        out,
+        "samples: {} (kernel={} user={})",
+        s.kinds.sample, sm.kernel, sm.user
+    )?;
+    if s.kinds.sample == 0 {
+        return Ok(());
+    }
+    writeln!(out, "decoded: {}", sm.decode)?;
+    writeln!(
+        out,
+        "top functions by kernel samples{}:",
+        if sm.unknown_function > 0 {
+            format!(" ({} in no known function)", sm.unknown_function)
+        } else {
+            String::new()
+        }
+    )?;
+    writeln!(out, "{:>10} {:>6}  function", "samples", "share")?;
+    for f in &sm.top_functions {
+        let share = 100.0 * f.samples as f64 / sm.kernel.max(1) as f64;
+        let module = f
+            .module
+            .as_ref()
+            .map_or_else(String::new, |m| format!(" [{m}]"));
+        writeln!(
+            out,
+            "{:>10} {share:>5.1}%  {}{module}",
+            f.samples, f.function
         )?;
     }
     Ok(())

@@ -83,8 +83,18 @@ fn dump_json() {
     let dir = example_dir();
     let text = stdout_of(&dprof(dir.path(), &["dump", "--json", "small.dprof"]));
     let v: serde_json::Value = serde_json::from_str(&text).expect("one JSON document");
-    assert_eq!(v["records"].as_array().map(Vec::len), Some(11));
+    assert_eq!(v["records"].as_array().map(Vec::len), Some(14));
     assert_eq!(v["records"][2]["symbol"], "__alloc_skb+0x42");
+    let sample = &v["records"][11];
+    assert_eq!(sample["kind"], "sample");
+    assert_eq!(sample["symbol"], "__alloc_skb+0x60");
+    assert_eq!(sample["insn"], "488b4710");
+    assert_eq!(sample["access"]["addr"], "0xffff888004010010");
+    assert_eq!(sample["access"]["kind"], "read");
+    assert_eq!(sample["regs"]["rdi"], "0xffff888004010000");
+    assert_eq!(v["records"][12]["access"]["gs_relative"], true);
+    assert_eq!(v["records"][13]["access"]["none"], "user_mode");
+    assert_eq!(v["header"]["config"]["sampling"]["period_ns"], 1_000_000);
     assert_eq!(v["header"]["module"]["nr_cpu_ids"], 4);
     golden("dump.json", &text);
 }
@@ -108,6 +118,12 @@ fn dump_summary_json() {
     let v: serde_json::Value = serde_json::from_str(&text).expect("one JSON document");
     assert_eq!(v["summary"]["lost"], 7);
     assert_eq!(v["summary"]["caches"][0]["name"], "skbuff_head_cache");
+    assert_eq!(v["summary"]["kinds"]["sample"], 3);
+    assert_eq!(
+        v["summary"]["samples"]["top_functions"][0]["function"],
+        "__alloc_skb"
+    );
+    assert_eq!(v["summary"]["samples"]["decode"]["gs_relative"], 1);
     golden("summary.json", &text);
 }
 
@@ -138,7 +154,11 @@ fn dump_truncated_file_names_the_offset() {
 fn dump_corrupt_file_names_the_offset() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut bytes = dprof::profile::example::example_profile();
-    let at = bytes.len() / 2;
+    // A byte inside the kallsyms snapshot: the section's CRC no longer matches.
+    let at = bytes
+        .windows(12)
+        .position(|w| w == b"kfree_skbmem")
+        .expect("the example's kallsyms");
     bytes[at] ^= 0xff;
     std::fs::write(dir.path().join("bad.dprof"), &bytes).expect("write");
     let err = one_line_error(&dprof(dir.path(), &["dump", "--summary", "bad.dprof"]));
@@ -221,6 +241,21 @@ fn collect_needs_exactly_one_of_command_and_duration() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("is not a power of two"), "{stderr}");
+    for (args, needle) in [
+        (&["--period", "1us"][..], "is shorter than"),
+        (&["--sampler", "ibs"], "invalid value 'ibs'"),
+        (
+            &["--events", "slab", "--sample-user"],
+            "need the samples event",
+        ),
+    ] {
+        let mut argv = vec!["collect", "-o", "out.dprof", "--duration", "1s"];
+        argv.extend_from_slice(args);
+        let out = dprof(dir.path(), &argv);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
     assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
 }
 
@@ -232,9 +267,13 @@ fn help_explains_commands_and_defaults() {
     let collect = stdout_of(&dprof(dir.path(), &["collect", "--help"]));
     for needle in [
         "[default: 4M]",
-        "[default: slab]",
+        "[default: slab,samples when the module has a sampler",
+        "[default: 1ms]",
+        "[default: auto]",
         "[default: /dev/dprof]",
         "--duration",
+        "--sample-user",
+        "--period",
         "PATH.partial",
     ] {
         assert!(

@@ -36,8 +36,8 @@ mod tests;
 
 pub use error::{ProfileError, RecordProblem, WriteError};
 pub use header::{
-    CacheGeometry, CollectConfig, CpuCounters, DeviceCounters, ModuleInfo, ProfileHeader, StopInfo,
-    StopReason, Target,
+    CacheGeometry, CollectConfig, CpuCounters, DeviceCounters, ModuleInfo, ProfileHeader,
+    SamplingConfig, StopInfo, StopReason, Target,
 };
 pub use reader::{Profile, Records};
 pub use writer::{partial_path, ProfileEncoder, ProfileWriter};

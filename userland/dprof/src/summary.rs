@@ -1,12 +1,17 @@
-//! A profile's summary: counts per record kind and per cache, lost records, time span. The
-//! CLI renders it as text or JSON (`dprof dump --summary`).
+//! A profile's summary: counts per record kind and per cache, lost records, time span, and
+//! access samples by function. The CLI renders it as text or JSON (`dprof dump --summary`).
 
 use std::collections::BTreeMap;
 
-use dprof_abi::{CacheInfo, Record, CACHE_NAME_BYTES};
+use dprof_abi::{CacheInfo, Record, CACHE_NAME_BYTES, SAMPLE_USER};
 use serde::{Serialize, Serializer};
 
+use crate::decode::{DecodeStats, Decoder};
 use crate::profile::Profile;
+use crate::symbols::Kallsyms;
+
+/// Functions listed in [`SampleSummary::top_functions`].
+pub const TOP_FUNCTIONS: usize = 10;
 
 /// Counts over a whole profile.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -29,6 +34,35 @@ pub struct Summary {
     pub lost_per_cpu: Vec<CpuLost>,
     /// Per cache name, by allocations (most first; ties by name).
     pub caches: Vec<CacheSummary>,
+    /// Access samples.
+    pub samples: SampleSummary,
+}
+
+/// Access samples: where they landed and how many yield a data address.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SampleSummary {
+    /// Samples in kernel mode.
+    pub kernel: u64,
+    /// Samples in user mode.
+    pub user: u64,
+    /// Kernel samples whose ip is in no symbol of the profile's kallsyms snapshot.
+    pub unknown_function: u64,
+    /// The kernel functions with the most samples (at most [`TOP_FUNCTIONS`]; most first,
+    /// ties by name).
+    pub top_functions: Vec<FunctionSamples>,
+    /// What decoding the sampled instructions gave (software samples).
+    pub decode: DecodeStats,
+}
+
+/// Samples in one kernel function.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FunctionSamples {
+    /// Function name.
+    pub function: String,
+    /// Module, for functions of loadable modules.
+    pub module: Option<String>,
+    /// Samples with an ip in it.
+    pub samples: u64,
 }
 
 /// Records per kind.
@@ -42,6 +76,8 @@ pub struct KindCounts {
     pub cache_info: u64,
     /// Lost records (not the records they count).
     pub lost: u64,
+    /// `AccessSample` records.
+    pub sample: u64,
 }
 
 /// Lost records of one CPU.
@@ -120,6 +156,11 @@ impl Summary {
         let mut latest: Option<u64> = None;
         let mut lost_by_cpu: BTreeMap<u32, u64> = BTreeMap::new();
         let mut per_cache: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+        let syms = Kallsyms::parse(profile.kallsyms());
+        let mut decoder = Decoder::new();
+        let mut samples = SampleSummary::default();
+        // By symbol index: no string work per sample.
+        let mut per_function: BTreeMap<usize, u64> = BTreeMap::new();
         for (header, record) in profile.records() {
             earliest = Some(earliest.map_or(header.time_ns, |t| t.min(header.time_ns)));
             latest = Some(latest.map_or(header.time_ns, |t| t.max(header.time_ns)));
@@ -138,8 +179,40 @@ impl Summary {
                     let n = lost_by_cpu.entry(header.cpu).or_default();
                     *n = n.saturating_add(l.count);
                 }
+                Record::AccessSample(a) => {
+                    kinds.sample += 1;
+                    decoder.access(&a);
+                    if a.flags & SAMPLE_USER != 0 {
+                        samples.user += 1;
+                    } else {
+                        samples.kernel += 1;
+                        match syms.lookup_index(a.ip) {
+                            Some(i) => *per_function.entry(i).or_default() += 1,
+                            None => samples.unknown_function += 1,
+                        }
+                    }
+                }
             }
         }
+        let mut functions: Vec<FunctionSamples> = per_function
+            .into_iter()
+            .filter_map(|(i, n)| {
+                let sym = syms.symbol(i)?;
+                Some(FunctionSamples {
+                    function: sym.name.clone(),
+                    module: sym.module.clone(),
+                    samples: n,
+                })
+            })
+            .collect();
+        functions.sort_by(|a, b| {
+            b.samples
+                .cmp(&a.samples)
+                .then_with(|| a.function.cmp(&b.function))
+        });
+        functions.truncate(TOP_FUNCTIONS);
+        samples.top_functions = functions;
+        samples.decode = *decoder.stats();
         let mut by_name: BTreeMap<String, CacheSummary> = BTreeMap::new();
         // Ascending cache ids, so each name's list is sorted and its first id comes first.
         for (cache, (allocs, frees)) in per_cache {
@@ -172,6 +245,7 @@ impl Summary {
                 .map(|(cpu, count)| CpuLost { cpu, count })
                 .collect(),
             caches,
+            samples,
         }
     }
 }
@@ -186,21 +260,33 @@ mod tests {
     fn example_profile_summary() {
         let profile = Profile::from_vec(example_profile()).expect("example is valid");
         let s = Summary::of(&profile);
-        assert_eq!(s.records, 11);
+        assert_eq!(s.records, 14);
         assert_eq!(
             s.kinds,
             KindCounts {
                 alloc: 5,
                 free: 2,
                 cache_info: 3,
-                lost: 1
+                lost: 1,
+                sample: 3,
             }
         );
+        assert_eq!((s.samples.kernel, s.samples.user), (2, 1));
+        let top: Vec<(&str, u64)> = s
+            .samples
+            .top_functions
+            .iter()
+            .map(|f| (f.function.as_str(), f.samples))
+            .collect();
+        assert_eq!(top, [("__alloc_skb", 1), ("kfree_skbmem", 1)]);
+        assert_eq!(s.samples.decode.with_address(), 2);
+        assert_eq!(s.samples.decode.gs_relative, 1);
+        assert_eq!(s.samples.decode.user_mode, 1);
         assert_eq!(s.lost, 7);
         assert_eq!(s.lost_per_cpu, [CpuLost { cpu: 1, count: 7 }]);
         assert_eq!(
             (s.first_time_ns, s.last_time_ns),
-            (Some(1_000), Some(6_000))
+            (Some(1_000), Some(6_300))
         );
         let names: Vec<(&str, u64, u64)> = s
             .caches

@@ -1,26 +1,78 @@
-//! Kernel symbols from a `/proc/kallsyms` snapshot: address to `function+0xoffset`.
+//! Kernel symbols from a `/proc/kallsyms` snapshot: code addresses to `function+0xoffset`, data
+//! addresses to the global, static or per-CPU variable they fall in.
 //!
-//! Parsing takes the text as bytes (no I/O), skips lines it does not understand, and keeps
-//! only code symbols (types t, T, w, W), because what needs symbolizing here are call sites.
+//! Parsing takes the text as bytes (no I/O) and skips lines it does not understand. Symbols
+//! are split into three tables, each sorted by address for binary search:
+//! - **text** (types t, T, w, W): functions, for ips and call sites;
+//! - **data** (d, D, b, B, r, R, v, V): variables with a kernel virtual address;
+//! - **per-CPU** variables: on x86-64 SMP kernels the per-CPU section is linked at address 0,
+//!   so its symbols show in kallsyms with small addresses between `__per_cpu_start` (0) and
+//!   `__per_cpu_end`. A CPU's copy lives at its per-CPU base (its `%gs` base in kernel mode)
+//!   plus that address, so an address in the per-CPU area resolves as `addr - gs_base`.
+//!
+//! Sizes are not in kallsyms: each symbol's size is estimated as the distance to the next
+//! symbol at a higher address (over all types, so a variable ends where anything else starts).
+//! Exact sizes come from a vmlinux (see [`crate::debuginfo`]).
 
-/// Code symbols sorted by address.
+use std::ops::Range;
+
+/// Code symbols, data symbols and per-CPU symbols, sorted by address.
 #[derive(Clone, Debug, Default)]
 pub struct Kallsyms {
-    symbols: Vec<Symbol>,
+    text: Vec<Symbol>,
+    data: Vec<Symbol>,
+    percpu: Vec<Symbol>,
+    percpu_range: Option<Range<u64>>,
+}
+
+/// What a symbol names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SymbolKind {
+    /// Code (t, T, w, W).
+    Text,
+    /// Initialized data (d, D, v, V).
+    Data,
+    /// Read-only data (r, R).
+    ReadOnly,
+    /// Zero-initialized data (b, B).
+    Bss,
+    /// An absolute symbol (a, A); kept only inside the per-CPU range, where older kernels put
+    /// per-CPU variables.
+    Absolute,
+}
+
+impl SymbolKind {
+    /// The kind of a kallsyms type letter, if dprof keeps such symbols.
+    #[must_use]
+    pub const fn from_letter(letter: u8) -> Option<Self> {
+        match letter.to_ascii_lowercase() {
+            b't' | b'w' => Some(Self::Text),
+            b'd' | b'v' => Some(Self::Data),
+            b'r' => Some(Self::ReadOnly),
+            b'b' => Some(Self::Bss),
+            b'a' => Some(Self::Absolute),
+            _ => None,
+        }
+    }
 }
 
 /// One symbol.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Symbol {
-    /// Start address.
+    /// Start address (for per-CPU symbols: the offset in the per-CPU area).
     pub address: u64,
     /// Name.
     pub name: String,
     /// Module, for symbols of loadable modules.
     pub module: Option<String>,
+    /// What it names.
+    pub kind: SymbolKind,
+    /// Estimated size in bytes: up to the next symbol at a higher address; 0 when unknown
+    /// (the last symbol).
+    pub size: u64,
 }
 
-/// A symbolized address.
+/// A symbolized code address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Location<'a> {
     /// The symbol the address falls in.
@@ -39,62 +91,265 @@ impl std::fmt::Display for Location<'_> {
     }
 }
 
-/// Addresses further than this past the last symbol are not attributed to it: kallsyms does
-/// not say where the last function ends.
+/// A data address resolved to a variable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataLocation<'a> {
+    /// The variable (name, start, estimated size, module).
+    pub symbol: &'a Symbol,
+    /// Bytes from its start; below its estimated size.
+    pub offset: u64,
+    /// A per-CPU variable: `symbol.address` is an offset in the per-CPU area.
+    pub percpu: bool,
+}
+
+impl std::fmt::Display for DataLocation<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}+{:#x}", self.symbol.name, self.offset)?;
+        if self.percpu {
+            f.write_str(" (per-CPU)")?;
+        }
+        if let Some(module) = &self.symbol.module {
+            write!(f, " [{module}]")?;
+        }
+        Ok(())
+    }
+}
+
+/// Addresses further than this past the last code symbol are not attributed to it: kallsyms
+/// does not say where the last function ends.
 const MAX_LAST_SYMBOL_SIZE: u64 = 1 << 20;
 
+/// Largest per-CPU area taken for a 0-based one (x86-64 reserves far less; beyond this
+/// `__per_cpu_start`..`__per_cpu_end` is not an offset range).
+const MAX_PERCPU_BYTES: u64 = 1 << 30;
+
+/// One parsed line.
+struct Line<'a> {
+    address: u64,
+    letter: u8,
+    name: &'a str,
+    module: Option<&'a str>,
+}
+
+fn parse_line(line: &[u8]) -> Option<Line<'_>> {
+    let line = std::str::from_utf8(line).ok()?;
+    let mut fields = line.split_whitespace();
+    let address = u64::from_str_radix(fields.next()?, 16).ok()?;
+    let kind = fields.next()?;
+    let name = fields.next()?;
+    let module = fields
+        .next()
+        .and_then(|m| m.strip_prefix('[')?.strip_suffix(']'));
+    let &[letter] = kind.as_bytes() else {
+        return None;
+    };
+    Some(Line {
+        address,
+        letter,
+        name,
+        module,
+    })
+}
+
+/// Fills in each symbol's size from the sorted addresses of all symbols.
+fn estimate_sizes(symbols: &mut [Symbol], all_addresses: &[u64]) {
+    for s in symbols {
+        let next = all_addresses.partition_point(|&a| a <= s.address);
+        s.size = all_addresses.get(next).map_or(0, |&n| n - s.address);
+    }
+}
+
 impl Kallsyms {
-    /// Parses kallsyms text. Symbols at address 0 (what non-root readers see) are dropped, so
-    /// a snapshot taken without root symbolizes nothing rather than everything wrongly.
+    /// Parses kallsyms text. A snapshot whose addresses are all 0 (what non-root readers see)
+    /// symbolizes nothing rather than everything wrongly; otherwise symbols at 0 are kept
+    /// only when they are per-CPU (`__per_cpu_start` is 0 on x86-64).
     #[must_use]
     pub fn parse(text: &[u8]) -> Self {
-        let mut symbols: Vec<Symbol> = text
-            .split(|&b| b == b'\n')
-            .filter_map(|line| {
-                let line = std::str::from_utf8(line).ok()?;
-                let mut fields = line.split_whitespace();
-                let address = u64::from_str_radix(fields.next()?, 16).ok()?;
-                let kind = fields.next()?;
-                let name = fields.next()?;
-                let module = fields
-                    .next()
-                    .and_then(|m| m.strip_prefix('[')?.strip_suffix(']'))
-                    .map(str::to_owned);
-                (address != 0 && matches!(kind, "t" | "T" | "w" | "W")).then(|| Symbol {
-                    address,
-                    name: name.to_owned(),
-                    module,
-                })
-            })
-            .collect();
-        symbols.sort_by_key(|s| s.address);
-        Self { symbols }
+        let lines: Vec<Line<'_>> = text.split(|&b| b == b'\n').filter_map(parse_line).collect();
+        if lines.iter().all(|l| l.address == 0) {
+            return Self::default();
+        }
+        let find = |name: &str| {
+            lines
+                .iter()
+                .find(|l| l.name == name && l.module.is_none())
+                .map(|l| l.address)
+        };
+        let percpu_range = match (find("__per_cpu_start"), find("__per_cpu_end")) {
+            (Some(start), Some(end)) if start < end && end - start <= MAX_PERCPU_BYTES => {
+                Some(start..end)
+            }
+            _ => None,
+        };
+        // 0-based only: elsewhere per-CPU symbols are ordinary data in .data..percpu.
+        let zero_based = percpu_range.as_ref().filter(|r| r.start == 0).cloned();
+        let mut text_syms = Vec::new();
+        let mut data = Vec::new();
+        let mut percpu = Vec::new();
+        let mut all_addresses = Vec::with_capacity(lines.len());
+        let mut percpu_addresses = Vec::new();
+        for l in &lines {
+            let Some(kind) = SymbolKind::from_letter(l.letter) else {
+                continue;
+            };
+            let in_percpu = l.module.is_none()
+                && kind != SymbolKind::Text
+                && zero_based.as_ref().is_some_and(|r| r.contains(&l.address));
+            let symbol = Symbol {
+                address: l.address,
+                name: l.name.to_owned(),
+                module: l.module.map(str::to_owned),
+                kind,
+                size: 0,
+            };
+            if in_percpu {
+                percpu_addresses.push(l.address);
+                if !l.name.starts_with("__per_cpu_") {
+                    percpu.push(symbol);
+                }
+                continue;
+            }
+            if l.address == 0 {
+                continue;
+            }
+            all_addresses.push(l.address);
+            match kind {
+                SymbolKind::Text => text_syms.push(symbol),
+                SymbolKind::Data | SymbolKind::ReadOnly | SymbolKind::Bss => data.push(symbol),
+                SymbolKind::Absolute => {}
+            }
+        }
+        if let Some(r) = &zero_based {
+            // The per-CPU area ends at __per_cpu_end.
+            percpu_addresses.push(r.end);
+        }
+        for v in [&mut text_syms, &mut data, &mut percpu] {
+            v.sort_by(|a, b| a.address.cmp(&b.address).then_with(|| a.name.cmp(&b.name)));
+        }
+        all_addresses.sort_unstable();
+        all_addresses.dedup();
+        percpu_addresses.sort_unstable();
+        percpu_addresses.dedup();
+        estimate_sizes(&mut text_syms, &all_addresses);
+        estimate_sizes(&mut data, &all_addresses);
+        estimate_sizes(&mut percpu, &percpu_addresses);
+        Self {
+            text: text_syms,
+            data,
+            percpu,
+            percpu_range: zero_based,
+        }
     }
 
     /// Number of code symbols.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.symbols.len()
+        self.text.len()
     }
 
-    /// Whether there are none.
+    /// Whether there are no code symbols.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.symbols.is_empty()
+        self.text.is_empty()
     }
 
-    /// The symbol `address` falls in: the last one starting at or below it. Addresses below
-    /// the first symbol, or far past the last, have none.
+    /// Number of data symbols (per-CPU ones not included).
     #[must_use]
-    pub fn lookup(&self, address: u64) -> Option<Location<'_>> {
-        let after = self.symbols.partition_point(|s| s.address <= address);
-        let symbol = self.symbols.get(after.checked_sub(1)?)?;
+    pub fn data_len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Number of per-CPU symbols.
+    #[must_use]
+    pub fn percpu_len(&self) -> usize {
+        self.percpu.len()
+    }
+
+    /// `__per_cpu_start..__per_cpu_end` when the kernel links its per-CPU section at 0
+    /// (x86-64 SMP): offsets in this range are per-CPU variables, at `gs_base + offset` on
+    /// each CPU. `None` for other layouts or when the snapshot lacks the symbols.
+    #[must_use]
+    pub fn percpu_range(&self) -> Option<Range<u64>> {
+        self.percpu_range.clone()
+    }
+
+    /// Index (for [`Kallsyms::symbol`]) of the code symbol `address` falls in.
+    #[must_use]
+    pub fn lookup_index(&self, address: u64) -> Option<usize> {
+        let after = self.text.partition_point(|s| s.address <= address);
+        let index = after.checked_sub(1)?;
+        let symbol = self.text.get(index)?;
         let offset = address - symbol.address;
-        if after == self.symbols.len() && offset > MAX_LAST_SYMBOL_SIZE {
+        if after == self.text.len() && offset > MAX_LAST_SYMBOL_SIZE {
             return None;
         }
-        Some(Location { symbol, offset })
+        Some(index)
     }
+
+    /// The code symbol at `index` (from [`Kallsyms::lookup_index`]).
+    #[must_use]
+    pub fn symbol(&self, index: usize) -> Option<&Symbol> {
+        self.text.get(index)
+    }
+
+    /// The code symbol `address` falls in: the last one starting at or below it. Addresses
+    /// below the first symbol, or far past the last, have none.
+    #[must_use]
+    pub fn lookup(&self, address: u64) -> Option<Location<'_>> {
+        let symbol = self.text.get(self.lookup_index(address)?)?;
+        Some(Location {
+            symbol,
+            offset: address - symbol.address,
+        })
+    }
+
+    /// The data symbol (global, static, read-only or bss variable; not per-CPU) `address`
+    /// falls in, within its estimated size.
+    #[must_use]
+    pub fn lookup_data(&self, address: u64) -> Option<DataLocation<'_>> {
+        within(&self.data, address).map(|(symbol, offset)| DataLocation {
+            symbol,
+            offset,
+            percpu: false,
+        })
+    }
+
+    /// The per-CPU variable at `offset` in the per-CPU area (`addr - gs_base` for an address
+    /// in a CPU's area), within its estimated size.
+    #[must_use]
+    pub fn lookup_percpu(&self, offset: u64) -> Option<DataLocation<'_>> {
+        within(&self.percpu, offset).map(|(symbol, offset)| DataLocation {
+            symbol,
+            offset,
+            percpu: true,
+        })
+    }
+
+    /// Data symbols, sorted by address.
+    #[must_use]
+    pub fn data_symbols(&self) -> &[Symbol] {
+        &self.data
+    }
+
+    /// Per-CPU symbols, sorted by offset.
+    #[must_use]
+    pub fn percpu_symbols(&self) -> &[Symbol] {
+        &self.percpu
+    }
+
+    /// Code symbols, sorted by address.
+    #[must_use]
+    pub fn text_symbols(&self) -> &[Symbol] {
+        &self.text
+    }
+}
+
+/// The symbol of `symbols` (sorted) whose `[address, address + size)` holds `address`.
+fn within(symbols: &[Symbol], address: u64) -> Option<(&Symbol, u64)> {
+    let after = symbols.partition_point(|s| s.address <= address);
+    let symbol = symbols.get(after.checked_sub(1)?)?;
+    let offset = address - symbol.address;
+    (offset < symbol.size).then_some((symbol, offset))
 }
 
 #[cfg(test)]
@@ -111,11 +366,18 @@ garbage line
 ffffffffc0000000 t mod_func\t[mymod]
 ";
 
+    fn names(symbols: &[Symbol]) -> Vec<&str> {
+        symbols.iter().map(|s| s.name.as_str()).collect()
+    }
+
     #[test]
     fn parses_code_symbols_sorted() {
         let syms = Kallsyms::parse(TEXT);
-        let names: Vec<&str> = syms.symbols.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["_stext", "main_func", "helper", "mod_func"]);
+        assert_eq!(
+            names(&syms.text),
+            ["_stext", "main_func", "helper", "mod_func"]
+        );
+        assert_eq!(names(&syms.data), ["some_data"]);
     }
 
     #[test]
@@ -138,8 +400,101 @@ ffffffffc0000000 t mod_func\t[mymod]
 
     #[test]
     fn non_root_snapshot_symbolizes_nothing() {
-        let syms = Kallsyms::parse(b"0000000000000000 T _stext\n0000000000000000 T foo\n");
+        let syms = Kallsyms::parse(
+            b"0000000000000000 T _stext\n0000000000000000 T foo\n\
+              0000000000000000 D __per_cpu_start\n0000000000000000 D __per_cpu_end\n",
+        );
         assert!(syms.is_empty());
         assert!(syms.lookup(0x10).is_none());
+        assert_eq!(syms.percpu_range(), None);
+        assert!(syms.lookup_percpu(0).is_none());
+    }
+
+    /// The shape of a real x86-64 6.12 snapshot: per-CPU symbols from 0 (some at 0 itself),
+    /// text, read-only data, data, bss, and a module.
+    const REAL: &[u8] = b"\
+0000000000000000 D __per_cpu_start
+0000000000000000 D fixed_percpu_data
+0000000000001000 D cpu_debug_store
+0000000000028580 D pcpu_hot
+0000000000029400 D runqueues
+000000000002a718 D __per_cpu_end
+ffffffff81000000 T _stext
+ffffffff81000010 t helper
+ffffffff81800000 D __start_rodata
+ffffffff8187fdf0 R linux_banner
+ffffffff8187ff00 r some_table
+ffffffff82000000 D init_task
+ffffffff82003000 d jiffies_lock
+ffffffff82100000 B jiffies_64
+ffffffff82100008 B jiffies
+ffffffff82100010 b last_bss
+ffffffffc0100000 t mod_func\t[mymod]
+ffffffffc0102000 d mod_data\t[mymod]
+ffffffffc0102040 b mod_bss\t[mymod]
+";
+
+    #[test]
+    fn data_symbols_with_estimated_sizes() {
+        let syms = Kallsyms::parse(REAL);
+        let at = |a| {
+            syms.lookup_data(a)
+                .map(|l| (l.symbol.name.as_str(), l.offset, l.symbol.size, l.percpu))
+        };
+        assert_eq!(
+            at(0xffff_ffff_8200_0010),
+            Some(("init_task", 0x10, 0x3000, false))
+        );
+        assert_eq!(at(0xffff_ffff_8210_0008), Some(("jiffies", 0, 8, false)));
+        assert_eq!(
+            at(0xffff_ffff_8187_fdf4),
+            Some(("linux_banner", 4, 0x110, false))
+        );
+        assert_eq!(
+            at(0xffff_ffff_c010_2048),
+            None,
+            "the last symbol has no size estimate"
+        );
+        let m = syms
+            .lookup_data(0xffff_ffff_c010_2010)
+            .expect("module data");
+        assert_eq!(m.to_string(), "mod_data+0x10 [mymod]");
+        assert_eq!(m.symbol.kind, SymbolKind::Data);
+        assert_eq!(at(0xffff_ffff_8100_0020), None, "code is not data");
+        // Text lookups ignore data symbols.
+        assert_eq!(
+            syms.lookup(0xffff_ffff_8100_0020).map(|l| l.to_string()),
+            Some("helper+0x10".to_owned())
+        );
+    }
+
+    #[test]
+    fn percpu_symbols_are_offsets_from_zero() {
+        let syms = Kallsyms::parse(REAL);
+        assert_eq!(syms.percpu_range(), Some(0..0x2a718));
+        assert_eq!(
+            names(syms.percpu_symbols()),
+            [
+                "fixed_percpu_data",
+                "cpu_debug_store",
+                "pcpu_hot",
+                "runqueues"
+            ]
+        );
+        let gs_base = 0xffff_8880_7fc0_0000_u64;
+        let addr = gs_base + 0x29400 + 0x18;
+        let l = syms.lookup_percpu(addr - gs_base).expect("per-CPU");
+        assert_eq!(
+            (l.symbol.name.as_str(), l.offset, l.symbol.size, l.percpu),
+            ("runqueues", 0x18, 0x2a718 - 0x29400, true)
+        );
+        assert_eq!(l.to_string(), "runqueues+0x18 (per-CPU)");
+        assert_eq!(
+            syms.lookup_percpu(0x10).map(|l| l.symbol.name.as_str()),
+            Some("fixed_percpu_data")
+        );
+        assert!(syms.lookup_percpu(0x2a718).is_none(), "past __per_cpu_end");
+        // Per-CPU offsets are not data addresses.
+        assert!(syms.lookup_data(0x29400).is_none());
     }
 }

@@ -48,6 +48,24 @@ pub fn kernel_release(root: &Path) -> Result<String, SystemError> {
     read_text(root, "proc/sys/kernel/osrelease")
 }
 
+/// The kernel's banner, `/proc/version` ("Linux version 6.12.0 (user@host) (gcc ...) #1 SMP
+/// ..."), trimmed. It names one build, so a vmlinux can be checked against it.
+///
+/// # Errors
+/// When `proc/version` cannot be read.
+pub fn proc_version(root: &Path) -> Result<String, SystemError> {
+    read_text(root, "proc/version")
+}
+
+/// The running kernel's GNU build id as lower-case hex, from the ELF notes the kernel
+/// exports in `sys/kernel/notes`; `None` when that file is missing or holds no build id
+/// (kernels built without `--build-id`).
+#[must_use]
+pub fn kernel_build_id(root: &Path) -> Option<String> {
+    let notes = std::fs::read(root.join("sys/kernel/notes")).ok()?;
+    crate::debuginfo::gnu_build_id(&notes).map(crate::debuginfo::hex)
+}
+
 /// The kernel's boot command line.
 ///
 /// # Errors
@@ -225,6 +243,9 @@ pub fn gather_header(
         dprof_version: crate::VERSION.to_owned(),
         created_unix_s,
         kernel_release: kernel_release(root)?,
+        // Optional: analysis works without them, only the vmlinux check needs them.
+        proc_version: proc_version(root).ok(),
+        build_id: kernel_build_id(root),
         slab_merging: slab_merging(&cmdline),
         cmdline,
         cpu_model: cpu_model(root)?,

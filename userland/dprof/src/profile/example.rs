@@ -1,56 +1,47 @@
 //! A small synthetic profile with every record kind, for tests, fuzz seeds and documentation.
 
 use dprof_abi::{
-    Alloc, CacheInfo, Free, Lost, Record, RecordHeader, ALLOC_KMALLOC, CACHE_NAME_BYTES,
-    CACHE_ORIGIN_SEEN, CACHE_ORIGIN_WALK, FREE_KFREE, RECORD_HEADER_SIZE,
+    reg, AccessSample, Alloc, CacheInfo, Free, Lost, Record, ALLOC_KMALLOC, CACHE_NAME_BYTES,
+    CACHE_ORIGIN_SEEN, CACHE_ORIGIN_WALK, FREE_KFREE, SAMPLER_KIND_SOFTWARE, SAMPLE_INSN_BYTES,
+    SAMPLE_USER,
 };
 
 use super::{
     CacheGeometry, CollectConfig, CpuCounters, DeviceCounters, ModuleInfo, ProfileEncoder,
-    ProfileHeader, StopInfo, StopReason, Target,
+    ProfileHeader, SamplingConfig, StopInfo, StopReason, Target,
 };
 
 /// Encodes one whole record (header and payload) as the module writes it.
 #[must_use]
 pub fn encode_record(cpu: u32, time_ns: u64, record: &Record) -> Vec<u8> {
-    let kind = record.kind();
-    let size = kind.record_size();
-    let mut out = vec![0u8; size];
-    let mut header = [0u8; RECORD_HEADER_SIZE];
-    RecordHeader {
-        kind: kind as u16,
-        // Record sizes are far below u16::MAX (asserted in dprof-abi).
-        size: size as u16,
-        cpu,
-        time_ns,
-    }
-    .encode(&mut header);
-    out[..RECORD_HEADER_SIZE].copy_from_slice(&header);
-    let payload = &mut out[RECORD_HEADER_SIZE..];
-    match record {
-        Record::Alloc(a) => {
-            let mut p = [0u8; Alloc::SIZE];
-            a.encode(&mut p);
-            payload.copy_from_slice(&p);
-        }
-        Record::Free(f) => {
-            let mut p = [0u8; Free::SIZE];
-            f.encode(&mut p);
-            payload.copy_from_slice(&p);
-        }
-        Record::CacheInfo(c) => {
-            let mut p = [0u8; CacheInfo::SIZE];
-            c.encode(&mut p);
-            payload.copy_from_slice(&p);
-        }
-        Record::Lost(l) => {
-            let mut p = [0u8; Lost::SIZE];
-            l.encode(&mut p);
-            payload.copy_from_slice(&p);
-        }
-    }
-    out
+    let mut buf = [0u8; dprof_abi::MAX_RECORD_SIZE];
+    let size = record.encode(cpu, time_ns, &mut buf);
+    buf[..size].to_vec()
 }
+
+/// A software access sample at `ip` executing `insn` (at most [`SAMPLE_INSN_BYTES`] bytes),
+/// with `regs` set as given (register number, value) and the rest zero.
+#[must_use]
+pub fn software_sample(ip: u64, insn: &[u8], regs: &[(usize, u64)], gs_base: u64) -> AccessSample {
+    let mut sample = AccessSample {
+        ip,
+        gs_base,
+        sampler: SAMPLER_KIND_SOFTWARE,
+        ..AccessSample::default()
+    };
+    let len = insn.len().min(SAMPLE_INSN_BYTES);
+    sample.insn[..len].copy_from_slice(&insn[..len]);
+    sample.insn_len = len as u8;
+    for &(r, v) in regs {
+        if let Some(slot) = sample.regs.get_mut(r) {
+            *slot = v;
+        }
+    }
+    sample
+}
+
+/// The per-CPU area base of [`example_profile`]'s samples (%gs base of CPU 1).
+pub const EXAMPLE_GS_BASE: u64 = 0xffff_8880_7fc8_0000;
 
 /// The header of [`example_profile`]: a 4-CPU machine with fixed values throughout.
 #[must_use]
@@ -70,6 +61,8 @@ pub fn example_header() -> ProfileHeader {
         kernel_release: "6.12.0-dprof".to_owned(),
         cmdline: "console=ttyS0 slab_nomerge".to_owned(),
         cpu_model: "QEMU Virtual CPU version 2.5+".to_owned(),
+        proc_version: Some(EXAMPLE_PROC_VERSION.to_owned()),
+        build_id: Some("0123456789abcdef0123456789abcdef01234567".to_owned()),
         online_cpus: 4,
         caches: vec![
             cache(1, "Data", 32 * 1024, 8, 64, "0"),
@@ -79,11 +72,16 @@ pub fn example_header() -> ProfileHeader {
         ],
         slab_merging: false,
         config: CollectConfig {
-            events: vec!["slab".to_owned()],
+            events: vec!["slab".to_owned(), "samples".to_owned()],
             ring_bytes: dprof_abi::DEFAULT_RING_BYTES,
             target: Target::Command {
                 argv: vec!["sh".to_owned(), "-c".to_owned(), "true".to_owned()],
             },
+            sampling: Some(SamplingConfig {
+                sampler: "software".to_owned(),
+                period_ns: dprof_abi::DEFAULT_SAMPLE_PERIOD_NS,
+                user: true,
+            }),
         },
         module: ModuleInfo {
             abi_version: dprof_abi::ABI_VERSION,
@@ -98,14 +96,27 @@ pub fn example_header() -> ProfileHeader {
     }
 }
 
-/// The kallsyms snapshot of [`example_profile`].
+/// The `/proc/version` of [`example_header`].
+pub const EXAMPLE_PROC_VERSION: &str =
+    "Linux version 6.12.0-dprof (build@host) (gcc (Debian 14.2.0-19) 14.2.0) #1 SMP";
+
+/// The kallsyms snapshot of [`example_profile`]: code, data, per-CPU (0-based) and module
+/// symbols.
 pub const EXAMPLE_KALLSYMS: &str = "\
+0000000000000000 A __per_cpu_start
+0000000000001000 D pcpu_hot
+0000000000001040 D runqueues
+0000000000002000 A __per_cpu_end
 ffffffff81000000 T _stext
 ffffffff81200000 T __alloc_skb
 ffffffff81200400 T kfree_skbmem
 ffffffff81300000 T kmalloc_reserve
 ffffffff81310000 t dup_task_struct
+ffffffff82000000 D init_task
+ffffffff82003000 d jiffies_lock
+ffffffff82100000 B jiffies
 ffffffffc0000000 t dprof_selftest_work\t[dprof_selftest]
+ffffffffc0002000 d selftest_counters\t[dprof_selftest]
 ";
 
 /// The modules snapshot of [`example_profile`].
@@ -114,7 +125,8 @@ pub const EXAMPLE_MODULES: &str =
 
 /// A small complete profile: two Records sections holding cache infos (one of them with a
 /// name longer than the ABI keeps), allocations and frees through both tracepoints, a large
-/// kmalloc with no cache, and records lost on CPU 1.
+/// kmalloc with no cache, records lost on CPU 1, and software access samples: a load from an
+/// `sk_buff`, a %gs-relative (per-CPU) load, and a user-mode sample.
 #[must_use]
 #[allow(clippy::too_many_lines, reason = "a table of records")]
 pub fn example_profile() -> Vec<u8> {
@@ -209,7 +221,8 @@ pub fn example_profile() -> Vec<u8> {
             free(0xffff_8880_0401_0000, 0xffff_ffff_8120_0410, SKB, 0),
         ),
     ];
-    let second: [(u32, u64, Record); 5] = [
+    let sample = |s: AccessSample| Record::AccessSample(s);
+    let second: [(u32, u64, Record); 8] = [
         (
             3,
             3_500,
@@ -256,6 +269,43 @@ pub fn example_profile() -> Vec<u8> {
                 0,
             ),
         ),
+        (
+            1,
+            6_100,
+            // mov 0x10(%rdi),%rax in __alloc_skb, %rdi pointing at the first sk_buff.
+            sample(AccessSample {
+                pid: 1000,
+                tid: 1001,
+                ..software_sample(
+                    0xffff_ffff_8120_0060,
+                    &[0x48, 0x8b, 0x47, 0x10],
+                    &[(reg::RDI, 0xffff_8880_0401_0000), (reg::RAX, 1)],
+                    EXAMPLE_GS_BASE,
+                )
+            }),
+        ),
+        (
+            1,
+            6_200,
+            // mov %gs:0x1040,%rax in kfree_skbmem: runqueues, CPU 1's copy.
+            sample(software_sample(
+                0xffff_ffff_8120_0420,
+                &[0x65, 0x48, 0x8b, 0x04, 0x25, 0x40, 0x10, 0x00, 0x00],
+                &[],
+                EXAMPLE_GS_BASE,
+            )),
+        ),
+        (
+            3,
+            6_300,
+            // A user-mode sample: mov (%rdi),%eax in a program.
+            sample(AccessSample {
+                pid: 1234,
+                tid: 1234,
+                flags: SAMPLE_USER,
+                ..software_sample(0x40_1000, &[0x8b, 0x07], &[(reg::RDI, 0x7ffd_0000)], 0)
+            }),
+        ),
     ];
     let chunk = |records: &[(u32, u64, Record)]| -> Vec<u8> {
         records
@@ -266,9 +316,9 @@ pub fn example_profile() -> Vec<u8> {
     let stop = StopInfo {
         reason: StopReason::CommandExited { status: 0 },
         ended_unix_s: 1_700_000_001,
-        elapsed_ns: 5_000,
+        elapsed_ns: 5_300,
         device: Some(DeviceCounters {
-            records_written: 11,
+            records_written: 14,
             records_lost: 7,
             bytes_read: 0,
             cpus: vec![
@@ -277,7 +327,7 @@ pub fn example_profile() -> Vec<u8> {
                     records_lost: 0,
                 },
                 CpuCounters {
-                    records_written: 2,
+                    records_written: 4,
                     records_lost: 7,
                 },
                 CpuCounters {
@@ -285,7 +335,7 @@ pub fn example_profile() -> Vec<u8> {
                     records_lost: 0,
                 },
                 CpuCounters {
-                    records_written: 2,
+                    records_written: 3,
                     records_lost: 0,
                 },
             ],

@@ -13,6 +13,14 @@ pub struct ProfileHeader {
     pub created_unix_s: u64,
     /// `uname -r` (from `/proc/sys/kernel/osrelease`).
     pub kernel_release: String,
+    /// The kernel's banner (`/proc/version`), which names its build; matched against a
+    /// vmlinux's `linux_banner`. `None` in profiles from before it was recorded.
+    #[serde(default)]
+    pub proc_version: Option<String>,
+    /// The kernel's GNU build id (from `/sys/kernel/notes`) as lower-case hex; matched against
+    /// a vmlinux's `.notes`. `None` when the kernel has none or the profile predates it.
+    #[serde(default)]
+    pub build_id: Option<String>,
     /// The kernel's boot command line (`/proc/cmdline`).
     pub cmdline: String,
     /// The first "model name" of `/proc/cpuinfo` ("unknown" when it has none).
@@ -59,6 +67,21 @@ pub struct CollectConfig {
     pub ring_bytes: u32,
     /// What bounded the collection.
     pub target: Target,
+    /// How access samples were taken, with the `samples` event; `None` without it.
+    #[serde(default)]
+    pub sampling: Option<SamplingConfig>,
+}
+
+/// How access samples were taken.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SamplingConfig {
+    /// The sampler: "software" (cpu-clock with registers and instruction bytes), later "ibs"
+    /// or "pebs".
+    pub sampler: String,
+    /// Nanoseconds between samples on each CPU.
+    pub period_ns: u32,
+    /// Whether user-mode instructions were sampled too (kernel mode always is).
+    pub user: bool,
 }
 
 /// What bounded a collection.

@@ -61,20 +61,37 @@ fn error_of(bytes: &[u8]) -> ProfileError {
 }
 
 #[test]
+fn headers_from_before_sampling_still_load() {
+    let mut json = serde_json::to_value(example_header()).expect("json");
+    let header = json.as_object_mut().expect("object");
+    header.remove("proc_version");
+    header.remove("build_id");
+    header["config"]
+        .as_object_mut()
+        .expect("object")
+        .remove("sampling");
+    let old: ProfileHeader = serde_json::from_value(json).expect("loads");
+    assert_eq!(old.proc_version, None);
+    assert_eq!(old.build_id, None);
+    assert_eq!(old.config.sampling, None);
+}
+
+#[test]
 fn example_round_trips() {
     let profile = Profile::from_vec(example_profile()).expect("valid");
     assert_eq!(profile.header(), &example_header());
     assert_eq!(profile.kallsyms(), EXAMPLE_KALLSYMS.as_bytes());
-    assert_eq!(profile.record_count(), 11);
+    assert_eq!(profile.record_count(), 14);
     assert_eq!(profile.chunk_count(), 2);
     assert_eq!(
         profile.stop().reason,
         StopReason::CommandExited { status: 0 }
     );
     let records: Vec<_> = profile.records().collect();
-    assert_eq!(records.len(), 11);
+    assert_eq!(records.len(), 14);
     assert_eq!(records[6].0.cpu, 3);
     assert!(matches!(records[8].1, Record::Lost(Lost { count: 7 })));
+    assert!(matches!(records[11].1, Record::AccessSample(s) if s.pid == 1000));
     let times: Vec<u64> = records.iter().map(|(h, _)| h.time_ns).collect();
     assert!(times.is_sorted(), "file order is the order written");
     let infos = profile.cache_infos();

@@ -172,6 +172,7 @@ fn gathers_a_whole_header() {
         events: vec!["slab".to_owned()],
         ring_bytes: 1 << 20,
         target: Target::Duration { ns: 1_000_000_000 },
+        sampling: None,
     };
     let module = ModuleInfo::from(dprof_abi::VersionInfo {
         abi_version: 1,
@@ -186,6 +187,51 @@ fn gathers_a_whole_header() {
     assert!(header.slab_merging, "no slab_nomerge in the fake cmdline");
     assert_eq!(header.config, config);
     assert_eq!(header.module.nr_cpu_ids, 4);
+    assert_eq!(
+        header.proc_version, None,
+        "no proc/version in the fake tree"
+    );
+    assert_eq!(header.build_id, None);
+    put(
+        dir.path(),
+        "proc/version",
+        "Linux version 6.12.0-dprof (a@b) #1 SMP\n",
+    );
+    std::fs::create_dir_all(dir.path().join("sys/kernel")).expect("mkdir");
+    std::fs::write(dir.path().join("sys/kernel/notes"), kernel_notes()).expect("write");
+    let header = gather_header(dir.path(), config, module, 42).expect("header");
+    assert_eq!(
+        header.proc_version.as_deref(),
+        Some("Linux version 6.12.0-dprof (a@b) #1 SMP")
+    );
+    assert_eq!(
+        header.build_id.as_deref(),
+        Some("e4f18d9dc1d0e6fc2b17e93e885a647b3c0a6fc1")
+    );
+}
+
+/// A `/sys/kernel/notes` as a real kernel exports it: a Xen-less mix of notes, the GNU build
+/// id second.
+fn kernel_notes() -> Vec<u8> {
+    let note = |name: &[u8], kind: u32, desc: &[u8]| {
+        let mut out = Vec::new();
+        out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(desc.len() as u32).to_le_bytes());
+        out.extend_from_slice(&kind.to_le_bytes());
+        out.extend_from_slice(name);
+        out.resize(out.len().next_multiple_of(4), 0);
+        out.extend_from_slice(desc);
+        out.resize(out.len().next_multiple_of(4), 0);
+        out
+    };
+    let id = [
+        0xe4, 0xf1, 0x8d, 0x9d, 0xc1, 0xd0, 0xe6, 0xfc, 0x2b, 0x17, 0xe9, 0x3e, 0x88, 0x5a, 0x64,
+        0x7b, 0x3c, 0x0a, 0x6f, 0xc1,
+    ];
+    let mut notes = note(b"Linux\0", 0x101, &[0; 4]);
+    notes.extend(note(b"GNU\0", 3, &id));
+    notes.extend(note(b"Linux\0", 0x100, b"6.12.0-dprof\0"));
+    notes
 }
 
 #[test]
