@@ -2,6 +2,7 @@
 
 mod collect;
 mod dump;
+mod report;
 mod units;
 
 use std::process::ExitCode;
@@ -26,6 +27,7 @@ struct Cli {
 enum Command {
     Collect(collect::CollectArgs),
     Dump(dump::DumpArgs),
+    Report(report::ReportArgs),
 }
 
 fn main() -> ExitCode {
@@ -33,6 +35,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Collect(args) => collect::run(&args),
         Command::Dump(args) => dump::run(&args),
+        Command::Report(args) => report::run(&args),
     };
     match result {
         Ok(code) => code,

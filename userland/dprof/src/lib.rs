@@ -5,8 +5,13 @@
 //! side ([`device`], [`system`]) talks to the module and the live system; nothing in the
 //! profile side depends on it.
 
+pub mod analysis;
+pub mod debuginfo;
+pub mod decode;
 pub mod device;
 pub mod profile;
+pub mod report;
+pub mod resolve;
 pub mod summary;
 pub mod symbols;
 pub mod system;

@@ -49,9 +49,20 @@ fn random_config(rng: &mut Rng, buf: &mut [u8]) {
         struct_size: abi::Config::SIZE as u32,
         events: abi::EVENT_SLAB,
         ring_bytes: abi::MIN_RING_BYTES << rng.below(4),
+        ..abi::Config::default()
     };
-    match rng.below(6) {
+    if rng.below(2) == 0 {
+        // A valid sampling setup (10 µs to 10 ms), so that start/stop also run the sampler.
+        config.events |= abi::EVENT_SAMPLES;
+        config.sampler = u32::from(abi::SAMPLER_KIND_SOFTWARE);
+        config.sample_period_ns = abi::MIN_SAMPLE_PERIOD_NS + rng.below(10_000_000) as u32;
+        config.sample_user = rng.below(2) as u32;
+    }
+    match rng.below(9) {
         0 => config.struct_size = rng.next() as u32,
+        3 => config.sampler = rng.next() as u32,
+        4 => config.sample_period_ns = rng.next() as u32,
+        5 => config.sample_user = rng.next() as u32,
         1 => config.events = rng.next() as u32,
         2 => config.ring_bytes = rng.next() as u32,
         _ => {}

@@ -14,6 +14,10 @@
 //!   sit in per-CPU slabs (SLUB counts those as active): that slack is bounded by the per-CPU
 //!   partial lists.
 //!
+//! `dprof-qemu-check selftest-data-profile DIR` checks the data profile of `dprof_selftest.ko`
+//! against what the module is known to do, and `workload-data-profile DIR` the data profile of
+//! real programs; both also check the effective addresses computed from the samples.
+//!
 //! The report is printed and saved as DIR/check.txt.
 
 use std::collections::BTreeMap;
@@ -21,8 +25,11 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{bail, ensure, Context, Result};
+use dprof::decode::{DecodeOutcome, Decoder};
 use dprof::profile::Profile;
+use dprof::symbols::Kallsyms;
 use dprof_abi::Record;
+use serde_json::Value;
 
 /// /proc/uptime has centisecond resolution; one more millisecond covers the gap between a
 /// counter's increment and the tracepoint's timestamp.
@@ -141,7 +148,7 @@ fn check_slab_workload(dir: &Path) -> Result<String> {
                 }
             }
             Record::Lost(l) => *lost_per_cpu.entry(header.cpu).or_default() += l.count,
-            Record::CacheInfo(_) => {}
+            Record::CacheInfo(_) | Record::AccessSample(_) => {}
         }
     }
     ensure!(
@@ -355,14 +362,268 @@ fn check_slab_workload(dir: &Path) -> Result<String> {
     }
 }
 
+/// Where a computed data address lies, by the x86-64 kernel memory layouts
+/// (`Documentation/arch/x86/x86_64/mm.rst`). Both 4-level and 5-level paging occur: QEMU's
+/// `-cpu max` has LA57, and so do recent server CPUs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum AddressClass {
+    /// Direct map, vmalloc/vmap (stacks included), vmemmap, cpu entry area, kernel image,
+    /// modules, fixmap.
+    Kernel,
+    /// A plausible user address (kernel code touching user memory, e.g. in uaccess helpers).
+    User,
+    /// Nothing can be mapped there: a wrong register or displacement.
+    Garbage,
+}
+
+fn classify_address(addr: u64) -> AddressClass {
+    const KERNEL_REGIONS: [(u64, u64); 8] = [
+        // 4-level paging
+        (0xffff_8880_0000_0000, 0xffff_c880_0000_0000), // direct map
+        (0xffff_c900_0000_0000, 0xffff_e900_0000_0000), // vmalloc/ioremap
+        (0xffff_ea00_0000_0000, 0xffff_eb00_0000_0000), // vmemmap
+        // 5-level paging
+        (0xff11_0000_0000_0000, 0xff91_0000_0000_0000), // direct map
+        (0xffa0_0000_0000_0000, 0xffd2_0000_0000_0000), // vmalloc/ioremap
+        (0xffd4_0000_0000_0000, 0xffd6_0000_0000_0000), // vmemmap
+        // both
+        (0xffff_fe00_0000_0000, 0xffff_fe80_0000_0000), // cpu entry area
+        (0xffff_ffff_8000_0000, 0xffff_ffff_ffe0_0000), // kernel image, modules, fixmap
+    ];
+    if KERNEL_REGIONS
+        .iter()
+        .any(|&(lo, hi)| (lo..hi).contains(&addr))
+    {
+        AddressClass::Kernel
+    } else if (0x1_0000..0x0000_8000_0000_0000).contains(&addr) {
+        // mmap_min_addr keeps the first 64 KiB unmapped.
+        AddressClass::User
+    } else {
+        AddressClass::Garbage
+    }
+}
+
+/// For samples whose instruction has one memory operand, the computed address must be a
+/// mapped address in at least 99% of cases.
+fn check_effective_addresses(profile: &Profile, report: &mut String) -> Result<()> {
+    let mut decoder = Decoder::new();
+    let mut counts: BTreeMap<AddressClass, u64> = BTreeMap::new();
+    let mut garbage_examples = Vec::new();
+    for (_, record) in profile.records() {
+        let Record::AccessSample(sample) = record else {
+            continue;
+        };
+        if let DecodeOutcome::Access(access) = decoder.access(&sample) {
+            let class = classify_address(access.addr);
+            *counts.entry(class).or_default() += 1;
+            if class == AddressClass::Garbage && garbage_examples.len() < 5 {
+                garbage_examples.push(format!("ip {:#x} -> {:#x}", sample.ip, access.addr));
+            }
+        }
+    }
+    let total: u64 = counts.values().sum();
+    let garbage = counts.get(&AddressClass::Garbage).copied().unwrap_or(0);
+    writeln!(
+        report,
+        "effective addresses of single-operand samples: {counts:?} of {total}"
+    )?;
+    ensure!(
+        total >= 100,
+        "only {total} samples with one memory operand: too few to judge"
+    );
+    ensure!(
+        garbage * 100 <= total,
+        "{garbage} of {total} computed addresses cannot be mapped (more than 1%), e.g. {garbage_examples:?}"
+    );
+    Ok(())
+}
+
+/// `dprof report --json` of a profile, as the user would get it.
+fn report_json(profile: &Path, extra: &[&str]) -> Result<Value> {
+    let dprof = std::env::var("DPROF").unwrap_or_else(|_| "dprof".to_string());
+    let output = std::process::Command::new(&dprof)
+        .arg("report")
+        .arg("--json")
+        .args(extra)
+        .arg(profile)
+        .output()
+        .with_context(|| format!("running {dprof} report"))?;
+    ensure!(
+        output.status.success(),
+        "dprof report failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(serde_json::from_slice(&output.stdout)?)
+}
+
+fn find_type<'a>(report: &'a Value, name: &str) -> Result<&'a Value> {
+    report["data_profile"]["types"]
+        .as_array()
+        .and_then(|types| types.iter().find(|t| t["name"] == name))
+        .with_context(|| format!("type {name} is not in the data profile"))
+}
+
+/// Samples of a type in a function, by the report's per-type function list.
+fn type_samples_in(ty: &Value, function: &str) -> u64 {
+    ty["functions"].as_array().map_or(0, |fs| {
+        fs.iter()
+            .filter(|f| {
+                f["function"]
+                    .as_str()
+                    .is_some_and(|n| n.split([' ', '+']).next() == Some(function))
+            })
+            .filter_map(|f| f["samples"].as_u64())
+            .sum()
+    })
+}
+
+fn field_name_at(ty: &Value, offset: u64) -> Option<String> {
+    ty["fields"]
+        .as_array()?
+        .iter()
+        .find(|f| f["offset"] == offset)
+        .and_then(|f| f["field"].as_str().map(str::to_string))
+}
+
+fn check_selftest(dir: &Path) -> Result<String> {
+    let path = dir.join("selftest.dprof");
+    let profile = Profile::open(&path).context("opening the guest's profile")?;
+    let mut report = String::new();
+    check_effective_addresses(&profile, &mut report)?;
+
+    // Ground truth: every sample whose ip is in an access function, by the kallsyms snapshot.
+    let kallsyms = Kallsyms::parse(profile.kallsyms());
+    let mut in_function: BTreeMap<String, u64> = BTreeMap::new();
+    for (_, record) in profile.records() {
+        let Record::AccessSample(sample) = record else {
+            continue;
+        };
+        if let Some(location) = kallsyms.lookup(sample.ip) {
+            if location.symbol.name.starts_with("dprof_selftest_") {
+                *in_function.entry(location.symbol.name.clone()).or_default() += 1;
+            }
+        }
+    }
+    writeln!(report, "samples in selftest functions: {in_function:?}")?;
+
+    // Field names come from the DWARF of the guest kernel and of dprof_selftest.ko.
+    let vmlinux =
+        std::env::var("VMLINUX").context("VMLINUX must name the guest kernel's vmlinux")?;
+    let json = report_json(
+        &path,
+        &["--vmlinux", &vmlinux, "--debug-dir", &dir.to_string_lossy()],
+    )?;
+    let obj = find_type(&json, "dprof_selftest_obj")?;
+    let local = find_type(&json, "dprof_selftest_local")?;
+    let mut failures = Vec::new();
+    for (function, ty, type_name) in [
+        ("dprof_selftest_produce", obj, "dprof_selftest_obj"),
+        ("dprof_selftest_consume", obj, "dprof_selftest_obj"),
+        ("dprof_selftest_local_touch", local, "dprof_selftest_local"),
+    ] {
+        let total = in_function.get(function).copied().unwrap_or(0);
+        let resolved = type_samples_in(ty, function);
+        let pct = if total == 0 {
+            0.0
+        } else {
+            100.0 * resolved as f64 / total as f64
+        };
+        writeln!(
+            report,
+            "{function}: {resolved} of {total} samples resolve to {type_name} ({pct:.1}%)"
+        )?;
+        if total < 20 {
+            failures.push(format!("{function}: only {total} samples"));
+        } else if pct < 90.0 {
+            failures.push(format!(
+                "{function}: {pct:.1}% of its samples resolve to {type_name}, want >= 90%"
+            ));
+        }
+    }
+    for (ty, type_name, offset, want) in [
+        (obj, "dprof_selftest_obj", 8, "a"),
+        (obj, "dprof_selftest_obj", 16, "b"),
+        (local, "dprof_selftest_local", 0, "count"),
+        (local, "dprof_selftest_local", 8, "value"),
+    ] {
+        let got = field_name_at(ty, offset);
+        writeln!(report, "{type_name}+{offset}: field {got:?}")?;
+        if got.as_deref() != Some(want) {
+            failures.push(format!(
+                "{type_name} offset {offset} named {got:?}, want {want}"
+            ));
+        }
+    }
+    let (obj_bounce, local_bounce) = (obj["bounce"].as_bool(), local["bounce"].as_bool());
+    writeln!(
+        report,
+        "bounce: dprof_selftest_obj {obj_bounce:?} ({} objects), dprof_selftest_local {local_bounce:?} ({} objects)",
+        obj["bounced_objects"], local["bounced_objects"]
+    )?;
+    if obj_bounce != Some(true) {
+        failures.push("dprof_selftest_obj is not flagged as bouncing".to_string());
+    }
+    if local_bounce != Some(false) {
+        failures.push("dprof_selftest_local is flagged as bouncing".to_string());
+    }
+    if failures.is_empty() {
+        writeln!(report, "selftest-data-profile: all checks passed")?;
+        Ok(report)
+    } else {
+        bail!("{report}\nFAILED:\n  {}", failures.join("\n  "))
+    }
+}
+
+fn check_workload(dir: &Path) -> Result<String> {
+    let path = dir.join("workload.dprof");
+    let profile = Profile::open(&path).context("opening the guest's profile")?;
+    let mut report = String::new();
+    check_effective_addresses(&profile, &mut report)?;
+    let json = report_json(&path, &[])?;
+    let types = json["data_profile"]["types"]
+        .as_array()
+        .context("no types in the report")?;
+    let with_samples: Vec<&str> = types
+        .iter()
+        .filter(|t| t["samples"].as_u64().unwrap_or(0) > 0 && t["kind"] == "slab")
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    writeln!(
+        report,
+        "slab types with samples ({}): {with_samples:?}",
+        with_samples.len()
+    )?;
+    let coverage = &json["coverage"];
+    writeln!(report, "coverage: {}", coverage["summary"])?;
+    ensure!(
+        coverage["total_samples"].as_u64().unwrap_or(0) > 0,
+        "coverage reports no samples"
+    );
+    ensure!(
+        with_samples.contains(&"skbuff_head_cache"),
+        "skbuff_head_cache has no samples in the data profile"
+    );
+    ensure!(
+        with_samples.len() >= 6,
+        "only {} slab types have samples; want skbuff_head_cache and at least 5 others",
+        with_samples.len()
+    );
+    writeln!(report, "workload-data-profile: all checks passed")?;
+    Ok(report)
+}
+
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let (Some(check), Some(dir)) = (args.get(1), args.get(2)) else {
-        bail!("usage: dprof-qemu-check slab-workload DIR");
+        bail!(
+            "usage: dprof-qemu-check slab-workload|selftest-data-profile|workload-data-profile DIR"
+        );
     };
     let dir = Path::new(dir);
     let report = match check.as_str() {
         "slab-workload" => check_slab_workload(dir),
+        "selftest-data-profile" => check_selftest(dir),
+        "workload-data-profile" => check_workload(dir),
         other => bail!("unknown check {other:?}"),
     };
     match report {

@@ -1,0 +1,553 @@
+//! `dprof report`: the data profile of a profile, as a table, a drill-down into one type, or
+//! JSON.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use dprof::analysis::{self, Options};
+use dprof::debuginfo::{DebugInfo, MatchedBy};
+use dprof::profile::{Profile, ProfileError};
+use dprof::report::{FieldSource, Report, StructNames, TypeKind, TypeProfile};
+use dprof::resolve::{SymbolSource, WithDebugInfo};
+use dprof::symbols::Kallsyms;
+
+use crate::units::format_bytes;
+
+/// Show which data types the sampled kernel accesses went to (the data profile).
+///
+/// Every access sample is decoded (its instruction and registers give the data address) and
+/// resolved, in time order, against the address set replayed from the profile's allocations
+/// and frees: a slab object (its cache; generic kmalloc caches split by allocation site, e.g.
+/// kmalloc-1k@__alloc_skb), a global or per-CPU variable, a kernel stack, or unknown.
+///
+/// The table ranks types by samples, with their share of resolved samples, objects touched,
+/// peak live objects and bytes, the bounce flag (an object touched from more than one CPU
+/// within one lifetime; the number of such objects in brackets), the top function and the
+/// top offset. The coverage line says where every sample went, resolved or not.
+///
+/// --type NAME shows one type: its offsets (with field names given --vmlinux) with
+/// read/write counts, its functions and its CPUs. --json prints the whole report model.
+///
+/// Field names need the vmlinux of the profiled kernel (--vmlinux, checked against the
+/// profile's build id) and, for modules, a directory of their .ko files (--debug-dir). Cache
+/// names map to structs through a built-in table (skbuff_head_cache=sk_buff, TCP=tcp_sock,
+/// ...), a cache named like a struct, or --type-map FILE with lines `cache=struct`.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+#[allow(
+    clippy::doc_markdown,
+    reason = "this is --help text, where backticks would show"
+)]
+pub struct ReportArgs {
+    /// The profile.
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// Print the report model as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Show one type in detail: fields, functions, CPUs.
+    #[arg(long = "type", value_name = "NAME")]
+    type_name: Option<String>,
+    /// Which view.
+    #[arg(long, value_enum, default_value = "data-profile")]
+    view: View,
+    /// vmlinux of the profiled kernel, with debug info: field names, exact symbol sizes.
+    #[arg(long, value_name = "PATH")]
+    vmlinux: Option<PathBuf>,
+    /// Directory holding the profiled modules' .ko files (with debug info).
+    #[arg(long, value_name = "DIR", requires = "vmlinux")]
+    debug_dir: Option<PathBuf>,
+    /// Extra cache-to-struct names: lines `cache=struct` (`cache=` for none), # comments.
+    #[arg(long, value_name = "FILE")]
+    type_map: Option<PathBuf>,
+    /// Rows per table (types; fields, functions and CPUs of --type). Text: 20 by default;
+    /// JSON: everything unless given.
+    #[arg(long, value_name = "N")]
+    top: Option<usize>,
+}
+
+/// Views `dprof report` can show.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum View {
+    /// Types ranked by samples (paper section 3.1).
+    DataProfile,
+}
+
+/// Rows per table in text when --top is not given.
+const DEFAULT_TOP: usize = 20;
+
+pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    let View::DataProfile = args.view;
+    let profile = Profile::open(&args.file).map_err(|e| match e {
+        ProfileError::Io { .. } => anyhow::Error::new(e),
+        _ => anyhow::Error::new(e).context(args.file.display().to_string()),
+    })?;
+    let mut names = StructNames::builtin();
+    if let Some(path) = &args.type_map {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the type map {}", path.display()))?;
+        names
+            .add_user_map(&text)
+            .with_context(|| path.display().to_string())?;
+    }
+    let kallsyms = Kallsyms::parse(profile.kallsyms());
+    let debug = match &args.vmlinux {
+        Some(path) => Some(load_debug_info(path, args, &profile, &kallsyms)?),
+        None => None,
+    };
+    let options = Options::default();
+    let mut report = match &debug {
+        Some(debug) => {
+            let symbols = WithDebugInfo::new(&kallsyms, debug);
+            analysis::analyze_with(&profile, &symbols as &dyn SymbolSource, &options)
+        }
+        None => analysis::analyze_with(&profile, &kallsyms, &options),
+    };
+    if report.coverage.total_samples == 0 {
+        bail!(
+            "{}: the profile has no access samples: collect with --events samples",
+            args.file.display()
+        );
+    }
+    report.annotate_fields(&names, debug.as_ref().map(|d| d as &dyn FieldSource));
+    for w in &report.warnings {
+        eprintln!("dprof: warning: {}", w.message);
+    }
+    let selected = match &args.type_name {
+        Some(name) => Some(find_type(&report, name)?),
+        None => None,
+    };
+
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let written = match (args.json, selected) {
+        (true, selected) => json(&report, selected, args.top, &mut out),
+        (false, None) => text(&report, args.top.unwrap_or(DEFAULT_TOP), &mut out),
+        (false, Some(t)) => type_text(
+            &report,
+            t,
+            args.top.unwrap_or(DEFAULT_TOP),
+            debug.is_some(),
+            &mut out,
+        ),
+    }
+    .and_then(|()| out.flush());
+    match written {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        other => other
+            .context("cannot write to standard output")
+            .map(|()| ExitCode::SUCCESS),
+    }
+}
+
+fn load_debug_info(
+    path: &std::path::Path,
+    args: &ReportArgs,
+    profile: &Profile,
+    kallsyms: &Kallsyms,
+) -> anyhow::Result<DebugInfo> {
+    let mut debug = DebugInfo::load(path, args.debug_dir.as_deref())?;
+    if debug.matches(profile.header())? == MatchedBy::ReleaseOnly {
+        eprintln!(
+            "dprof: warning: the profile records only the kernel release, so {} could not be \
+             checked against its banner or build id",
+            path.display()
+        );
+    }
+    // kallsyms lists kprobe and ftrace trampolines as [__builtin__*] modules: no .ko exists.
+    let missing: Vec<String> = debug
+        .use_kallsyms(kallsyms)?
+        .into_iter()
+        .filter(|m| !m.starts_with("__builtin__"))
+        .collect();
+    if !missing.is_empty() {
+        let hint = if args.debug_dir.is_some() {
+            "no MODULE.ko for them in --debug-dir"
+        } else {
+            "pass --debug-dir DIR with their MODULE.ko files"
+        };
+        eprintln!(
+            "dprof: warning: no debug info for module(s) {}: their fields and source lines stay \
+             unnamed ({hint})",
+            missing.join(", ")
+        );
+    }
+    Ok(debug)
+}
+
+fn find_type<'r>(report: &'r Report, name: &str) -> anyhow::Result<&'r TypeProfile> {
+    if let Some(t) = report.find_type(name) {
+        return Ok(t);
+    }
+    let close = report.similar_types(name, 5);
+    if close.is_empty() {
+        let top: Vec<&str> = report
+            .data_profile
+            .types
+            .iter()
+            .take(5)
+            .map(|t| t.name.as_str())
+            .collect();
+        bail!(
+            "no type {name:?} in the profile; the most sampled are: {}",
+            top.join(", ")
+        );
+    }
+    bail!(
+        "no type {name:?} in the profile; did you mean: {}?",
+        close.join(", ")
+    );
+}
+
+/// The report, or one type of it, with lists cut to `top` entries when given.
+fn json(
+    report: &Report,
+    selected: Option<&TypeProfile>,
+    top: Option<usize>,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let cut = |t: &TypeProfile| {
+        let mut t = t.clone();
+        if let Some(n) = top {
+            t.functions.truncate(n);
+            t.fields.truncate(n);
+            t.cpus.truncate(n);
+        }
+        t
+    };
+    let value = if let Some(t) = selected {
+        serde_json::to_value(cut(t))
+    } else {
+        let mut r = report.clone();
+        if let Some(n) = top {
+            r.data_profile.types.truncate(n);
+            r.unknown_functions.truncate(n);
+        }
+        r.data_profile.types = r.data_profile.types.iter().map(cut).collect();
+        serde_json::to_value(r)
+    }
+    .map_err(io::Error::other)?;
+    serde_json::to_writer_pretty(&mut *out, &value).map_err(io::Error::other)?;
+    writeln!(out)
+}
+
+/// A table: left-aligned text columns and right-aligned numbers, two spaces apart.
+struct Table {
+    right: Vec<bool>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn new(header: &[(&str, bool)]) -> Self {
+        Self {
+            right: header.iter().map(|&(_, r)| r).collect(),
+            rows: vec![header.iter().map(|&(h, _)| h.to_owned()).collect()],
+        }
+    }
+
+    fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    fn write(&self, out: &mut impl Write) -> io::Result<()> {
+        let mut widths = vec![0usize; self.right.len()];
+        for row in &self.rows {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        for row in &self.rows {
+            let mut line = String::new();
+            for (i, (cell, (&w, &right))) in
+                row.iter().zip(widths.iter().zip(&self.right)).enumerate()
+            {
+                if i > 0 {
+                    line.push_str("  ");
+                }
+                let pad = w - cell.chars().count();
+                if right {
+                    line.extend(std::iter::repeat_n(' ', pad));
+                    line.push_str(cell);
+                } else {
+                    line.push_str(cell);
+                    line.extend(std::iter::repeat_n(' ', pad));
+                }
+            }
+            writeln!(out, "{}", line.trim_end())?;
+        }
+        Ok(())
+    }
+}
+
+fn percent(n: u64, total: u64) -> String {
+    if total == 0 {
+        "-".to_owned()
+    } else {
+        format!("{:.1}%", n as f64 * 100.0 / total as f64)
+    }
+}
+
+fn opt(v: Option<u64>) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| v.to_string())
+}
+
+fn offset_label(f: &dprof::report::FieldCount) -> String {
+    match &f.field {
+        Some(name) => format!("+{:#x} {name}", f.offset),
+        None => format!("+{:#x}", f.offset),
+    }
+}
+
+fn type_label(t: &TypeProfile) -> String {
+    match &t.struct_name {
+        Some(s) if *s != t.name => format!("{} ({s})", t.name),
+        _ => t.name.clone(),
+    }
+}
+
+fn header_lines(report: &Report, out: &mut impl Write) -> io::Result<()> {
+    let p = &report.profile;
+    writeln!(
+        out,
+        "kernel {}, {} CPUs, {}",
+        p.kernel_release, p.online_cpus, p.cpu_model
+    )?;
+    writeln!(out, "coverage: {}", report.coverage.summary)
+}
+
+fn text(report: &Report, top: usize, out: &mut impl Write) -> io::Result<()> {
+    header_lines(report, out)?;
+    writeln!(out)?;
+    let dp = &report.data_profile;
+    writeln!(
+        out,
+        "Data profile: {} types, ranked by samples (software sampler: no miss data)",
+        dp.types.len()
+    )?;
+    let mut table = Table::new(&[
+        ("rank", true),
+        ("type", false),
+        ("samples", true),
+        ("share", true),
+        ("objects", true),
+        ("bounce", false),
+        ("peak objs", true),
+        ("peak bytes", true),
+        ("top function", false),
+        ("top offset", false),
+    ]);
+    for t in dp.types.iter().take(top) {
+        let bounce = if t.bounce {
+            format!("yes ({})", t.bounced_objects)
+        } else {
+            "no".to_owned()
+        };
+        let top_fn = t.functions.first().map_or_else(
+            || "-".to_owned(),
+            |f| format!("{} {}", f.function, percent(f.samples, t.samples)),
+        );
+        let top_field = t.fields.first().map_or_else(
+            || "-".to_owned(),
+            |f| format!("{} {}", offset_label(f), percent(f.samples, t.samples)),
+        );
+        table.row(vec![
+            t.rank.to_string(),
+            type_label(t),
+            t.samples.to_string(),
+            percent(t.samples, dp.resolved_samples),
+            t.objects.to_string(),
+            bounce,
+            opt(t.peak_live_objects),
+            t.peak_live_bytes
+                .map_or_else(|| "-".to_owned(), format_bytes),
+            top_fn,
+            top_field,
+        ]);
+    }
+    table.write(out)?;
+    if dp.types.len() > top {
+        writeln!(
+            out,
+            "... {} more types (--top N shows more)",
+            dp.types.len() - top
+        )?;
+    }
+    writeln!(out)?;
+    let a = &report.address_set;
+    writeln!(
+        out,
+        "address set: allocations {}, frees {} (+ {} of unknown objects, {} of NULL), missed \
+         frees {}; live objects: peak {}, at the end {}",
+        a.allocs,
+        a.frees,
+        a.unknown_frees,
+        a.null_frees,
+        a.missed_frees,
+        a.peak_live_objects,
+        a.live_at_end
+    )?;
+    let unknown = report.coverage.count(dprof::report::Bucket::UnknownAddress);
+    if unknown > 0 {
+        let fns: Vec<String> = report
+            .unknown_functions
+            .iter()
+            .take(5)
+            .map(|f| format!("{} ({})", f.function, f.samples))
+            .collect();
+        writeln!(
+            out,
+            "unknown addresses: {unknown} samples, from {}",
+            fns.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
+fn type_text(
+    report: &Report,
+    t: &TypeProfile,
+    top: usize,
+    have_debug: bool,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    type_summary(report, t, out)?;
+    type_tables(t, top, have_debug, out)
+}
+
+/// The lines about one type above its tables.
+fn type_summary(report: &Report, t: &TypeProfile, out: &mut impl Write) -> io::Result<()> {
+    header_lines(report, out)?;
+    writeln!(out)?;
+    let mut what = vec![format!("{} #{}", t.kind.name(), t.rank)];
+    if let Some(c) = &t.cache {
+        what.push(format!("cache {c}"));
+    }
+    if let Some(s) = &t.site {
+        what.push(format!("allocated in {s}"));
+    }
+    if let Some(s) = &t.struct_name {
+        what.push(format!("struct {s}"));
+    }
+    if let Some(n) = t.object_size {
+        what.push(format!("object size {n}"));
+    }
+    writeln!(out, "Type {} ({})", t.name, what.join(", "))?;
+    writeln!(
+        out,
+        "samples: {} ({} of resolved): reads {}, writes {}, read-modify-writes {}",
+        t.samples,
+        percent(t.samples, report.data_profile.resolved_samples),
+        t.reads,
+        t.writes,
+        t.read_writes
+    )?;
+    let unit = match t.kind {
+        TypeKind::Slab => "objects",
+        TypeKind::Percpu => "CPU copies",
+        TypeKind::Stack => "stacks",
+        TypeKind::Global => "instances",
+    };
+    writeln!(
+        out,
+        "{unit} touched: {}, of them touched from more than one CPU: {} (bounce: {})",
+        t.objects,
+        t.bounced_objects,
+        if t.bounce { "yes" } else { "no" }
+    )?;
+    if t.kind == TypeKind::Slab {
+        writeln!(
+            out,
+            "address set: allocations {}, frees {}; live: peak {} objects, peak {}",
+            opt(t.allocs),
+            opt(t.frees),
+            opt(t.peak_live_objects),
+            t.peak_live_bytes
+                .map_or_else(|| "-".to_owned(), format_bytes),
+        )?;
+    }
+    Ok(())
+}
+
+/// Offsets, functions and CPUs of one type.
+fn type_tables(
+    t: &TypeProfile,
+    top: usize,
+    have_debug: bool,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Offsets{}",
+        if have_debug {
+            ""
+        } else {
+            " (field names need --vmlinux)"
+        }
+    )?;
+    let mut fields = Table::new(&[
+        ("offset", false),
+        ("size", true),
+        ("samples", true),
+        ("share", true),
+        ("R", true),
+        ("W", true),
+        ("RW", true),
+    ]);
+    for f in t.fields.iter().take(top) {
+        fields.row(vec![
+            offset_label(f),
+            f.size.to_string(),
+            f.samples.to_string(),
+            percent(f.samples, t.samples),
+            f.reads.to_string(),
+            f.writes.to_string(),
+            f.read_writes.to_string(),
+        ]);
+    }
+    fields.write(out)?;
+    more(out, t.fields.len(), top, "offsets")?;
+    writeln!(out)?;
+    writeln!(out, "Functions")?;
+    let mut fns = Table::new(&[
+        ("function", false),
+        ("samples", true),
+        ("share", true),
+        ("R", true),
+        ("W", true),
+        ("RW", true),
+    ]);
+    for f in t.functions.iter().take(top) {
+        fns.row(vec![
+            f.function.clone(),
+            f.samples.to_string(),
+            percent(f.samples, t.samples),
+            f.reads.to_string(),
+            f.writes.to_string(),
+            f.read_writes.to_string(),
+        ]);
+    }
+    fns.write(out)?;
+    more(out, t.functions.len(), top, "functions")?;
+    writeln!(out)?;
+    writeln!(out, "CPUs")?;
+    let mut cpus = Table::new(&[("cpu", true), ("samples", true), ("share", true)]);
+    for c in t.cpus.iter().take(top) {
+        cpus.row(vec![
+            c.cpu.to_string(),
+            c.samples.to_string(),
+            percent(c.samples, t.samples),
+        ]);
+    }
+    cpus.write(out)?;
+    more(out, t.cpus.len(), top, "CPUs")
+}
+
+fn more(out: &mut impl Write, len: usize, top: usize, what: &str) -> io::Result<()> {
+    if len > top {
+        writeln!(out, "... {} more {what} (--top N shows more)", len - top)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,760 @@
+//! The data profile analysis: records in, [`Report`] out.
+//!
+//! ```text
+//! records (file order) ──▶ decode samples ──▶ reorder buffer ──▶ replay in time order:
+//!   CacheInfo, Lost: applied at once           (bounded, see      Alloc/Free ─▶ address set
+//!   samples w/o a data address: counted        [`reorder`])       sample ─▶ resolve ─▶ aggregate
+//! ```
+//!
+//! Only what needs time order goes through the reorder buffer: allocations, frees and samples
+//! with a data address. Cache infos (metadata) and lost counts apply at once; samples that have
+//! no data address (user mode, no memory operand, ...) are counted at once.
+//!
+//! Memory grows with live objects, types, and distinct (type, instruction, offset) keys, never
+//! with the number of samples: the reorder buffer is bounded (see [`reorder`]) and samples are
+//! aggregated as they leave it.
+//!
+//! [`Analyzer`] is the streaming form (a live session can feed it records as they are read);
+//! [`analyze`] runs it over a [`Profile`].
+
+pub mod example;
+pub mod reorder;
+
+#[cfg(test)]
+mod tests;
+
+use dprof_abi::{AccessSample, Alloc, Record, RecordHeader, SAMPLE_USER};
+
+use crate::decode::{AccessKind, DecodeOutcome, Decoder};
+use crate::profile::{Profile, ProfileHeader};
+use crate::report::{
+    AddressSetStats, Bucket, Coverage, CpuCount, DataProfile, FieldCount, FunctionCount, Metric,
+    OrderingStats, ProfileInfo, Report, TypeKind, TypeProfile, Warning, WarningCode,
+};
+use crate::resolve::{
+    LiveObject, Resolution, Resolver, SampleContext, SymbolSource, Touch, TypeId,
+};
+use reorder::ReorderBuffer;
+use rustc_hash::FxHashMap;
+
+/// How the analysis runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Records may wait this long (ns) behind the newest record for older ones from slower
+    /// CPUs (see [`reorder`]).
+    pub reorder_window_ns: u64,
+    /// At most this many records wait in the reorder buffer.
+    pub reorder_capacity: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            reorder_window_ns: 2_000_000_000,
+            reorder_capacity: 1 << 20,
+        }
+    }
+}
+
+/// Analyzes a whole profile with its own kallsyms snapshot.
+#[must_use]
+pub fn analyze(profile: &Profile, options: &Options) -> Report {
+    let symbols = crate::symbols::Kallsyms::parse(profile.kallsyms());
+    analyze_with(profile, &symbols, options)
+}
+
+/// Analyzes a whole profile with the given symbols.
+#[must_use]
+pub fn analyze_with(profile: &Profile, symbols: &dyn SymbolSource, options: &Options) -> Report {
+    let mut analyzer = Analyzer::new(profile.header(), symbols, options);
+    for (header, record) in profile.records() {
+        analyzer.push(&header, &record);
+    }
+    analyzer.finish()
+}
+
+/// What waits in the reorder buffer.
+#[derive(Clone, Copy, Debug)]
+enum Event {
+    Alloc(SmallAlloc),
+    Free(u64),
+    Sample(SampleAccess),
+}
+
+/// What the replay needs of an allocation (smaller than [`Alloc`]: records wait in the
+/// reorder buffer by the thousand).
+#[derive(Clone, Copy, Debug)]
+struct SmallAlloc {
+    ptr: u64,
+    call_site: u64,
+    cache: u64,
+    bytes_alloc: u32,
+    flags: u32,
+}
+
+/// What the replay needs of a sample with a data address. What does not depend on the replay
+/// time (the `%gs` offset, whether the address is on the sample's stack) is worked out before
+/// the sample waits in the reorder buffer.
+#[derive(Clone, Copy, Debug)]
+struct SampleAccess {
+    ip: u64,
+    addr: u64,
+    /// `%gs`-relative accesses: `addr - gs_base`.
+    gs_offset: u64,
+    size: u32,
+    kind: AccessKind,
+    gs_relative: bool,
+    /// The address is in the `THREAD_SIZE` region of the sample's `%rsp`.
+    on_stack: bool,
+}
+
+/// Counts of one kind of access.
+#[derive(Clone, Copy, Debug, Default)]
+struct Rw {
+    reads: u64,
+    writes: u64,
+    read_writes: u64,
+}
+
+impl Rw {
+    #[inline]
+    fn add(&mut self, kind: AccessKind) {
+        match kind {
+            AccessKind::Read => self.reads += 1,
+            AccessKind::Write => self.writes += 1,
+            AccessKind::ReadWrite => self.read_writes += 1,
+        }
+    }
+
+    fn total(self) -> u64 {
+        self.reads + self.writes + self.read_writes
+    }
+
+    fn merge(&mut self, other: Self) {
+        self.reads += other.reads;
+        self.writes += other.writes;
+        self.read_writes += other.read_writes;
+    }
+}
+
+/// Per-type accumulators.
+#[derive(Clone, Debug, Default)]
+struct TypeAcc {
+    rw: Rw,
+    objects: u64,
+    bounced: u64,
+    allocs: u64,
+    frees: u64,
+    live_objects: u64,
+    live_bytes: u64,
+    peak_objects: u64,
+    peak_bytes: u64,
+    cpus: Vec<u64>,
+}
+
+/// Key of the (type, offset, instruction) aggregation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct AccessKey {
+    type_id: u32,
+    offset: u64,
+    ip: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct AccessAcc {
+    rw: Rw,
+    size: u32,
+}
+
+/// Touch state of a non-slab instance (global symbol, per-CPU copy, stack).
+#[derive(Clone, Copy, Debug)]
+struct Instance {
+    first_cpu: u32,
+    bounced: bool,
+}
+
+/// Instance owner of globals and stacks: owned by no CPU.
+const NO_OWNER: u32 = u32::MAX;
+
+/// Largest CPU number tracked per type (CPU numbers come from the profile, below `nr_cpu_ids`).
+const MAX_TRACKED_CPU: u32 = 1 << 16;
+
+/// Streaming analysis: [`Analyzer::push`] records in file order, then [`Analyzer::finish`].
+pub struct Analyzer<'s> {
+    header: ProfileHeader,
+    options: Options,
+    decoder: Decoder,
+    resolver: Resolver<'s>,
+    reorder: ReorderBuffer<(u32, Event)>,
+    state: State,
+}
+
+/// Everything the replay updates (apart from the resolver).
+#[derive(Default)]
+struct State {
+    buckets: [u64; Bucket::ALL.len()],
+    types: Vec<TypeAcc>,
+    accesses: FxHashMap<AccessKey, AccessAcc>,
+    instances: FxHashMap<(u32, u64), Instance>,
+    unknown_ips: FxHashMap<u64, Rw>,
+    peak_live: u64,
+    live: u64,
+    records: u64,
+    first_time: Option<u64>,
+    last_time: Option<u64>,
+    lost: u64,
+    gs_relative_samples: u64,
+}
+
+impl std::fmt::Debug for Analyzer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Analyzer")
+            .field("records", &self.state.records)
+            .field("buffered", &self.reorder.len())
+            .field("resolver", &self.resolver)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'s> Analyzer<'s> {
+    /// An analyzer for a profile with this header.
+    #[must_use]
+    pub fn new(header: &ProfileHeader, symbols: &'s dyn SymbolSource, options: &Options) -> Self {
+        Self {
+            header: header.clone(),
+            options: *options,
+            decoder: Decoder::new(),
+            resolver: Resolver::new(symbols),
+            reorder: ReorderBuffer::new(
+                header.online_cpus as usize,
+                options.reorder_window_ns,
+                options.reorder_capacity,
+            ),
+            state: State::default(),
+        }
+    }
+
+    /// Feeds one record, in file order.
+    pub fn push(&mut self, header: &RecordHeader, record: &Record) {
+        let st = &mut self.state;
+        st.records += 1;
+        let t = header.time_ns;
+        st.first_time = Some(st.first_time.map_or(t, |f| f.min(t)));
+        st.last_time = Some(st.last_time.map_or(t, |l| l.max(t)));
+        let event = match record {
+            Record::CacheInfo(info) => {
+                self.resolver.cache_info(info);
+                return;
+            }
+            Record::Lost(lost) => {
+                st.lost = st.lost.saturating_add(lost.count);
+                return;
+            }
+            Record::Alloc(a) => Event::Alloc(SmallAlloc {
+                ptr: a.ptr,
+                call_site: a.call_site,
+                cache: a.cache,
+                bytes_alloc: a.bytes_alloc,
+                flags: a.flags,
+            }),
+            Record::Free(free) => Event::Free(free.ptr),
+            Record::AccessSample(sample) => match self.sample_event(header.cpu, sample) {
+                Some(event) => event,
+                None => return,
+            },
+        };
+        let (resolver, state) = (&mut self.resolver, &mut self.state);
+        self.reorder
+            .push(header.cpu, t, (header.cpu, event), |time, (cpu, event)| {
+                replay(resolver, state, time, cpu, &event);
+            });
+    }
+
+    /// Decodes a sample; counts it at once when it has no data address.
+    fn sample_event(&mut self, cpu: u32, sample: &AccessSample) -> Option<Event> {
+        if sample.flags & SAMPLE_USER != 0 {
+            self.state.buckets[Bucket::UserMode.index()] += 1;
+            return None;
+        }
+        self.resolver.learn_gs_base(cpu, sample.gs_base);
+        match self.decoder.access(sample) {
+            DecodeOutcome::Access(access) => {
+                if access.gs_relative {
+                    self.state.gs_relative_samples += 1;
+                }
+                let rsp = sample.regs[dprof_abi::reg::RSP];
+                let region = !(crate::resolve::THREAD_SIZE - 1);
+                Some(Event::Sample(SampleAccess {
+                    ip: sample.ip,
+                    addr: access.addr,
+                    gs_offset: access.addr.wrapping_sub(sample.gs_base),
+                    size: access.size,
+                    kind: access.kind,
+                    gs_relative: access.gs_relative,
+                    on_stack: rsp != 0 && access.addr & region == rsp & region,
+                }))
+            }
+            DecodeOutcome::None(why) => {
+                self.state.buckets[Bucket::of_no_access(why).index()] += 1;
+                None
+            }
+        }
+    }
+
+    /// Replays what is still buffered and builds the report.
+    #[must_use]
+    pub fn finish(mut self) -> Report {
+        let (resolver, state) = (&mut self.resolver, &mut self.state);
+        self.reorder.finish(|time, (cpu, event)| {
+            replay(resolver, state, time, cpu, &event);
+        });
+        build_report(&self)
+    }
+}
+
+fn type_acc(types: &mut Vec<TypeAcc>, id: TypeId) -> &mut TypeAcc {
+    let i = id.0 as usize;
+    if i >= types.len() {
+        types.resize_with(i + 1, TypeAcc::default);
+    }
+    // Just resized to hold `i`.
+    let last = types.len() - 1;
+    &mut types[i.min(last)]
+}
+
+fn on_gone(types: &mut [TypeAcc], obj: &LiveObject, freed: bool) {
+    if let Some(acc) = types.get_mut(obj.type_id.0 as usize) {
+        acc.live_objects = acc.live_objects.saturating_sub(1);
+        acc.live_bytes = acc.live_bytes.saturating_sub(u64::from(obj.size));
+        if freed {
+            acc.frees += 1;
+        }
+    }
+}
+
+/// One record in time order.
+#[inline]
+fn replay(resolver: &mut Resolver<'_>, st: &mut State, time: u64, cpu: u32, event: &Event) {
+    match *event {
+        Event::Alloc(a) => {
+            let alloc = Alloc {
+                ptr: a.ptr,
+                call_site: a.call_site,
+                cache: a.cache,
+                bytes_alloc: a.bytes_alloc,
+                flags: a.flags,
+                ..Alloc::default()
+            };
+            replay_alloc(resolver, st, time, cpu, &alloc);
+        }
+        Event::Free(ptr) => {
+            if let Some(obj) = resolver.free(ptr) {
+                st.live = st.live.saturating_sub(1);
+                on_gone(&mut st.types, &obj, true);
+            }
+        }
+        Event::Sample(access) => replay_sample(resolver, st, cpu, &access),
+    }
+}
+
+fn replay_alloc(resolver: &mut Resolver<'_>, st: &mut State, time: u64, cpu: u32, alloc: &Alloc) {
+    let types = &mut st.types;
+    let mut replaced = 0u64;
+    let Some((_, type_id)) = resolver.alloc(alloc, time, cpu, |old| {
+        on_gone(types, old, false);
+        replaced += 1;
+    }) else {
+        return;
+    };
+    st.live = st.live.saturating_sub(replaced) + 1;
+    st.peak_live = st.peak_live.max(st.live);
+    let acc = type_acc(&mut st.types, type_id);
+    acc.allocs += 1;
+    acc.live_objects += 1;
+    acc.live_bytes += u64::from(alloc.bytes_alloc);
+    acc.peak_objects = acc.peak_objects.max(acc.live_objects);
+    acc.peak_bytes = acc.peak_bytes.max(acc.live_bytes);
+}
+
+#[inline]
+fn replay_sample(resolver: &mut Resolver<'_>, st: &mut State, cpu: u32, access: &SampleAccess) {
+    // A context that gives the resolver what was worked out at ingestion: any address in the
+    // stack region stands for %rsp, and the gs base is what makes the offset.
+    let ctx = SampleContext {
+        cpu,
+        gs_base: access.addr.wrapping_sub(access.gs_offset),
+        rsp: if access.on_stack { access.addr } else { 0 },
+    };
+    let ip = access.ip;
+    let (resolution, touch) = resolver.resolve_touch(access.addr, access.gs_relative, &ctx);
+    let (bucket, type_id, offset, instance) = match resolution {
+        Resolution::Slab {
+            slot: _,
+            type_id,
+            offset,
+        } => {
+            let acc = type_acc(&mut st.types, type_id);
+            match touch {
+                Some(Touch::First) => acc.objects += 1,
+                Some(Touch::Bounced) => acc.bounced += 1,
+                Some(Touch::Again) | None => {}
+            }
+            (Bucket::Slab, type_id, offset, None)
+        }
+        Resolution::Global {
+            type_id,
+            symbol,
+            offset,
+        } => (Bucket::Global, type_id, offset, Some((symbol, NO_OWNER))),
+        Resolution::Percpu {
+            type_id,
+            owner_cpu,
+            offset,
+        } => (
+            Bucket::Percpu,
+            type_id,
+            offset,
+            Some((u64::from(owner_cpu), owner_cpu)),
+        ),
+        Resolution::Stack {
+            type_id,
+            base,
+            offset,
+        } => (Bucket::Stack, type_id, offset, Some((base, NO_OWNER))),
+        Resolution::Unknown => {
+            st.buckets[Bucket::UnknownAddress.index()] += 1;
+            st.unknown_ips.entry(ip).or_default().add(access.kind);
+            return;
+        }
+    };
+    st.buckets[bucket.index()] += 1;
+    let acc = type_acc(&mut st.types, type_id);
+    if let Some((key, owner)) = instance {
+        // A per-CPU copy belongs to its CPU from the start: any other CPU bounces it.
+        let inst = st.instances.entry((type_id.0, key)).or_insert_with(|| {
+            acc.objects += 1;
+            Instance {
+                first_cpu: if owner == NO_OWNER { cpu } else { owner },
+                bounced: false,
+            }
+        });
+        if inst.first_cpu != cpu && !inst.bounced {
+            inst.bounced = true;
+            acc.bounced += 1;
+        }
+    }
+    acc.rw.add(access.kind);
+    if cpu < MAX_TRACKED_CPU {
+        let c = cpu as usize;
+        if c >= acc.cpus.len() {
+            acc.cpus.resize(c + 1, 0);
+        }
+        if let Some(n) = acc.cpus.get_mut(c) {
+            *n += 1;
+        }
+    }
+    let entry = st
+        .accesses
+        .entry(AccessKey {
+            type_id: type_id.0,
+            offset,
+            ip,
+        })
+        .or_default();
+    entry.rw.add(access.kind);
+    entry.size = access.size;
+}
+
+/// Function name of `ip`, or the address.
+fn function_name(symbols: &dyn SymbolSource, ip: u64) -> String {
+    symbols
+        .function(ip)
+        .map_or_else(|| format!("{ip:#x}"), |(name, _)| name.to_owned())
+}
+
+/// Sums `(name, Rw)` pairs by name into counts, most first.
+fn function_counts(items: impl IntoIterator<Item = (String, Rw)>) -> Vec<FunctionCount> {
+    let mut by_name: FxHashMap<String, Rw> = FxHashMap::default();
+    for (name, rw) in items {
+        by_name.entry(name).or_default().merge(rw);
+    }
+    let mut out: Vec<FunctionCount> = by_name
+        .into_iter()
+        .map(|(function, rw)| FunctionCount {
+            function,
+            samples: rw.total(),
+            reads: rw.reads,
+            writes: rw.writes,
+            read_writes: rw.read_writes,
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.samples
+            .cmp(&a.samples)
+            .then_with(|| a.function.cmp(&b.function))
+    });
+    out
+}
+
+#[allow(
+    clippy::too_many_lines,
+    reason = "one pass from accumulators to the model"
+)]
+fn build_report(a: &Analyzer<'_>) -> Report {
+    let st = &a.state;
+    let symbols = a.resolver.symbols();
+    let types = a.resolver.types();
+    let coverage = Coverage::from_counts(&st.buckets);
+    let resolved = coverage.resolved_samples;
+
+    // Functions and fields per type, from the (type, offset, ip) aggregation.
+    let mut names: FxHashMap<u64, String> = FxHashMap::default();
+    let mut per_type_fns: FxHashMap<u32, Vec<(String, Rw)>> = FxHashMap::default();
+    let mut per_type_fields: FxHashMap<(u32, u64), (Rw, u32, u64)> = FxHashMap::default();
+    for (key, acc) in &st.accesses {
+        let name = names
+            .entry(key.ip)
+            .or_insert_with(|| function_name(symbols, key.ip))
+            .clone();
+        per_type_fns
+            .entry(key.type_id)
+            .or_default()
+            .push((name, acc.rw));
+        let field = per_type_fields.entry((key.type_id, key.offset)).or_insert((
+            Rw::default(),
+            acc.size,
+            0,
+        ));
+        field.0.merge(acc.rw);
+        // The size of the most sampled instruction at this offset (ties: smaller ip, so the
+        // report does not depend on hash order).
+        let n = acc.rw.total();
+        if n > field.2 || (n == field.2 && acc.size < field.1) {
+            field.1 = acc.size;
+            field.2 = n;
+        }
+    }
+    let mut per_type_field_list: FxHashMap<u32, Vec<FieldCount>> = FxHashMap::default();
+    for ((type_id, offset), (rw, size, _)) in per_type_fields {
+        per_type_field_list
+            .entry(type_id)
+            .or_default()
+            .push(FieldCount {
+                offset,
+                size,
+                field: None,
+                samples: rw.total(),
+                reads: rw.reads,
+                writes: rw.writes,
+                read_writes: rw.read_writes,
+            });
+    }
+
+    let mut profiles: Vec<TypeProfile> = Vec::new();
+    for (id, info) in types.iter() {
+        let Some(acc) = st.types.get(id.0 as usize) else {
+            continue;
+        };
+        let samples = acc.rw.total();
+        if samples == 0 && acc.allocs == 0 {
+            continue;
+        }
+        let slab = info.kind == TypeKind::Slab;
+        let functions = function_counts(per_type_fns.remove(&id.0).unwrap_or_default());
+        let mut fields = per_type_field_list.remove(&id.0).unwrap_or_default();
+        fields.sort_by(|x, y| y.samples.cmp(&x.samples).then(x.offset.cmp(&y.offset)));
+        let mut cpus: Vec<CpuCount> = acc
+            .cpus
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(cpu, &n)| CpuCount {
+                cpu: cpu as u32,
+                samples: n,
+            })
+            .collect();
+        cpus.sort_by(|x, y| y.samples.cmp(&x.samples).then(x.cpu.cmp(&y.cpu)));
+        profiles.push(TypeProfile {
+            rank: 0,
+            name: info.name.clone(),
+            kind: info.kind,
+            cache: info.cache.clone(),
+            site: info.site.clone(),
+            struct_name: None,
+            object_size: info.object_size,
+            samples,
+            share: if resolved == 0 {
+                0.0
+            } else {
+                samples as f64 / resolved as f64
+            },
+            reads: acc.rw.reads,
+            writes: acc.rw.writes,
+            read_writes: acc.rw.read_writes,
+            objects: acc.objects,
+            bounced_objects: acc.bounced,
+            bounce: acc.bounced > 0,
+            allocs: slab.then_some(acc.allocs),
+            frees: slab.then_some(acc.frees),
+            peak_live_objects: slab.then_some(acc.peak_objects),
+            peak_live_bytes: slab.then_some(acc.peak_bytes),
+            functions,
+            fields,
+            cpus,
+        });
+    }
+    profiles.sort_by(|x, y| {
+        y.samples
+            .cmp(&x.samples)
+            .then(y.peak_live_bytes.cmp(&x.peak_live_bytes))
+            .then_with(|| x.name.cmp(&y.name))
+    });
+    for (i, p) in profiles.iter_mut().enumerate() {
+        p.rank = i + 1;
+    }
+
+    let unknown_functions = function_counts(
+        st.unknown_ips
+            .iter()
+            .map(|(&ip, &rw)| (function_name(symbols, ip), rw)),
+    );
+    let counts = a.resolver.counts();
+    let address_set = AddressSetStats {
+        allocs: counts.allocs,
+        frees: counts.frees,
+        unknown_frees: counts.unknown_frees,
+        null_frees: counts.null_frees,
+        missed_frees: counts.missed_frees,
+        unknown_cache_allocs: counts.unknown_cache_allocs,
+        live_at_end: a.resolver.objects().len() as u64,
+        peak_live_objects: st.peak_live,
+    };
+    let rc = a.reorder.counts();
+    let ordering = OrderingStats {
+        late_records: rc.late,
+        forced_records: rc.forced,
+        max_buffered: rc.max_buffered,
+        window_ns: a.options.reorder_window_ns,
+    };
+    let function_count = symbols.function_count();
+    let warnings = warnings(a, &coverage, &address_set, &ordering, function_count);
+    Report {
+        profile: ProfileInfo {
+            kernel_release: a.header.kernel_release.clone(),
+            cpu_model: a.header.cpu_model.clone(),
+            online_cpus: a.header.online_cpus,
+            slab_merging: a.header.slab_merging,
+            records: st.records,
+            first_time_ns: st.first_time,
+            last_time_ns: st.last_time,
+            lost_records: st.lost,
+            kallsyms_functions: function_count,
+        },
+        coverage,
+        data_profile: DataProfile {
+            metric: Metric::Samples,
+            resolved_samples: resolved,
+            types: profiles,
+        },
+        unknown_functions,
+        address_set,
+        ordering,
+        warnings,
+    }
+}
+
+/// Share of memory-access samples at unknown addresses above which the report warns.
+const MANY_UNKNOWN: f64 = 0.25;
+
+fn warnings(
+    a: &Analyzer<'_>,
+    coverage: &Coverage,
+    address_set: &AddressSetStats,
+    ordering: &OrderingStats,
+    function_count: usize,
+) -> Vec<Warning> {
+    let mut out = Vec::new();
+    let mut warn = |code, message: String| out.push(Warning { code, message });
+    if coverage.total_samples == 0 {
+        warn(
+            WarningCode::NoSamples,
+            "the profile has no access samples: collect with --events samples".to_owned(),
+        );
+    }
+    if function_count == 0 {
+        warn(
+            WarningCode::NoKallsyms,
+            "the profile's kallsyms snapshot has no usable symbols (was it collected without \
+             root?): functions and allocation sites are shown as addresses, and globals and \
+             per-CPU variables cannot be named"
+                .to_owned(),
+        );
+    }
+    if a.header.slab_merging {
+        warn(
+            WarningCode::SlabMerging,
+            "slab merging was on (no slab_nomerge on the kernel command line): caches of \
+             similar geometry share one name, so some types are merged; boot with slab_nomerge \
+             for exact types"
+                .to_owned(),
+        );
+    }
+    if a.state.lost > 0 {
+        warn(
+            WarningCode::RecordsLost,
+            format!(
+                "the module dropped {} records (full rings): some allocations, frees or samples \
+                 are missing, so some addresses resolve to the wrong object or to none; collect \
+                 with a larger --ring-size",
+                a.state.lost
+            ),
+        );
+    }
+    if ordering.late_records > 0 || ordering.forced_records > 0 {
+        warn(
+            WarningCode::OutOfOrder,
+            format!(
+                "{} records came later than the {} ms reorder window and {} left the reorder \
+                 buffer early because it was full: they were replayed out of time order",
+                ordering.late_records,
+                ordering.window_ns / 1_000_000,
+                ordering.forced_records
+            ),
+        );
+    }
+    if address_set.unknown_cache_allocs > 0 {
+        warn(
+            WarningCode::UnknownCaches,
+            format!(
+                "{} allocations came from caches the profile has no CacheInfo for: their types \
+                 are named by cache address",
+                address_set.unknown_cache_allocs
+            ),
+        );
+    }
+    if a.state.gs_relative_samples > 0 && a.resolver.symbols().percpu_range().is_none() {
+        warn(
+            WarningCode::NoPercpuLayout,
+            format!(
+                "{} samples accessed per-CPU data but the kallsyms snapshot does not give the \
+                 per-CPU area (__per_cpu_start/__per_cpu_end): they are counted as {}",
+                a.state.gs_relative_samples,
+                crate::resolve::PERCPU_DYNAMIC_TYPE
+            ),
+        );
+    }
+    let unknown = coverage.count(Bucket::UnknownAddress);
+    let with_address = unknown + coverage.resolved_samples;
+    if with_address > 0 && unknown as f64 > MANY_UNKNOWN * with_address as f64 {
+        warn(
+            WarningCode::ManyUnknown,
+            format!(
+                "{:.1}% of sampled data addresses resolved to nothing: objects allocated before \
+                 collection started are not in the address set; start collecting before the \
+                 workload",
+                unknown as f64 * 100.0 / with_address as f64
+            ),
+        );
+    }
+    out
+}

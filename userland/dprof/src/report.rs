@@ -1,0 +1,518 @@
+//! The report model: what `dprof report` shows, as plain data (serde `Serialize`). The CLI,
+//! the TUI and exporters render it; nothing here prints.
+//!
+//! The data profile (paper section 3.1) ranks data types by samples (the software sampler has
+//! no miss bits, so samples stand in for misses, and the report says so in
+//! [`DataProfile::metric`]). Every sample lands in exactly one [`Bucket`] of the
+//! [`Coverage`], so the report always says what it could not see.
+//!
+//! Field names are optional: offsets are always there, names only once
+//! [`Report::annotate_fields`] ran with a [`FieldSource`] (DWARF of vmlinux).
+
+mod struct_names;
+
+#[cfg(test)]
+mod tests;
+
+use serde::Serialize;
+
+use crate::decode::NoAccess;
+pub use crate::resolve::TypeKind;
+pub use struct_names::{StructNames, TypeMapError};
+
+/// The whole report of one profile.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    /// What the profile is.
+    pub profile: ProfileInfo,
+    /// Where every sample went.
+    pub coverage: Coverage,
+    /// Types ranked by samples.
+    pub data_profile: DataProfile,
+    /// Functions whose samples touched addresses nothing resolved, most first.
+    pub unknown_functions: Vec<FunctionCount>,
+    /// The address set replay.
+    pub address_set: AddressSetStats,
+    /// Ordering of records by time.
+    pub ordering: OrderingStats,
+    /// What the analysis could not do, one sentence each.
+    pub warnings: Vec<Warning>,
+}
+
+/// The profile the report is about.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ProfileInfo {
+    /// Kernel release.
+    pub kernel_release: String,
+    /// CPU model.
+    pub cpu_model: String,
+    /// CPUs online.
+    pub online_cpus: u32,
+    /// Whether slab merging was on.
+    pub slab_merging: bool,
+    /// Records read.
+    pub records: u64,
+    /// Earliest record time (ns).
+    pub first_time_ns: Option<u64>,
+    /// Latest record time (ns).
+    pub last_time_ns: Option<u64>,
+    /// Records the module dropped (sum of Lost records).
+    pub lost_records: u64,
+    /// Code symbols in the kallsyms snapshot (0: functions are addresses).
+    pub kallsyms_functions: usize,
+}
+
+/// What the data profile counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Sampled accesses (no miss information: the software sampler).
+    Samples,
+}
+
+/// Types ranked by [`DataProfile::metric`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DataProfile {
+    /// What `samples` counts.
+    pub metric: Metric,
+    /// Samples resolved to a type (slab, global, per-CPU, stack): the denominator of shares.
+    pub resolved_samples: u64,
+    /// Every type with samples or allocations: by samples, then peak live bytes, then name.
+    pub types: Vec<TypeProfile>,
+}
+
+/// One data type.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TypeProfile {
+    /// 1 for the most sampled type.
+    pub rank: usize,
+    /// Type name (`task_struct`, `kmalloc-1k@__alloc_skb`, `global:jiffies`, ...).
+    pub name: String,
+    /// What kind of memory.
+    pub kind: TypeKind,
+    /// Slab cache name.
+    pub cache: Option<String>,
+    /// Allocation site (generic kmalloc types).
+    pub site: Option<String>,
+    /// The C struct the type's objects are (from the cache-to-struct table), when known.
+    pub struct_name: Option<String>,
+    /// Object size from the cache (slab types).
+    pub object_size: Option<u32>,
+    /// Samples that touched this type.
+    pub samples: u64,
+    /// `samples` / all resolved samples.
+    pub share: f64,
+    /// Samples that only read.
+    pub reads: u64,
+    /// Samples that only wrote.
+    pub writes: u64,
+    /// Samples that read and wrote (read-modify-write).
+    pub read_writes: u64,
+    /// Distinct objects touched by samples: object lifetimes for slab types, CPU copies for
+    /// per-CPU types, stacks for the stack type, 1 for a global.
+    pub objects: u64,
+    /// Of those, objects touched by samples from more than one CPU within one lifetime (a
+    /// per-CPU copy used from another CPU counts).
+    pub bounced_objects: u64,
+    /// `bounced_objects > 0`: the paper's bounce flag.
+    pub bounce: bool,
+    /// Allocations replayed (slab types).
+    pub allocs: Option<u64>,
+    /// Frees replayed (slab types).
+    pub frees: Option<u64>,
+    /// Most objects live at once (slab types; objects allocated before collection are not
+    /// counted).
+    pub peak_live_objects: Option<u64>,
+    /// Most bytes live at once (slab types).
+    pub peak_live_bytes: Option<u64>,
+    /// Functions whose samples touched the type, most first.
+    pub functions: Vec<FunctionCount>,
+    /// Offsets touched, most sampled first.
+    pub fields: Vec<FieldCount>,
+    /// CPUs whose samples touched the type, most first.
+    pub cpus: Vec<CpuCount>,
+}
+
+/// Samples of one function.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FunctionCount {
+    /// Function name, or the address as `0x...` when no symbol covers it.
+    pub function: String,
+    /// Samples.
+    pub samples: u64,
+    /// Read-only samples.
+    pub reads: u64,
+    /// Write-only samples.
+    pub writes: u64,
+    /// Read-modify-write samples.
+    pub read_writes: u64,
+}
+
+/// Samples at one offset of a type.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FieldCount {
+    /// Byte offset in the object (or symbol).
+    pub offset: u64,
+    /// Bytes accessed (of the most sampled instruction at this offset).
+    pub size: u32,
+    /// Field name (`sk_buff.len`-style path without the struct: `len`, `sk.__sk_common.skc_refcnt`),
+    /// when debug info was given and covers the offset.
+    pub field: Option<String>,
+    /// Samples.
+    pub samples: u64,
+    /// Read-only samples.
+    pub reads: u64,
+    /// Write-only samples.
+    pub writes: u64,
+    /// Read-modify-write samples.
+    pub read_writes: u64,
+}
+
+/// Samples on one CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct CpuCount {
+    /// CPU number.
+    pub cpu: u32,
+    /// Samples.
+    pub samples: u64,
+}
+
+/// Where a sample went: exactly one bucket per sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bucket {
+    /// Resolved to a slab type through the address set.
+    Slab,
+    /// A global variable.
+    Global,
+    /// A per-CPU variable.
+    Percpu,
+    /// A kernel stack.
+    Stack,
+    /// A data address nothing resolved (e.g. objects allocated before collection, page cache,
+    /// vmalloc).
+    UnknownAddress,
+    /// The sample ran in user mode.
+    UserMode,
+    /// The instruction has no memory operand.
+    NoMemoryOperand,
+    /// Several or implicit memory operands (string ops, push/pop, call/ret).
+    MultipleMemoryOperands,
+    /// `lea`-like: an address computed, no memory accessed.
+    AddressOnly,
+    /// The bytes do not decode.
+    Undecodable,
+    /// No instruction bytes were captured.
+    NoBytes,
+    /// A segment whose base the sample lacks (`%fs`-relative operands).
+    UnsupportedSegment,
+}
+
+impl Bucket {
+    /// Every bucket, in report order.
+    pub const ALL: [Self; 12] = [
+        Self::Slab,
+        Self::Global,
+        Self::Percpu,
+        Self::Stack,
+        Self::UnknownAddress,
+        Self::UserMode,
+        Self::NoMemoryOperand,
+        Self::MultipleMemoryOperands,
+        Self::AddressOnly,
+        Self::Undecodable,
+        Self::NoBytes,
+        Self::UnsupportedSegment,
+    ];
+
+    /// Short name, as the coverage line prints it.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Slab => "slab",
+            Self::Global => "global",
+            Self::Percpu => "percpu",
+            Self::Stack => "stack",
+            Self::UnknownAddress => "unknown address",
+            Self::UserMode => "user mode",
+            Self::NoMemoryOperand => "no memory operand",
+            Self::MultipleMemoryOperands => "multiple memory operands",
+            Self::AddressOnly => "address only",
+            Self::Undecodable => "undecodable",
+            Self::NoBytes => "no bytes",
+            Self::UnsupportedSegment => "unsupported segment",
+        }
+    }
+
+    /// Whether samples in this bucket resolved to a type.
+    #[must_use]
+    pub const fn is_resolved(self) -> bool {
+        matches!(self, Self::Slab | Self::Global | Self::Percpu | Self::Stack)
+    }
+
+    /// Index in [`Bucket::ALL`].
+    #[must_use]
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The bucket of a sample the decoder found no single data address in.
+    #[must_use]
+    pub const fn of_no_access(why: NoAccess) -> Self {
+        match why {
+            NoAccess::NoBytes => Self::NoBytes,
+            NoAccess::Undecodable => Self::Undecodable,
+            NoAccess::NoMemoryOperand => Self::NoMemoryOperand,
+            NoAccess::MultipleMemoryOperands => Self::MultipleMemoryOperands,
+            NoAccess::AddressOnly => Self::AddressOnly,
+            NoAccess::UserMode => Self::UserMode,
+            NoAccess::UnsupportedSegment => Self::UnsupportedSegment,
+        }
+    }
+}
+
+/// Samples in one bucket.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct BucketCount {
+    /// The bucket.
+    pub bucket: Bucket,
+    /// Samples in it.
+    pub samples: u64,
+    /// Percent of all samples.
+    pub percent: f64,
+}
+
+/// Where every sample went.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Coverage {
+    /// Access samples in the profile.
+    pub total_samples: u64,
+    /// Samples resolved to a type.
+    pub resolved_samples: u64,
+    /// Every bucket, in [`Bucket::ALL`] order (zeros included).
+    pub buckets: Vec<BucketCount>,
+    /// One line, like `perf report --type-stat`: `5000 samples: 3100 resolved (62.0%): slab
+    /// 50.0%, ...; unresolved: unknown address 8.0%, ...` (buckets with samples only).
+    pub summary: String,
+}
+
+impl Coverage {
+    /// Coverage from per-bucket counts indexed by [`Bucket::index`].
+    #[must_use]
+    pub fn from_counts(counts: &[u64; Bucket::ALL.len()]) -> Self {
+        let total: u64 = counts.iter().sum();
+        let pct = |n: u64| {
+            if total == 0 {
+                0.0
+            } else {
+                n as f64 * 100.0 / total as f64
+            }
+        };
+        let buckets: Vec<BucketCount> = Bucket::ALL
+            .iter()
+            .zip(counts)
+            .map(|(&bucket, &samples)| BucketCount {
+                bucket,
+                samples,
+                percent: pct(samples),
+            })
+            .collect();
+        let resolved: u64 = buckets
+            .iter()
+            .filter(|b| b.bucket.is_resolved())
+            .map(|b| b.samples)
+            .sum();
+        let part = |resolved_part: bool| {
+            buckets
+                .iter()
+                .filter(|b| b.bucket.is_resolved() == resolved_part && b.samples > 0)
+                .map(|b| format!("{} {:.1}%", b.bucket.name(), b.percent))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut summary = format!(
+            "{total} samples: {resolved} resolved ({:.1}%)",
+            pct(resolved)
+        );
+        let (res, unres) = (part(true), part(false));
+        if !res.is_empty() {
+            summary.push_str(": ");
+            summary.push_str(&res);
+        }
+        if !unres.is_empty() {
+            summary.push_str("; unresolved: ");
+            summary.push_str(&unres);
+        }
+        Self {
+            total_samples: total,
+            resolved_samples: resolved,
+            buckets,
+            summary,
+        }
+    }
+
+    /// Samples in `bucket`.
+    #[must_use]
+    pub fn count(&self, bucket: Bucket) -> u64 {
+        self.buckets
+            .iter()
+            .find(|b| b.bucket == bucket)
+            .map_or(0, |b| b.samples)
+    }
+}
+
+/// The address set replay's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct AddressSetStats {
+    /// Allocations replayed.
+    pub allocs: u64,
+    /// Frees that ended a live object.
+    pub frees: u64,
+    /// Frees of addresses not live: allocated before collection, or the allocation was lost.
+    pub unknown_frees: u64,
+    /// Frees of NULL or `ZERO_SIZE_PTR` (ignored).
+    pub null_frees: u64,
+    /// Live objects replaced by a new allocation over them (their free was missed).
+    pub missed_frees: u64,
+    /// Allocations from caches the profile has no `CacheInfo` for.
+    pub unknown_cache_allocs: u64,
+    /// Objects still live at the end.
+    pub live_at_end: u64,
+    /// Most objects live at once, all types together.
+    pub peak_live_objects: u64,
+}
+
+/// How far file order was from time order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct OrderingStats {
+    /// Records that arrived after a younger record had been processed (processed late).
+    pub late_records: u64,
+    /// Records processed early because the reorder buffer was full.
+    pub forced_records: u64,
+    /// Most records held in the reorder buffer at once.
+    pub max_buffered: u64,
+    /// The reorder window (ns).
+    pub window_ns: u64,
+}
+
+/// Something the analysis could not do, or that limits what the report means.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Warning {
+    /// Stable identifier.
+    pub code: WarningCode,
+    /// One sentence naming what is missing and what to do.
+    pub message: String,
+}
+
+/// Warning identifiers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum WarningCode {
+    /// The profile has no access samples.
+    NoSamples,
+    /// The kallsyms snapshot is empty or has no usable symbols.
+    NoKallsyms,
+    /// Slab merging was on.
+    SlabMerging,
+    /// The module dropped records.
+    RecordsLost,
+    /// Records were processed out of time order.
+    OutOfOrder,
+    /// Allocations from caches with no `CacheInfo`.
+    UnknownCaches,
+    /// No per-CPU layout: per-CPU accesses cannot be named.
+    NoPercpuLayout,
+    /// Many samples hit addresses outside the address set.
+    ManyUnknown,
+}
+
+impl Report {
+    /// The type named `name`.
+    #[must_use]
+    pub fn find_type(&self, name: &str) -> Option<&TypeProfile> {
+        self.data_profile.types.iter().find(|t| t.name == name)
+    }
+
+    /// Up to `n` type names close to `name` (same prefix, contains it, or a small edit
+    /// distance), most similar first: for "unknown type" messages.
+    #[must_use]
+    pub fn similar_types(&self, name: &str, n: usize) -> Vec<&str> {
+        let want = name.to_ascii_lowercase();
+        let mut scored: Vec<(usize, &str)> = self
+            .data_profile
+            .types
+            .iter()
+            .filter_map(|t| {
+                let have = t.name.to_ascii_lowercase();
+                let d = edit_distance(&want, &have);
+                let close = have.contains(&want)
+                    || want.contains(&have)
+                    || d <= want.len().max(3) / 3
+                    || have
+                        .as_bytes()
+                        .get(..4)
+                        .is_some_and(|p| want.as_bytes().get(..4) == Some(p));
+                close.then_some((d, t.name.as_str()))
+            })
+            .collect();
+        scored.sort_unstable();
+        scored.into_iter().take(n).map(|(_, s)| s).collect()
+    }
+
+    /// Names struct types and fields: sets [`TypeProfile::struct_name`] of slab types from
+    /// `names` (the user map, the built-in table, or a cache named like a struct `fields`
+    /// knows), and [`FieldCount::field`] from `fields` when given.
+    pub fn annotate_fields(&mut self, names: &StructNames, fields: Option<&dyn FieldSource>) {
+        for t in &mut self.data_profile.types {
+            if t.kind != TypeKind::Slab {
+                continue;
+            }
+            let Some(cache) = &t.cache else { continue };
+            if t.site.is_some() {
+                // Generic kmalloc: no struct from the cache name.
+                continue;
+            }
+            t.struct_name = names.struct_for(cache, fields);
+            if let (Some(st), Some(fields)) = (&t.struct_name, fields) {
+                for f in &mut t.fields {
+                    f.field = fields.field_at(st, f.offset);
+                }
+            }
+        }
+    }
+}
+
+/// Field names from debug info (implemented over DWARF of vmlinux and modules).
+pub trait FieldSource {
+    /// Whether a struct of this name is known.
+    fn has_struct(&self, name: &str) -> bool;
+    /// The field of `struct_name` at byte `offset` (a dotted path for nested structs, with
+    /// `[i]` for arrays), if any.
+    fn field_at(&self, struct_name: &str, offset: u64) -> Option<String>;
+}
+
+impl FieldSource for crate::debuginfo::DebugInfo {
+    fn has_struct(&self, name: &str) -> bool {
+        self.struct_size(name).is_some()
+    }
+    fn field_at(&self, struct_name: &str, offset: u64) -> Option<String> {
+        Self::field_at(self, struct_name, offset)
+    }
+}
+
+/// Levenshtein distance over bytes (names are ASCII).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, &ca) in a.iter().enumerate() {
+        cur[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}

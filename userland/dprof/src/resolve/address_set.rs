@@ -1,0 +1,371 @@
+//! The address set (paper section 4): the objects live at the current replay time, as an
+//! interval map from address to object.
+//!
+//! Objects are kept in a slot vector (recycled through a free list) and indexed by page: a hash
+//! map from each 4 KiB page to the objects up to [`MAX_PAGED_BYTES`] that touch it, sorted by
+//! start, each entry carrying the object's size and type. A sample's lookup is one hash probe
+//! and a binary search over the few objects of one page, without touching the object itself;
+//! that is several times faster than walking a tree over millions of samples. Objects larger
+//! than [`MAX_PAGED_BYTES`] (rare: large kmallocs) are kept in a `BTreeMap` by start instead.
+//!
+//! Live objects never overlap (an allocation over live objects replaces them), so the last
+//! object starting at or below an address is the only one that can hold it. Memory grows with
+//! live objects only, never with allocations or samples.
+
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
+
+use super::TypeId;
+
+/// Objects up to this size are indexed by page (at most 17 pages each); larger ones are found
+/// through a tree by start address.
+pub const MAX_PAGED_BYTES: u64 = 64 * 1024;
+
+const PAGE_SHIFT: u32 = 12;
+
+/// Identifies a live object for as long as it lives: the slot may be reused after a free.
+pub type Slot = u32;
+
+/// One object in the address set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LiveObject {
+    /// Start address.
+    pub base: u64,
+    /// Bytes the allocator handed out.
+    pub size: u32,
+    /// The object's type.
+    pub type_id: TypeId,
+    /// When it was allocated (ns).
+    pub alloc_time_ns: u64,
+    /// CPU that allocated it.
+    pub alloc_cpu: u32,
+    /// Serial number of the allocation within the profile (0, 1, ...): tells lifetimes apart
+    /// when an address is reused.
+    pub serial: u64,
+}
+
+/// A `touched` value: no sample touched the object yet.
+pub const NO_CPU: u32 = u32::MAX;
+/// `touched` bit: samples from more than one CPU touched the object.
+const BOUNCED: u32 = 1 << 31;
+
+impl LiveObject {
+    /// One past the last byte, saturating at the top of the address space.
+    #[must_use]
+    pub fn end(&self) -> u64 {
+        self.base.saturating_add(u64::from(self.size.max(1)))
+    }
+}
+
+/// An allocation to insert.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NewObject {
+    /// Start address.
+    pub base: u64,
+    /// Bytes the allocator handed out.
+    pub size: u32,
+    /// The object's type.
+    pub type_id: TypeId,
+    /// Allocation time (ns).
+    pub time_ns: u64,
+    /// Allocating CPU.
+    pub cpu: u32,
+}
+
+/// A live object found at an address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hit {
+    /// Its slot.
+    pub slot: Slot,
+    /// Its type.
+    pub type_id: TypeId,
+    /// Offset of the address in it.
+    pub offset: u64,
+}
+
+/// What a sample's touch did to an object's CPU history.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Touch {
+    /// The first sample of this lifetime.
+    First,
+    /// Touched before, and no new CPU bounce.
+    Again,
+    /// The first touch from a second CPU in this lifetime.
+    Bounced,
+}
+
+/// One page's view of an object touching it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Entry {
+    /// Start relative to the page's first byte (negative for objects starting in an earlier
+    /// page; objects are at most `MAX_PAGED_BYTES`, so it fits).
+    rel: i32,
+    size: u32,
+    slot: Slot,
+    type_id: TypeId,
+}
+
+/// The live objects at one point of the replay.
+#[derive(Clone, Debug, Default)]
+pub struct AddressSet {
+    /// Page number to the objects up to `MAX_PAGED_BYTES` touching the page, by start.
+    pages: FxHashMap<u64, Vec<Entry>>,
+    /// Start to slot of the objects larger than `MAX_PAGED_BYTES`.
+    large: BTreeMap<u64, Slot>,
+    objects: Vec<LiveObject>,
+    /// Per slot: first CPU whose sample touched the object ([`NO_CPU`]: none), | `BOUNCED`.
+    touched: Vec<u32>,
+    free_slots: Vec<Slot>,
+    live: usize,
+    next_serial: u64,
+}
+
+/// Pages `[first, last]` that `size` bytes at `base` touch.
+fn page_span(base: u64, size: u32) -> (u64, u64) {
+    let end = base.saturating_add(u64::from(size.max(1))) - 1;
+    (base >> PAGE_SHIFT, end >> PAGE_SHIFT)
+}
+
+fn is_paged(size: u32) -> bool {
+    u64::from(size) <= MAX_PAGED_BYTES
+}
+
+/// Start of an entry of `page`.
+fn entry_start(page: u64, e: &Entry) -> u64 {
+    (page << PAGE_SHIFT).wrapping_add(i64::from(e.rel) as u64)
+}
+
+impl AddressSet {
+    /// An empty set.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of live objects.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    /// Whether no object is live.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    /// Starts and slots of the live objects overlapping `[base, end)`.
+    fn overlapping(&self, base: u64, end: u64) -> Vec<(u64, Slot)> {
+        let mut found: Vec<(u64, Slot)> = Vec::new();
+        let first = base >> PAGE_SHIFT;
+        let last = (end - 1) >> PAGE_SHIFT;
+        let mut scan = |page: u64, v: &Vec<Entry>| {
+            // Entries are sorted by start and do not overlap, so by end too: the overlapping
+            // ones are a run starting at the last one that starts before `base`.
+            let page_base = page << PAGE_SHIFT;
+            let from =
+                v.partition_point(|e| page_base.wrapping_add(i64::from(e.rel) as u64) < base);
+            for e in v.get(from.saturating_sub(1)..).unwrap_or_default() {
+                let start = entry_start(page, e);
+                if start >= end {
+                    break;
+                }
+                let e_end = start.saturating_add(u64::from(e.size.max(1)));
+                if e_end > base && !found.iter().any(|&(_, s)| s == e.slot) {
+                    found.push((start, e.slot));
+                }
+            }
+        };
+        if last - first < self.pages.len() as u64 {
+            for page in first..=last {
+                if let Some(v) = self.pages.get(&page) {
+                    scan(page, v);
+                }
+            }
+        } else {
+            // A range with more pages than are indexed: look at every indexed page instead.
+            for (&page, v) in &self.pages {
+                if (first..=last).contains(&page) {
+                    scan(page, v);
+                }
+            }
+        }
+        if !self.large.is_empty() {
+            if let Some((&start, &slot)) = self.large.range(..base).next_back() {
+                let size = self.objects.get(slot as usize).map_or(1, |o| o.size.max(1));
+                if start.saturating_add(u64::from(size)) > base {
+                    found.push((start, slot));
+                }
+            }
+            found.extend(self.large.range(base..end).map(|(&s, &slot)| (s, slot)));
+        }
+        found
+    }
+
+    /// Inserts an allocation. Live objects it overlaps (their free was missed: lost records,
+    /// or frees the tracepoints do not see) are removed first and handed to `replaced`.
+    /// Returns the new object's slot.
+    pub fn insert(&mut self, new: NewObject, mut replaced: impl FnMut(LiveObject)) -> Slot {
+        let end = new.base.saturating_add(u64::from(new.size.max(1)));
+        for (start, slot) in self.overlapping(new.base, end) {
+            if let Some(obj) = self.objects.get(slot as usize).copied() {
+                self.unindex(start, slot, obj.size);
+                replaced(obj);
+            }
+        }
+        let obj = LiveObject {
+            base: new.base,
+            size: new.size,
+            type_id: new.type_id,
+            alloc_time_ns: new.time_ns,
+            alloc_cpu: new.cpu,
+            serial: self.next_serial,
+        };
+        self.next_serial += 1;
+        let slot = if let Some(slot) = self.free_slots.pop() {
+            if let Some(place) = self.objects.get_mut(slot as usize) {
+                *place = obj;
+            }
+            if let Some(t) = self.touched.get_mut(slot as usize) {
+                *t = NO_CPU;
+            }
+            slot
+        } else {
+            // More than 2^32 live objects cannot come from a real kernel; saturating keeps the
+            // index consistent (the last slot is shared) rather than panicking.
+            let slot = u32::try_from(self.objects.len()).unwrap_or(u32::MAX);
+            self.objects.push(obj);
+            self.touched.push(NO_CPU);
+            slot
+        };
+        self.live += 1;
+        if is_paged(new.size) {
+            let (first, last) = page_span(new.base, new.size);
+            for page in first..=last {
+                let rel = new.base.wrapping_sub(page << PAGE_SHIFT) as i64 as i32;
+                let v = self.pages.entry(page).or_default();
+                let at = v.partition_point(|e| e.rel < rel);
+                v.insert(
+                    at,
+                    Entry {
+                        rel,
+                        size: new.size,
+                        slot,
+                        type_id: new.type_id,
+                    },
+                );
+            }
+        } else {
+            self.large.insert(new.base, slot);
+        }
+        slot
+    }
+
+    /// Removes the object at `start` in `slot` from the indexes and frees the slot.
+    fn unindex(&mut self, start: u64, slot: Slot, size: u32) {
+        self.free_slots.push(slot);
+        self.live = self.live.saturating_sub(1);
+        if !is_paged(size) {
+            self.large.remove(&start);
+            return;
+        }
+        let (first, last) = page_span(start, size);
+        for page in first..=last {
+            let rel = start.wrapping_sub(page << PAGE_SHIFT) as i64 as i32;
+            if let Some(v) = self.pages.get_mut(&page) {
+                if let Ok(at) = v.binary_search_by_key(&rel, |e| e.rel) {
+                    v.remove(at);
+                }
+                if v.is_empty() {
+                    self.pages.remove(&page);
+                }
+            }
+        }
+    }
+
+    /// The slot of the live object starting exactly at `base`.
+    fn slot_at(&self, base: u64) -> Option<Slot> {
+        let page = base >> PAGE_SHIFT;
+        let rel = (base & ((1 << PAGE_SHIFT) - 1)) as i32;
+        if let Some(v) = self.pages.get(&page) {
+            if let Ok(at) = v.binary_search_by_key(&rel, |e| e.rel) {
+                return v.get(at).map(|e| e.slot);
+            }
+        }
+        self.large.get(&base).copied()
+    }
+
+    /// Removes the object that starts exactly at `base` (a free), returning it; `None` when no
+    /// live object starts there (allocated before collection, or its alloc was lost).
+    pub fn remove(&mut self, base: u64) -> Option<LiveObject> {
+        let slot = self.slot_at(base)?;
+        let obj = self.objects.get(slot as usize).copied()?;
+        self.unindex(base, slot, obj.size);
+        Some(obj)
+    }
+
+    /// The live object containing `addr`: its slot, type and the offset of `addr` in it.
+    #[must_use]
+    #[inline]
+    pub fn find(&self, addr: u64) -> Option<Hit> {
+        let page = addr >> PAGE_SHIFT;
+        if let Some(v) = self.pages.get(&page) {
+            let rel = (addr & ((1 << PAGE_SHIFT) - 1)) as i32;
+            let at = v.partition_point(|e| e.rel <= rel);
+            if let Some(e) = at.checked_sub(1).and_then(|i| v.get(i)) {
+                let offset = i64::from(rel) - i64::from(e.rel);
+                if offset < i64::from(e.size) {
+                    return Some(Hit {
+                        slot: e.slot,
+                        type_id: e.type_id,
+                        offset: offset as u64,
+                    });
+                }
+            }
+        }
+        if self.large.is_empty() {
+            return None;
+        }
+        let (&start, &slot) = self.large.range(..=addr).next_back()?;
+        let obj = self.objects.get(slot as usize)?;
+        let offset = addr - start;
+        (offset < u64::from(obj.size)).then_some(Hit {
+            slot,
+            type_id: obj.type_id,
+            offset,
+        })
+    }
+
+    /// The live object containing `addr`, like [`AddressSet::find`], recording that a sample
+    /// from `cpu` touched it.
+    #[inline]
+    pub fn find_touch(&mut self, addr: u64, cpu: u32) -> Option<(Hit, Touch)> {
+        let hit = self.find(addr)?;
+        Some((hit, self.touch(hit.slot, cpu)))
+    }
+
+    /// Records that a sample from `cpu` touched the object in `slot`.
+    #[inline]
+    pub fn touch(&mut self, slot: Slot, cpu: u32) -> Touch {
+        let Some(t) = self.touched.get_mut(slot as usize) else {
+            return Touch::Again;
+        };
+        let cpu = cpu & !BOUNCED;
+        if *t == NO_CPU {
+            *t = cpu;
+            Touch::First
+        } else if *t & BOUNCED == 0 && *t != cpu {
+            *t |= BOUNCED;
+            Touch::Bounced
+        } else {
+            Touch::Again
+        }
+    }
+
+    /// The object in `slot`.
+    #[must_use]
+    pub fn get(&self, slot: Slot) -> Option<&LiveObject> {
+        self.objects.get(slot as usize)
+    }
+}
