@@ -2,71 +2,12 @@
 //! profile, and the errors a person meets. `DPROF_BLESS=1 cargo test -p dprof-cli` rewrites
 //! the golden files under tests/golden/.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn dprof(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dprof"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("RUST_BACKTRACE")
-        .output()
-        .expect("dprof runs")
-}
+#[path = "support/cli_test.rs"]
+mod support;
+use support::{dir_with, dprof, golden, one_line_error, stdout_of};
 
 fn example_dir() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(
-        dir.path().join("small.dprof"),
-        dprof::profile::example::example_profile(),
-    )
-    .expect("write example");
-    dir
-}
-
-fn golden(name: &str, actual: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(name);
-    if std::env::var_os("DPROF_BLESS").is_some_and(|v| v == "1") {
-        std::fs::write(&path, actual).expect("write golden");
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "cannot read {}: {e}; run with DPROF_BLESS=1 to create it",
-            path.display()
-        )
-    });
-    assert!(
-        expected == actual,
-        "output differs from {} (DPROF_BLESS=1 rewrites it):\n--- expected\n{expected}\n--- actual\n{actual}",
-        path.display()
-    );
-}
-
-fn stdout_of(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "dprof failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).expect("utf-8")
-}
-
-/// One line on stderr, exit status 1.
-fn one_line_error(out: &Output) -> String {
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let stderr = String::from_utf8(out.stderr.clone()).expect("utf-8");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.starts_with("dprof: error: "), "{stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    stderr
+    dir_with(&[("small.dprof", dprof::profile::example::example_profile())])
 }
 
 #[test]

@@ -1,0 +1,72 @@
+//! Helpers shared by the CLI's integration tests: run the `dprof` binary, compare with golden
+//! files, and check the shape of errors. Included with `#[path]` by each test file; not a
+//! test of its own.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Runs `dprof ARGS` in `dir`.
+pub fn dprof(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dprof"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("dprof runs")
+}
+
+/// A temporary directory holding `files`.
+pub fn dir_with(files: &[(&str, Vec<u8>)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (name, bytes) in files {
+        std::fs::write(dir.path().join(name), bytes).expect("write file");
+    }
+    dir
+}
+
+/// Compares `actual` with tests/golden/NAME; `DPROF_BLESS=1` rewrites the file instead.
+pub fn golden(name: &str, actual: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("DPROF_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, actual).expect("write golden");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "cannot read {}: {e}; run with DPROF_BLESS=1 to create it",
+            path.display()
+        )
+    });
+    assert!(
+        expected == actual,
+        "output differs from {} (DPROF_BLESS=1 rewrites it):\n--- expected\n{expected}\n--- actual\n{actual}",
+        path.display()
+    );
+}
+
+/// Standard output of a run that succeeded quietly.
+pub fn stdout_of(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "dprof failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).expect("utf-8")
+}
+
+/// One line on stderr, exit status 1.
+pub fn one_line_error(out: &Output) -> String {
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8(out.stderr.clone()).expect("utf-8");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("dprof: error: "), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
