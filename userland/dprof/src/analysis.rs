@@ -465,11 +465,12 @@ fn replay_sample(resolver: &mut Resolver<'_>, st: &mut State, cpu: u32, access: 
     entry.size = access.size;
 }
 
-/// Function name of `ip`, or the address.
+/// Function name of `ip` (Rust symbols demangled, without their hash), or the address.
 fn function_name(symbols: &dyn SymbolSource, ip: u64) -> String {
-    symbols
-        .function(ip)
-        .map_or_else(|| format!("{ip:#x}"), |(name, _)| name.to_owned())
+    symbols.function(ip).map_or_else(
+        || format!("{ip:#x}"),
+        |(name, _)| format!("{:#}", rustc_demangle::demangle(name)),
+    )
 }
 
 /// Sums `(name, Rw)` pairs by name into counts, most first.
@@ -757,4 +758,28 @@ fn warnings(
         );
     }
     out
+}
+
+#[cfg(test)]
+mod function_name_tests {
+    use super::function_name;
+    use crate::symbols::Kallsyms;
+
+    #[test]
+    fn rust_symbols_are_demangled_and_c_symbols_kept() {
+        let kallsyms = Kallsyms::parse(
+            b"ffffffffa0000000 t _RNvMs_NtCsjer0vnqcy3J_10dprof_main7sessionNtB4_7Session4emit\t[dprof]\n\
+              ffffffffa0000100 t dprof_selftest_produce\t[dprof_selftest]\n\
+              ffffffffa0000200 t end_marker\t[dprof_selftest]\n",
+        );
+        assert_eq!(
+            function_name(&kallsyms, 0xffff_ffff_a000_0010),
+            "<dprof_main::session::Session>::emit"
+        );
+        assert_eq!(
+            function_name(&kallsyms, 0xffff_ffff_a000_0104),
+            "dprof_selftest_produce"
+        );
+        assert_eq!(function_name(&kallsyms, 0x10), "0x10");
+    }
 }

@@ -83,7 +83,13 @@ pub struct Location<'a> {
 
 impl std::fmt::Display for Location<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}+{:#x}", self.symbol.name, self.offset)?;
+        // Rust symbols (`_R...`) read better demangled; others pass through unchanged.
+        write!(
+            f,
+            "{:#}+{:#x}",
+            rustc_demangle::demangle(&self.symbol.name),
+            self.offset
+        )?;
         if let Some(module) = &self.symbol.module {
             write!(f, " [{module}]")?;
         }
@@ -104,7 +110,13 @@ pub struct DataLocation<'a> {
 
 impl std::fmt::Display for DataLocation<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}+{:#x}", self.symbol.name, self.offset)?;
+        // Rust symbols (`_R...`) read better demangled; others pass through unchanged.
+        write!(
+            f,
+            "{:#}+{:#x}",
+            rustc_demangle::demangle(&self.symbol.name),
+            self.offset
+        )?;
         if self.percpu {
             f.write_str(" (per-CPU)")?;
         }
