@@ -80,6 +80,20 @@ impl Session {
         }
     }
 
+    /// Writes an Alloc record. Preemption must be off.
+    fn emit_alloc(&self, alloc: &abi::Alloc) {
+        let mut payload = [0u8; abi::Alloc::SIZE];
+        alloc.encode(&mut payload);
+        self.emit(abi::RecordKind::Alloc, &payload);
+    }
+
+    /// Writes a Free record. Preemption must be off.
+    fn emit_free(&self, free: &abi::Free) {
+        let mut payload = [0u8; abi::Free::SIZE];
+        free.encode(&mut payload);
+        self.emit(abi::RecordKind::Free, &payload);
+    }
+
     /// Writes a CacheInfo for `cache` unless one was written already.
     fn describe_cache(&self, cache: *const KmemCache, origin: u16) {
         if cache.is_null() || !self.seen.insert(cache as u64) {
@@ -270,8 +284,7 @@ unsafe extern "C" fn probe_kmem_cache_alloc(
     session.describe_cache(cache, abi::CACHE_ORIGIN_SEEN);
     // SAFETY: `cache` is the live cache the object was just allocated from.
     let fields = unsafe { cache_fields(cache) };
-    let mut payload = [0u8; abi::Alloc::SIZE];
-    abi::Alloc {
+    session.emit_alloc(&abi::Alloc {
         ptr: ptr as u64,
         call_site: call_site as u64,
         cache: cache as u64,
@@ -280,9 +293,7 @@ unsafe extern "C" fn probe_kmem_cache_alloc(
         gfp,
         node,
         flags: 0,
-    }
-    .encode(&mut payload);
-    session.emit(abi::RecordKind::Alloc, &payload);
+    });
 }
 
 unsafe extern "C" fn probe_kmalloc(
@@ -302,8 +313,7 @@ unsafe extern "C" fn probe_kmalloc(
     // SAFETY: `ptr` is a live allocation (the tracepoint fires after it is handed out).
     let cache = unsafe { ffi::dprof_shim_cache_of(ptr) };
     session.describe_cache(cache, abi::CACHE_ORIGIN_SEEN);
-    let mut payload = [0u8; abi::Alloc::SIZE];
-    abi::Alloc {
+    session.emit_alloc(&abi::Alloc {
         ptr: ptr as u64,
         call_site: call_site as u64,
         cache: cache as u64,
@@ -312,9 +322,7 @@ unsafe extern "C" fn probe_kmalloc(
         gfp,
         node,
         flags: abi::ALLOC_KMALLOC,
-    }
-    .encode(&mut payload);
-    session.emit(abi::RecordKind::Alloc, &payload);
+    });
 }
 
 unsafe extern "C" fn probe_kfree(data: *mut c_void, call_site: c_ulong, ptr: *const c_void) {
@@ -326,15 +334,12 @@ unsafe extern "C" fn probe_kfree(data: *mut c_void, call_site: c_ulong, ptr: *co
     // SAFETY: kfree's tracepoint fires before the object is released, so it is still live.
     let cache = unsafe { ffi::dprof_shim_cache_of(ptr) };
     session.describe_cache(cache, abi::CACHE_ORIGIN_SEEN);
-    let mut payload = [0u8; abi::Free::SIZE];
-    abi::Free {
+    session.emit_free(&abi::Free {
         ptr: ptr as u64,
         call_site: call_site as u64,
         cache: cache as u64,
         flags: abi::FREE_KFREE,
-    }
-    .encode(&mut payload);
-    session.emit(abi::RecordKind::Free, &payload);
+    });
 }
 
 unsafe extern "C" fn probe_kmem_cache_free(
@@ -349,13 +354,10 @@ unsafe extern "C" fn probe_kmem_cache_free(
     // SAFETY: `data` is the registered Session.
     let session = unsafe { &*data.cast::<Session>() };
     session.describe_cache(cache, abi::CACHE_ORIGIN_SEEN);
-    let mut payload = [0u8; abi::Free::SIZE];
-    abi::Free {
+    session.emit_free(&abi::Free {
         ptr: ptr as u64,
         call_site: call_site as u64,
         cache: cache as u64,
         flags: 0,
-    }
-    .encode(&mut payload);
-    session.emit(abi::RecordKind::Free, &payload);
+    });
 }

@@ -162,6 +162,19 @@ impl Iterator for Records<'_> {
     }
 }
 
+/// The JSON of a Header or Stop section; an error names the section and its offset.
+fn parse_json<T: serde::de::DeserializeOwned>(
+    payload: &[u8],
+    offset: u64,
+    kind: SectionKind,
+) -> Result<T, ProfileError> {
+    serde_json::from_slice(payload).map_err(|e| ProfileError::BadJson {
+        offset,
+        kind,
+        message: e.to_string(),
+    })
+}
+
 fn u32_at(bytes: &[u8], pos: usize) -> Option<u32> {
     let b: [u8; 4] = bytes.get(pos..pos.checked_add(4)?)?.try_into().ok()?;
     Some(u32::from_le_bytes(b))
@@ -241,14 +254,7 @@ fn parse(bytes: &[u8]) -> Result<Layout, ProfileError> {
         };
         match (expect, kind) {
             (Expect::Header, SectionKind::Header) => {
-                header =
-                    Some(
-                        serde_json::from_slice(payload).map_err(|e| ProfileError::BadJson {
-                            offset: payload_offset,
-                            kind,
-                            message: e.to_string(),
-                        })?,
-                    );
+                header = Some(parse_json(payload, payload_offset, kind)?);
                 expect = Expect::Kallsyms;
             }
             (Expect::Header, _) => return misplaced("a profile starts with its Header section"),
@@ -273,14 +279,7 @@ fn parse(bytes: &[u8]) -> Result<Layout, ProfileError> {
                 chunks.push(range.clone());
             }
             (Expect::Body, SectionKind::Stop) => {
-                stop =
-                    Some(
-                        serde_json::from_slice(payload).map_err(|e| ProfileError::BadJson {
-                            offset: payload_offset,
-                            kind,
-                            message: e.to_string(),
-                        })?,
-                    );
+                stop = Some(parse_json(payload, payload_offset, kind)?);
                 expect = Expect::End;
             }
             (Expect::Body, SectionKind::End) => {
