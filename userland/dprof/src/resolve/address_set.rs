@@ -2,10 +2,11 @@
 //! interval map from address to object.
 //!
 //! Objects are kept in a slot vector (recycled through a free list) and indexed by page: a hash
-//! map from each 4 KiB page to the objects up to [`MAX_PAGED_BYTES`] that touch it, sorted by
-//! start, each entry carrying the object's size and type. A sample's lookup is one hash probe
-//! and a binary search over the few objects of one page, without touching the object itself;
-//! that is several times faster than walking a tree over millions of samples. Objects larger
+//! map from each 4 KiB page to the objects up to [`MAX_PAGED_BYTES`] that touch it, each entry
+//! carrying the object's size and type (see [`page`]: slab pages by position, others sorted by
+//! start). A sample's lookup is one hash probe and a division or a short binary search within
+//! one page, without touching the object itself; that is several times faster than walking a
+//! tree over millions of samples. Objects larger
 //! than [`MAX_PAGED_BYTES`] (rare: large kmallocs) are kept in a `BTreeMap` by start instead.
 //!
 //! Live objects never overlap (an allocation over live objects replaces them), so the last
@@ -17,6 +18,10 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 
 use super::TypeId;
+
+mod page;
+
+use page::{Entry, PageIndex, PAGE_SIZE};
 
 /// Objects up to this size are indexed by page (at most 17 pages each); larger ones are found
 /// through a tree by start address.
@@ -95,22 +100,11 @@ pub enum Touch {
     Bounced,
 }
 
-/// One page's view of an object touching it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Entry {
-    /// Start relative to the page's first byte (negative for objects starting in an earlier
-    /// page; objects are at most `MAX_PAGED_BYTES`, so it fits).
-    rel: i32,
-    size: u32,
-    slot: Slot,
-    type_id: TypeId,
-}
-
 /// The live objects at one point of the replay.
 #[derive(Clone, Debug, Default)]
 pub struct AddressSet {
-    /// Page number to the objects up to `MAX_PAGED_BYTES` touching the page, by start.
-    pages: FxHashMap<u64, Vec<Entry>>,
+    /// Page number to the objects up to `MAX_PAGED_BYTES` touching the page.
+    pages: FxHashMap<u64, PageIndex>,
     /// Start to slot of the objects larger than `MAX_PAGED_BYTES`.
     large: BTreeMap<u64, Slot>,
     objects: Vec<LiveObject>,
@@ -129,11 +123,6 @@ fn page_span(base: u64, size: u32) -> (u64, u64) {
 
 fn is_paged(size: u32) -> bool {
     u64::from(size) <= MAX_PAGED_BYTES
-}
-
-/// Start of an entry of `page`.
-fn entry_start(page: u64, e: &Entry) -> u64 {
-    (page << PAGE_SHIFT).wrapping_add(i64::from(e.rel) as u64)
 }
 
 impl AddressSet {
@@ -160,22 +149,16 @@ impl AddressSet {
         let mut found: Vec<(u64, Slot)> = Vec::new();
         let first = base >> PAGE_SHIFT;
         let last = (end - 1) >> PAGE_SHIFT;
-        let mut scan = |page: u64, v: &Vec<Entry>| {
-            // Entries are sorted by start and do not overlap, so by end too: the overlapping
-            // ones are a run starting at the last one that starts before `base`.
+        let mut scan = |page: u64, index: &PageIndex| {
             let page_base = page << PAGE_SHIFT;
-            let from =
-                v.partition_point(|e| page_base.wrapping_add(i64::from(e.rel) as u64) < base);
-            for e in v.get(from.saturating_sub(1)..).unwrap_or_default() {
-                let start = entry_start(page, e);
-                if start >= end {
-                    break;
+            // The range meets the page, so both ends are within 2^32 + a page of its start.
+            let lo = base.wrapping_sub(page_base) as i64;
+            let hi = end.wrapping_sub(page_base) as i64;
+            index.overlapping(lo, hi, |e| {
+                if !found.iter().any(|&(_, s)| s == e.slot) {
+                    found.push((page_base.wrapping_add(i64::from(e.rel) as u64), e.slot));
                 }
-                let e_end = start.saturating_add(u64::from(e.size.max(1)));
-                if e_end > base && !found.iter().any(|&(_, s)| s == e.slot) {
-                    found.push((start, e.slot));
-                }
-            }
+            });
         };
         if last - first < self.pages.len() as u64 {
             for page in first..=last {
@@ -244,17 +227,12 @@ impl AddressSet {
             let (first, last) = page_span(new.base, new.size);
             for page in first..=last {
                 let rel = new.base.wrapping_sub(page << PAGE_SHIFT) as i64 as i32;
-                let v = self.pages.entry(page).or_default();
-                let at = v.partition_point(|e| e.rel < rel);
-                v.insert(
-                    at,
-                    Entry {
-                        rel,
-                        size: new.size,
-                        slot,
-                        type_id: new.type_id,
-                    },
-                );
+                self.pages.entry(page).or_default().insert(Entry {
+                    rel,
+                    size: new.size,
+                    slot,
+                    type_id: new.type_id,
+                });
             }
         } else {
             self.large.insert(new.base, slot);
@@ -273,11 +251,9 @@ impl AddressSet {
         let (first, last) = page_span(start, size);
         for page in first..=last {
             let rel = start.wrapping_sub(page << PAGE_SHIFT) as i64 as i32;
-            if let Some(v) = self.pages.get_mut(&page) {
-                if let Ok(at) = v.binary_search_by_key(&rel, |e| e.rel) {
-                    v.remove(at);
-                }
-                if v.is_empty() {
+            if let Some(index) = self.pages.get_mut(&page) {
+                index.remove(rel);
+                if index.is_empty() {
                     self.pages.remove(&page);
                 }
             }
@@ -288,10 +264,12 @@ impl AddressSet {
     fn slot_at(&self, base: u64) -> Option<Slot> {
         let page = base >> PAGE_SHIFT;
         let rel = (base & ((1 << PAGE_SHIFT) - 1)) as i32;
-        if let Some(v) = self.pages.get(&page) {
-            if let Ok(at) = v.binary_search_by_key(&rel, |e| e.rel) {
-                return v.get(at).map(|e| e.slot);
-            }
+        if let Some(e) = self
+            .pages
+            .get(&page)
+            .and_then(|index| index.starting_at(rel))
+        {
+            return Some(e.slot);
         }
         self.large.get(&base).copied()
     }
@@ -310,18 +288,14 @@ impl AddressSet {
     #[inline]
     pub fn find(&self, addr: u64) -> Option<Hit> {
         let page = addr >> PAGE_SHIFT;
-        if let Some(v) = self.pages.get(&page) {
-            let rel = (addr & ((1 << PAGE_SHIFT) - 1)) as i32;
-            let at = v.partition_point(|e| e.rel <= rel);
-            if let Some(e) = at.checked_sub(1).and_then(|i| v.get(i)) {
-                let offset = i64::from(rel) - i64::from(e.rel);
-                if offset < i64::from(e.size) {
-                    return Some(Hit {
-                        slot: e.slot,
-                        type_id: e.type_id,
-                        offset: offset as u64,
-                    });
-                }
+        if let Some(index) = self.pages.get(&page) {
+            let rel = (addr & (PAGE_SIZE as u64 - 1)) as i32;
+            if let Some(e) = index.find(rel) {
+                return Some(Hit {
+                    slot: e.slot,
+                    type_id: e.type_id,
+                    offset: (i64::from(rel) - i64::from(e.rel)) as u64,
+                });
             }
         }
         if self.large.is_empty() {
@@ -361,6 +335,15 @@ impl AddressSet {
         } else {
             Touch::Again
         }
+    }
+
+    /// Pages indexed by position (see [`page`]); for tests that must reach that form.
+    #[cfg(test)]
+    pub(crate) fn positional_pages(&self) -> usize {
+        self.pages
+            .values()
+            .filter(|p| matches!(p, PageIndex::Strided { .. }))
+            .count()
     }
 
     /// The object in `slot`.

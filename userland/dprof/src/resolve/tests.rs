@@ -161,28 +161,31 @@ fn page_crossing_large_and_empty_objects() {
     assert!(set.remove(0x5000).is_some());
 }
 
-/// A naive model: a list of (start, size), checked against the address set on random
-/// operations.
-#[test]
-fn matches_a_naive_model() {
-    let mut rng = 0x2545_f491_4f6c_dd1d_u64;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+/// xorshift64: deterministic pseudo-random numbers for the model tests.
+fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
+/// Checks the address set against a naive model (a list of (start, size)) over `steps` random
+/// operations: inserts of what `object` picks, frees and lookups near what `object` picks.
+/// Returns the most pages indexed by position at once.
+fn check_against_model(
+    steps: usize,
+    mut next: impl FnMut() -> u64,
+    mut object: impl FnMut(&mut dyn FnMut() -> u64) -> (u64, u32),
+) -> usize {
     let mut set = AddressSet::new();
     let mut model: Vec<(u64, u32)> = Vec::new();
-    for _ in 0..20_000 {
-        let base = 0x10_0000 + (next() % 0x4_0000) * 8;
+    let mut positional = 0;
+    for _ in 0..steps {
+        let (base, size) = object(&mut next);
         match next() % 3 {
             0 => {
-                let size = match next() % 10 {
-                    0 => (next() % (1 << 20)) as u32,
-                    1 => 0,
-                    _ => 8 << (next() % 10),
-                };
                 let end = base + u64::from(size.max(1));
                 let mut expected: Vec<u64> = model
                     .iter()
@@ -218,12 +221,57 @@ fn matches_a_naive_model() {
                 let expected = model
                     .iter()
                     .find(|&&(s, z)| addr >= s && addr - s < u64::from(z))
-                    .map(|&(s, _)| addr - s);
-                assert_eq!(set.find(addr).map(|h| h.offset), expected, "{addr:#x}");
+                    .map(|&(s, _)| (s, addr - s));
+                let got = set.find(addr).map(|h| {
+                    let obj = set.get(h.slot).expect("a hit's slot is live");
+                    (obj.base, h.offset)
+                });
+                assert_eq!(got, expected, "{addr:#x}");
             }
         }
         assert_eq!(set.len(), model.len());
+        positional = positional.max(set.positional_pages());
     }
+    positional
+}
+
+/// Objects of random sizes at random 8-byte aligned starts.
+#[test]
+fn matches_a_naive_model() {
+    check_against_model(20_000, xorshift(0x2545_f491_4f6c_dd1d), |next| {
+        let base = 0x10_0000 + (next() % 0x4_0000) * 8;
+        let size = match next() % 10 {
+            0 => (next() % (1 << 20)) as u32,
+            1 => 0,
+            _ => 8 << (next() % 10),
+        };
+        (base, size)
+    });
+}
+
+/// Slab-like layouts (objects of one size at its stride, pages filling up and emptying, which
+/// switches pages between their positional and sorted forms), with now and then an object of
+/// another size or phase in the middle.
+#[test]
+fn matches_a_naive_model_on_slab_layouts() {
+    const SIZES: [u32; 6] = [8, 24, 64, 192, 640, 4096];
+    let positional = check_against_model(200_000, xorshift(0x9e37_79b9_7f4a_7c15), |next| {
+        let cache = (next() % SIZES.len() as u64) as usize;
+        let size = SIZES[cache];
+        // Few objects per cache, so pages fill up and empty again often.
+        let region = 0x1000_0000 * (cache as u64 + 1);
+        let phase = if cache.is_multiple_of(2) { 0 } else { 40 };
+        let base = region + phase + (next() % 600) * u64::from(size);
+        match next() % 50 {
+            0 => (base + 8, size),
+            1 => (base, size / 2 + 8),
+            _ => (base, size),
+        }
+    });
+    assert!(
+        positional > 10,
+        "only {positional} pages reached the positional form"
+    );
 }
 
 #[test]
