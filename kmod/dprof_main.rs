@@ -285,7 +285,9 @@ fn ioctl_version(dev: &DeviceState, arg: usize) -> Result<c_long> {
         abi_version: abi::ABI_VERSION,
         nr_cpu_ids: ffi::nr_cpu_ids() as u32,
         online_cpus: ffi::online_cpus(),
-        samplers: abi::SAMPLER_SOFTWARE,
+        // What this module can drive; whether the CPU has IBS or PEBS is for userland to
+        // read from sysfs (the PMU types it must pass in live there).
+        samplers: abi::SAMPLER_SOFTWARE | abi::SAMPLER_IBS | abi::SAMPLER_PEBS,
         features,
         min_ring_bytes: abi::MIN_RING_BYTES,
         max_ring_bytes: abi::MAX_RING_BYTES,
@@ -340,7 +342,7 @@ fn ioctl_start(dev: &mut DeviceState) -> Result<c_long> {
     if dev.config.events & abi::EVENT_SAMPLES != 0 {
         // SAFETY: the sampler is dropped (stop_session) before the session.
         match unsafe {
-            sampler::Sampler::start(session, dev.config.sample_period_ns, dev.config.sample_user != 0)
+            sampler::Sampler::start(session, &dev.config)
         } {
             Ok(s) => dev.sampler = Some(s),
             Err(e) => {

@@ -191,6 +191,15 @@ struct dprof_sample_regs {
 	u8 insn[16];
 	u32 insn_len;
 	u32 user;
+	/* Hardware samplers only: HW_* bits of what perf handed over, and those values. */
+	u32 hw_valid;
+	u32 latency;
+	u64 data_addr;
+	u64 phys_addr;
+	u64 data_src;
+	/* PERF_SAMPLE_RAW (IBS: u32 caps, then the registers present), raw_len bytes of it. */
+	u32 raw_len;
+	u8 raw[4 + 9 * 8];
 };
 
 void dprof_rs_sample(void *ctx, const struct dprof_sample_regs *sample);
@@ -209,6 +218,50 @@ static u32 dprof_read_insn(u8 *dst, unsigned long ip, bool user)
 		if (len != 16 || offset_in_page(ip) + 16 <= PAGE_SIZE)
 			return 0;
 		len = PAGE_SIZE - offset_in_page(ip);
+	}
+}
+
+/* Mirrors the HW_* bits in kmod/abi/src/wire.rs. */
+#define DPROF_HW_DATA_ADDR 1
+#define DPROF_HW_PHYS_ADDR 2
+#define DPROF_HW_DATA_SRC 4
+#define DPROF_HW_LATENCY 8
+
+/*
+ * What a hardware sampler's PMU driver filled in: only fields whose PERF_SAMPLE_* bit is in
+ * data->sample_flags were written (perf_sample_data_init leaves the rest uninitialised).
+ */
+static void dprof_copy_hw(struct dprof_sample_regs *s, const struct perf_sample_data *data)
+{
+	u64 flags = data->sample_flags;
+
+	s->hw_valid = 0;
+	s->latency = 0;
+	s->data_addr = 0;
+	s->phys_addr = 0;
+	s->data_src = 0;
+	s->raw_len = 0;
+	if (flags & PERF_SAMPLE_ADDR) {
+		s->data_addr = data->addr;
+		s->hw_valid |= DPROF_HW_DATA_ADDR;
+	}
+	if (flags & PERF_SAMPLE_PHYS_ADDR) {
+		s->phys_addr = data->phys_addr;
+		s->hw_valid |= DPROF_HW_PHYS_ADDR;
+	}
+	if (flags & PERF_SAMPLE_DATA_SRC) {
+		s->data_src = data->data_src.val;
+		s->hw_valid |= DPROF_HW_DATA_SRC;
+	}
+	if (flags & PERF_SAMPLE_WEIGHT_TYPE) {
+		s->latency = min_t(u64, data->weight.full, U32_MAX);
+		s->hw_valid |= DPROF_HW_LATENCY;
+	}
+	/* IBS hands one fragment, on the NMI stack: copied now or never. */
+	if ((flags & PERF_SAMPLE_RAW) && data->raw && !data->raw->frag.next &&
+	    data->raw->frag.size <= sizeof(s->raw)) {
+		memcpy(s->raw, data->raw->frag.data, data->raw->frag.size);
+		s->raw_len = data->raw->frag.size;
 	}
 }
 
@@ -243,6 +296,12 @@ static void dprof_overflow(struct perf_event *event, struct perf_sample_data *da
 	s.tid = current->pid;
 	s.user = user;
 	s.insn_len = dprof_read_insn(s.insn, s.ip, user);
+	if (event->attr.type == PERF_TYPE_SOFTWARE) {
+		s.hw_valid = 0;
+		s.raw_len = 0;
+	} else {
+		dprof_copy_hw(&s, data);
+	}
 	dprof_rs_sample(event->overflow_handler_context, &s);
 }
 
@@ -262,6 +321,35 @@ struct perf_event *dprof_shim_sampler_create(int cpu, u64 period_ns, bool user, 
 		.exclude_user = !user,
 		.exclude_hv = 1,
 		.exclude_idle = 1,
+	};
+
+	return perf_event_create_kernel_counter(&attr, cpu, NULL, dprof_overflow, ctx);
+}
+
+/*
+ * A hardware memory sampler on `cpu`: PMU `type` with `config`/`config1` (AMD IBS op, or an
+ * Intel PEBS load-latency event), every `period` ops/events, asking for everything perf can
+ * tell about the data access. IBS takes no exclude_* flags (its PMU refuses them), so its
+ * user-mode samples reach the handler and sampler.rs drops them unless `user` was asked
+ * for. PEBS needs precise_ip. Returns the event or an
+ * ERR_PTR (ENOENT: no such PMU; EINVAL/EOPNOTSUPP: the PMU refuses this configuration).
+ */
+struct perf_event *dprof_shim_hw_sampler_create(int cpu, u32 type, u64 config, u64 config1,
+						u64 period, bool pebs, bool user, void *ctx)
+{
+	struct perf_event_attr attr = {
+		.type = type,
+		.config = config,
+		.config1 = config1,
+		.size = sizeof(attr),
+		.sample_period = period,
+		.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_ADDR | PERF_SAMPLE_PHYS_ADDR |
+			       PERF_SAMPLE_DATA_SRC | PERF_SAMPLE_WEIGHT |
+			       (pebs ? 0 : PERF_SAMPLE_RAW),
+		.pinned = 1,
+		.precise_ip = pebs ? 2 : 0,
+		.exclude_user = pebs ? !user : 0,
+		.exclude_hv = pebs ? 1 : 0,
 	};
 
 	return perf_event_create_kernel_counter(&attr, cpu, NULL, dprof_overflow, ctx);

@@ -26,6 +26,8 @@ bool dprof_shim_init_cache_walk(void);
 int dprof_shim_walk_caches(void (*fn)(const struct kmem_cache *s, void *data), void *data);
 bool dprof_shim_cpu_online(unsigned int cpu);
 struct perf_event *dprof_shim_sampler_create(int cpu, u64 period_ns, bool user, void *ctx);
+struct perf_event *dprof_shim_hw_sampler_create(int cpu, u32 type, u64 config, u64 config1,
+						u64 period, bool pebs, bool user, void *ctx);
 void dprof_shim_sampler_release(struct perf_event *event);
 
 #endif

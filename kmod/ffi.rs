@@ -70,6 +70,17 @@ extern "C" {
         user: bool,
         ctx: *mut c_void,
     ) -> *mut PerfEvent;
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn dprof_shim_hw_sampler_create(
+        cpu: c_int,
+        pmu_type: u32,
+        config: u64,
+        config1: u64,
+        period: u64,
+        pebs: bool,
+        user: bool,
+        ctx: *mut c_void,
+    ) -> *mut PerfEvent;
     pub(crate) fn dprof_shim_sampler_release(event: *mut PerfEvent);
     pub(crate) fn dprof_shim_walk_caches(
         f: unsafe extern "C" fn(s: *const KmemCache, data: *mut c_void),

@@ -1,9 +1,15 @@
-//! The software sampler: a pinned `cpu-clock` perf counter per online CPU, created with the
-//! in-kernel perf API (through the shim). Its overflow handler (hardirq context) captures the
-//! interrupted instruction's registers, the %gs base and the instruction bytes; userland
-//! decodes the instruction and computes the data address, which this sampler cannot see.
+//! The samplers: one pinned perf counter per online CPU, created with the in-kernel perf API
+//! (through the shim).
+//!
+//! - Software: a `cpu-clock` counter. Its overflow handler (hardirq) captures the interrupted
+//!   instruction's registers, the %gs base and the instruction bytes; userland decodes the
+//!   instruction and computes the data address, which this sampler cannot see.
+//! - Hardware (AMD IBS op, Intel PEBS load latency): a PMU event configured by userland (PMU
+//!   type and config read from sysfs). The handler (NMI) also copies what the PMU driver
+//!   reported and said so in `sample_flags`: data address, physical address, data source,
+//!   latency, and for IBS the raw registers.
 
-use kernel::ffi::{c_void, c_long};
+use kernel::ffi::{c_long, c_void};
 use kernel::prelude::*;
 
 use crate::abi;
@@ -21,15 +27,40 @@ pub(crate) struct SampleRegs {
     insn: [u8; abi::SAMPLE_INSN_BYTES],
     insn_len: u32,
     user: u32,
+    hw_valid: u32,
+    latency: u32,
+    data_addr: u64,
+    phys_addr: u64,
+    data_src: u64,
+    raw_len: u32,
+    raw: [u8; RAW_BYTES],
+}
+
+/// Largest raw IBS op blob: `u32 caps` and nine registers.
+const RAW_BYTES: usize = 4 + 9 * 8;
+
+/// What the overflow handler needs besides the sample: handed to perf as the counters'
+/// context.
+struct HandlerContext {
+    session: *const Session,
+    kind: u8,
+    /// Keep user-mode samples (IBS cannot exclude them in hardware).
+    user: bool,
 }
 
 /// Called by the shim's overflow handler for every sample.
 #[no_mangle]
 extern "C" fn dprof_rs_sample(ctx: *mut c_void, sample: *const SampleRegs) {
-    // SAFETY: `ctx` is the Session the counters were created with; they are released (and
-    // their handlers finished) before it is freed. `sample` points to the handler's stack.
-    let (session, s) = unsafe { (&*ctx.cast::<Session>(), &*sample) };
-    let record = abi::AccessSample {
+    // SAFETY: `ctx` is the HandlerContext the counters were created with; the counters are
+    // released (and their handlers finished) before it and the session are freed. `sample`
+    // points to the handler's stack.
+    let (context, s) = unsafe { (&*ctx.cast::<HandlerContext>(), &*sample) };
+    if s.user != 0 && !context.user {
+        return;
+    }
+    // SAFETY: see above.
+    let session = unsafe { &*context.session };
+    let mut record = abi::AccessSample {
         ip: s.ip,
         regs: s.regs,
         gs_base: s.gs_base,
@@ -38,39 +69,125 @@ extern "C" fn dprof_rs_sample(ctx: *mut c_void, sample: *const SampleRegs) {
         insn: s.insn,
         insn_len: s.insn_len.min(abi::SAMPLE_INSN_BYTES as u32) as u8,
         flags: if s.user != 0 { abi::SAMPLE_USER } else { 0 },
-        sampler: abi::SAMPLER_KIND_SOFTWARE,
+        sampler: context.kind,
+        hw_valid: s.hw_valid,
+        data_addr: s.data_addr,
+        phys_addr: s.phys_addr,
+        data_src: s.data_src,
+        latency: s.latency,
         ..abi::AccessSample::default()
     };
-    let mut payload = [0u8; abi::AccessSample::SIZE];
-    record.encode(&mut payload);
-    session.emit(abi::RecordKind::AccessSample, &payload);
+    if context.kind == abi::SAMPLER_KIND_IBS {
+        // An IBS sample without its registers is useless to the decoder: dropped.
+        let Some(regs) = ibs_regs(&s.raw, s.raw_len as usize) else {
+            return;
+        };
+        record.ibs = Some(regs);
+        let mut payload = [0u8; abi::AccessSample::SIZE + abi::IbsRegs::SIZE];
+        let (head, tail) = payload.split_at_mut(abi::AccessSample::SIZE);
+        let (Ok(head), Ok(tail)) = (
+            <&mut [u8; abi::AccessSample::SIZE]>::try_from(head),
+            <&mut [u8; abi::IbsRegs::SIZE]>::try_from(tail),
+        ) else {
+            return;
+        };
+        record.encode(head);
+        regs.encode(tail);
+        session.emit(abi::RecordKind::IbsSample, &payload);
+    } else {
+        let mut payload = [0u8; abi::AccessSample::SIZE];
+        record.encode(&mut payload);
+        session.emit(abi::RecordKind::AccessSample, &payload);
+    }
+}
+
+/// The raw IBS op blob (`u32 caps`, then IbsOpCtl .. IbsDcPhysAd, then IbsBrTarget and
+/// IbsOpData4 when caps has them, as `perf_ibs_handle_irq` writes it) spread onto fixed
+/// register indexes. `None` when the blob is shorter than the caps promise.
+fn ibs_regs(raw: &[u8; RAW_BYTES], len: usize) -> Option<abi::IbsRegs> {
+    let bytes = raw.get(..len)?;
+    let caps = u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?);
+    let mut out = abi::IbsRegs {
+        caps,
+        regs: [0; 9],
+    };
+    let mut at = 4;
+    for (index, reg) in out.regs.iter_mut().enumerate() {
+        let present = match index {
+            abi::IBS_BR_TARGET => caps & abi::IBS_CAPS_BRNTRGT != 0,
+            abi::IBS_OP_DATA4 => caps & abi::IBS_CAPS_OPDATA4 != 0,
+            _ => true,
+        };
+        if present {
+            *reg = u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?);
+            at += 8;
+        }
+    }
+    Some(out)
 }
 
 /// The counters of one collection; released on drop.
 pub(crate) struct Sampler {
     events: KVec<*mut ffi::PerfEvent>,
+    /// Read by the handlers until the counters are released; dropped after them.
+    _context: KBox<HandlerContext>,
 }
 
 // SAFETY: perf events are kernel objects; the pointers are only handed back to the perf API
-// from process context.
+// from process context. The context is only read, by the handlers.
 unsafe impl Send for Sampler {}
 
 impl Sampler {
-    /// Starts one counter per online CPU, all writing to `session`.
+    /// Starts one counter per online CPU for the sampler `config` names, all writing to
+    /// `session`.
     ///
     /// # Safety
     /// `session` must outlive the returned Sampler.
-    pub(crate) unsafe fn start(session: &Session, period_ns: u32, user: bool) -> Result<Self> {
-        let mut sampler = Self { events: KVec::new() };
-        let ctx = core::ptr::from_ref(session).cast_mut().cast::<c_void>();
+    pub(crate) unsafe fn start(session: &Session, config: &abi::Config) -> Result<Self> {
+        let kind = u8::try_from(config.sampler).map_err(|_| EINVAL)?;
+        let user = config.sample_user != 0;
+        let context = KBox::new(
+            HandlerContext {
+                session: core::ptr::from_ref(session),
+                kind,
+                user,
+            },
+            GFP_KERNEL,
+        )?;
+        let ctx = core::ptr::from_ref::<HandlerContext>(&context)
+            .cast_mut()
+            .cast::<c_void>();
+        let mut sampler = Self {
+            events: KVec::new(),
+            _context: context,
+        };
+        let period = u64::from(config.sample_period_ns);
         for cpu in 0..ffi::nr_cpu_ids() {
             // SAFETY: reads the online mask.
             if !unsafe { ffi::dprof_shim_cpu_online(cpu as u32) } {
                 continue;
             }
-            // SAFETY: process context; `ctx` outlives the counter per this function's contract.
+            // SAFETY: process context; `ctx` lives as long as the counters (it is dropped
+            // after them) and the session outlives both per this function's contract.
             let event = unsafe {
-                ffi::dprof_shim_sampler_create(cpu as i32, u64::from(period_ns), user, ctx)
+                match kind {
+                    abi::SAMPLER_KIND_SOFTWARE => {
+                        ffi::dprof_shim_sampler_create(cpu as i32, period, user, ctx)
+                    }
+                    abi::SAMPLER_KIND_IBS | abi::SAMPLER_KIND_PEBS => {
+                        ffi::dprof_shim_hw_sampler_create(
+                            cpu as i32,
+                            config.pmu_type,
+                            config.pmu_config,
+                            config.pmu_config1,
+                            period,
+                            kind == abi::SAMPLER_KIND_PEBS,
+                            user,
+                            ctx,
+                        )
+                    }
+                    _ => return Err(EINVAL),
+                }
             };
             let addr = event as usize;
             // ERR_PTR values are the last page of the address space.
@@ -87,7 +204,7 @@ impl Sampler {
 impl Drop for Sampler {
     fn drop(&mut self) {
         for &event in self.events.iter() {
-            // SAFETY: created by dprof_shim_sampler_create and released once, here.
+            // SAFETY: created by dprof_shim_*sampler_create and released once, here.
             unsafe { ffi::dprof_shim_sampler_release(event) };
         }
     }

@@ -216,14 +216,97 @@ fn config_validation_rejects_every_bad_field() {
             "{config:?}"
         );
     }
+}
 
-    good.encode(&mut buf);
-    buf[Config::SIZE - 1] = 1;
-    assert_eq!(Config::decode(&buf), Err(AbiError::NonZeroReserved));
-    assert!(matches!(
-        Config::decode(&buf[..8]),
-        Err(AbiError::Truncated { .. })
-    ));
+#[test]
+fn config_validation_checks_each_sampler_rules() {
+    let good = Config {
+        struct_size: Config::SIZE as u32,
+        events: EVENT_SLAB,
+        ring_bytes: DEFAULT_RING_BYTES,
+        ..Config::default()
+    };
+    let mut buf = [0u8; Config::SIZE];
+    // Samplers: each with its own period rules and PMU fields.
+    let software = Config {
+        events: EVENT_SAMPLES,
+        sampler: u32::from(SAMPLER_KIND_SOFTWARE),
+        sample_period_ns: DEFAULT_SAMPLE_PERIOD_NS,
+        ..good
+    };
+    let ibs = Config {
+        sampler: u32::from(SAMPLER_KIND_IBS),
+        sample_period_ns: 0x1_0000,
+        pmu_type: 11,
+        ..software
+    };
+    let pebs = Config {
+        sampler: u32::from(SAMPLER_KIND_PEBS),
+        sample_period_ns: 10_007,
+        pmu_type: 4,
+        pmu_config: 0x1cd,
+        pmu_config1: 3,
+        ..software
+    };
+    for config in [software, ibs, pebs] {
+        config.encode(&mut buf);
+        assert_eq!(Config::decode(&buf), Ok(config));
+    }
+    let bad_samplers = [
+        Config {
+            pmu_type: 11,
+            ..software
+        },
+        Config {
+            sampler: 4,
+            ..software
+        },
+        Config {
+            sample_period_ns: MIN_SAMPLE_PERIOD_NS - 1,
+            ..software
+        },
+        Config {
+            sample_period_ns: 0x1_0008,
+            ..ibs
+        },
+        Config {
+            sample_period_ns: 0,
+            ..ibs
+        },
+        Config {
+            sample_period_ns: MAX_IBS_PERIOD + 16,
+            ..ibs
+        },
+        Config { pmu_type: 0, ..ibs },
+        Config {
+            pmu_config1: 1,
+            ..ibs
+        },
+        Config {
+            sample_period_ns: MIN_PEBS_PERIOD - 1,
+            ..pebs
+        },
+        Config {
+            pmu_type: 0,
+            ..pebs
+        },
+        Config {
+            sample_user: 2,
+            ..pebs
+        },
+        Config {
+            pmu_type: 11,
+            ..good
+        },
+    ];
+    for config in bad_samplers {
+        config.encode(&mut buf);
+        assert_eq!(
+            Config::decode(&buf),
+            Err(AbiError::OutOfRange),
+            "{config:?}"
+        );
+    }
 }
 
 #[test]
@@ -366,7 +449,7 @@ fn access_sample_round_trips_and_rejects_bad_fields() {
     };
     assert_eq!(back.insn_bytes(), &[0x48, 0x8b, 0x07]);
     assert_eq!(back.regs[reg::RDI], 0x1000 * 8);
-    assert_eq!(MAX_RECORD_SIZE, RecordKind::AccessSample.record_size());
+    assert_eq!(MAX_RECORD_SIZE, RecordKind::IbsSample.record_size());
 
     let mut bad = payload;
     bad[168] = 17; // insn_len
@@ -405,4 +488,67 @@ fn whole_records_encode_and_decode_back() {
         let (header, back) = Record::decode(&buf[..size]).expect("decodes");
         assert_eq!((header.cpu, header.time_ns, back), (7, 99, record));
     }
+}
+
+#[test]
+fn ibs_samples_carry_their_registers() {
+    let ibs = IbsRegs {
+        caps: IBS_CAPS_OPDATA4 | 0x1,
+        regs: [
+            1,
+            0xffff_ffff_8100_0000,
+            3,
+            4,
+            5,
+            0xffff_8880_0000_1000,
+            0x1000,
+            0,
+            9,
+        ],
+    };
+    let sample = AccessSample {
+        ip: 0xffff_ffff_8100_0000,
+        sampler: SAMPLER_KIND_IBS,
+        hw_valid: HW_DATA_ADDR,
+        data_addr: 0xffff_8880_0000_1000,
+        ibs: Some(ibs),
+        ..AccessSample::default()
+    };
+    let record = Record::AccessSample(sample);
+    assert_eq!(record.kind(), RecordKind::IbsSample);
+    let mut buf = [0u8; MAX_RECORD_SIZE];
+    let size = record.encode(3, 77, &mut buf);
+    assert_eq!(
+        size,
+        RECORD_HEADER_SIZE + AccessSample::SIZE + IbsRegs::SIZE
+    );
+    let (header, back) = Record::decode(&buf[..size]).expect("valid IBS sample");
+    assert_eq!((header.cpu, header.time_ns), (3, 77));
+    assert_eq!(back, record);
+
+    // The kernel's raw layout leaves out the absent IbsBrTarget: caps, 7 registers, OpData4.
+    let mut raw = [0u8; 4 + 8 * 9];
+    assert_eq!(ibs.to_perf_raw(&mut raw), 4 + 8 * 8);
+    assert_eq!(&raw[..4], &ibs.caps.to_le_bytes());
+    assert_eq!(&raw[4 + 8 * 7..4 + 8 * 8], &9u64.to_le_bytes());
+
+    // A register the caps say is absent must be zero.
+    let mut bad = ibs;
+    bad.regs[IBS_BR_TARGET] = 1;
+    let mut p = [0u8; IbsRegs::SIZE];
+    bad.encode(&mut p);
+    assert_eq!(IbsRegs::decode(&p), Err(AbiError::NonZeroReserved));
+    // An IBS sample without registers, or registers on another sampler's sample: refused.
+    let no_regs = Record::AccessSample(AccessSample {
+        ibs: None,
+        ..sample
+    });
+    let size = no_regs.encode(0, 0, &mut buf);
+    assert_eq!(Record::decode(&buf[..size]), Err(AbiError::OutOfRange));
+    let software = Record::AccessSample(AccessSample {
+        sampler: SAMPLER_KIND_SOFTWARE,
+        ..sample
+    });
+    let size = software.encode(0, 0, &mut buf);
+    assert_eq!(Record::decode(&buf[..size]), Err(AbiError::OutOfRange));
 }

@@ -34,7 +34,7 @@
 //! ```
 
 /// Version of this ABI; bumped on any incompatible change.
-pub const ABI_VERSION: u32 = 2;
+pub const ABI_VERSION: u32 = 3;
 /// Path of the device the module creates.
 pub const DEVICE_PATH: &str = "/dev/dprof";
 /// Every record size is a multiple of this.
@@ -149,6 +149,8 @@ pub enum RecordKind {
     Lost = 4,
     /// A sampled instruction with its machine state ([`AccessSample`]).
     AccessSample = 5,
+    /// An IBS op sample: an [`AccessSample`] followed by the raw IBS registers ([`IbsRegs`]).
+    IbsSample = 6,
 }
 
 impl RecordKind {
@@ -161,6 +163,7 @@ impl RecordKind {
             3 => Some(Self::CacheInfo),
             4 => Some(Self::Lost),
             5 => Some(Self::AccessSample),
+            6 => Some(Self::IbsSample),
             _ => None,
         }
     }
@@ -175,6 +178,7 @@ impl RecordKind {
                 Self::CacheInfo => CacheInfo::SIZE,
                 Self::Lost => Lost::SIZE,
                 Self::AccessSample => AccessSample::SIZE,
+                Self::IbsSample => AccessSample::SIZE + IbsRegs::SIZE,
             }
     }
 
@@ -187,6 +191,7 @@ impl RecordKind {
             Self::CacheInfo => "cache_info",
             Self::Lost => "lost",
             Self::AccessSample => "sample",
+            Self::IbsSample => "ibs_sample",
         }
     }
 }
@@ -537,7 +542,7 @@ pub const HW_FLAGS: u32 = 16;
 /// A sampled instruction and the machine state needed to find the data it touched.
 ///
 /// The software sampler fills the registers, `gs_base` and the instruction bytes; userland
-/// decodes the instruction and computes the effective address. Hardware samplers (later) also
+/// decodes the instruction and computes the effective address. Hardware samplers also
 /// fill the `hw_*` fields and say which in `hw_valid`; without a bit, the field is absent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct AccessSample {
@@ -569,8 +574,11 @@ pub struct AccessSample {
     pub data_src: u64,
     /// Latency in cycles (`HW_LATENCY`).
     pub latency: u32,
-    /// Miss/hit flags (`HW_FLAGS`), defined with the hardware samplers.
+    /// Miss/hit flags (`HW_FLAGS`): `HWF_*` bits.
     pub hw_flags: u32,
+    /// The raw IBS op registers, for IBS samples only (record kind
+    /// [`RecordKind::IbsSample`]).
+    pub ibs: Option<IbsRegs>,
 }
 
 impl AccessSample {
@@ -644,12 +652,105 @@ impl AccessSample {
             data_src: get_u64(buf, 192),
             latency: get_u32(buf, 200),
             hw_flags: get_u32(buf, 204),
+            ibs: None,
         })
+    }
+}
+
+/// Index in [`IbsRegs::regs`]: `IbsOpCtl` (MSR 0xC0011033).
+pub const IBS_OP_CTL: usize = 0;
+/// Index in [`IbsRegs::regs`]: `IbsOpRip`.
+pub const IBS_OP_RIP: usize = 1;
+/// Index in [`IbsRegs::regs`]: `IbsOpData`.
+pub const IBS_OP_DATA: usize = 2;
+/// Index in [`IbsRegs::regs`]: `IbsOpData2`.
+pub const IBS_OP_DATA2: usize = 3;
+/// Index in [`IbsRegs::regs`]: `IbsOpData3`.
+pub const IBS_OP_DATA3: usize = 4;
+/// Index in [`IbsRegs::regs`]: `IbsDcLinAd`.
+pub const IBS_DC_LIN_AD: usize = 5;
+/// Index in [`IbsRegs::regs`]: `IbsDcPhysAd`.
+pub const IBS_DC_PHYS_AD: usize = 6;
+/// Index in [`IbsRegs::regs`]: `IbsBrTarget` (present with caps bit [`IBS_CAPS_BRNTRGT`]).
+pub const IBS_BR_TARGET: usize = 7;
+/// Index in [`IbsRegs::regs`]: `IbsOpData4` (present with caps bit [`IBS_CAPS_OPDATA4`]).
+pub const IBS_OP_DATA4: usize = 8;
+/// `IbsRegs::caps` bit (`IBS_CAPS_BRNTRGT` in the kernel): `IbsBrTarget` exists.
+pub const IBS_CAPS_BRNTRGT: u32 = 1 << 5;
+/// `IbsRegs::caps` bit (`IBS_CAPS_OPDATA4` in the kernel): `IbsOpData4` exists.
+pub const IBS_CAPS_OPDATA4: u32 = 1 << 10;
+
+/// The raw IBS op registers of one sample, as perf read them (`PERF_SAMPLE_RAW`). The kernel's
+/// blob leaves out the registers the CPU lacks; here every register has a fixed index and an
+/// absent one (see `caps`) is zero, so that the record has one size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct IbsRegs {
+    /// The kernel's `ibs_caps` (CPUID `Fn8000_001B` EAX) when the sample was taken.
+    pub caps: u32,
+    /// The registers, indexed by `IBS_OP_CTL` ... `IBS_OP_DATA4`.
+    pub regs: [u64; 9],
+}
+
+impl IbsRegs {
+    /// Payload size on the wire.
+    pub const SIZE: usize = 80;
+
+    /// Encodes the structure.
+    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
+        put_u32(out, 0, self.caps);
+        put_u32(out, 4, 0);
+        for (i, r) in self.regs.iter().enumerate() {
+            put_u64(out, 8 + 8 * i, *r);
+        }
+    }
+
+    /// Decodes the structure.
+    ///
+    /// # Errors
+    /// [`AbiError::Truncated`], or [`AbiError::NonZeroReserved`] for non-zero padding or a
+    /// register the caps say is absent.
+    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
+        check_len(buf, Self::SIZE)?;
+        let mut regs = [0u64; 9];
+        for (i, r) in regs.iter_mut().enumerate() {
+            *r = get_u64(buf, 8 + 8 * i);
+        }
+        let caps = get_u32(buf, 0);
+        let absent_set = (caps & IBS_CAPS_BRNTRGT == 0 && regs[IBS_BR_TARGET] != 0)
+            || (caps & IBS_CAPS_OPDATA4 == 0 && regs[IBS_OP_DATA4] != 0);
+        if get_u32(buf, 4) != 0 || absent_set {
+            return Err(AbiError::NonZeroReserved);
+        }
+        Ok(Self { caps, regs })
+    }
+
+    /// The registers in the kernel's `PERF_SAMPLE_RAW` layout: `u32 caps`, then the registers
+    /// present, little-endian. Returns the number of bytes written to `out`.
+    pub fn to_perf_raw(&self, out: &mut [u8; 4 + 8 * 9]) -> usize {
+        out[..4].copy_from_slice(&self.caps.to_le_bytes());
+        let mut at = 4;
+        for (i, r) in self.regs.iter().enumerate() {
+            let present = match i {
+                IBS_BR_TARGET => self.caps & IBS_CAPS_BRNTRGT != 0,
+                IBS_OP_DATA4 => self.caps & IBS_CAPS_OPDATA4 != 0,
+                _ => true,
+            };
+            if present {
+                out[at..at + 8].copy_from_slice(&r.to_le_bytes());
+                at += 8;
+            }
+        }
+        at
     }
 }
 
 /// A decoded record payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "records are decoded one at a time into a local; boxing samples would need an \
+              allocator, which this no_std ABI (also built into the kernel module) avoids"
+)]
 pub enum Record {
     /// See [`Alloc`].
     Alloc(Alloc),
@@ -672,6 +773,7 @@ impl Record {
             Self::Free(_) => RecordKind::Free,
             Self::CacheInfo(_) => RecordKind::CacheInfo,
             Self::Lost(_) => RecordKind::Lost,
+            Self::AccessSample(s) if s.ibs.is_some() => RecordKind::IbsSample,
             Self::AccessSample(_) => RecordKind::AccessSample,
         }
     }
@@ -716,6 +818,12 @@ impl Record {
                 let mut p = [0u8; AccessSample::SIZE];
                 r.encode(&mut p);
                 payload[..AccessSample::SIZE].copy_from_slice(&p);
+                if let Some(ibs) = &r.ibs {
+                    let mut p = [0u8; IbsRegs::SIZE];
+                    ibs.encode(&mut p);
+                    payload[AccessSample::SIZE..AccessSample::SIZE + IbsRegs::SIZE]
+                        .copy_from_slice(&p);
+                }
             }
         }
         size
@@ -735,14 +843,30 @@ impl Record {
             RecordKind::Free => Self::Free(Free::decode(payload)?),
             RecordKind::CacheInfo => Self::CacheInfo(CacheInfo::decode(payload)?),
             RecordKind::Lost => Self::Lost(Lost::decode(payload)?),
-            RecordKind::AccessSample => Self::AccessSample(AccessSample::decode(payload)?),
+            RecordKind::AccessSample => {
+                let sample = AccessSample::decode(payload)?;
+                if sample.sampler == SAMPLER_KIND_IBS {
+                    // IBS samples always carry their registers.
+                    return Err(AbiError::OutOfRange);
+                }
+                Self::AccessSample(sample)
+            }
+            RecordKind::IbsSample => {
+                let (sample, regs) = payload.split_at(AccessSample::SIZE);
+                let mut sample = AccessSample::decode(sample)?;
+                if sample.sampler != SAMPLER_KIND_IBS {
+                    return Err(AbiError::OutOfRange);
+                }
+                sample.ibs = Some(IbsRegs::decode(regs)?);
+                Self::AccessSample(sample)
+            }
         };
         Ok((header, record))
     }
 }
 
 /// Largest record of this ABI version, for buffers that must hold any record.
-pub const MAX_RECORD_SIZE: usize = RECORD_HEADER_SIZE + AccessSample::SIZE;
+pub const MAX_RECORD_SIZE: usize = RECORD_HEADER_SIZE + AccessSample::SIZE + IbsRegs::SIZE;
 
 const _: () = {
     assert!(RecordKind::Alloc.record_size().is_multiple_of(RECORD_ALIGN));
@@ -754,6 +878,10 @@ const _: () = {
     assert!(RecordKind::AccessSample
         .record_size()
         .is_multiple_of(RECORD_ALIGN));
+    assert!(RecordKind::IbsSample
+        .record_size()
+        .is_multiple_of(RECORD_ALIGN));
+    assert!(MAX_RECORD_SIZE == RecordKind::IbsSample.record_size());
     assert!(MAX_RECORD_SIZE < u16::MAX as usize);
     assert!(MAX_RECORD_SIZE >= RecordKind::Alloc.record_size());
     assert!(MAX_RECORD_SIZE >= RecordKind::CacheInfo.record_size());
@@ -808,7 +936,8 @@ pub struct VersionInfo {
     pub nr_cpu_ids: u32,
     /// CPUs online when asked.
     pub online_cpus: u32,
-    /// `SAMPLER_*` bits available on this machine.
+    /// `SAMPLER_*` bits: the samplers this module can drive (whether the CPU has IBS or PEBS
+    /// is read from sysfs by userland).
     pub samplers: u32,
     /// `FEATURE_*` bits.
     pub features: u32,
@@ -868,6 +997,14 @@ pub const MIN_SAMPLE_PERIOD_NS: u32 = 10_000;
 pub const MAX_SAMPLE_PERIOD_NS: u32 = 1_000_000_000;
 /// Sampling period used when the collector does not say otherwise (1 ms).
 pub const DEFAULT_SAMPLE_PERIOD_NS: u32 = 1_000_000;
+/// Shortest IBS op period accepted (ops): the hardware's smallest `MaxCnt` (0x10 ops).
+pub const MIN_IBS_PERIOD: u32 = 0x10;
+/// Longest IBS op period accepted (ops): 27 bits of `MaxCnt` with `OpCntExt`; CPUs without
+/// that extension stop at 0xFFFF0 and the kernel refuses longer periods when the counter is
+/// created.
+pub const MAX_IBS_PERIOD: u32 = 0x7FF_FFF0;
+/// Shortest PEBS period accepted (events): below it the PEBS assist floods the rings.
+pub const MIN_PEBS_PERIOD: u32 = 1000;
 
 /// A collection's configuration (`IOC_CONFIGURE`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -878,13 +1015,22 @@ pub struct Config {
     pub events: u32,
     /// Bytes of each per-CPU ring: a power of two within [`MIN_RING_BYTES`]..=[`MAX_RING_BYTES`].
     pub ring_bytes: u32,
-    /// With [`EVENT_SAMPLES`]: a `SAMPLER_KIND_*` (only software for now); else 0.
+    /// With [`EVENT_SAMPLES`]: a `SAMPLER_KIND_*`; else 0.
     pub sampler: u32,
-    /// With [`EVENT_SAMPLES`]: the period in ns, within
-    /// [`MIN_SAMPLE_PERIOD_NS`]..=[`MAX_SAMPLE_PERIOD_NS`]; else 0.
+    /// With [`EVENT_SAMPLES`]: the period. Software: ns, within
+    /// [`MIN_SAMPLE_PERIOD_NS`]..=[`MAX_SAMPLE_PERIOD_NS`]. IBS: ops, a multiple of 16 within
+    /// [`MIN_IBS_PERIOD`]..=[`MAX_IBS_PERIOD`]. PEBS: events, at least [`MIN_PEBS_PERIOD`].
+    /// Else 0.
     pub sample_period_ns: u32,
     /// With [`EVENT_SAMPLES`]: 1 to sample user mode too (kernel mode always); else 0.
     pub sample_user: u32,
+    /// With a hardware sampler: the perf PMU type (`/sys/bus/event_source/devices/*/type`);
+    /// else 0.
+    pub pmu_type: u32,
+    /// With a hardware sampler: `perf_event_attr.config`; else 0.
+    pub pmu_config: u64,
+    /// With PEBS: `perf_event_attr.config1` (the load-latency threshold); else 0.
+    pub pmu_config1: u64,
 }
 
 impl Config {
@@ -900,6 +1046,9 @@ impl Config {
         put_u32(out, 12, self.sampler);
         put_u32(out, 16, self.sample_period_ns);
         put_u32(out, 20, self.sample_user);
+        put_u32(out, 24, self.pmu_type);
+        put_u64(out, 32, self.pmu_config);
+        put_u64(out, 40, self.pmu_config1);
     }
 
     /// Decodes and validates the structure: right size, known events, ring size in range,
@@ -909,7 +1058,7 @@ impl Config {
     /// [`AbiError::Truncated`], [`AbiError::NonZeroReserved`] or [`AbiError::OutOfRange`].
     pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
         check_len(buf, Self::SIZE)?;
-        if buf[24..Self::SIZE].iter().any(|&b| b != 0) {
+        if buf[28..32].iter().any(|&b| b != 0) {
             return Err(AbiError::NonZeroReserved);
         }
         let config = Self {
@@ -919,17 +1068,36 @@ impl Config {
             sampler: get_u32(buf, 12),
             sample_period_ns: get_u32(buf, 16),
             sample_user: get_u32(buf, 20),
+            pmu_type: get_u32(buf, 24),
+            pmu_config: get_u64(buf, 32),
+            pmu_config1: get_u64(buf, 40),
         };
         let size_ok = config.struct_size as usize == Self::SIZE;
         let events_ok = config.events != 0 && config.events & !EVENT_ALL == 0;
         let ring_ok = config.ring_bytes.is_power_of_two()
             && (MIN_RING_BYTES..=MAX_RING_BYTES).contains(&config.ring_bytes);
+        let period = config.sample_period_ns;
+        let no_pmu = config.pmu_type == 0 && config.pmu_config == 0 && config.pmu_config1 == 0;
         let sampler_ok = if config.events & EVENT_SAMPLES == 0 {
-            config.sampler == 0 && config.sample_period_ns == 0 && config.sample_user == 0
+            config.sampler == 0 && period == 0 && config.sample_user == 0 && no_pmu
         } else {
-            config.sampler == u32::from(SAMPLER_KIND_SOFTWARE)
-                && (MIN_SAMPLE_PERIOD_NS..=MAX_SAMPLE_PERIOD_NS).contains(&config.sample_period_ns)
-                && config.sample_user <= 1
+            let kind = u8::try_from(config.sampler).unwrap_or(u8::MAX);
+            let kind_ok = match kind {
+                SAMPLER_KIND_SOFTWARE => {
+                    (MIN_SAMPLE_PERIOD_NS..=MAX_SAMPLE_PERIOD_NS).contains(&period) && no_pmu
+                }
+                // IBS op counts ops in units of 16 (`MaxCnt` holds period >> 4); its PMU
+                // takes no config1.
+                SAMPLER_KIND_IBS => {
+                    (MIN_IBS_PERIOD..=MAX_IBS_PERIOD).contains(&period)
+                        && period.is_multiple_of(16)
+                        && config.pmu_type != 0
+                        && config.pmu_config1 == 0
+                }
+                SAMPLER_KIND_PEBS => period >= MIN_PEBS_PERIOD && config.pmu_type != 0,
+                _ => false,
+            };
+            kind_ok && config.sample_user <= 1
         };
         if size_ok && events_ok && ring_ok && sampler_ok {
             Ok(config)

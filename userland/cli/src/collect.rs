@@ -13,8 +13,10 @@ use anyhow::{bail, Context};
 use clap::CommandFactory;
 use dprof::device::{Device, ReadOutcome};
 use dprof::profile::{
-    CollectConfig, DeviceCounters, ProfileWriter, SamplingConfig, StopInfo, StopReason, Target,
+    CollectConfig, DeviceCounters, PeriodEvents, PmuEvent, ProfileWriter, SamplingConfig, StopInfo,
+    StopReason, Target,
 };
+use dprof::samplers::{self, HardwareSamplers};
 use dprof::system;
 use dprof_abi::{Config, VersionInfo};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -31,10 +33,20 @@ use crate::units::{self, format_bytes, format_ns};
 /// exits at once, leaving only PATH.partial.
 ///
 /// Events: `slab` (allocations, frees and slab caches) and `samples` (access samples: every
-/// --period on each CPU, the interrupted instruction with its registers and bytes, from which
+/// --period on each CPU, the sampled instruction with its registers and bytes, from which
 /// analysis computes the data address). Without --events, both are collected when the module
 /// has a sampler, else slab only (with a note). Samples are of kernel mode only unless
 /// --sample-user is given.
+///
+/// Samplers: `ibs` (AMD IBS op) and `pebs` (Intel PEBS load latency) are hardware samplers:
+/// they report the data address, whether the access missed the L1 data cache, where the data
+/// came from and its latency, so reports rank types by misses. Their --period is a count:
+/// IBS ops (cycles on CPUs without IbsOpCntCtl), a multiple of 16 from 16 (above 1048560
+/// needs IbsOpCntExt); PEBS loads, at least 1000. `software` samples a cpu-clock timer, and
+/// its --period is a time. `auto` picks IBS, then PEBS, then software, by what the CPU, the
+/// kernel (/sys/bus/event_source/devices) and the module offer, and says on stderr which and
+/// why; a --period that is a time picks software. Asking for a sampler this machine does not
+/// have is an error that says what is missing.
 ///
 /// Records stream into PATH.partial, which is renamed to PATH only once complete; on an
 /// error it is removed. Progress shows on a terminal; at the end one line on stderr gives
@@ -49,6 +61,7 @@ use crate::units::{self, format_bytes, format_ns};
 ///   dprof collect -o idle.dprof --duration 10s --ring-size 16M
 ///   dprof collect -o slab.dprof --events slab --duration 5s
 ///   dprof collect -o hot.dprof --events samples --period 100us -- make -j4
+///   dprof collect -o misses.dprof --sampler ibs --period 65536 --duration 5s
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 #[allow(
@@ -69,15 +82,16 @@ pub struct CollectArgs {
     /// else slab].
     #[arg(long, value_name = "EVENTS", value_enum, value_delimiter = ',')]
     events: Option<Vec<Event>>,
-    /// Time between access samples on each CPU (e.g. 1ms, 250us), from 10us to 1s
-    /// [default: 1ms].
-    #[arg(long, value_name = "TIME", value_parser = parse_period)]
-    period: Option<u32>,
+    /// Software sampler: time between samples on each CPU (e.g. 1ms, 250us), from 10us to 1s.
+    /// IBS, PEBS: events between samples, a plain number (e.g. 65536) [default: 1ms for
+    /// software, 262144 ops for IBS, 100003 loads for PEBS].
+    #[arg(long, value_name = "PERIOD", value_parser = parse_period)]
+    period: Option<PeriodArg>,
     /// Sample user-mode instructions too (kernel mode is always sampled).
     #[arg(long)]
     sample_user: bool,
-    /// Which sampler takes access samples: auto picks the best the module offers (the
-    /// software cpu-clock sampler for now).
+    /// Which sampler takes access samples: auto picks IBS, then PEBS, then software, by what
+    /// this machine and the module offer.
     #[arg(long, value_name = "SAMPLER", value_enum, default_value = "auto")]
     sampler: SamplerChoice,
     /// The dprof device.
@@ -116,17 +130,56 @@ impl Event {
 /// The sampler a person can ask for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum SamplerChoice {
-    /// The best sampler the module offers.
+    /// IBS, else PEBS, else software: the best this machine and the module offer.
     Auto,
     /// The cpu-clock timer: registers and instruction bytes, no hardware miss data.
     Software,
+    /// AMD IBS op: data address, L1 miss, data source, miss latency.
+    Ibs,
+    /// Intel PEBS load latency: data address, data source, latency of loads.
+    Pebs,
 }
 
-/// The default sampling period.
+/// The software sampler's default period (ns).
 const DEFAULT_PERIOD: u32 = dprof_abi::DEFAULT_SAMPLE_PERIOD_NS;
 
-/// Parses --period: a duration within what the module accepts, in ns.
-fn parse_period(s: &str) -> Result<u32, String> {
+/// IBS's default period: 0x40000 ops. A core retiring ~3e9 ops/s takes at most ~11k samples/s
+/// (about 4k of them loads and stores), about the records and NMI time PEBS's default costs;
+/// and it is below 0xFFFF0, so CPUs without `IbsOpCntExt` take it too.
+const DEFAULT_IBS_PERIOD: u32 = 0x40000;
+
+/// PEBS's default period: 100003 loads. A core running kernel code loads up to ~1e9 times a
+/// second, so at most ~10k samples/s per CPU: ~2 MB/s of records and a few % of NMI time. A
+/// prime, so that the samples do not fall in step with a loop.
+const DEFAULT_PEBS_PERIOD: u32 = 100_003;
+
+/// --period as given: a time (software) or a count of events (IBS, PEBS).
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum PeriodArg {
+    /// A duration within what the module accepts, in ns, and how it was written.
+    Time { ns: u32, text: String },
+    /// A plain number.
+    Count(u64),
+}
+
+/// Parses --period: a plain number is a count of events (checked against the sampler once it
+/// is known); anything else is a time.
+fn parse_period(s: &str) -> Result<PeriodArg, String> {
+    let t = s.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        return t
+            .parse()
+            .map(PeriodArg::Count)
+            .map_err(|_| format!("{s:?} is too large"));
+    }
+    parse_period_time(s).map(|ns| PeriodArg::Time {
+        ns,
+        text: t.to_owned(),
+    })
+}
+
+/// Parses a software period: a duration within what the module accepts, in ns.
+fn parse_period_time(s: &str) -> Result<u32, String> {
     let d = units::parse_duration(s)?;
     let (min, max) = (
         dprof_abi::MIN_SAMPLE_PERIOD_NS,
@@ -148,23 +201,95 @@ fn parse_period(s: &str) -> Result<u32, String> {
     u32::try_from(ns).map_err(|_| format!("{s:?} is out of range"))
 }
 
-/// What will be collected, settled against what the module offers.
+/// A sampler, settled: what `IOC_CONFIGURE` and the profile header get.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Sampling {
+    /// `SAMPLER_KIND_*`.
+    kind: u8,
+    /// `software`, `ibs` or `pebs`.
+    name: &'static str,
+    /// Software: ns; IBS: ops or cycles; PEBS: loads.
+    period: u32,
+    /// What `period` counts: `ns`, `ops`, `cycles` or `loads`.
+    unit: &'static str,
+    /// Sample user mode too.
+    user: bool,
+    /// Hardware: the PMU's sysfs name, its type and the event's `config`, `config1`.
+    pmu: String,
+    pmu_type: u32,
+    pmu_config: u64,
+    pmu_config1: u64,
+}
+
+impl Sampling {
+    fn software(period: u32, user: bool) -> Self {
+        Self {
+            kind: dprof_abi::SAMPLER_KIND_SOFTWARE,
+            name: "software",
+            period,
+            unit: "ns",
+            user,
+            pmu: String::new(),
+            pmu_type: 0,
+            pmu_config: 0,
+            pmu_config1: 0,
+        }
+    }
+
+    fn is_hardware(&self) -> bool {
+        self.kind != dprof_abi::SAMPLER_KIND_SOFTWARE
+    }
+
+    /// What the profile header records: a time for the software sampler; a count of events
+    /// and the perf event for hardware samplers (their `period_ns` is 0).
+    fn header_config(&self) -> SamplingConfig {
+        let hardware = self.is_hardware();
+        SamplingConfig {
+            sampler: self.name.to_owned(),
+            period_ns: if hardware { 0 } else { self.period },
+            user: self.user,
+            period_events: hardware.then(|| PeriodEvents {
+                count: u64::from(self.period),
+                unit: self.unit.to_owned(),
+            }),
+            pmu: hardware.then(|| PmuEvent {
+                pmu: self.pmu.clone(),
+                pmu_type: self.pmu_type,
+                config: self.pmu_config,
+                config1: self.pmu_config1,
+            }),
+        }
+    }
+}
+
+/// What will be collected, settled against what the machine and the module offer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Plan {
     events: Vec<Event>,
-    /// With samples: the `SAMPLER_KIND_*`, its name, the period and whether user mode is in.
-    sampling: Option<(u8, &'static str, u32, bool)>,
+    /// With samples: the sampler.
+    sampling: Option<Sampling>,
     /// A one-line note for the person (why samples are off by default).
     note: Option<String>,
+    /// With `--sampler auto`: which sampler was picked and why, one line.
+    pick: Option<String>,
 }
 
-/// Decides events and sampler from the arguments and the module's `samplers` bits.
-fn plan(args: &CollectArgs, module_samplers: u32) -> anyhow::Result<Plan> {
-    let has_software = module_samplers & dprof_abi::SAMPLER_SOFTWARE != 0;
+/// Decides events and sampler from the arguments, the hardware samplers this machine offers,
+/// and the module's `samplers` bits (`None` before the module was asked: every sampler is
+/// then assumed, so that what the machine lacks is found before the device is opened).
+fn plan(
+    args: &CollectArgs,
+    module_samplers: Option<u32>,
+    hw: &HardwareSamplers,
+) -> anyhow::Result<Plan> {
+    let any_sampler =
+        dprof_abi::SAMPLER_SOFTWARE | dprof_abi::SAMPLER_IBS | dprof_abi::SAMPLER_PEBS;
     let mut note = None;
     let mut events = match &args.events {
         Some(events) => events.clone(),
-        None if has_software => vec![Event::Slab, Event::Samples],
+        None if module_samplers.is_none_or(|m| m & any_sampler != 0) => {
+            vec![Event::Slab, Event::Samples]
+        }
         None => {
             note = Some(
                 "the module offers no sampler, so only slab events are collected (no access \
@@ -181,31 +306,246 @@ fn plan(args: &CollectArgs, module_samplers: u32) -> anyhow::Result<Plan> {
             events,
             sampling: None,
             note,
+            pick: None,
         });
     }
-    let kind = match args.sampler {
-        SamplerChoice::Auto | SamplerChoice::Software if has_software => {
-            (dprof_abi::SAMPLER_KIND_SOFTWARE, "software")
+    let chooser = Chooser {
+        period: args.period.as_ref(),
+        user: args.sample_user,
+        module: module_samplers,
+        hw,
+    };
+    let (sampling, pick) = match args.sampler {
+        SamplerChoice::Software => (chooser.software()?, None),
+        SamplerChoice::Ibs => (chooser.ibs()?, None),
+        SamplerChoice::Pebs => (chooser.pebs()?, None),
+        SamplerChoice::Auto => {
+            let (sampling, why) = chooser.auto()?;
+            (sampling, Some(why))
         }
-        SamplerChoice::Auto => bail!(
-            "the module offers no sampler (samplers {module_samplers:#x}): collect without \
-             samples, e.g. --events slab"
-        ),
-        SamplerChoice::Software => bail!(
-            "the module offers no software sampler (samplers {module_samplers:#x}): rebuild \
-             dprof.ko with it, or collect --events slab"
-        ),
     };
     Ok(Plan {
         events,
-        sampling: Some((
-            kind.0,
-            kind.1,
-            args.period.unwrap_or(DEFAULT_PERIOD),
-            args.sample_user,
-        )),
+        sampling: Some(sampling),
         note,
+        pick,
     })
+}
+
+/// Picks and checks a sampler (see [`plan`]).
+struct Chooser<'a> {
+    period: Option<&'a PeriodArg>,
+    user: bool,
+    module: Option<u32>,
+    hw: &'a HardwareSamplers,
+}
+
+impl Chooser<'_> {
+    /// Whether the module offers `SAMPLER_*` bit `bit` (assumed before it was asked).
+    fn offers(&self, bit: u32) -> bool {
+        self.module.is_none_or(|m| m & bit != 0)
+    }
+
+    fn module_bits(&self) -> u32 {
+        self.module.unwrap_or(0)
+    }
+
+    fn software(&self) -> anyhow::Result<Sampling> {
+        if !self.offers(dprof_abi::SAMPLER_SOFTWARE) {
+            bail!(
+                "the module offers no software sampler (samplers {:#x}): rebuild dprof.ko with \
+                 it, or collect --events slab",
+                self.module_bits()
+            );
+        }
+        let ns = match self.period {
+            None => DEFAULT_PERIOD,
+            Some(PeriodArg::Time { ns, .. }) => *ns,
+            Some(PeriodArg::Count(n)) => bail!(
+                "--period {n} is a count of events, but the software sampler takes the time \
+                 between samples, e.g. --period 1ms"
+            ),
+        };
+        Ok(Sampling::software(ns, self.user))
+    }
+
+    fn ibs(&self) -> anyhow::Result<Sampling> {
+        let caps = match &self.hw.ibs {
+            Ok(caps) => caps,
+            Err(why) => bail!("cannot sample with IBS: {why}; use --sampler software"),
+        };
+        if !self.offers(dprof_abi::SAMPLER_IBS) {
+            bail!(
+                "the module offers no IBS sampler (samplers {:#x}): load a dprof.ko built with \
+                 it, or use --sampler software",
+                self.module_bits()
+            );
+        }
+        let unit = caps.unit();
+        let period = match self.period {
+            None => DEFAULT_IBS_PERIOD,
+            Some(PeriodArg::Time { text, .. }) => bail!(
+                "--period {text} is a time, but IBS counts {unit}: give a number, e.g. \
+                 --period {DEFAULT_IBS_PERIOD}"
+            ),
+            Some(PeriodArg::Count(n)) => ibs_period(*n)?,
+        };
+        Ok(Sampling {
+            kind: dprof_abi::SAMPLER_KIND_IBS,
+            name: "ibs",
+            period,
+            unit,
+            user: self.user,
+            pmu: "ibs_op".to_owned(),
+            pmu_type: caps.pmu_type,
+            pmu_config: caps.config,
+            pmu_config1: 0,
+        })
+    }
+
+    fn pebs(&self) -> anyhow::Result<Sampling> {
+        let caps = match &self.hw.pebs {
+            Ok(caps) => caps,
+            Err(why) => bail!("cannot sample with PEBS: {why}; use --sampler software"),
+        };
+        if !self.offers(dprof_abi::SAMPLER_PEBS) {
+            bail!(
+                "the module offers no PEBS sampler (samplers {:#x}): load a dprof.ko built \
+                 with it, or use --sampler software",
+                self.module_bits()
+            );
+        }
+        let period = match self.period {
+            None => DEFAULT_PEBS_PERIOD,
+            Some(PeriodArg::Time { text, .. }) => bail!(
+                "--period {text} is a time, but PEBS counts loads: give a number, e.g. \
+                 --period {DEFAULT_PEBS_PERIOD}"
+            ),
+            Some(PeriodArg::Count(n)) => pebs_period(*n)?,
+        };
+        Ok(Sampling {
+            kind: dprof_abi::SAMPLER_KIND_PEBS,
+            name: "pebs",
+            period,
+            unit: "loads",
+            user: self.user,
+            pmu: caps.pmu.clone(),
+            pmu_type: caps.pmu_type,
+            pmu_config: caps.config,
+            pmu_config1: caps.config1,
+        })
+    }
+
+    /// IBS, else PEBS, else software; the line says which and why the ones before it were
+    /// passed over.
+    fn auto(&self) -> anyhow::Result<(Sampling, String)> {
+        let mut passed: Vec<String> = Vec::new();
+        let time = match self.period {
+            Some(PeriodArg::Time { text, .. }) => Some(text.as_str()),
+            _ => None,
+        };
+        let hardware = [
+            ("IBS", dprof_abi::SAMPLER_IBS, self.hw.ibs.as_ref().err()),
+            ("PEBS", dprof_abi::SAMPLER_PEBS, self.hw.pebs.as_ref().err()),
+        ];
+        for (name, bit, missing) in hardware {
+            if let Some(why) = missing {
+                passed.push(format!("no {name}: {why}"));
+            } else if !self.offers(bit) {
+                passed.push(format!("no {name}: the module offers no {name} sampler"));
+            } else if let Some(text) = time {
+                passed.push(format!(
+                    "not {name}: --period {text} is a time, and {name} counts events"
+                ));
+            } else {
+                let sampling = if bit == dprof_abi::SAMPLER_IBS {
+                    self.ibs()?
+                } else {
+                    self.pebs()?
+                };
+                let mut why = vec![self.describe(&sampling)];
+                why.extend(passed);
+                let line = format!("{} ({})", sampling.name, why.join("; "));
+                return Ok((sampling, line));
+            }
+        }
+        if let Some(PeriodArg::Count(n)) = self.period {
+            bail!(
+                "--period {n} is a count of events, for IBS or PEBS, and neither can be used \
+                 ({}): give the software sampler a time, e.g. --period 1ms",
+                passed.join("; ")
+            );
+        }
+        if !self.offers(dprof_abi::SAMPLER_SOFTWARE) {
+            bail!(
+                "the module offers no sampler this machine can use (samplers {:#x}; {}): \
+                 collect without samples, e.g. --events slab",
+                self.module_bits(),
+                passed.join("; ")
+            );
+        }
+        let sampling = self.software()?;
+        Ok((sampling, format!("software ({})", passed.join("; "))))
+    }
+
+    /// The hardware sampler in a few words, for the pick line.
+    fn describe(&self, s: &Sampling) -> String {
+        match (&self.hw.ibs, &self.hw.pebs) {
+            (Ok(ibs), _) if s.kind == dprof_abi::SAMPLER_KIND_IBS => format!(
+                "AMD IBS op, ibs_op PMU type {}, every {} {}",
+                ibs.pmu_type, s.period, s.unit
+            ),
+            (_, Ok(pebs)) => format!(
+                "Intel PEBS load latency, {} PMU{} type {}, mem-loads {}, every {} {}",
+                pebs.pmu,
+                pebs.pmu_name
+                    .as_ref()
+                    .map_or_else(String::new, |n| format!(" ({n})")),
+                pebs.pmu_type,
+                pebs.event,
+                s.period,
+                s.unit
+            ),
+            _ => format!("every {} {}", s.period, s.unit),
+        }
+    }
+}
+
+/// Checks an IBS period: a multiple of 16 within what the ABI accepts (the hardware counts
+/// in units of 16).
+fn ibs_period(n: u64) -> anyhow::Result<u32> {
+    let (min, max) = (
+        u64::from(dprof_abi::MIN_IBS_PERIOD),
+        u64::from(dprof_abi::MAX_IBS_PERIOD),
+    );
+    if n < min {
+        bail!("--period {n} is below IBS's smallest period, {min}");
+    }
+    if n > max {
+        bail!("--period {n} is above IBS's largest period, {max} ({max:#x})");
+    }
+    if !n.is_multiple_of(16) {
+        let below = n / 16 * 16;
+        bail!(
+            "--period {n} is not a multiple of 16, which IBS needs (it counts in units of 16): \
+             use {below} or {}",
+            below + 16
+        );
+    }
+    u32::try_from(n).map_err(|_| anyhow::anyhow!("--period {n} is out of range"))
+}
+
+/// Checks a PEBS period: at least what the ABI accepts.
+fn pebs_period(n: u64) -> anyhow::Result<u32> {
+    let min = dprof_abi::MIN_PEBS_PERIOD;
+    if n < u64::from(min) {
+        bail!(
+            "--period {n} is below PEBS's smallest period, {min} loads: shorter ones flood the \
+             rings with PEBS records"
+        );
+    }
+    u32::try_from(n)
+        .map_err(|_| anyhow::anyhow!("--period {n} is above the largest period, {}", u32::MAX))
 }
 
 /// Bytes gathered from the device before they go to the file as one Records section.
@@ -264,30 +604,32 @@ fn target_of(args: &CollectArgs) -> Target {
 
 pub fn run(args: &CollectArgs) -> anyhow::Result<ExitCode> {
     let target = target_of(args);
-    let sampling_asked = args.period.is_some() || args.sample_user;
+    let sampling_asked =
+        args.period.is_some() || args.sample_user || args.sampler != SamplerChoice::Auto;
     if sampling_asked
         && args
             .events
             .as_ref()
             .is_some_and(|e| !e.contains(&Event::Samples))
     {
-        usage_error("--period and --sample-user need the samples event (--events slab,samples)");
+        usage_error(
+            "--period, --sample-user and --sampler need the samples event (--events \
+             slab,samples)",
+        );
     }
+    // What this machine lacks is said before the device is opened: it does not depend on the
+    // module, and needs no root.
+    let hw = samplers::detect(Path::new("/"));
+    plan(args, None, &hw)?;
     let progress = progress_bar();
-    let (mut dev, version, plan) = open_and_configure(args, &progress)?;
+    let (mut dev, version, plan) = open_and_configure(args, &hw, &progress)?;
 
     let root = Path::new("/");
     let collect_config = CollectConfig {
         events: plan.events.iter().map(|e| e.name().to_owned()).collect(),
         ring_bytes: args.ring_size,
         target,
-        sampling: plan
-            .sampling
-            .map(|(_, name, period_ns, user)| SamplingConfig {
-                sampler: name.to_owned(),
-                period_ns,
-                user,
-            }),
+        sampling: plan.sampling.as_ref().map(Sampling::header_config),
     };
     let header = system::gather_header(root, collect_config, version.into(), now_unix_s())
         .context("cannot describe this system in the profile header")?;
@@ -358,6 +700,7 @@ pub fn run(args: &CollectArgs) -> anyhow::Result<ExitCode> {
 /// else: if the device is missing or busy, nothing else happens and no file appears.
 fn open_and_configure(
     args: &CollectArgs,
+    hw: &HardwareSamplers,
     progress: &ProgressBar,
 ) -> anyhow::Result<(Device, VersionInfo, Plan)> {
     let dev = Device::open_path(&args.device)?;
@@ -370,9 +713,12 @@ fn open_and_configure(
             format_bytes(u64::from(version.max_ring_bytes))
         );
     }
-    let plan = plan(args, version.samplers)?;
+    let plan = plan(args, Some(version.samplers), hw)?;
     if let Some(note) = &plan.note {
         progress.suspend(|| eprintln!("dprof: note: {note}"));
+    }
+    if let Some(pick) = &plan.pick {
+        progress.suspend(|| eprintln!("dprof: sampler: {pick}"));
     }
     let events = &plan.events;
     if events.contains(&Event::Slab) && version.features & dprof_abi::FEATURE_SLAB_EVENTS == 0 {
@@ -381,18 +727,21 @@ fn open_and_configure(
             "the module did not find all kmem tracepoints: expect few or no slab records",
         );
     }
-    let (sampler, sample_period_ns, sample_user) =
-        plan.sampling.map_or((0, 0, 0), |(kind, _, period, user)| {
-            (u32::from(kind), period, u32::from(user))
-        });
-    dev.configure(&Config {
+    let mut config = Config {
         struct_size: Config::SIZE as u32,
         events: events.iter().fold(0, |bits, e| bits | e.bit()),
         ring_bytes: args.ring_size,
-        sampler,
-        sample_period_ns,
-        sample_user,
-    })?;
+        ..Config::default()
+    };
+    if let Some(s) = &plan.sampling {
+        config.sampler = u32::from(s.kind);
+        config.sample_period_ns = s.period;
+        config.sample_user = u32::from(s.user);
+        config.pmu_type = s.pmu_type;
+        config.pmu_config = s.pmu_config;
+        config.pmu_config1 = s.pmu_config1;
+    }
+    dev.configure(&config)?;
     Ok((dev, version, plan))
 }
 
@@ -766,22 +1115,62 @@ mod tests {
         }
     }
 
+    const NO_IBS: &str = "IBS needs an AMD CPU, and this one is GenuineIntel";
+    const NO_PEBS: &str = "this Intel CPU runs under a hypervisor that exposes no core PMU (no \
+                           /sys/bus/event_source/devices/cpu)";
+
+    /// A cloud VM's answer: neither sampler.
+    fn no_hw() -> HardwareSamplers {
+        HardwareSamplers {
+            ibs: Err(NO_IBS.to_owned()),
+            pebs: Err(NO_PEBS.to_owned()),
+        }
+    }
+
+    fn ibs_caps() -> samplers::IbsCaps {
+        samplers::IbsCaps {
+            pmu_type: 11,
+            config: 1 << 19,
+            counts_ops: true,
+            zen4: true,
+        }
+    }
+
+    fn pebs_caps() -> samplers::PebsCaps {
+        samplers::PebsCaps {
+            pmu: "cpu".to_owned(),
+            pmu_type: 4,
+            pmu_name: Some("skylake".to_owned()),
+            event: "event=0xcd,umask=0x1,ldlat=3".to_owned(),
+            config: 0x1cd,
+            config1: 3,
+        }
+    }
+
+    fn amd() -> HardwareSamplers {
+        HardwareSamplers {
+            ibs: Ok(ibs_caps()),
+            pebs: Err("PEBS needs an Intel CPU, and this one is AuthenticAMD".to_owned()),
+        }
+    }
+
+    fn intel() -> HardwareSamplers {
+        HardwareSamplers {
+            ibs: Err(NO_IBS.to_owned()),
+            pebs: Ok(pebs_caps()),
+        }
+    }
+
+    const ALL: u32 = dprof_abi::SAMPLER_SOFTWARE | dprof_abi::SAMPLER_IBS | dprof_abi::SAMPLER_PEBS;
+
     #[test]
     fn events_default_to_what_the_module_offers() {
-        let software = dprof_abi::SAMPLER_SOFTWARE;
-        let p = plan(&args(&[]), software).expect("plan");
+        let software = Some(dprof_abi::SAMPLER_SOFTWARE);
+        let p = plan(&args(&[]), software, &no_hw()).expect("plan");
         assert_eq!(p.events, [Event::Slab, Event::Samples]);
-        assert_eq!(
-            p.sampling,
-            Some((
-                dprof_abi::SAMPLER_KIND_SOFTWARE,
-                "software",
-                1_000_000,
-                false
-            ))
-        );
+        assert_eq!(p.sampling, Some(Sampling::software(1_000_000, false)));
         assert_eq!(p.note, None);
-        let p = plan(&args(&[]), 0).expect("plan");
+        let p = plan(&args(&[]), Some(0), &no_hw()).expect("plan");
         assert_eq!(p.events, [Event::Slab]);
         assert_eq!(p.sampling, None);
         assert!(p.note.is_some_and(|n| n.contains("no sampler")));
@@ -794,42 +1183,258 @@ mod tests {
                 "--sample-user",
             ]),
             software,
+            &no_hw(),
         )
         .expect("plan");
         assert_eq!(p.events, [Event::Slab, Event::Samples]);
-        assert_eq!(p.sampling.map(|s| (s.2, s.3)), Some((250_000, true)));
-        let p = plan(&args(&["--events", "slab"]), software).expect("plan");
+        assert_eq!(p.sampling, Some(Sampling::software(250_000, true)));
+        let p = plan(&args(&["--events", "slab"]), software, &no_hw()).expect("plan");
         assert_eq!((p.events.len(), p.sampling), (1, None));
     }
 
     #[test]
     fn an_absent_sampler_is_one_sentence() {
-        let err = plan(&args(&["--events", "samples", "--sampler", "software"]), 0)
-            .expect_err("no sampler");
+        let err = plan(
+            &args(&["--events", "samples", "--sampler", "software"]),
+            Some(0),
+            &no_hw(),
+        )
+        .expect_err("no sampler");
         assert_eq!(
             err.to_string(),
             "the module offers no software sampler (samplers 0x0): rebuild dprof.ko with it, \
              or collect --events slab"
         );
-        let err = plan(&args(&["--events", "samples"]), dprof_abi::SAMPLER_IBS)
-            .expect_err("no usable sampler");
-        assert!(
-            err.to_string().starts_with("the module offers no sampler"),
-            "{err}"
+        let err = plan(
+            &args(&["--events", "samples"]),
+            Some(dprof_abi::SAMPLER_IBS),
+            &no_hw(),
+        )
+        .expect_err("no usable sampler");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "the module offers no sampler this machine can use (samplers 0x2; no IBS: \
+                 {NO_IBS}; no PEBS: {NO_PEBS}): collect without samples, e.g. --events slab"
+            )
+        );
+        // Asked for by name on a machine without them: before the module is even asked.
+        let err = plan(&args(&["--sampler", "ibs"]), None, &no_hw()).expect_err("no IBS");
+        assert_eq!(
+            err.to_string(),
+            format!("cannot sample with IBS: {NO_IBS}; use --sampler software")
+        );
+        let err = plan(&args(&["--sampler", "pebs"]), None, &no_hw()).expect_err("no PEBS");
+        assert_eq!(
+            err.to_string(),
+            format!("cannot sample with PEBS: {NO_PEBS}; use --sampler software")
+        );
+        // The machine has IBS, the module does not.
+        let err = plan(&args(&["--sampler", "ibs"]), Some(1), &amd()).expect_err("module");
+        assert_eq!(
+            err.to_string(),
+            "the module offers no IBS sampler (samplers 0x1): load a dprof.ko built with it, or \
+             use --sampler software"
         );
     }
 
     #[test]
-    fn periods_are_checked_against_the_abi() {
-        assert_eq!(parse_period("1ms"), Ok(1_000_000));
-        assert_eq!(parse_period("10us"), Ok(10_000));
-        assert_eq!(parse_period("1s"), Ok(1_000_000_000));
+    fn auto_picks_ibs_then_pebs_then_software_and_says_why() {
+        let p = plan(&args(&[]), Some(ALL), &amd()).expect("plan");
+        assert_eq!(
+            p.sampling,
+            Some(Sampling {
+                kind: dprof_abi::SAMPLER_KIND_IBS,
+                name: "ibs",
+                period: 0x40000,
+                unit: "ops",
+                user: false,
+                pmu: "ibs_op".to_owned(),
+                pmu_type: 11,
+                pmu_config: 1 << 19,
+                pmu_config1: 0,
+            })
+        );
+        let header = p.sampling.as_ref().map(Sampling::header_config);
+        assert_eq!(
+            header.and_then(|h| h.period_events),
+            Some(dprof::profile::PeriodEvents {
+                count: 0x40000,
+                unit: "ops".to_owned()
+            })
+        );
+        assert_eq!(
+            p.pick.as_deref(),
+            Some("ibs (AMD IBS op, ibs_op PMU type 11, every 262144 ops)")
+        );
+        let p = plan(&args(&[]), Some(ALL), &intel()).expect("plan");
+        let s = p.sampling.expect("sampling");
+        assert_eq!(
+            (
+                s.kind,
+                s.period,
+                s.unit,
+                s.pmu_type,
+                s.pmu_config,
+                s.pmu_config1
+            ),
+            (dprof_abi::SAMPLER_KIND_PEBS, 100_003, "loads", 4, 0x1cd, 3)
+        );
+        assert_eq!(
+            p.pick.as_deref(),
+            Some(
+                "pebs (Intel PEBS load latency, cpu PMU (skylake) type 4, mem-loads \
+                 event=0xcd,umask=0x1,ldlat=3, every 100003 loads; no IBS: IBS needs an AMD \
+                 CPU, and this one is GenuineIntel)"
+            )
+        );
+        let p = plan(&args(&[]), Some(ALL), &no_hw()).expect("plan");
+        assert_eq!(p.sampling, Some(Sampling::software(1_000_000, false)));
+        assert_eq!(
+            p.pick,
+            Some(format!("software (no IBS: {NO_IBS}; no PEBS: {NO_PEBS})"))
+        );
+        // IBS on the CPU, not in the module.
+        let p = plan(&args(&[]), Some(dprof_abi::SAMPLER_SOFTWARE), &amd()).expect("plan");
+        assert_eq!(p.sampling.map(|s| s.name), Some("software"));
+        assert!(p
+            .pick
+            .is_some_and(|l| l.starts_with("software (no IBS: the module offers no IBS sampler;")),);
+    }
+
+    #[test]
+    fn auto_follows_the_kind_of_period() {
+        // A time: the software sampler, even where IBS exists.
+        let p = plan(&args(&["--period", "250us"]), Some(ALL), &amd()).expect("plan");
+        assert_eq!(p.sampling, Some(Sampling::software(250_000, false)));
+        assert_eq!(
+            p.pick.as_deref(),
+            Some(
+                "software (not IBS: --period 250us is a time, and IBS counts events; no PEBS: \
+                 PEBS needs an Intel CPU, and this one is AuthenticAMD)"
+            )
+        );
+        // A count: a hardware sampler or nothing.
+        let p = plan(&args(&["--period", "65536"]), Some(ALL), &amd()).expect("plan");
+        assert_eq!(p.sampling.map(|s| (s.name, s.period)), Some(("ibs", 65536)));
+        let err = plan(&args(&["--period", "65536"]), None, &no_hw()).expect_err("no hw");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "--period 65536 is a count of events, for IBS or PEBS, and neither can be used \
+                 (no IBS: {NO_IBS}; no PEBS: {NO_PEBS}): give the software sampler a time, e.g. \
+                 --period 1ms"
+            )
+        );
+    }
+
+    #[test]
+    fn periods_are_checked_per_sampler() {
+        let ibs = |p: &str| {
+            plan(&args(&["--sampler", "ibs", "--period", p]), None, &amd())
+                .map(|p| p.sampling.map(|s| s.period))
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(ibs("4096"), Ok(Some(4096)));
+        assert_eq!(ibs("16"), Ok(Some(16)));
+        assert_eq!(ibs("134217712"), Ok(Some(0x7FF_FFF0)));
+        assert_eq!(
+            ibs("1000"),
+            Err(
+                "--period 1000 is not a multiple of 16, which IBS needs (it counts in units of \
+                 16): use 992 or 1008"
+                    .to_owned()
+            )
+        );
+        assert_eq!(
+            ibs("8"),
+            Err("--period 8 is below IBS's smallest period, 16".to_owned())
+        );
+        assert_eq!(
+            ibs("134217728"),
+            Err(
+                "--period 134217728 is above IBS's largest period, 134217712 (0x7fffff0)"
+                    .to_owned()
+            )
+        );
+        assert_eq!(
+            ibs("1ms"),
+            Err(
+                "--period 1ms is a time, but IBS counts ops: give a number, e.g. --period 262144"
+                    .to_owned()
+            )
+        );
+        let pebs = |p: &str| {
+            plan(&args(&["--sampler", "pebs", "--period", p]), None, &intel())
+                .map(|p| p.sampling.map(|s| s.period))
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(pebs("10007"), Ok(Some(10_007)));
+        assert_eq!(
+            pebs("999"),
+            Err(
+                "--period 999 is below PEBS's smallest period, 1000 loads: shorter ones flood \
+                 the rings with PEBS records"
+                    .to_owned()
+            )
+        );
+        assert_eq!(
+            pebs("5000000000"),
+            Err("--period 5000000000 is above the largest period, 4294967295".to_owned())
+        );
+        assert_eq!(
+            pebs("10ms"),
+            Err(
+                "--period 10ms is a time, but PEBS counts loads: give a number, e.g. --period \
+                 100003"
+                    .to_owned()
+            )
+        );
+        let err = plan(
+            &args(&["--sampler", "software", "--period", "65536"]),
+            None,
+            &no_hw(),
+        )
+        .expect_err("count for software");
+        assert_eq!(
+            err.to_string(),
+            "--period 65536 is a count of events, but the software sampler takes the time \
+             between samples, e.g. --period 1ms"
+        );
+    }
+
+    #[test]
+    fn the_header_records_no_count_as_a_time() {
+        let p = plan(&args(&["--sampler", "ibs"]), None, &amd()).expect("plan");
+        let config = p.sampling.expect("sampling").header_config();
+        assert_eq!((config.sampler.as_str(), config.period_ns), ("ibs", 0));
+        let config = Sampling::software(250_000, true).header_config();
+        assert_eq!(
+            (config.sampler.as_str(), config.period_ns, config.user),
+            ("software", 250_000, true)
+        );
+    }
+
+    #[test]
+    fn periods_are_parsed_as_times_or_counts() {
+        let time = |ns, text: &str| {
+            Ok(PeriodArg::Time {
+                ns,
+                text: text.to_owned(),
+            })
+        };
+        assert_eq!(parse_period("1ms"), time(1_000_000, "1ms"));
+        assert_eq!(parse_period("10us"), time(10_000, "10us"));
+        assert_eq!(parse_period("1s"), time(1_000_000_000, "1s"));
+        assert_eq!(parse_period("65536"), Ok(PeriodArg::Count(65536)));
+        assert_eq!(parse_period(" 100003 "), Ok(PeriodArg::Count(100_003)));
         let short = parse_period("5us").expect_err("too short");
         assert!(short.starts_with("\"5us\" is shorter than"), "{short}");
         assert!(parse_period("2s")
             .expect_err("too long")
             .contains("longer than"));
         assert!(parse_period("fast").is_err());
+        assert!(parse_period("99999999999999999999999").is_err());
     }
 
     #[test]

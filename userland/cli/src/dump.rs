@@ -5,7 +5,6 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use dprof::decode::{DecodeOutcome, Decoder};
 use dprof::profile::{Profile, ProfileError, ProfileHeader, StopInfo, Target, FORMAT_VERSION};
 use dprof::summary::{cache_label, cache_name, Summary};
@@ -40,8 +39,10 @@ use crate::units::{format_bytes, format_ns};
 /// data address, the functions with most samples) instead of the records; with --json the
 /// same as a JSON document {"format_version", "header", "stop", "summary"}.
 ///
-/// A file that is not a complete, valid profile is refused with one line naming the byte
-/// offset of the problem, and exit status 1.
+/// Records are printed as they are read, with cache names from the cache_info records before
+/// them. A file that is not a complete, valid profile is refused with one line naming the
+/// byte offset of the problem, and exit status 1; a problem found in the records (a corrupt
+/// chunk, a bad record) comes after the records before it were printed.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 #[allow(
@@ -60,12 +61,35 @@ pub struct DumpArgs {
     summary: bool,
 }
 
-pub fn run(args: &DumpArgs) -> anyhow::Result<ExitCode> {
-    let profile = Profile::open(&args.file).map_err(|e| match e {
-        // Already names the file.
+/// Why a dump stopped: the output failed, or the profile's records did.
+#[derive(Debug)]
+enum Failure {
+    Write(io::Error),
+    Profile(ProfileError),
+}
+
+impl From<io::Error> for Failure {
+    fn from(e: io::Error) -> Self {
+        Self::Write(e)
+    }
+}
+
+impl From<ProfileError> for Failure {
+    fn from(e: ProfileError) -> Self {
+        Self::Profile(e)
+    }
+}
+
+/// A profile error with the file's name in front, unless it already names it.
+fn with_file(e: ProfileError, file: &std::path::Path) -> anyhow::Error {
+    match e {
         ProfileError::Io { .. } => anyhow::Error::new(e),
-        _ => anyhow::Error::new(e).context(args.file.display().to_string()),
-    })?;
+        _ => anyhow::Error::new(e).context(file.display().to_string()),
+    }
+}
+
+pub fn run(args: &DumpArgs) -> anyhow::Result<ExitCode> {
+    let profile = Profile::open(&args.file).map_err(|e| with_file(e, &args.file))?;
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let written = match (args.summary, args.json) {
@@ -73,14 +97,17 @@ pub fn run(args: &DumpArgs) -> anyhow::Result<ExitCode> {
         (false, true) => json(&profile, &mut out),
         (true, false) => summary_text(&profile, &mut out),
         (true, true) => summary_json(&profile, &mut out),
-    }
-    .and_then(|()| out.flush());
-    match written {
+    };
+    // What was printed before a bad record stays printed; the error follows it.
+    let flushed = out.flush();
+    match written.and_then(|()| flushed.map_err(Failure::Write)) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
         // `dprof dump ... | head` is not an error.
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
-        other => other
-            .context("cannot write to standard output")
-            .map(|()| ExitCode::SUCCESS),
+        Err(Failure::Write(e)) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        Err(Failure::Write(e)) => {
+            Err(anyhow::Error::new(e).context("cannot write to standard output"))
+        }
+        Err(Failure::Profile(e)) => Err(with_file(e, &args.file)),
     }
 }
 
@@ -169,7 +196,7 @@ fn header_text(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
             out,
             "config.sampling: {} every {}{}",
             sm.sampler,
-            format_ns(u64::from(sm.period_ns)),
+            sampling_period(sm),
             if sm.user { ", user mode too" } else { "" }
         )?,
         None => writeln!(out, "config.sampling: none")?,
@@ -228,7 +255,7 @@ fn lines(bytes: &[u8]) -> usize {
         .count()
 }
 
-fn text(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
+fn text(profile: &Profile, out: &mut impl Write) -> Result<(), Failure> {
     header_text(profile, out)?;
     let syms = Kallsyms::parse(profile.kallsyms());
     writeln!(
@@ -252,12 +279,22 @@ fn text(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
         profile.chunk_count(),
         profile.record_bytes()
     )?;
-    let infos = profile.cache_infos();
+    let mut infos = BTreeMap::new();
     let mut decoder = Decoder::new();
-    for (header, record) in profile.records() {
+    for item in profile.records() {
+        let (header, record) = item?;
+        note_cache(&record, &mut infos);
         record_line(&header, &record, &infos, &syms, &mut decoder, out)?;
     }
     Ok(())
+}
+
+/// Keeps the first [`CacheInfo`] of each cache: records are named by the cache infos before
+/// them, so that the dump is one pass over the file.
+fn note_cache(record: &Record, infos: &mut BTreeMap<u64, CacheInfo>) {
+    if let Record::CacheInfo(info) = record {
+        infos.entry(info.cache).or_insert(*info);
+    }
 }
 
 fn cache_text(id: u64, infos: &BTreeMap<u64, CacheInfo>) -> String {
@@ -523,7 +560,7 @@ fn record_json(
     full
 }
 
-fn json(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
+fn json(profile: &Profile, out: &mut impl Write) -> Result<(), Failure> {
     let head = json!({
         "format_version": FORMAT_VERSION,
         "header": profile.header(),
@@ -536,30 +573,33 @@ fn json(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
     });
     // Written by hand around the records so that a large profile streams out, one record a
     // line, instead of being built as one value in memory.
-    let head = serde_json::to_string(&head)?;
+    let head = serde_json::to_string(&head).map_err(io::Error::from)?;
     let head = head.strip_suffix('}').unwrap_or(&head);
     writeln!(out, "{head},\"records\":[")?;
     let syms = Kallsyms::parse(profile.kallsyms());
-    let infos = profile.cache_infos();
+    let mut infos = BTreeMap::new();
     let mut decoder = Decoder::new();
     let mut first = true;
-    for (h, record) in profile.records() {
+    for item in profile.records() {
+        let (h, record) = item?;
+        note_cache(&record, &mut infos);
         if !first {
             writeln!(out, ",")?;
         }
         first = false;
         let value = record_json(&h, &record, &infos, &syms, &mut decoder);
-        serde_json::to_writer(&mut *out, &value)?;
+        serde_json::to_writer(&mut *out, &value).map_err(io::Error::from)?;
     }
     if !first {
         writeln!(out)?;
     }
-    writeln!(out, "]}}")
+    writeln!(out, "]}}")?;
+    Ok(())
 }
 
-fn summary_text(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
+fn summary_text(profile: &Profile, out: &mut impl Write) -> Result<(), Failure> {
     let h = profile.header();
-    let s = Summary::of(profile);
+    let s = Summary::of(profile)?;
     let stop = profile.stop();
     writeln!(
         out,
@@ -580,7 +620,7 @@ fn summary_text(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
             out,
             "sampling: {} every {}{}",
             sm.sampler,
-            format_ns(u64::from(sm.period_ns)),
+            sampling_period(sm),
             if sm.user { ", user mode too" } else { "" }
         )?;
     }
@@ -650,7 +690,8 @@ fn summary_text(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
             c.allocs, c.frees, size, c.name
         )?;
     }
-    samples_text(&s, out)
+    samples_text(&s, out)?;
+    Ok(())
 }
 
 fn samples_text(s: &Summary, out: &mut impl Write) -> io::Result<()> {
@@ -689,13 +730,23 @@ fn samples_text(s: &Summary, out: &mut impl Write) -> io::Result<()> {
     Ok(())
 }
 
-fn summary_json(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
+fn summary_json(profile: &Profile, out: &mut impl Write) -> Result<(), Failure> {
     let doc = json!({
         "format_version": FORMAT_VERSION,
         "header": profile.header(),
         "stop": profile.stop(),
-        "summary": Summary::of(profile),
+        "summary": Summary::of(profile)?,
     });
-    serde_json::to_writer_pretty(&mut *out, &doc)?;
-    writeln!(out)
+    serde_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::from)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// A sampler's period as the header records it: a time for the software sampler, a count of
+/// events for hardware samplers.
+fn sampling_period(sm: &dprof::profile::SamplingConfig) -> String {
+    match &sm.period_events {
+        Some(p) => format!("{} {}", p.count, p.unit),
+        None => format_ns(u64::from(sm.period_ns)),
+    }
 }

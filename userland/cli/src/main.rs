@@ -2,6 +2,7 @@
 
 mod collect;
 mod dump;
+mod ibs_decode;
 mod report;
 mod units;
 
@@ -27,6 +28,7 @@ struct Cli {
 enum Command {
     Collect(collect::CollectArgs),
     Dump(dump::DumpArgs),
+    IbsDecode(ibs_decode::IbsDecodeArgs),
     Report(report::ReportArgs),
 }
 
@@ -35,6 +37,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Collect(args) => collect::run(&args),
         Command::Dump(args) => dump::run(&args),
+        Command::IbsDecode(args) => ibs_decode::run(&args),
         Command::Report(args) => report::run(&args),
     };
     match result {

@@ -9,7 +9,10 @@ use anyhow::{bail, Context};
 use dprof::analysis::{self, Options};
 use dprof::debuginfo::{DebugInfo, MatchedBy};
 use dprof::profile::{Profile, ProfileError};
-use dprof::report::{FieldSource, Report, StructNames, TypeKind, TypeProfile};
+use dprof::report::{
+    FieldSource, HardwareSummary, Report, SourceCount, StructNames, TypeHardware, TypeKind,
+    TypeProfile,
+};
 use dprof::resolve::{SymbolSource, WithDebugInfo};
 use dprof::symbols::Kallsyms;
 
@@ -27,8 +30,17 @@ use crate::units::format_bytes;
 /// within one lifetime; the number of such objects in brackets), the top function and the
 /// top offset. The coverage line says where every sample went, resolved or not.
 ///
+/// With a hardware sampler (collect --sampler ibs or pebs), types are ranked by L1 data-cache
+/// misses instead, with their share of all misses, the miss rate (misses / hardware samples
+/// of the type), the mean latency in cycles (IBS: of loads that missed; PEBS: of every
+/// sampled load), HITM (the line was modified in another core's cache) and the top data
+/// sources (L1, LFB, L2, L3, near cache, remote cache, DRAM, remote DRAM, ...). A line above
+/// the table gives the same for the whole profile, and how many data addresses came from the
+/// hardware and disagreed with the decoded instruction (the hardware's is used).
+///
 /// --type NAME shows one type: its offsets (with field names given --vmlinux) with
-/// read/write counts, its functions and its CPUs. --json prints the whole report model.
+/// read/write counts (and misses), its functions and its CPUs. --json prints the whole report
+/// model.
 ///
 /// Field names need the vmlinux of the profiled kernel (--vmlinux, checked against the
 /// profile's build id) and, for modules, a directory of their .ko files (--debug-dir). Cache
@@ -80,10 +92,11 @@ const DEFAULT_TOP: usize = 20;
 
 pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let View::DataProfile = args.view;
-    let profile = Profile::open(&args.file).map_err(|e| match e {
+    let with_file = |e: ProfileError| match e {
         ProfileError::Io { .. } => anyhow::Error::new(e),
         _ => anyhow::Error::new(e).context(args.file.display().to_string()),
-    })?;
+    };
+    let profile = Profile::open(&args.file).map_err(with_file)?;
     let mut names = StructNames::builtin();
     if let Some(path) = &args.type_map {
         let text = std::fs::read_to_string(path)
@@ -98,13 +111,16 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let options = Options::default();
+    // The records are read and checked during the analysis: a bad one is an error, and no
+    // report is printed.
     let mut report = match &debug {
         Some(debug) => {
             let symbols = WithDebugInfo::new(&kallsyms, debug);
             analysis::analyze_with(&profile, &symbols as &dyn SymbolSource, &options)
         }
         None => analysis::analyze_with(&profile, &kallsyms, &options),
-    };
+    }
+    .map_err(with_file)?;
     if report.coverage.total_samples == 0 {
         bail!(
             "{}: the profile has no access samples: collect with --events samples",
@@ -319,8 +335,14 @@ fn header_lines(report: &Report, out: &mut impl Write) -> io::Result<()> {
 
 fn text(report: &Report, top: usize, out: &mut impl Write) -> io::Result<()> {
     header_lines(report, out)?;
-    writeln!(out)?;
     let dp = &report.data_profile;
+    if let Some(hw) = &dp.hardware {
+        hardware_line(hw, out)?;
+        writeln!(out)?;
+        hardware_table(report, hw, top, out)?;
+        return text_footer(report, top, out);
+    }
+    writeln!(out)?;
     writeln!(
         out,
         "Data profile: {} types, ranked by samples (software sampler: no miss data)",
@@ -367,6 +389,165 @@ fn text(report: &Report, top: usize, out: &mut impl Write) -> io::Result<()> {
         ]);
     }
     table.write(out)?;
+    text_footer(report, top, out)
+}
+
+/// "IBS" or "PEBS" (or both).
+fn sampler_names(hw: &HardwareSummary) -> String {
+    if hw.samplers.is_empty() {
+        return "hardware".to_owned();
+    }
+    hw.samplers
+        .iter()
+        .map(|s| s.to_ascii_uppercase())
+        .collect::<Vec<_>>()
+        .join("+")
+}
+
+fn latency_text(mean: Option<f64>) -> String {
+    mean.map_or_else(|| "-".to_owned(), |m| format!("{m:.1}"))
+}
+
+/// `L1 28.6%, L2 14.3%, L3 14.3%`: the first `n` sources with their share of `total`.
+fn sources_text(sources: &[SourceCount], total: u64, n: usize) -> String {
+    if sources.is_empty() {
+        return "-".to_owned();
+    }
+    sources
+        .iter()
+        .take(n)
+        .map(|c| format!("{} {}", c.source.name(), percent(c.samples, total)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The profile-wide hardware line under the coverage line.
+fn hardware_line(hw: &HardwareSummary, out: &mut impl Write) -> io::Result<()> {
+    let latency = match hw.mean_latency_cycles {
+        Some(m) => format!(
+            "mean latency {m:.1} cycles ({} samples)",
+            hw.latency_samples
+        ),
+        None => "no latencies".to_owned(),
+    };
+    writeln!(
+        out,
+        "{}: {} samples of memory accesses, {} resolved with hit/miss data: {} missed L1 ({}), \
+         {} HITM, {latency}; {} data addresses from the hardware, {} different from the decoded \
+         instruction's",
+        sampler_names(hw),
+        hw.samples,
+        hw.resolved_samples,
+        hw.misses,
+        percent(hw.misses, hw.resolved_samples),
+        hw.hitm,
+        hw.hardware_addresses,
+        hw.address_mismatches
+    )?;
+    writeln!(
+        out,
+        "sources: {}",
+        sources_text(&hw.sources, hw.resolved_samples, usize::MAX)
+    )
+}
+
+/// The data profile ranked by misses.
+fn hardware_table(
+    report: &Report,
+    hw: &HardwareSummary,
+    top: usize,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let dp = &report.data_profile;
+    writeln!(
+        out,
+        "Data profile: {} types, ranked by L1 data-cache misses ({})",
+        dp.types.len(),
+        sampler_names(hw)
+    )?;
+    writeln!(
+        out,
+        "(share: of all misses; miss rate and sources: of the type's hardware samples; latency: \
+         mean cycles; top function and offset: by misses)"
+    )?;
+    let mut table = Table::new(&[
+        ("rank", true),
+        ("type", false),
+        ("misses", true),
+        ("share", true),
+        ("miss rate", true),
+        ("latency", true),
+        ("HITM", true),
+        ("samples", true),
+        ("objects", true),
+        ("bounce", false),
+        ("peak bytes", true),
+        ("sources", false),
+        ("top function", false),
+        ("top offset", false),
+    ]);
+    let none = TypeHardware {
+        samples: 0,
+        misses: 0,
+        miss_rate: 0.0,
+        miss_share: 0.0,
+        hitm: 0,
+        latency_samples: 0,
+        mean_latency_cycles: None,
+        sources: Vec::new(),
+    };
+    for t in dp.types.iter().take(top) {
+        let h = t.hardware.as_ref().unwrap_or(&none);
+        let bounce = if t.bounce {
+            format!("yes ({})", t.bounced_objects)
+        } else {
+            "no".to_owned()
+        };
+        let top_fn = t.functions.first().map_or_else(
+            || "-".to_owned(),
+            |f| {
+                format!(
+                    "{} {}",
+                    f.function,
+                    percent(f.misses.unwrap_or(0), h.misses)
+                )
+            },
+        );
+        let top_field = t.fields.first().map_or_else(
+            || "-".to_owned(),
+            |f| {
+                format!(
+                    "{} {}",
+                    offset_label(f),
+                    percent(f.misses.unwrap_or(0), h.misses)
+                )
+            },
+        );
+        table.row(vec![
+            t.rank.to_string(),
+            type_label(t),
+            h.misses.to_string(),
+            percent(h.misses, hw.misses),
+            percent(h.misses, h.samples),
+            latency_text(h.mean_latency_cycles),
+            h.hitm.to_string(),
+            t.samples.to_string(),
+            t.objects.to_string(),
+            bounce,
+            t.peak_live_bytes
+                .map_or_else(|| "-".to_owned(), format_bytes),
+            sources_text(&h.sources, h.samples, 3),
+            top_fn,
+            top_field,
+        ]);
+    }
+    table.write(out)
+}
+
+/// What follows the data profile table: how many rows were left out, the address set, and
+/// the unknown addresses.
+fn text_footer(report: &Report, top: usize, out: &mut impl Write) -> io::Result<()> {
+    let dp = &report.data_profile;
     if dp.types.len() > top {
         writeln!(
             out,
@@ -443,6 +624,9 @@ fn type_summary(report: &Report, t: &TypeProfile, out: &mut impl Write) -> io::R
         t.writes,
         t.read_writes
     )?;
+    if let Some(h) = &t.hardware {
+        type_hardware(report, h, out)?;
+    }
     let unit = match t.kind {
         TypeKind::Slab => "objects",
         TypeKind::Percpu => "CPU copies",
@@ -470,6 +654,46 @@ fn type_summary(report: &Report, t: &TypeProfile, out: &mut impl Write) -> io::R
     Ok(())
 }
 
+/// The hardware lines of one type.
+fn type_hardware(report: &Report, h: &TypeHardware, out: &mut impl Write) -> io::Result<()> {
+    let latency = match h.mean_latency_cycles {
+        Some(m) => format!("mean latency {m:.1} cycles ({} samples)", h.latency_samples),
+        None => "no latencies".to_owned(),
+    };
+    let all_misses = report
+        .data_profile
+        .hardware
+        .as_ref()
+        .map_or(0, |s| s.misses);
+    writeln!(
+        out,
+        "hardware: {} samples with hit/miss data: {} missed L1 ({} miss rate, {} of all \
+         misses), {} HITM, {latency}",
+        h.samples,
+        h.misses,
+        percent(h.misses, h.samples),
+        percent(h.misses, all_misses),
+        h.hitm,
+    )?;
+    let sources: Vec<String> = h
+        .sources
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {} ({})",
+                c.source.name(),
+                c.samples,
+                percent(c.samples, h.samples)
+            )
+        })
+        .collect();
+    if sources.is_empty() {
+        writeln!(out, "sources: -")
+    } else {
+        writeln!(out, "sources: {}", sources.join(", "))
+    }
+}
+
 /// Offsets, functions and CPUs of one type.
 fn type_tables(
     t: &TypeProfile,
@@ -487,47 +711,74 @@ fn type_tables(
             " (field names need --vmlinux)"
         }
     )?;
-    let mut fields = Table::new(&[
-        ("offset", false),
-        ("size", true),
-        ("samples", true),
-        ("share", true),
-        ("R", true),
-        ("W", true),
-        ("RW", true),
-    ]);
+    // With hardware samples: a misses column, and "-" for a size no one knows.
+    let hw = t.hardware.is_some();
+    let with_misses = |mut cols: Vec<(&'static str, bool)>, at: usize| {
+        if hw {
+            cols.insert(at, ("misses", true));
+        }
+        cols
+    };
+    let misses_cell = |cells: &mut Vec<String>, at: usize, misses: Option<u64>| {
+        if hw {
+            cells.insert(at, misses.unwrap_or(0).to_string());
+        }
+    };
+    let mut fields = Table::new(&with_misses(
+        vec![
+            ("offset", false),
+            ("size", true),
+            ("samples", true),
+            ("share", true),
+            ("R", true),
+            ("W", true),
+            ("RW", true),
+        ],
+        2,
+    ));
     for f in t.fields.iter().take(top) {
-        fields.row(vec![
+        let mut cells = vec![
             offset_label(f),
-            f.size.to_string(),
+            if hw && f.size == 0 {
+                "-".to_owned()
+            } else {
+                f.size.to_string()
+            },
             f.samples.to_string(),
             percent(f.samples, t.samples),
             f.reads.to_string(),
             f.writes.to_string(),
             f.read_writes.to_string(),
-        ]);
+        ];
+        misses_cell(&mut cells, 2, f.misses);
+        fields.row(cells);
     }
     fields.write(out)?;
     more(out, t.fields.len(), top, "offsets")?;
     writeln!(out)?;
     writeln!(out, "Functions")?;
-    let mut fns = Table::new(&[
-        ("function", false),
-        ("samples", true),
-        ("share", true),
-        ("R", true),
-        ("W", true),
-        ("RW", true),
-    ]);
+    let mut fns = Table::new(&with_misses(
+        vec![
+            ("function", false),
+            ("samples", true),
+            ("share", true),
+            ("R", true),
+            ("W", true),
+            ("RW", true),
+        ],
+        1,
+    ));
     for f in t.functions.iter().take(top) {
-        fns.row(vec![
+        let mut cells = vec![
             f.function.clone(),
             f.samples.to_string(),
             percent(f.samples, t.samples),
             f.reads.to_string(),
             f.writes.to_string(),
             f.read_writes.to_string(),
-        ]);
+        ];
+        misses_cell(&mut cells, 1, f.misses);
+        fns.row(cells);
     }
     fns.write(out)?;
     more(out, t.functions.len(), top, "functions")?;

@@ -4,7 +4,7 @@
 
 #[path = "support/cli_test.rs"]
 mod support;
-use support::{dir_with, dprof, golden, one_line_error, stdout_of};
+use support::{dir_with, dprof, golden, one_line_error, records_sections, stdout_of};
 
 fn example_dir() -> tempfile::TempDir {
     dir_with(&[("small.dprof", dprof::profile::example::example_profile())])
@@ -108,6 +108,44 @@ fn dump_corrupt_file_names_the_offset() {
     assert!(err.contains("is corrupt"), "{err}");
 }
 
+/// Records are printed as they are read: a corrupt second chunk comes after the first
+/// chunk's records, as an error with exit status 1.
+#[test]
+fn dump_ends_with_the_error_of_a_corrupt_chunk() {
+    let good = dprof::profile::example::example_profile();
+    let mut bytes = good.clone();
+    let (second, len) = records_sections(&bytes)[1];
+    bytes[second + 16 + len - 1] ^= 0x80;
+    let dir = dir_with(&[("good.dprof", good), ("bad.dprof", bytes)]);
+    let expected =
+        format!("dprof: error: bad.dprof: Records section at offset {second} is corrupt");
+    let out = dprof(dir.path(), &["dump", "bad.dprof"]);
+    let err = one_line_error(&out);
+    assert!(err.starts_with(&expected), "{err}");
+    let stdout = String::from_utf8(out.stdout).expect("utf-8");
+    let whole = stdout_of(&dprof(dir.path(), &["dump", "good.dprof"]));
+    let records = |text: &str| text.lines().filter(|l| l.starts_with("cpu=")).count();
+    assert!(
+        whole
+            .replace("good.dprof", "bad.dprof")
+            .starts_with(&stdout)
+            && (1..records(&whole)).contains(&records(&stdout)),
+        "the first chunk's records, then the error:\n{stdout}"
+    );
+    // --json leaves an unfinished document; --summary prints nothing.
+    let out = dprof(dir.path(), &["dump", "--json", "bad.dprof"]);
+    assert!(one_line_error(&out).starts_with(&expected));
+    assert!(serde_json::from_slice::<serde_json::Value>(&out.stdout).is_err());
+    for args in [
+        &["dump", "--summary", "bad.dprof"][..],
+        &["dump", "--summary", "--json", "bad.dprof"],
+    ] {
+        let out = dprof(dir.path(), args);
+        assert!(one_line_error(&out).starts_with(&expected), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
 #[test]
 fn dump_foreign_file() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -184,9 +222,13 @@ fn collect_needs_exactly_one_of_command_and_duration() {
     assert!(stderr.contains("is not a power of two"), "{stderr}");
     for (args, needle) in [
         (&["--period", "1us"][..], "is shorter than"),
-        (&["--sampler", "ibs"], "invalid value 'ibs'"),
+        (&["--sampler", "zen"], "invalid value 'zen'"),
         (
             &["--events", "slab", "--sample-user"],
+            "need the samples event",
+        ),
+        (
+            &["--events", "slab", "--sampler", "ibs"],
             "need the samples event",
         ),
     ] {
@@ -209,7 +251,8 @@ fn help_explains_commands_and_defaults() {
     for needle in [
         "[default: 4M]",
         "[default: slab,samples when the module has a sampler",
-        "[default: 1ms]",
+        "[default: 1ms for software, 262144 ops for IBS, 100003 loads for PEBS]",
+        "auto picks IBS, then PEBS, then software",
         "[default: auto]",
         "[default: /dev/dprof]",
         "--duration",
@@ -226,4 +269,68 @@ fn help_explains_commands_and_defaults() {
     for needle in ["--json", "--summary", "offset"] {
         assert!(dump.contains(needle), "dump --help lacks {needle}:\n{dump}");
     }
+}
+
+/// Asking for a hardware sampler the machine lacks fails with one sentence naming what is
+/// missing, before the device is opened. Where the machine has it, the device is what fails.
+#[test]
+fn collect_with_an_absent_hardware_sampler_says_why() {
+    let found = dprof::samplers::detect(std::path::Path::new("/"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (sampler, name, detection) in [
+        ("ibs", "IBS", found.ibs.as_ref().err()),
+        ("pebs", "PEBS", found.pebs.as_ref().err()),
+    ] {
+        let out = dprof(
+            dir.path(),
+            &[
+                "collect",
+                "--device",
+                "no-such-device",
+                "-o",
+                "out.dprof",
+                "--duration",
+                "1s",
+                "--sampler",
+                sampler,
+            ],
+        );
+        let err = one_line_error(&out);
+        match detection {
+            Some(why) => assert_eq!(
+                err,
+                format!("dprof: error: cannot sample with {name}: {why}; use --sampler software\n")
+            ),
+            None => assert!(err.contains("no-such-device does not exist"), "{err}"),
+        }
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
+}
+
+/// A count is no period for the software sampler, whatever the machine.
+#[test]
+fn collect_checks_the_period_against_the_sampler_before_the_device() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dprof(
+        dir.path(),
+        &[
+            "collect",
+            "--device",
+            "no-such-device",
+            "-o",
+            "out.dprof",
+            "--duration",
+            "1s",
+            "--sampler",
+            "software",
+            "--period",
+            "65536",
+        ],
+    );
+    assert_eq!(
+        one_line_error(&out),
+        "dprof: error: --period 65536 is a count of events, but the software sampler takes the \
+         time between samples, e.g. --period 1ms\n"
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
 }

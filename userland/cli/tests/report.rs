@@ -7,7 +7,7 @@
 mod support;
 use std::path::PathBuf;
 
-use support::{dir_with, dprof, golden, one_line_error, stdout_of};
+use support::{dir_with, dprof, golden, one_line_error, records_sections, stdout_of};
 
 use dprof::analysis::example;
 
@@ -148,12 +148,44 @@ fn a_bad_profile_is_one_line() {
     assert!(err.contains("cannot read missing.dprof"), "{err}");
 }
 
+/// The records are read during the analysis: a corrupt chunk after good ones is an error
+/// naming its offset, and no report.
+#[test]
+fn a_corrupt_second_chunk_is_an_error_and_no_report() {
+    let mut bytes = example::profile();
+    let chunks = records_sections(&bytes);
+    assert_eq!(chunks.len(), 2, "the example has two chunks");
+    let (second, len) = chunks[1];
+    bytes[second + 16 + len / 2] ^= 0x01;
+    let dir = dir_with(&[("bad.dprof", bytes)]);
+    for args in [
+        &["report", "bad.dprof"][..],
+        &["report", "bad.dprof", "--json"],
+    ] {
+        let out = dprof(dir.path(), args);
+        let err = one_line_error(&out);
+        assert!(
+            err.starts_with(&format!(
+                "dprof: error: bad.dprof: Records section at offset {second} is corrupt: its \
+                 header says CRC-32 0x"
+            )),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?} printed a report");
+    }
+}
+
 /// With a real vmlinux (`DPROF_TEST_VMLINUX=PATH`, its System.map next to it): field names of
 /// `sk_buff` come from its DWARF. The profile is the example's records with the vmlinux's
 /// symbols and build id, as if collected on that kernel.
 #[test]
 fn vmlinux_names_fields() {
     let Some(vmlinux) = std::env::var_os("DPROF_TEST_VMLINUX").map(PathBuf::from) else {
+        // scripts/test sets both: there, a missing vmlinux is a failure, not a skip.
+        assert!(
+            std::env::var_os("DPROF_TEST_REQUIRE_EXTERNAL").is_none(),
+            "DPROF_TEST_VMLINUX is not set but DPROF_TEST_REQUIRE_EXTERNAL is"
+        );
         eprintln!("skipped: set DPROF_TEST_VMLINUX to a vmlinux with debug info");
         return;
     };
@@ -191,4 +223,110 @@ fn vmlinux_names_fields() {
             .is_some_and(|f| f.chars().any(char::is_alphabetic)),
         "{line}"
     );
+}
+
+fn hw_dir() -> tempfile::TempDir {
+    use dprof::analysis::hw_example::{profile, Sampler};
+    dir_with(&[
+        ("ibs.dprof", profile(Sampler::Ibs)),
+        ("pebs.dprof", profile(Sampler::Pebs)),
+    ])
+}
+
+/// A profile from IBS: ranked by misses, with miss rates, latencies, HITM and data sources.
+#[test]
+fn report_ibs_text() {
+    let dir = hw_dir();
+    let text = stdout_of(&dprof(dir.path(), &["report", "ibs.dprof"]));
+    assert!(
+        text.contains("Data profile: 5 types, ranked by L1 data-cache misses (IBS)"),
+        "{text}"
+    );
+    golden("report_ibs.txt", &text);
+}
+
+#[test]
+fn report_ibs_type_text() {
+    let dir = hw_dir();
+    let text = stdout_of(&dprof(
+        dir.path(),
+        &["report", "ibs.dprof", "--type", "skbuff_head_cache"],
+    ));
+    assert!(
+        text.contains(
+            "hardware: 7 samples with hit/miss data: 5 missed L1 (71.4% miss rate, 55.6% of all \
+             misses), 2 HITM, mean latency 170.0 cycles (4 samples)"
+        ),
+        "{text}"
+    );
+    golden("report_ibs_type.txt", &text);
+}
+
+/// Everything the text shows is in the JSON, with exact numbers.
+#[test]
+fn report_ibs_json() {
+    let dir = hw_dir();
+    let text = stdout_of(&dprof(dir.path(), &["report", "ibs.dprof", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    let dp = &v["data_profile"];
+    assert_eq!(dp["metric"], "misses");
+    let hw = &dp["hardware"];
+    assert_eq!(hw["samplers"], serde_json::json!(["ibs"]));
+    assert_eq!(hw["samples"], 21);
+    assert_eq!(hw["resolved_samples"], 20);
+    assert_eq!(hw["misses"], 9);
+    assert_eq!(hw["miss_rate"], 0.45);
+    assert_eq!(hw["hitm"], 3);
+    assert_eq!(hw["mean_latency_cycles"], 210.5);
+    assert_eq!(hw["address_mismatches"], 1);
+    assert_eq!(
+        hw["sources"][0],
+        serde_json::json!({"source": "l1", "samples": 11})
+    );
+    let skb = &dp["types"][0];
+    assert_eq!(skb["name"], "skbuff_head_cache");
+    assert_eq!(skb["hardware"]["misses"], 5);
+    assert_eq!(skb["hardware"]["hitm"], 2);
+    assert_eq!(skb["hardware"]["mean_latency_cycles"], 170.0);
+    assert_eq!(
+        skb["hardware"]["sources"][3],
+        serde_json::json!({"source": "near_cache", "samples": 1})
+    );
+    assert_eq!(skb["fields"][0]["offset"], 8);
+    assert_eq!(skb["fields"][0]["misses"], 3);
+    assert_eq!(skb["functions"][0]["function"], "tcp_recvmsg");
+    assert_eq!(skb["functions"][0]["misses"], 4);
+    assert_eq!(dp["types"][2]["name"], "task_struct");
+    assert_eq!(dp["types"][2]["samples"], 9);
+    assert_eq!(v["unknown_functions"][0]["misses"], 1);
+    golden("report_ibs.json", &text);
+    // One type, cut to one field and function.
+    let text = stdout_of(&dprof(
+        dir.path(),
+        &[
+            "report",
+            "ibs.dprof",
+            "--json",
+            "--type",
+            "kmalloc-1k@__alloc_skb",
+            "--top",
+            "1",
+        ],
+    ));
+    let t: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    assert_eq!(t["hardware"]["misses"], 2);
+    assert_eq!(t["hardware"]["mean_latency_cycles"], 235.0);
+    assert_eq!(t["fields"].as_array().map(Vec::len), Some(1));
+}
+
+/// A profile from PEBS: the same layout, PEBS's latencies (every load has one).
+#[test]
+fn report_pebs_text() {
+    let dir = hw_dir();
+    let text = stdout_of(&dprof(dir.path(), &["report", "pebs.dprof"]));
+    assert!(
+        text.contains("ranked by L1 data-cache misses (PEBS)"),
+        "{text}"
+    );
+    golden("report_pebs.txt", &text);
 }

@@ -10,6 +10,10 @@
 //! with a data address. Cache infos (metadata) and lost counts apply at once; samples that have
 //! no data address (user mode, no memory operand, ...) are counted at once.
 //!
+//! Samples from a hardware sampler (IBS, PEBS) bring their own data address and say whether
+//! the access missed L1, where the data came from and its latency ([`crate::hardware`]); the
+//! report then ranks types by misses and adds those statistics per type, field and function.
+//!
 //! Memory grows with live objects, types, and distinct (type, instruction, offset) keys, never
 //! with the number of samples: the reorder buffer is bounded (see [`reorder`]) and samples are
 //! aggregated as they leave it.
@@ -18,18 +22,23 @@
 //! [`analyze`] runs it over a [`Profile`].
 
 pub mod example;
+pub mod hw_example;
 pub mod reorder;
 
+#[cfg(test)]
+mod hw_tests;
 #[cfg(test)]
 mod tests;
 
 use dprof_abi::{AccessSample, Alloc, Record, RecordHeader, SAMPLE_USER};
 
-use crate::decode::{AccessKind, DecodeOutcome, Decoder};
-use crate::profile::{Profile, ProfileHeader};
+use crate::decode::{AccessKind, DecodeOutcome, Decoder, MemAccess};
+use crate::hardware::{HwAccess, MemSource};
+use crate::profile::{Profile, ProfileError, ProfileHeader};
 use crate::report::{
-    AddressSetStats, Bucket, Coverage, CpuCount, DataProfile, FieldCount, FunctionCount, Metric,
-    OrderingStats, ProfileInfo, Report, TypeKind, TypeProfile, Warning, WarningCode,
+    AddressSetStats, Bucket, Coverage, CpuCount, DataProfile, FieldCount, FunctionCount,
+    HardwareSummary, Metric, OrderingStats, ProfileInfo, Report, SourceCount, TypeHardware,
+    TypeKind, TypeProfile, Warning, WarningCode,
 };
 use crate::resolve::{
     LiveObject, Resolution, Resolver, SampleContext, SymbolSource, Touch, TypeId,
@@ -57,20 +66,31 @@ impl Default for Options {
 }
 
 /// Analyzes a whole profile with its own kallsyms snapshot.
-#[must_use]
-pub fn analyze(profile: &Profile, options: &Options) -> Report {
+///
+/// # Errors
+/// The first problem found while reading the records (see [`Profile::records`]): the
+/// records are read as they are analyzed, so a corrupt chunk ends the analysis without a
+/// report.
+pub fn analyze(profile: &Profile, options: &Options) -> Result<Report, ProfileError> {
     let symbols = crate::symbols::Kallsyms::parse(profile.kallsyms());
     analyze_with(profile, &symbols, options)
 }
 
 /// Analyzes a whole profile with the given symbols.
-#[must_use]
-pub fn analyze_with(profile: &Profile, symbols: &dyn SymbolSource, options: &Options) -> Report {
+///
+/// # Errors
+/// As [`analyze`].
+pub fn analyze_with(
+    profile: &Profile,
+    symbols: &dyn SymbolSource,
+    options: &Options,
+) -> Result<Report, ProfileError> {
     let mut analyzer = Analyzer::new(profile.header(), symbols, options);
-    for (header, record) in profile.records() {
+    for item in profile.records() {
+        let (header, record) = item?;
         analyzer.push(&header, &record);
     }
-    analyzer.finish()
+    Ok(analyzer.finish())
 }
 
 /// What waits in the reorder buffer.
@@ -93,27 +113,68 @@ struct SmallAlloc {
 }
 
 /// What the replay needs of a sample with a data address. What does not depend on the replay
-/// time (the `%gs` offset, whether the address is on the sample's stack) is worked out before
-/// the sample waits in the reorder buffer.
+/// time (the `%gs` offset, whether the address is on the sample's stack, what the hardware
+/// said) is worked out before the sample waits in the reorder buffer. Kept to 32 bytes:
+/// samples wait by the thousand.
 #[derive(Clone, Copy, Debug)]
 struct SampleAccess {
     ip: u64,
     addr: u64,
     /// `%gs`-relative accesses: `addr - gs_base`.
     gs_offset: u64,
-    size: u32,
+    /// Bytes accessed (0: unknown; the largest memory operand, `xsave`'s, is far below 64K).
+    size: u16,
     kind: AccessKind,
     gs_relative: bool,
     /// The address is in the `THREAD_SIZE` region of the sample's `%rsp`.
     on_stack: bool,
+    /// What a hardware sampler said, packed by [`hw_bits`] (0 for software samples).
+    hw: u8,
+    /// Hardware latency in cycles, saturated (IBS's is 16 bits, PEBS's rarely more), when
+    /// `hw` has [`HW_HAS_LATENCY`].
+    latency: u16,
 }
 
-/// Counts of one kind of access.
+/// [`SampleAccess::hw`] bits 0-3: the [`MemSource`] index.
+const HW_SOURCE_MASK: u8 = 0x0f;
+/// [`SampleAccess::hw`]: the hardware said whether the access missed (the sample counts in the
+/// hardware statistics).
+const HW_KNOWN: u8 = 0x10;
+/// [`SampleAccess::hw`]: the access missed the L1 data cache.
+const HW_MISS: u8 = 0x20;
+/// [`SampleAccess::hw`]: the line was modified in another core's cache.
+const HW_HITM: u8 = 0x40;
+/// [`SampleAccess::hw`]: `latency` is valid.
+const HW_HAS_LATENCY: u8 = 0x80;
+
+const _: () = assert!(MemSource::ALL.len() <= HW_SOURCE_MASK as usize + 1);
+const _: () = assert!(std::mem::size_of::<SampleAccess>() == 32);
+
+/// Packs what the hardware said into [`SampleAccess::hw`] and its latency.
+fn hw_bits(hw: Option<&HwAccess>) -> (u8, u16) {
+    let Some(hw) = hw else { return (0, 0) };
+    let Some(miss) = hw.miss else { return (0, 0) };
+    let mut bits = (hw.source.index() as u8 & HW_SOURCE_MASK) | HW_KNOWN;
+    if miss {
+        bits |= HW_MISS;
+    }
+    if hw.hitm {
+        bits |= HW_HITM;
+    }
+    let latency = hw.latency.map_or(0, |l| {
+        bits |= HW_HAS_LATENCY;
+        u16::try_from(l).unwrap_or(u16::MAX)
+    });
+    (bits, latency)
+}
+
+/// Counts of accesses by kind, and how many of them a hardware sampler saw miss.
 #[derive(Clone, Copy, Debug, Default)]
 struct Rw {
     reads: u64,
     writes: u64,
     read_writes: u64,
+    misses: u64,
 }
 
 impl Rw {
@@ -134,13 +195,98 @@ impl Rw {
         self.reads += other.reads;
         self.writes += other.writes;
         self.read_writes += other.read_writes;
+        self.misses += other.misses;
     }
+
+    /// Counts one sampled access.
+    #[inline]
+    fn add_access(&mut self, access: &SampleAccess) {
+        self.add(access.kind);
+        if access.hw & HW_MISS != 0 {
+            self.misses += 1;
+        }
+    }
+}
+
+/// Hardware statistics of one type: samples with a known hit/miss status only.
+#[derive(Clone, Copy, Debug, Default)]
+struct HwAcc {
+    samples: u64,
+    misses: u64,
+    hitm: u64,
+    latency_samples: u64,
+    latency_sum: u64,
+    sources: [u64; MemSource::ALL.len()],
+}
+
+impl HwAcc {
+    #[inline]
+    fn add(&mut self, access: &SampleAccess) {
+        let hw = access.hw;
+        if hw & HW_KNOWN == 0 {
+            return;
+        }
+        self.samples += 1;
+        if hw & HW_MISS != 0 {
+            self.misses += 1;
+        }
+        if hw & HW_HITM != 0 {
+            self.hitm += 1;
+        }
+        if hw & HW_HAS_LATENCY != 0 {
+            self.latency_samples += 1;
+            self.latency_sum += u64::from(access.latency);
+        }
+        if let Some(n) = self.sources.get_mut(usize::from(hw & HW_SOURCE_MASK)) {
+            *n += 1;
+        }
+    }
+
+    fn merge(&mut self, other: &Self) {
+        self.samples += other.samples;
+        self.misses += other.misses;
+        self.hitm += other.hitm;
+        self.latency_samples += other.latency_samples;
+        self.latency_sum += other.latency_sum;
+        for (a, b) in self.sources.iter_mut().zip(other.sources) {
+            *a += b;
+        }
+    }
+
+    /// The report's view; `all_misses` is the denominator of the miss share.
+    fn report(&self, all_misses: u64) -> TypeHardware {
+        let ratio = |n: u64, d: u64| if d == 0 { 0.0 } else { n as f64 / d as f64 };
+        TypeHardware {
+            samples: self.samples,
+            misses: self.misses,
+            miss_rate: ratio(self.misses, self.samples),
+            miss_share: ratio(self.misses, all_misses),
+            hitm: self.hitm,
+            latency_samples: self.latency_samples,
+            mean_latency_cycles: (self.latency_samples > 0)
+                .then(|| self.latency_sum as f64 / self.latency_samples as f64),
+            sources: source_counts(&self.sources),
+        }
+    }
+}
+
+/// Sources with samples, most first (ties nearest first).
+fn source_counts(counts: &[u64; MemSource::ALL.len()]) -> Vec<SourceCount> {
+    let mut out: Vec<SourceCount> = MemSource::ALL
+        .iter()
+        .zip(counts)
+        .filter(|(_, &n)| n > 0)
+        .map(|(&source, &samples)| SourceCount { source, samples })
+        .collect();
+    out.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.source.cmp(&b.source)));
+    out
 }
 
 /// Per-type accumulators.
 #[derive(Clone, Debug, Default)]
 struct TypeAcc {
     rw: Rw,
+    hw: HwAcc,
     objects: u64,
     bounced: u64,
     allocs: u64,
@@ -204,6 +350,14 @@ struct State {
     last_time: Option<u64>,
     lost: u64,
     gs_relative_samples: u64,
+    /// Hardware samples of memory operations (resolved or not).
+    hw_samples: u64,
+    /// Of them, those whose data address came from the hardware.
+    hw_addresses: u64,
+    /// Of those, the ones whose decoded instruction gave another address.
+    hw_address_mismatches: u64,
+    /// `SAMPLER_KIND_*` bits (1 << kind) of the hardware samplers seen.
+    hw_kinds: u8,
 }
 
 impl std::fmt::Debug for Analyzer<'_> {
@@ -271,34 +425,67 @@ impl<'s> Analyzer<'s> {
     }
 
     /// Decodes a sample; counts it at once when it has no data address.
+    ///
+    /// A hardware sample's data address is the hardware's; the instruction is still decoded
+    /// for the access size and read/write, and a decoded address that differs is counted
+    /// (PEBS reports registers as they were after the load, so some differences are
+    /// expected). An IBS op that is neither a load nor a store accessed no memory.
     fn sample_event(&mut self, cpu: u32, sample: &AccessSample) -> Option<Event> {
         if sample.flags & SAMPLE_USER != 0 {
             self.state.buckets[Bucket::UserMode.index()] += 1;
             return None;
         }
         self.resolver.learn_gs_base(cpu, sample.gs_base);
-        match self.decoder.access(sample) {
-            DecodeOutcome::Access(access) => {
-                if access.gs_relative {
-                    self.state.gs_relative_samples += 1;
-                }
-                let rsp = sample.regs[dprof_abi::reg::RSP];
-                let region = !(crate::resolve::THREAD_SIZE - 1);
-                Some(Event::Sample(SampleAccess {
-                    ip: sample.ip,
-                    addr: access.addr,
-                    gs_offset: access.addr.wrapping_sub(sample.gs_base),
-                    size: access.size,
-                    kind: access.kind,
-                    gs_relative: access.gs_relative,
-                    on_stack: rsp != 0 && access.addr & region == rsp & region,
-                }))
+        let hw = HwAccess::of(sample);
+        if let Some(h) = &hw {
+            if !h.memory_op {
+                self.state.buckets[Bucket::NoMemoryOperand.index()] += 1;
+                return None;
             }
-            DecodeOutcome::None(why) => {
-                self.state.buckets[Bucket::of_no_access(why).index()] += 1;
-                None
-            }
+            self.state.hw_samples += 1;
+            self.state.hw_kinds |= 1u8.checked_shl(u32::from(sample.sampler)).unwrap_or(0);
         }
+        let hw_addr = hw.as_ref().and_then(|h| h.addr);
+        let access = match (self.decoder.access(sample), hw_addr) {
+            (DecodeOutcome::Access(decoded), Some(addr)) => {
+                self.state.hw_addresses += 1;
+                if decoded.addr != addr {
+                    self.state.hw_address_mismatches += 1;
+                }
+                MemAccess { addr, ..decoded }
+            }
+            (DecodeOutcome::Access(decoded), None) => decoded,
+            (DecodeOutcome::None(_), Some(addr)) => {
+                self.state.hw_addresses += 1;
+                MemAccess {
+                    addr,
+                    size: hw.as_ref().and_then(|h| h.size).unwrap_or(0),
+                    kind: hw.as_ref().and_then(|h| h.kind).unwrap_or(AccessKind::Read),
+                    gs_relative: false,
+                }
+            }
+            (DecodeOutcome::None(why), None) => {
+                self.state.buckets[Bucket::of_no_access(why).index()] += 1;
+                return None;
+            }
+        };
+        if access.gs_relative {
+            self.state.gs_relative_samples += 1;
+        }
+        let rsp = sample.regs[dprof_abi::reg::RSP];
+        let region = !(crate::resolve::THREAD_SIZE - 1);
+        let (hw, latency) = hw_bits(hw.as_ref());
+        Some(Event::Sample(SampleAccess {
+            ip: sample.ip,
+            addr: access.addr,
+            gs_offset: access.addr.wrapping_sub(sample.gs_base),
+            size: u16::try_from(access.size).unwrap_or(u16::MAX),
+            kind: access.kind,
+            gs_relative: access.gs_relative,
+            on_stack: rsp != 0 && access.addr & region == rsp & region,
+            hw,
+            latency,
+        }))
     }
 
     /// Replays what is still buffered and builds the report.
@@ -423,7 +610,7 @@ fn replay_sample(resolver: &mut Resolver<'_>, st: &mut State, cpu: u32, access: 
         } => (Bucket::Stack, type_id, offset, Some((base, NO_OWNER))),
         Resolution::Unknown => {
             st.buckets[Bucket::UnknownAddress.index()] += 1;
-            st.unknown_ips.entry(ip).or_default().add(access.kind);
+            st.unknown_ips.entry(ip).or_default().add_access(access);
             return;
         }
     };
@@ -443,7 +630,8 @@ fn replay_sample(resolver: &mut Resolver<'_>, st: &mut State, cpu: u32, access: 
             acc.bounced += 1;
         }
     }
-    acc.rw.add(access.kind);
+    acc.rw.add_access(access);
+    acc.hw.add(access);
     if cpu < MAX_TRACKED_CPU {
         let c = cpu as usize;
         if c >= acc.cpus.len() {
@@ -461,8 +649,8 @@ fn replay_sample(resolver: &mut Resolver<'_>, st: &mut State, cpu: u32, access: 
             ip,
         })
         .or_default();
-    entry.rw.add(access.kind);
-    entry.size = access.size;
+    entry.rw.add_access(access);
+    entry.size = u32::from(access.size);
 }
 
 /// Function name of `ip` (Rust symbols demangled, without their hash), or the address.
@@ -473,8 +661,9 @@ fn function_name(symbols: &dyn SymbolSource, ip: u64) -> String {
     )
 }
 
-/// Sums `(name, Rw)` pairs by name into counts, most first.
-fn function_counts(items: impl IntoIterator<Item = (String, Rw)>) -> Vec<FunctionCount> {
+/// Sums `(name, Rw)` pairs by name into counts, most first: most misses first when `hw` (the
+/// profile has hardware samples; their misses are then reported), else most samples.
+fn function_counts(items: impl IntoIterator<Item = (String, Rw)>, hw: bool) -> Vec<FunctionCount> {
     let mut by_name: FxHashMap<String, Rw> = FxHashMap::default();
     for (name, rw) in items {
         by_name.entry(name).or_default().merge(rw);
@@ -487,11 +676,13 @@ fn function_counts(items: impl IntoIterator<Item = (String, Rw)>) -> Vec<Functio
             reads: rw.reads,
             writes: rw.writes,
             read_writes: rw.read_writes,
+            misses: hw.then_some(rw.misses),
         })
         .collect();
     out.sort_by(|a, b| {
-        b.samples
-            .cmp(&a.samples)
+        b.misses
+            .cmp(&a.misses)
+            .then(b.samples.cmp(&a.samples))
             .then_with(|| a.function.cmp(&b.function))
     });
     out
@@ -507,6 +698,12 @@ fn build_report(a: &Analyzer<'_>) -> Report {
     let types = a.resolver.types();
     let coverage = Coverage::from_counts(&st.buckets);
     let resolved = coverage.resolved_samples;
+    // With hardware samples, types, fields and functions are ranked by misses.
+    let hw = st.hw_samples > 0;
+    let mut hw_total = HwAcc::default();
+    for acc in &st.types {
+        hw_total.merge(&acc.hw);
+    }
 
     // Functions and fields per type, from the (type, offset, ip) aggregation.
     let mut names: FxHashMap<u64, String> = FxHashMap::default();
@@ -548,6 +745,7 @@ fn build_report(a: &Analyzer<'_>) -> Report {
                 reads: rw.reads,
                 writes: rw.writes,
                 read_writes: rw.read_writes,
+                misses: hw.then_some(rw.misses),
             });
     }
 
@@ -561,9 +759,14 @@ fn build_report(a: &Analyzer<'_>) -> Report {
             continue;
         }
         let slab = info.kind == TypeKind::Slab;
-        let functions = function_counts(per_type_fns.remove(&id.0).unwrap_or_default());
+        let functions = function_counts(per_type_fns.remove(&id.0).unwrap_or_default(), hw);
         let mut fields = per_type_field_list.remove(&id.0).unwrap_or_default();
-        fields.sort_by(|x, y| y.samples.cmp(&x.samples).then(x.offset.cmp(&y.offset)));
+        fields.sort_by(|x, y| {
+            y.misses
+                .cmp(&x.misses)
+                .then(y.samples.cmp(&x.samples))
+                .then(x.offset.cmp(&y.offset))
+        });
         let mut cpus: Vec<CpuCount> = acc
             .cpus
             .iter()
@@ -599,14 +802,17 @@ fn build_report(a: &Analyzer<'_>) -> Report {
             frees: slab.then_some(acc.frees),
             peak_live_objects: slab.then_some(acc.peak_objects),
             peak_live_bytes: slab.then_some(acc.peak_bytes),
+            hardware: hw.then(|| acc.hw.report(hw_total.misses)),
             functions,
             fields,
             cpus,
         });
     }
+    let misses = |t: &TypeProfile| t.hardware.as_ref().map(|h| h.misses);
     profiles.sort_by(|x, y| {
-        y.samples
-            .cmp(&x.samples)
+        misses(y)
+            .cmp(&misses(x))
+            .then(y.samples.cmp(&x.samples))
             .then(y.peak_live_bytes.cmp(&x.peak_live_bytes))
             .then_with(|| x.name.cmp(&y.name))
     });
@@ -618,6 +824,7 @@ fn build_report(a: &Analyzer<'_>) -> Report {
         st.unknown_ips
             .iter()
             .map(|(&ip, &rw)| (function_name(symbols, ip), rw)),
+        hw,
     );
     let counts = a.resolver.counts();
     let address_set = AddressSetStats {
@@ -653,14 +860,41 @@ fn build_report(a: &Analyzer<'_>) -> Report {
         },
         coverage,
         data_profile: DataProfile {
-            metric: Metric::Samples,
+            metric: if hw { Metric::Misses } else { Metric::Samples },
             resolved_samples: resolved,
+            hardware: hw.then(|| hardware_summary(st, &hw_total)),
             types: profiles,
         },
         unknown_functions,
         address_set,
         ordering,
         warnings,
+    }
+}
+
+/// The profile-wide hardware statistics.
+fn hardware_summary(st: &State, total: &HwAcc) -> HardwareSummary {
+    let samplers = [
+        (dprof_abi::SAMPLER_KIND_IBS, "ibs"),
+        (dprof_abi::SAMPLER_KIND_PEBS, "pebs"),
+    ]
+    .iter()
+    .filter(|(kind, _)| st.hw_kinds & 1u8.checked_shl(u32::from(*kind)).unwrap_or(0) != 0)
+    .map(|(_, name)| (*name).to_owned())
+    .collect();
+    let t = total.report(total.misses);
+    HardwareSummary {
+        samplers,
+        samples: st.hw_samples,
+        resolved_samples: t.samples,
+        misses: t.misses,
+        miss_rate: t.miss_rate,
+        hitm: t.hitm,
+        latency_samples: t.latency_samples,
+        mean_latency_cycles: t.mean_latency_cycles,
+        hardware_addresses: st.hw_addresses,
+        address_mismatches: st.hw_address_mismatches,
+        sources: t.sources,
     }
 }
 

@@ -1,17 +1,19 @@
 //! dprof library: the profile file, the `/dev/dprof` client, symbols and summaries.
 //!
-//! The profile side ([`profile`], [`symbols`], [`summary`]) does no device I/O and reads
-//! profiles from bytes, so analysis never needs the machine a profile came from. The collector
-//! side ([`device`], [`system`]) talks to the module and the live system; nothing in the
-//! profile side depends on it.
+//! The profile side ([`profile`], [`symbols`], [`summary`], [`hardware`]) does no device I/O
+//! and reads profiles from bytes, so analysis never needs the machine a profile came from. The
+//! collector side ([`device`], [`system`], [`samplers`]) talks to the module and the live
+//! system; nothing in the profile side depends on it.
 
 pub mod analysis;
 pub mod debuginfo;
 pub mod decode;
 pub mod device;
+pub mod hardware;
 pub mod profile;
 pub mod report;
 pub mod resolve;
+pub mod samplers;
 pub mod summary;
 pub mod symbols;
 pub mod system;

@@ -24,6 +24,12 @@
 //! The magic's `\0\r\n` catches text-mode transfers (as PNG's does). A file that a collector
 //! did not finish has no End section, and the End section's counts must match what precedes
 //! it, so a cut file never reads as complete, even if someone renames it.
+//!
+//! # Reading
+//! [`Profile`] streams: opening a profile checks its structure from the section headers and
+//! reads only the small sections; the records are read a chunk at a time, and checked (chunk
+//! CRC, each record, the End section's record count) as [`Profile::records`] yields them. So
+//! memory does not grow with the file, and each record is decoded once.
 
 mod error;
 pub mod example;
@@ -36,8 +42,8 @@ mod tests;
 
 pub use error::{ProfileError, RecordProblem, WriteError};
 pub use header::{
-    CacheGeometry, CollectConfig, CpuCounters, DeviceCounters, ModuleInfo, ProfileHeader,
-    SamplingConfig, StopInfo, StopReason, Target,
+    CacheGeometry, CollectConfig, CpuCounters, DeviceCounters, ModuleInfo, PeriodEvents, PmuEvent,
+    ProfileHeader, SamplingConfig, StopInfo, StopReason, Target,
 };
 pub use reader::{Profile, Records};
 pub use writer::{partial_path, ProfileEncoder, ProfileWriter};

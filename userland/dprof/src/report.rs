@@ -1,10 +1,12 @@
 //! The report model: what `dprof report` shows, as plain data (serde `Serialize`). The CLI,
 //! the TUI and exporters render it; nothing here prints.
 //!
-//! The data profile (paper section 3.1) ranks data types by samples (the software sampler has
-//! no miss bits, so samples stand in for misses, and the report says so in
-//! [`DataProfile::metric`]). Every sample lands in exactly one [`Bucket`] of the
-//! [`Coverage`], so the report always says what it could not see.
+//! The data profile (paper section 3.1) ranks data types by L1 data-cache misses when a
+//! hardware sampler (IBS, PEBS) took the samples, with miss rates, latencies, data sources and
+//! HITM counts ([`TypeHardware`]); by samples otherwise (the software sampler has no miss
+//! bits, so samples stand in for misses). [`DataProfile::metric`] says which. Every sample
+//! lands in exactly one [`Bucket`] of the [`Coverage`], so the report always says what it
+//! could not see.
 //!
 //! Field names are optional: offsets are always there, names only once
 //! [`Report::annotate_fields`] ran with a [`FieldSource`] (DWARF of vmlinux).
@@ -17,6 +19,7 @@ mod tests;
 use serde::Serialize;
 
 use crate::decode::NoAccess;
+pub use crate::hardware::MemSource;
 pub use crate::resolve::TypeKind;
 pub use struct_names::{StructNames, TypeMapError};
 
@@ -27,7 +30,7 @@ pub struct Report {
     pub profile: ProfileInfo,
     /// Where every sample went.
     pub coverage: Coverage,
-    /// Types ranked by samples.
+    /// Types ranked by misses or samples.
     pub data_profile: DataProfile,
     /// Functions whose samples touched addresses nothing resolved, most first.
     pub unknown_functions: Vec<FunctionCount>,
@@ -62,23 +65,90 @@ pub struct ProfileInfo {
     pub kallsyms_functions: usize,
 }
 
-/// What the data profile counts.
+/// What the data profile ranks types by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
     /// Sampled accesses (no miss information: the software sampler).
     Samples,
+    /// L1 data-cache misses seen by a hardware sampler ([`TypeHardware::misses`]).
+    Misses,
 }
 
 /// Types ranked by [`DataProfile::metric`].
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DataProfile {
-    /// What `samples` counts.
+    /// What the ranking counts.
     pub metric: Metric,
     /// Samples resolved to a type (slab, global, per-CPU, stack): the denominator of shares.
     pub resolved_samples: u64,
-    /// Every type with samples or allocations: by samples, then peak live bytes, then name.
+    /// What the hardware sampler saw, all types together; absent without hardware samples.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<HardwareSummary>,
+    /// Every type with samples or allocations: by misses (with hardware samples), then
+    /// samples, then peak live bytes, then name.
     pub types: Vec<TypeProfile>,
+}
+
+/// The hardware sampler's view of the whole profile.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HardwareSummary {
+    /// The hardware samplers that took samples: `ibs`, `pebs`.
+    pub samplers: Vec<String>,
+    /// Hardware samples of memory operations, resolved or not.
+    pub samples: u64,
+    /// Of them, resolved to a type and with a hit/miss status: what the statistics below and
+    /// every [`TypeHardware`] count.
+    pub resolved_samples: u64,
+    /// Of those, L1 data-cache misses: the denominator of [`TypeHardware::miss_share`].
+    pub misses: u64,
+    /// `misses / resolved_samples`.
+    pub miss_rate: f64,
+    /// Accesses that found the line modified in another core's cache.
+    pub hitm: u64,
+    /// Samples with a latency.
+    pub latency_samples: u64,
+    /// Their mean latency in cycles.
+    pub mean_latency_cycles: Option<f64>,
+    /// Samples whose data address came from the hardware (the others were decoded from the
+    /// instruction and its registers).
+    pub hardware_addresses: u64,
+    /// Of those, samples whose decoded instruction gave another address; the hardware's is
+    /// used. PEBS reports registers as they were after the load, so a load that overwrites
+    /// its own base register is one.
+    pub address_mismatches: u64,
+    /// Where the data came from, most samples first.
+    pub sources: Vec<SourceCount>,
+}
+
+/// What the hardware sampler saw of one type: samples with a hit/miss status only.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TypeHardware {
+    /// Hardware samples of the type with a hit/miss status.
+    pub samples: u64,
+    /// Of them, L1 data-cache misses (a hit on an outstanding miss counts).
+    pub misses: u64,
+    /// `misses / samples` (0 without samples).
+    pub miss_rate: f64,
+    /// `misses` / all resolved misses.
+    pub miss_share: f64,
+    /// Accesses that found the line modified in another core's cache (true or false sharing).
+    pub hitm: u64,
+    /// Samples with a latency (IBS: loads that missed; PEBS: every sampled load).
+    pub latency_samples: u64,
+    /// Their mean latency in cycles.
+    pub mean_latency_cycles: Option<f64>,
+    /// Where the data came from, most samples first; the counts add up to `samples`.
+    pub sources: Vec<SourceCount>,
+}
+
+/// Samples served from one source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct SourceCount {
+    /// The source.
+    pub source: MemSource,
+    /// Samples.
+    pub samples: u64,
 }
 
 /// One data type.
@@ -125,6 +195,9 @@ pub struct TypeProfile {
     pub peak_live_objects: Option<u64>,
     /// Most bytes live at once (slab types).
     pub peak_live_bytes: Option<u64>,
+    /// What the hardware sampler saw; absent without hardware samples.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<TypeHardware>,
     /// Functions whose samples touched the type, most first.
     pub functions: Vec<FunctionCount>,
     /// Offsets touched, most sampled first.
@@ -146,6 +219,9 @@ pub struct FunctionCount {
     pub writes: u64,
     /// Read-modify-write samples.
     pub read_writes: u64,
+    /// Samples a hardware sampler saw miss; absent without hardware samples.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub misses: Option<u64>,
 }
 
 /// Samples at one offset of a type.
@@ -166,6 +242,9 @@ pub struct FieldCount {
     pub writes: u64,
     /// Read-modify-write samples.
     pub read_writes: u64,
+    /// Samples a hardware sampler saw miss; absent without hardware samples.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub misses: Option<u64>,
 }
 
 /// Samples on one CPU.

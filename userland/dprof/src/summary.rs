@@ -7,7 +7,7 @@ use dprof_abi::{CacheInfo, Record, CACHE_NAME_BYTES, SAMPLE_USER};
 use serde::{Serialize, Serializer};
 
 use crate::decode::{DecodeStats, Decoder};
-use crate::profile::Profile;
+use crate::profile::{Profile, ProfileError};
 use crate::symbols::Kallsyms;
 
 /// Functions listed in [`SampleSummary::top_functions`].
@@ -21,7 +21,7 @@ pub struct Summary {
     /// Bytes of records.
     pub record_bytes: u64,
     /// Records sections.
-    pub chunks: usize,
+    pub chunks: u64,
     /// Records per kind.
     pub kinds: KindCounts,
     /// Earliest record time (ns), if any record.
@@ -147,10 +147,14 @@ pub fn cache_label(id: u64, infos: &BTreeMap<u64, CacheInfo>) -> String {
 }
 
 impl Summary {
-    /// Summarizes `profile`.
-    #[must_use]
-    pub fn of(profile: &Profile) -> Self {
-        let infos = profile.cache_infos();
+    /// Summarizes `profile` in one pass over its records.
+    ///
+    /// # Errors
+    /// The first problem found while reading the records (see [`Profile::records`]).
+    pub fn of(profile: &Profile) -> Result<Self, ProfileError> {
+        // The first CacheInfo of each cache, collected on the way: names are only needed at
+        // the end.
+        let mut infos: BTreeMap<u64, CacheInfo> = BTreeMap::new();
         let mut kinds = KindCounts::default();
         let mut earliest: Option<u64> = None;
         let mut latest: Option<u64> = None;
@@ -161,7 +165,8 @@ impl Summary {
         let mut samples = SampleSummary::default();
         // By symbol index: no string work per sample.
         let mut per_function: BTreeMap<usize, u64> = BTreeMap::new();
-        for (header, record) in profile.records() {
+        for item in profile.records() {
+            let (header, record) = item?;
             earliest = Some(earliest.map_or(header.time_ns, |t| t.min(header.time_ns)));
             latest = Some(latest.map_or(header.time_ns, |t| t.max(header.time_ns)));
             match record {
@@ -173,7 +178,10 @@ impl Summary {
                     kinds.free += 1;
                     per_cache.entry(f.cache).or_default().1 += 1;
                 }
-                Record::CacheInfo(_) => kinds.cache_info += 1,
+                Record::CacheInfo(info) => {
+                    kinds.cache_info += 1;
+                    infos.entry(info.cache).or_insert(info);
+                }
                 Record::Lost(l) => {
                     kinds.lost += 1;
                     let n = lost_by_cpu.entry(header.cpu).or_default();
@@ -231,7 +239,7 @@ impl Summary {
         let mut caches: Vec<CacheSummary> = by_name.into_values().collect();
         // A stable sort over names in order: ties stay alphabetical.
         caches.sort_by(|a, b| b.allocs.cmp(&a.allocs).then(b.frees.cmp(&a.frees)));
-        Self {
+        Ok(Self {
             records: profile.record_count(),
             record_bytes: profile.record_bytes(),
             chunks: profile.chunk_count(),
@@ -246,7 +254,7 @@ impl Summary {
                 .collect(),
             caches,
             samples,
-        }
+        })
     }
 }
 
@@ -259,7 +267,7 @@ mod tests {
     #[test]
     fn example_profile_summary() {
         let profile = Profile::from_vec(example_profile()).expect("example is valid");
-        let s = Summary::of(&profile);
+        let s = Summary::of(&profile).expect("valid records");
         assert_eq!(s.records, 14);
         assert_eq!(
             s.kinds,
@@ -348,7 +356,7 @@ mod tests {
                 device: None,
             })
             .expect("in memory");
-        let s = Summary::of(&Profile::from_vec(bytes).expect("valid"));
+        let s = Summary::of(&Profile::from_vec(bytes).expect("valid")).expect("valid records");
         assert_eq!(s.caches.len(), 2);
         assert_eq!(s.caches[0].name, "my\\tcache");
         assert_eq!(s.caches[0].caches, [0x10, 0x20]);

@@ -1,5 +1,8 @@
-//! The fuzz target's body and its seed corpus, apart from libFuzzer so that the workspace
-//! build and tests exercise them without C++ or a fuzzer main.
+//! The fuzz targets' bodies and their seed corpora, apart from libFuzzer so that the
+//! workspace build and tests exercise them without C++ or a fuzzer main. The profile reader's
+//! are here, the IBS decoder's in [`ibs`].
+
+pub mod ibs;
 
 use dprof::profile::{example::example_profile, Profile};
 use dprof::summary::Summary;
@@ -41,43 +44,75 @@ pub fn with_fixed_crcs(data: &[u8]) -> Vec<u8> {
     }
 }
 
-/// Everything a reader of an untrusted profile does: validate it and, when it is valid, walk
-/// every record, summarize it and symbolize its call sites.
+/// Everything a reader of an untrusted profile does: open it and, when it opens, walk every
+/// record (which checks them), symbolize call sites, and summarize it.
 ///
 /// # Panics
 /// Only on a bug the fuzzer is looking for: a panic in the library, an iterator that
-/// disagrees with the End section, or an error without an offset inside the input.
+/// disagrees with the End section or goes on after an error, a summary that disagrees with
+/// the iterator, or an error without an offset inside the input.
 pub fn check_profile(data: &[u8]) {
-    match Profile::from_bytes(data) {
-        Ok(profile) => {
-            let kallsyms = Kallsyms::parse(profile.kallsyms());
-            let mut n = 0u64;
-            for (_, record) in profile.records() {
+    let profile = match Profile::from_bytes(data) {
+        Ok(profile) => profile,
+        Err(e) => return check_error(&e, data),
+    };
+    let kallsyms = Kallsyms::parse(profile.kallsyms());
+    let mut n = 0u64;
+    let mut records = profile.records();
+    let mut error = None;
+    for item in records.by_ref() {
+        match item {
+            Ok((_, record)) => {
                 n += 1;
                 if let dprof_abi::Record::Alloc(a) = record {
                     let _ = kallsyms.lookup(a.call_site).map(|l| l.to_string());
                 }
             }
-            // A validated profile's iterator yields exactly the records the End section counts.
+            Err(e) => {
+                check_error(&e, data);
+                error = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    // An error ends the iteration.
+    assert!(
+        records.next().is_none(),
+        "records after the end or an error"
+    );
+    match (&error, Summary::of(&profile)) {
+        (None, Ok(summary)) => {
+            // A profile read to the end yields exactly the records the End section counts.
             assert_eq!(
                 n,
                 profile.record_count(),
                 "record iterator disagrees with End"
             );
-            let summary = Summary::of(&profile);
             assert_eq!(summary.records, n);
             let _ = serde_json::to_string(&summary);
         }
-        Err(e) => {
-            // Every error about the bytes names an offset within them.
-            let offset = e.offset().expect("byte errors carry an offset");
-            assert!(
-                offset <= data.len() as u64,
-                "offset {offset} past the end: {e}"
+        (Some(first), Err(again)) => {
+            assert_eq!(
+                *first,
+                again.to_string(),
+                "a second pass finds another error"
             );
-            let _ = e.to_string();
         }
+        (first, again) => panic!(
+            "the iterator and the summary disagree: {first:?} vs {:?}",
+            again.map(|s| s.records)
+        ),
     }
+}
+
+/// Every error about the bytes names an offset within them.
+fn check_error(e: &dprof::profile::ProfileError, data: &[u8]) {
+    let offset = e.offset().expect("byte errors carry an offset");
+    assert!(
+        offset <= data.len() as u64,
+        "offset {offset} past the end: {e}"
+    );
+    let _ = e.to_string();
 }
 
 /// Seed inputs: the example profile, a profile without records, and prefixes and a bit flip
@@ -124,7 +159,9 @@ mod tests {
         assert!(Profile::from_bytes(&seeds[0].1).is_ok());
         assert!(Profile::from_bytes(&seeds[1].1).is_ok());
         let flipped = &seeds.last().expect("seeds").1;
-        assert!(Profile::from_bytes(flipped).is_err());
+        assert!(Profile::from_bytes(flipped)
+            .and_then(|p| p.validate())
+            .is_err());
         assert_eq!(with_fixed_crcs(&seeds[0].1), seeds[0].1);
         for (_, data) in &seeds {
             profile_reader(data);

@@ -3,16 +3,19 @@
 //! It writes a synthetic profile (by default 5M access samples and 1M allocations: 50 caches,
 //! objects that live and die, 2000 instructions with real x86-64 bytes, 8 CPUs whose records
 //! are interleaved per drain as the collector writes them) to a temporary file, then opens it
-//! and runs the analysis (decode, time-order, address set replay, resolution, aggregation) on
-//! one thread, and prints samples per second and peak memory.
+//! and runs the analysis (reading and checking the records, decode, time-order, address set
+//! replay, resolution, aggregation) on one thread, and prints samples per second and peak
+//! memory.
 //!
 //! Peak memory is the process's peak resident set (`VmHWM` in `/proc/self/status`, the value
-//! `getrusage` reports as `ru_maxrss`), reset (`/proc/self/clear_refs`) after the profile is
-//! read, so that the analysis' own peak shows apart from the file's bytes, which the profile
-//! reader keeps in memory.
+//! `getrusage` reports as `ru_maxrss`) over opening the profile and the analysis: the reader
+//! streams the records a chunk at a time, so this is what `dprof report` needs. The peak is
+//! reset (`/proc/self/clear_refs`) just before the profile is opened, so that generating the
+//! synthetic profile in the same process does not count.
 //!
 //! `dprof-bench --help` lists the knobs; `--keep FILE` keeps the profile, `--profile FILE`
-//! analyzes an existing one, `--breakdown` also times reading and decoding alone.
+//! analyzes an existing one, `--breakdown` also times reading the records, and reading plus
+//! decoding the samples' instructions, alone.
 //!
 //! Run it from a release build: `cargo run --release -p dprof-cli --bin dprof-bench`.
 
@@ -68,7 +71,8 @@ struct Args {
     /// Analyze this profile instead of generating one.
     #[arg(long, value_name = "FILE")]
     profile: Option<PathBuf>,
-    /// Also time reading the records alone, and reading plus decoding instructions.
+    /// Also time reading (and checking) the records alone, and that plus decoding the
+    /// samples' instructions.
     #[arg(long)]
     breakdown: bool,
 }
@@ -105,41 +109,52 @@ fn main() -> anyhow::Result<()> {
 }
 
 fn bench(path: &Path, breakdown: bool) -> anyhow::Result<()> {
+    // Reset the peak so that it measures opening and analyzing, not generating.
+    let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
     let started = Instant::now();
     let profile = Profile::open(path)?;
     let opened = started.elapsed().as_secs_f64();
-    let rss_open = status_kib("VmRSS:");
+    say!(
+        "opened the profile ({} records, {:.0} MiB; section headers and small sections \
+         checked) in {opened:.3} s",
+        profile.record_count(),
+        profile.file_size() as f64 / f64::from(1 << 20)
+    );
     if breakdown {
         let t = Instant::now();
+        let cpu = thread_cpu_ns();
         let mut n = 0u64;
-        for (h, r) in profile.records() {
+        for item in profile.records() {
+            let (h, r) = item?;
             n = n.wrapping_add(h.time_ns ^ u64::from(matches!(r, Record::AccessSample(_))));
         }
         say!(
-            "breakdown: reading the records alone takes {:.2} s (checksum {n:x})",
-            t.elapsed().as_secs_f64()
+            "breakdown: reading, checking and decoding the records alone takes {:.2} s{} \
+             (checksum {n:x})",
+            t.elapsed().as_secs_f64(),
+            on_cpu_since(cpu)
         );
         let t = Instant::now();
+        let cpu = thread_cpu_ns();
         let mut d = dprof::decode::Decoder::new();
         let mut k = 0u64;
-        for (_, r) in profile.records() {
-            if let Record::AccessSample(s) = r {
+        for item in profile.records() {
+            if let (_, Record::AccessSample(s)) = item? {
                 if let dprof::decode::DecodeOutcome::Access(a) = d.access(&s) {
                     k = k.wrapping_add(a.addr);
                 }
             }
         }
         say!(
-            "breakdown: reading and decoding the samples' instructions takes {:.2} s (checksum \
+            "breakdown: that and decoding the samples' instructions takes {:.2} s{} (checksum \
              {k:x})",
-            t.elapsed().as_secs_f64()
+            t.elapsed().as_secs_f64(),
+            on_cpu_since(cpu)
         );
     }
-    // Reset the peak so that it measures the analysis from here.
-    let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
     let started = Instant::now();
     let cpu_before = thread_cpu_ns();
-    let report = analysis::analyze(&profile, &Options::default());
+    let report = analysis::analyze(&profile, &Options::default())?;
     let analyzed = started.elapsed().as_secs_f64();
     let on_cpu = thread_cpu_ns()
         .zip(cpu_before)
@@ -147,12 +162,8 @@ fn bench(path: &Path, breakdown: bool) -> anyhow::Result<()> {
     let peak = status_kib("VmHWM:");
     let samples = report.coverage.total_samples;
     say!(
-        "read and checked the profile ({} records, {:.0} MiB) in {opened:.2} s",
-        profile.record_count(),
-        profile.file_size() as f64 / f64::from(1 << 20)
-    );
-    say!(
-        "analysis: {samples} samples, {} records in {analyzed:.2} s on one thread: {:.2} M samples/s, {:.2} M records/s",
+        "analysis: {samples} samples, {} records in {analyzed:.2} s on one thread, reading \
+         and checking the records included: {:.2} M samples/s, {:.2} M records/s",
         profile.record_count(),
         samples as f64 / analyzed / 1e6,
         profile.record_count() as f64 / analyzed / 1e6
@@ -174,19 +185,19 @@ fn bench(path: &Path, breakdown: bool) -> anyhow::Result<()> {
         report.ordering.max_buffered,
         report.ordering.late_records
     );
-    match (rss_open, peak) {
-        (Some(open), Some(peak)) if reset => say!(
-            "memory: {} MiB resident after reading the profile (the file's bytes); peak during \
-             the analysis {} MiB, so the analysis itself took at most {} MiB",
-            open / 1024,
+    match peak {
+        Some(peak) if reset => say!(
+            "memory: peak resident {} MiB over opening the profile and the analysis (the \
+             records are streamed, one chunk of at most {} MiB at a time)",
             peak / 1024,
-            peak.saturating_sub(open) / 1024
+            dprof::profile::MAX_RECORDS_CHUNK >> 20
         ),
-        (_, Some(peak)) => say!(
-            "memory: peak resident {} MiB (profile bytes included; the peak could not be reset)",
+        Some(peak) => say!(
+            "memory: peak resident {} MiB of the whole process (the peak could not be reset, \
+             so generating the profile counts too)",
             peak / 1024
         ),
-        _ => say!("memory: /proc/self/status is not readable"),
+        None => say!("memory: /proc/self/status is not readable"),
     }
     let slab = report.coverage.count(Bucket::Slab);
     anyhow::ensure!(
@@ -194,6 +205,18 @@ fn bench(path: &Path, breakdown: bool) -> anyhow::Result<()> {
         "no sample resolved to a slab object: the benchmark profile is broken"
     );
     Ok(())
+}
+
+/// ", N s on-CPU" since `before` (a [`thread_cpu_ns`] reading), or nothing when unknown.
+fn on_cpu_since(before: Option<u64>) -> String {
+    thread_cpu_ns()
+        .zip(before)
+        .map_or_else(String::new, |(after, before)| {
+            format!(
+                ", {:.2} s on-CPU",
+                after.saturating_sub(before) as f64 / 1e9
+            )
+        })
 }
 
 /// Nanoseconds this thread has run on a CPU (/proc/thread-self/schedstat, first field).

@@ -8,7 +8,38 @@ use crate::report::TypeProfile;
 
 fn report_of(bytes: Vec<u8>, options: &Options) -> Report {
     let profile = Profile::from_vec(bytes).expect("valid profile");
-    analyze(&profile, options)
+    analyze(&profile, options).expect("valid records")
+}
+
+/// The records are read as they are analyzed: a corrupt chunk is an error, not a report of
+/// the records before it.
+#[test]
+fn a_corrupt_chunk_is_an_error_not_a_report() {
+    let mut bytes = example::profile();
+    // The end of the last Records section's payload: the last byte of the last record.
+    let mut pos = crate::profile::FILE_HEADER_SIZE;
+    let mut last_records_end = 0;
+    while pos < bytes.len() {
+        let kind = u32::from_le_bytes(bytes[pos..pos + 4].try_into().expect("4"));
+        let len = u64::from_le_bytes(bytes[pos + 8..pos + 16].try_into().expect("8")) as usize;
+        pos += crate::profile::SECTION_HEADER_SIZE + len;
+        if kind == crate::profile::SectionKind::Records as u32 {
+            last_records_end = pos;
+        }
+    }
+    bytes[last_records_end - 1] ^= 0x40;
+    let profile = Profile::from_vec(bytes).expect("opens: the records are not read yet");
+    let err = analyze(&profile, &Options::default()).expect_err("corrupt chunk");
+    assert!(
+        matches!(
+            err,
+            crate::profile::ProfileError::Checksum {
+                kind: crate::profile::SectionKind::Records,
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 fn example_report() -> Report {

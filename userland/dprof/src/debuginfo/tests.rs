@@ -410,6 +410,11 @@ fn build_id_notes() {
 #[test]
 fn real_vmlinux() {
     let Some(path) = std::env::var_os("DPROF_TEST_VMLINUX") else {
+        // scripts/test sets both: there, a missing vmlinux is a failure, not a skip.
+        assert!(
+            std::env::var_os("DPROF_TEST_REQUIRE_EXTERNAL").is_none(),
+            "DPROF_TEST_VMLINUX is not set but DPROF_TEST_REQUIRE_EXTERNAL is"
+        );
         eprintln!("skipped: set DPROF_TEST_VMLINUX to a vmlinux with debug info");
         return;
     };

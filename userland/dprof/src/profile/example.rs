@@ -81,6 +81,8 @@ pub fn example_header() -> ProfileHeader {
                 sampler: "software".to_owned(),
                 period_ns: dprof_abi::DEFAULT_SAMPLE_PERIOD_NS,
                 user: true,
+                period_events: None,
+                pmu: None,
             }),
         },
         module: ModuleInfo {

@@ -75,13 +75,42 @@ pub struct CollectConfig {
 /// How access samples were taken.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SamplingConfig {
-    /// The sampler: "software" (cpu-clock with registers and instruction bytes), later "ibs"
-    /// or "pebs".
+    /// The sampler: "software" (cpu-clock with registers and instruction bytes), "ibs" or
+    /// "pebs".
     pub sampler: String,
-    /// Nanoseconds between samples on each CPU.
+    /// Software sampler: nanoseconds between samples on each CPU; 0 for hardware samplers,
+    /// whose period is a count (`period_events`).
     pub period_ns: u32,
     /// Whether user-mode instructions were sampled too (kernel mode always is).
     pub user: bool,
+    /// Hardware samplers: events between samples on each CPU, and what they count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period_events: Option<PeriodEvents>,
+    /// Hardware samplers: the perf event the module opened on each CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pmu: Option<PmuEvent>,
+}
+
+/// A hardware sampler's period.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeriodEvents {
+    /// Events between samples.
+    pub count: u64,
+    /// What is counted: "ops" or "cycles" (IBS), "loads" (PEBS).
+    pub unit: String,
+}
+
+/// The perf event behind a hardware sampler (`perf_event_attr` fields).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PmuEvent {
+    /// The PMU's name in sysfs (`ibs_op`, `cpu`, `cpu_core`).
+    pub pmu: String,
+    /// Its dynamic perf type.
+    pub pmu_type: u32,
+    /// `config`.
+    pub config: u64,
+    /// `config1`.
+    pub config1: u64,
 }
 
 /// What bounded a collection.

@@ -56,8 +56,47 @@ fn with_chunks(chunks: &[Vec<u8>]) -> Vec<(u32, Vec<u8>)> {
     sections
 }
 
+/// The error of opening `bytes`, which must be refused at open.
 fn error_of(bytes: &[u8]) -> ProfileError {
-    Profile::from_bytes(bytes).expect_err("must be refused")
+    Profile::from_bytes(bytes).expect_err("must be refused at open")
+}
+
+/// The error of reading the records of `bytes`, which must open: open does not read them.
+fn records_error_of(bytes: &[u8]) -> ProfileError {
+    Profile::from_bytes(bytes)
+        .expect("opens: the records are checked as they are read")
+        .validate()
+        .expect_err("the records must be refused")
+}
+
+/// The error of opening `bytes` or, when they open, of reading their records.
+fn any_error_of(bytes: &[u8]) -> ProfileError {
+    match Profile::from_bytes(bytes) {
+        Err(e) => e,
+        Ok(profile) => profile.validate().expect_err("must be refused"),
+    }
+}
+
+/// (kind, offset of the section header, payload length) of every section of a whole file.
+fn sections_of(bytes: &[u8]) -> Vec<(u32, usize, usize)> {
+    let mut out = Vec::new();
+    let mut pos = FILE_HEADER_SIZE;
+    while pos < bytes.len() {
+        let kind = u32::from_le_bytes(bytes[pos..pos + 4].try_into().expect("4"));
+        let len = u64::from_le_bytes(bytes[pos + 8..pos + 16].try_into().expect("8")) as usize;
+        out.push((kind, pos, len));
+        pos += SECTION_HEADER_SIZE + len;
+    }
+    out
+}
+
+/// Header offset and payload length of the Records sections of a whole file.
+fn chunks_of(bytes: &[u8]) -> Vec<(usize, usize)> {
+    sections_of(bytes)
+        .into_iter()
+        .filter(|&(kind, _, _)| kind == SectionKind::Records as u32)
+        .map(|(_, at, len)| (at, len))
+        .collect()
 }
 
 #[test]
@@ -87,14 +126,23 @@ fn example_round_trips() {
         profile.stop().reason,
         StopReason::CommandExited { status: 0 }
     );
-    let records: Vec<_> = profile.records().collect();
+    let records: Vec<_> = profile
+        .records()
+        .collect::<Result<_, _>>()
+        .expect("valid records");
     assert_eq!(records.len(), 14);
+    assert_eq!(profile.validate().expect("valid records"), 14);
     assert_eq!(records[6].0.cpu, 3);
     assert!(matches!(records[8].1, Record::Lost(Lost { count: 7 })));
     assert!(matches!(records[11].1, Record::AccessSample(s) if s.pid == 1000));
     let times: Vec<u64> = records.iter().map(|(h, _)| h.time_ns).collect();
     assert!(times.is_sorted(), "file order is the order written");
-    let infos = profile.cache_infos();
+    let mut infos = std::collections::BTreeMap::new();
+    for (_, record) in &records {
+        if let Record::CacheInfo(info) = record {
+            infos.entry(info.cache).or_insert(*info);
+        }
+    }
     assert_eq!(infos.len(), 3);
     assert_eq!(
         infos
@@ -129,7 +177,7 @@ fn every_flipped_byte_is_refused() {
     for i in 0..bytes.len() {
         let mut bad = bytes.clone();
         bad[i] ^= 0x5a;
-        let err = error_of(&bad);
+        let err = any_error_of(&bad);
         assert!(err.offset().is_some(), "byte {i}: {err}");
     }
 }
@@ -238,7 +286,7 @@ fn crc_mismatch() {
         .position(|w| w == alloc_record(0).as_slice())
         .expect("record in file");
     bytes[records_payload + 8] ^= 1;
-    let err = error_of(&bytes);
+    let err = records_error_of(&bytes);
     assert!(
         matches!(
             err,
@@ -261,7 +309,7 @@ fn unknown_record_kind_with_valid_crc() {
     let mut record = alloc_record(0);
     record[0] = 77;
     let bytes = build(&with_chunks(&[record]));
-    let err = error_of(&bytes);
+    let err = records_error_of(&bytes);
     let at = err.offset().expect("offset");
     assert_eq!(
         err.to_string(),
@@ -274,7 +322,7 @@ fn straddling_record() {
     let record = alloc_record(0);
     let (a, b) = record.split_at(24);
     let bytes = build(&with_chunks(&[a.to_vec(), b.to_vec()]));
-    let err = error_of(&bytes);
+    let err = records_error_of(&bytes);
     assert!(
         err.to_string().ends_with(
             "it needs 64 bytes but only 24 remain in its chunk (records must not straddle chunks)"
@@ -282,7 +330,7 @@ fn straddling_record() {
         "{err}"
     );
     let (a, b) = record.split_at(8);
-    let err = error_of(&build(&with_chunks(&[a.to_vec(), b.to_vec()])));
+    let err = records_error_of(&build(&with_chunks(&[a.to_vec(), b.to_vec()])));
     assert!(
         err.to_string().contains("needs 16 bytes but only 8 remain"),
         "{err}"
@@ -292,7 +340,7 @@ fn straddling_record() {
 #[test]
 fn record_cpu_out_of_range() {
     let bytes = build(&with_chunks(&[alloc_record(4)]));
-    let err = error_of(&bytes);
+    let err = records_error_of(&bytes);
     assert!(
         err.to_string()
             .ends_with("cpu 4 is not below the module's nr_cpu_ids 4"),
@@ -305,14 +353,24 @@ fn end_counts_must_match() {
     let mut sections = with_chunks(&[alloc_record(0)]);
     let last = sections.len() - 1;
     sections[last].1 = end(2, 64, 1);
-    let err = error_of(&build(&sections));
+    // The record count is only known once the records are read.
+    let err = records_error_of(&build(&sections));
     assert!(
         err.to_string()
             .ends_with("declares 2 records but the file holds 1: the profile is inconsistent"),
         "{err}"
     );
     sections[last].1 = end(1, 64, 1);
-    assert!(Profile::from_bytes(&build(&sections)).is_ok());
+    let profile = Profile::from_bytes(&build(&sections)).expect("valid");
+    assert_eq!(profile.validate().expect("valid records"), 1);
+    sections[last].1 = end(1, 65, 1);
+    assert!(matches!(
+        error_of(&build(&sections)),
+        ProfileError::EndMismatch {
+            what: "bytes of records",
+            ..
+        }
+    ));
     sections[last].1 = end(1, 64, 2);
     assert!(matches!(
         error_of(&build(&sections)),
@@ -456,7 +514,7 @@ fn encoder_splits_large_reads_into_chunks() {
         .expect("vec");
     let profile = Profile::from_vec(bytes).expect("valid");
     assert_eq!(profile.record_count(), n as u64);
-    assert_eq!(profile.records().count(), n);
+    assert_eq!(profile.validate().expect("valid records"), n as u64);
 }
 
 #[test]
@@ -481,6 +539,7 @@ fn writer_renames_only_when_finished() {
     assert!(path.exists() && !partial.exists());
     let profile = Profile::open(&path).expect("valid");
     assert_eq!(profile.record_count(), 1);
+    assert_eq!(profile.validate().expect("valid records"), 1);
     assert_eq!(profile.modules(), b"m");
     assert_eq!(
         profile.stop().reason.to_string(),
@@ -521,4 +580,209 @@ fn open_missing_file() {
         "{err}"
     );
     assert_eq!(err.offset(), None);
+}
+
+#[test]
+fn crc_error_in_the_second_chunk_comes_from_the_iterator() {
+    let mut bytes = build(&with_chunks(&[alloc_record(0), alloc_record(1)]));
+    let chunks = chunks_of(&bytes);
+    assert_eq!(chunks.len(), 2);
+    let (second, _) = chunks[1];
+    bytes[second + SECTION_HEADER_SIZE + 20] ^= 0x08;
+    let profile = Profile::from_bytes(&bytes).expect("opens: open does not read records");
+    let mut records = profile.records();
+    let (first, _) = records
+        .next()
+        .expect("an item")
+        .expect("the first chunk is fine");
+    assert_eq!(first.cpu, 0);
+    let err = records.next().expect("an item").expect_err("corrupt chunk");
+    assert!(
+        matches!(
+            err,
+            ProfileError::Checksum {
+                kind: SectionKind::Records,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(err.offset(), Some(second as u64));
+    assert!(
+        err.to_string()
+            .starts_with(&format!("Records section at offset {second} is corrupt: ")),
+        "{err}"
+    );
+    // The error comes once and ends the iteration.
+    assert!(records.next().is_none());
+    assert!(records.next().is_none());
+}
+
+#[test]
+fn record_count_mismatch_comes_at_the_end_of_the_records() {
+    let mut sections = with_chunks(&[alloc_record(0), alloc_record(1)]);
+    let last = sections.len() - 1;
+    sections[last].1 = end(3, 128, 2);
+    let bytes = build(&sections);
+    let end_payload = bytes.len() - END_SIZE;
+    let profile = Profile::from_bytes(&bytes).expect("opens: the count needs the records");
+    assert_eq!(
+        profile.record_count(),
+        3,
+        "as declared, until the records are read"
+    );
+    let items: Vec<_> = profile.records().collect();
+    assert_eq!(items.len(), 3);
+    assert!(items[0].is_ok() && items[1].is_ok());
+    let Err(err) = &items[2] else {
+        panic!("the count is checked at the end")
+    };
+    assert!(
+        matches!(
+            err,
+            ProfileError::EndMismatch {
+                what: "records",
+                declared: 3,
+                found: 2,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(err.offset(), Some(end_payload as u64));
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "End section at offset {end_payload} declares 3 records but the file holds 2: the \
+             profile is inconsistent"
+        )
+    );
+}
+
+#[test]
+fn a_file_cut_inside_a_records_chunk_fails_at_open() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bytes = example_profile();
+    let (second, len) = chunks_of(&bytes)[1];
+    let cut = second + SECTION_HEADER_SIZE + len / 2;
+    let path = dir.path().join("cut.dprof");
+    std::fs::write(&path, &bytes[..cut]).expect("write");
+    let err = Profile::open(&path).expect_err("truncated");
+    assert!(
+        matches!(
+            err,
+            ProfileError::TruncatedSection {
+                kind: SectionKind::Records,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(err.offset(), Some(cut as u64));
+}
+
+#[test]
+fn open_does_not_read_the_records() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut bytes = example_profile();
+    // Both chunks: one with a wrong CRC, one with a bad record under a right CRC.
+    let chunks = chunks_of(&bytes);
+    let (first, _) = chunks[0];
+    bytes[first + SECTION_HEADER_SIZE] = 77;
+    let (second, second_len) = chunks[1];
+    let payload = second + SECTION_HEADER_SIZE..second + SECTION_HEADER_SIZE + second_len;
+    bytes[payload.start] = 77;
+    let crc = crc32fast::hash(&bytes[payload]);
+    bytes[second + 4..second + 8].copy_from_slice(&crc.to_le_bytes());
+    let path = dir.path().join("bad-records.dprof");
+    std::fs::write(&path, &bytes).expect("write");
+    let profile = Profile::open(&path).expect("opens: only the section headers are read");
+    assert_eq!(profile.record_count(), 14);
+    assert_eq!(profile.chunk_count(), 2);
+    assert_eq!(profile.file_size(), bytes.len() as u64);
+    let err = profile.validate().expect_err("the first chunk's CRC");
+    assert!(
+        matches!(err, ProfileError::Checksum { offset, .. } if offset == first as u64),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_bad_record_under_a_right_crc_names_its_offset() {
+    let bytes = example_profile();
+    let mut bad = bytes.clone();
+    let (second, second_len) = chunks_of(&bytes)[1];
+    let payload = second + SECTION_HEADER_SIZE..second + SECTION_HEADER_SIZE + second_len;
+    // The second record of the chunk gets CPU 9 of 4.
+    let at = payload.start
+        + usize::from(u16::from_le_bytes([
+            bad[payload.start + 2],
+            bad[payload.start + 3],
+        ]));
+    bad[at + 4] = 9;
+    let crc = crc32fast::hash(&bad[payload]);
+    bad[second + 4..second + 8].copy_from_slice(&crc.to_le_bytes());
+    let profile = Profile::from_bytes(&bad).expect("opens");
+    let items: Vec<_> = profile.records().collect();
+    let good = items.iter().take_while(|i| i.is_ok()).count();
+    assert_eq!(items.len(), good + 1, "the error ends the iteration");
+    let err = items[good].as_ref().expect_err("bad record");
+    assert_eq!(err.offset(), Some(at as u64));
+    assert_eq!(
+        err.to_string(),
+        format!("record at offset {at}: cpu 9 is not below the module's nr_cpu_ids 4")
+    );
+}
+
+#[test]
+fn reading_a_file_holds_one_chunk_at_a_time() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("big.dprof");
+    let mut w = ProfileWriter::create(&path, &example_header(), b"k", b"m").expect("create");
+    let one = alloc_record(1);
+    let n = MAX_RECORDS_CHUNK / one.len() * 3 + 5;
+    let big: Vec<u8> = one.iter().copied().cycle().take(one.len() * n).collect();
+    w.write_records(&big).expect("valid");
+    drop(big);
+    w.finish(&StopInfo {
+        reason: StopReason::DurationElapsed,
+        ended_unix_s: 0,
+        elapsed_ns: 0,
+        device: None,
+    })
+    .expect("finish");
+    let profile = Profile::open(&path).expect("valid");
+    assert_eq!(profile.chunk_count(), 4);
+    assert!(profile.file_size() > 3 * MAX_RECORDS_CHUNK as u64);
+    let mut records = profile.records();
+    let mut count = 0;
+    let mut most = 0;
+    while let Some(item) = records.next() {
+        item.expect("valid record");
+        count += 1;
+        most = most.max(records.buffer_capacity());
+    }
+    assert_eq!(count, n);
+    assert!(
+        most <= MAX_RECORDS_CHUNK + SECTION_HEADER_SIZE,
+        "the iterator held {most} bytes"
+    );
+}
+
+#[test]
+fn a_file_cut_after_open_is_an_error_not_a_panic() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("shrinks.dprof");
+    let bytes = example_profile();
+    std::fs::write(&path, &bytes).expect("write");
+    let profile = Profile::open(&path).expect("valid");
+    let (second, _) = chunks_of(&bytes)[1];
+    std::fs::write(&path, &bytes[..second + 20]).expect("cut");
+    let items: Vec<_> = profile.records().collect();
+    let err = items
+        .last()
+        .expect("items")
+        .as_ref()
+        .expect_err("the cut shows");
+    assert!(matches!(err, ProfileError::Io { .. }), "{err}");
 }

@@ -36,6 +36,7 @@ fn slab_type(name: &str, site: Option<&str>, offsets: &[u64]) -> TypeProfile {
         frees: None,
         peak_live_objects: None,
         peak_live_bytes: None,
+        hardware: None,
         functions: Vec::new(),
         fields: offsets
             .iter()
@@ -47,6 +48,7 @@ fn slab_type(name: &str, site: Option<&str>, offsets: &[u64]) -> TypeProfile {
                 reads: 1,
                 writes: 0,
                 read_writes: 0,
+                misses: None,
             })
             .collect(),
         cpus: Vec::new(),
@@ -70,6 +72,7 @@ fn report(types: Vec<TypeProfile>) -> Report {
         data_profile: DataProfile {
             metric: Metric::Samples,
             resolved_samples: 0,
+            hardware: None,
             types,
         },
         unknown_functions: Vec::new(),

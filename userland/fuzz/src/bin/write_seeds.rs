@@ -1,18 +1,29 @@
-//! Writes the seed corpus of the `profile_reader` fuzz target into the directory given.
+//! Writes the seed corpus of a fuzz target into the directory given:
+//! `write_seeds DIR [TARGET]`, TARGET being `profile_reader` (the default) or `ibs_decoder`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let Some(dir) = std::env::args_os().nth(1).map(PathBuf::from) else {
-        eprintln!("usage: write_seeds DIR");
+    let mut args = std::env::args_os().skip(1);
+    let Some(dir) = args.next().map(PathBuf::from) else {
+        eprintln!("usage: write_seeds DIR [profile_reader|ibs_decoder]");
         return ExitCode::from(2);
+    };
+    let target = args.next();
+    let seeds = match target.as_ref().and_then(|t| t.to_str()) {
+        None | Some("profile_reader") => dprof_fuzz::seeds(),
+        Some("ibs_decoder") => dprof_fuzz::ibs::seeds(),
+        Some(other) => {
+            eprintln!("write_seeds: unknown target {other:?}; use profile_reader or ibs_decoder");
+            return ExitCode::from(2);
+        }
     };
     if let Err(e) = std::fs::create_dir_all(&dir) {
         eprintln!("write_seeds: cannot create {}: {e}", dir.display());
         return ExitCode::FAILURE;
     }
-    for (name, bytes) in dprof_fuzz::seeds() {
+    for (name, bytes) in seeds {
         let path = dir.join(format!("seed-{name}"));
         if let Err(e) = std::fs::write(&path, bytes) {
             eprintln!("write_seeds: cannot write {}: {e}", path.display());

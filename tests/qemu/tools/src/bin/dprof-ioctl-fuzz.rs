@@ -57,6 +57,28 @@ fn random_config(rng: &mut Rng, buf: &mut [u8]) {
         config.sampler = u32::from(abi::SAMPLER_KIND_SOFTWARE);
         config.sample_period_ns = abi::MIN_SAMPLE_PERIOD_NS + rng.below(10_000_000) as u32;
         config.sample_user = rng.below(2) as u32;
+        if rng.below(3) == 0 {
+            // A hardware sampler on a PMU this guest has not (type 0: no hardware PMU under
+            // TCG; a type no PMU has) or on the software PMU's cpu-clock, which perf accepts:
+            // the module must refuse cleanly or run it without crashing.
+            let ibs = rng.below(2) == 0;
+            config.sampler = u32::from(if ibs {
+                abi::SAMPLER_KIND_IBS
+            } else {
+                abi::SAMPLER_KIND_PEBS
+            });
+            config.pmu_type = match rng.below(3) {
+                0 => 0,
+                1 => 1,
+                _ => 1000 + rng.below(1000) as u32,
+            };
+            config.pmu_config = rng.below(2);
+            config.sample_period_ns = if ibs {
+                abi::MIN_IBS_PERIOD << rng.below(16)
+            } else {
+                abi::MIN_PEBS_PERIOD + rng.below(100_000) as u32
+            };
+        }
     }
     match rng.below(9) {
         0 => config.struct_size = rng.next() as u32,
@@ -83,6 +105,9 @@ fn errno_name(errno: i32) -> &'static str {
         libc::EBUSY => "EBUSY",
         libc::EAGAIN => "EAGAIN",
         libc::ENOMEM => "ENOMEM",
+        libc::ENOENT => "ENOENT",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::ENODEV => "ENODEV",
         _ => "other",
     }
 }
@@ -109,6 +134,10 @@ fn main() -> anyhow::Result<()> {
         libc::EBUSY,
         libc::EAGAIN,
         libc::ENOMEM,
+        // perf refusing a hardware sampler's PMU or configuration at START.
+        libc::ENOENT,
+        libc::EOPNOTSUPP,
+        libc::ENODEV,
     ];
     let mut buffer = vec![0u8; 64 * 1024];
     let mut outcomes: BTreeMap<String, u64> = BTreeMap::new();

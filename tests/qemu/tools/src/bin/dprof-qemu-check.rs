@@ -118,17 +118,16 @@ fn check_slab_workload(dir: &Path) -> Result<String> {
     let profile = Profile::open(&dir.join("slab.dprof")).context("opening the guest's profile")?;
     let mut report = String::new();
 
-    // Every record was validated by the reader; check what it cannot know.
-    let caches = profile.cache_infos();
-    let names: BTreeMap<u64, String> = caches
-        .iter()
-        .map(|(&id, info)| (id, String::from_utf8_lossy(info.name_bytes()).into_owned()))
-        .collect();
+    // The reader checks every record as it reads it; check what it cannot know. Cache names
+    // are collected on the way, and records are matched to them after the pass, as a
+    // CacheInfo may come after a record of its cache in file order.
+    let mut names: BTreeMap<u64, String> = BTreeMap::new();
+    let mut records_per_cache: BTreeMap<u64, u64> = BTreeMap::new();
     let nr_cpus = profile.header().module.nr_cpu_ids;
     let mut lost_per_cpu: BTreeMap<u32, u64> = BTreeMap::new();
-    let mut unnamed = 0u64;
     let mut records = 0u64;
-    for (header, record) in profile.records() {
+    for item in profile.records() {
+        let (header, record) = item.context("reading the guest's profile")?;
         records += 1;
         ensure!(
             header.cpu < nr_cpus,
@@ -138,19 +137,23 @@ fn check_slab_workload(dir: &Path) -> Result<String> {
         match record {
             Record::Alloc(a) => {
                 ensure!(a.ptr != 0, "allocation of a null pointer");
-                if a.cache != 0 && !names.contains_key(&a.cache) {
-                    unnamed += 1;
-                }
+                *records_per_cache.entry(a.cache).or_default() += 1;
             }
-            Record::Free(f) => {
-                if f.cache != 0 && !names.contains_key(&f.cache) {
-                    unnamed += 1;
-                }
-            }
+            Record::Free(f) => *records_per_cache.entry(f.cache).or_default() += 1,
             Record::Lost(l) => *lost_per_cpu.entry(header.cpu).or_default() += l.count,
-            Record::CacheInfo(_) | Record::AccessSample(_) => {}
+            Record::CacheInfo(info) => {
+                names
+                    .entry(info.cache)
+                    .or_insert_with(|| String::from_utf8_lossy(info.name_bytes()).into_owned());
+            }
+            Record::AccessSample(_) => {}
         }
     }
+    let unnamed: u64 = records_per_cache
+        .iter()
+        .filter(|&(cache, _)| *cache != 0 && !names.contains_key(cache))
+        .map(|(_, n)| n)
+        .sum();
     ensure!(
         unnamed == 0,
         "{unnamed} records name a cache with no CacheInfo"
@@ -203,7 +206,8 @@ fn check_slab_workload(dir: &Path) -> Result<String> {
     )?;
 
     let mut traced: BTreeMap<String, Traced> = BTreeMap::new();
-    for (header, record) in profile.records() {
+    for item in profile.records() {
+        let (header, record) = item.context("reading the guest's profile")?;
         let t = header.time_ns;
         let in_inner = (inner.0..inner.1).contains(&t);
         let in_outer = (outer.0..outer.1).contains(&t);
@@ -409,7 +413,8 @@ fn check_effective_addresses(profile: &Profile, report: &mut String) -> Result<(
     let mut decoder = Decoder::new();
     let mut counts: BTreeMap<AddressClass, u64> = BTreeMap::new();
     let mut garbage_examples = Vec::new();
-    for (_, record) in profile.records() {
+    for item in profile.records() {
+        let (_, record) = item.context("reading the guest's profile")?;
         let Record::AccessSample(sample) = record else {
             continue;
         };
@@ -494,7 +499,8 @@ fn check_selftest(dir: &Path) -> Result<String> {
     // Ground truth: every sample whose ip is in an access function, by the kallsyms snapshot.
     let kallsyms = Kallsyms::parse(profile.kallsyms());
     let mut in_function: BTreeMap<String, u64> = BTreeMap::new();
-    for (_, record) in profile.records() {
+    for item in profile.records() {
+        let (_, record) = item.context("reading the guest's profile")?;
         let Record::AccessSample(sample) = record else {
             continue;
         };
