@@ -619,41 +619,46 @@ impl AccessSample {
     /// [`AbiError::Truncated`], [`AbiError::NonZeroReserved`] for non-zero padding,
     /// [`AbiError::OutOfRange`] for an instruction length over 16 or an unknown sampler.
     pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
+        Self::check(buf)?;
+        let mut sample = Self::default();
+        sample.fill_from(buf);
+        Ok(sample)
+    }
+
+    /// Checks a payload as [`AccessSample::decode`] does.
+    fn check(buf: &[u8]) -> Result<(), AbiError> {
         check_len(buf, Self::SIZE)?;
         if buf[171] != 0 {
             return Err(AbiError::NonZeroReserved);
         }
-        let insn_len = buf[168];
-        let sampler = buf[170];
-        if usize::from(insn_len) > SAMPLE_INSN_BYTES
-            || !(SAMPLER_KIND_SOFTWARE..=SAMPLER_KIND_PEBS).contains(&sampler)
+        if usize::from(buf[168]) > SAMPLE_INSN_BYTES
+            || !(SAMPLER_KIND_SOFTWARE..=SAMPLER_KIND_PEBS).contains(&buf[170])
         {
             return Err(AbiError::OutOfRange);
         }
-        let mut regs = [0u64; SAMPLE_REGS];
-        for (i, r) in regs.iter_mut().enumerate() {
+        Ok(())
+    }
+
+    /// Overwrites every wire field from a payload that passed [`AccessSample::check`]
+    /// (`ibs` is not on this payload and stays).
+    fn fill_from(&mut self, buf: &[u8]) {
+        self.ip = get_u64(buf, 0);
+        for (i, r) in self.regs.iter_mut().enumerate() {
             *r = get_u64(buf, 8 + 8 * i);
         }
-        let mut insn = [0u8; SAMPLE_INSN_BYTES];
-        insn.copy_from_slice(&buf[152..168]);
-        Ok(Self {
-            ip: get_u64(buf, 0),
-            regs,
-            gs_base: get_u64(buf, 136),
-            pid: get_u32(buf, 144),
-            tid: get_u32(buf, 148),
-            insn,
-            insn_len,
-            flags: buf[169],
-            sampler,
-            hw_valid: get_u32(buf, 172),
-            data_addr: get_u64(buf, 176),
-            phys_addr: get_u64(buf, 184),
-            data_src: get_u64(buf, 192),
-            latency: get_u32(buf, 200),
-            hw_flags: get_u32(buf, 204),
-            ibs: None,
-        })
+        self.gs_base = get_u64(buf, 136);
+        self.pid = get_u32(buf, 144);
+        self.tid = get_u32(buf, 148);
+        self.insn.copy_from_slice(&buf[152..168]);
+        self.insn_len = buf[168];
+        self.flags = buf[169];
+        self.sampler = buf[170];
+        self.hw_valid = get_u32(buf, 172);
+        self.data_addr = get_u64(buf, 176);
+        self.phys_addr = get_u64(buf, 184);
+        self.data_src = get_u64(buf, 192);
+        self.latency = get_u32(buf, 200);
+        self.hw_flags = get_u32(buf, 204);
     }
 }
 
@@ -834,34 +839,52 @@ impl Record {
     /// # Errors
     /// Any [`AbiError`]: the header is cut, the kind unknown, the size wrong, or the payload bad.
     pub fn decode(buf: &[u8]) -> Result<(RecordHeader, Self), AbiError> {
+        let mut record = Self::Lost(Lost { count: 0 });
+        let header = Self::decode_into(buf, &mut record)?;
+        Ok((header, record))
+    }
+
+    /// [`Record::decode`] into `out`, which is overwritten only on success: samples are
+    /// hundreds of bytes, and a reader of millions of them decodes each in place rather than
+    /// moving it through `Result`s.
+    ///
+    /// # Errors
+    /// As [`Record::decode`].
+    pub fn decode_into(buf: &[u8], out: &mut Self) -> Result<RecordHeader, AbiError> {
         let header = RecordHeader::decode(buf)?;
         let kind = header.validate()?;
         check_len(buf, usize::from(header.size))?;
         let payload = &buf[RECORD_HEADER_SIZE..usize::from(header.size)];
-        let record = match kind {
-            RecordKind::Alloc => Self::Alloc(Alloc::decode(payload)?),
-            RecordKind::Free => Self::Free(Free::decode(payload)?),
-            RecordKind::CacheInfo => Self::CacheInfo(CacheInfo::decode(payload)?),
-            RecordKind::Lost => Self::Lost(Lost::decode(payload)?),
-            RecordKind::AccessSample => {
-                let sample = AccessSample::decode(payload)?;
-                if sample.sampler == SAMPLER_KIND_IBS {
-                    // IBS samples always carry their registers.
-                    return Err(AbiError::OutOfRange);
-                }
-                Self::AccessSample(sample)
-            }
-            RecordKind::IbsSample => {
+        match kind {
+            RecordKind::Alloc => *out = Self::Alloc(Alloc::decode(payload)?),
+            RecordKind::Free => *out = Self::Free(Free::decode(payload)?),
+            RecordKind::CacheInfo => *out = Self::CacheInfo(CacheInfo::decode(payload)?),
+            RecordKind::Lost => *out = Self::Lost(Lost::decode(payload)?),
+            RecordKind::AccessSample | RecordKind::IbsSample => {
+                let ibs = kind == RecordKind::IbsSample;
                 let (sample, regs) = payload.split_at(AccessSample::SIZE);
-                let mut sample = AccessSample::decode(sample)?;
-                if sample.sampler != SAMPLER_KIND_IBS {
+                // Checked before `out` changes, so that it is left alone on error.
+                AccessSample::check(sample)?;
+                let is_ibs = sample[170] == SAMPLER_KIND_IBS;
+                // IBS samples always carry their registers, and only they do.
+                if is_ibs != ibs {
                     return Err(AbiError::OutOfRange);
                 }
-                sample.ibs = Some(IbsRegs::decode(regs)?);
-                Self::AccessSample(sample)
+                let regs = if ibs {
+                    Some(IbsRegs::decode(regs)?)
+                } else {
+                    None
+                };
+                if !matches!(out, Self::AccessSample(_)) {
+                    *out = Self::AccessSample(AccessSample::default());
+                }
+                if let Self::AccessSample(s) = out {
+                    s.fill_from(sample);
+                    s.ibs = regs;
+                }
             }
-        };
-        Ok((header, record))
+        }
+        Ok(header)
     }
 }
 

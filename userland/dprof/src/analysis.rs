@@ -86,9 +86,9 @@ pub fn analyze_with(
     options: &Options,
 ) -> Result<Report, ProfileError> {
     let mut analyzer = Analyzer::new(profile.header(), symbols, options);
-    for item in profile.records() {
-        let (header, record) = item?;
-        analyzer.push(&header, &record);
+    let mut records = profile.records();
+    while let Some(pushed) = records.next_with(|header, record| analyzer.push(header, record)) {
+        pushed?;
     }
     Ok(analyzer.finish())
 }

@@ -121,18 +121,31 @@ pub(crate) fn check_record(
     buf: &[u8],
     nr_cpu_ids: u32,
 ) -> Result<(dprof_abi::RecordHeader, dprof_abi::Record, usize), RecordProblem> {
-    let (header, record) = dprof_abi::Record::decode(buf).map_err(|e| match e {
+    let mut record = dprof_abi::Record::Lost(dprof_abi::Lost { count: 0 });
+    let (header, size) = check_record_into(buf, nr_cpu_ids, &mut record)?;
+    Ok((header, record, size))
+}
+
+/// [`check_record`] decoding into `out` (left alone on error), for readers that decode
+/// millions of records into one place.
+pub(crate) fn check_record_into(
+    buf: &[u8],
+    nr_cpu_ids: u32,
+    out: &mut dprof_abi::Record,
+) -> Result<(dprof_abi::RecordHeader, usize), RecordProblem> {
+    let header = match dprof_abi::Record::decode_into(buf, out) {
+        Ok(header) => header,
         // The only way to be short here is a record cut by the end of its chunk.
-        dprof_abi::AbiError::Truncated { needed, available } => {
-            RecordProblem::Straddles { needed, available }
+        Err(dprof_abi::AbiError::Truncated { needed, available }) => {
+            return Err(RecordProblem::Straddles { needed, available })
         }
-        other => RecordProblem::Abi(other),
-    })?;
+        Err(other) => return Err(RecordProblem::Abi(other)),
+    };
     if header.cpu >= nr_cpu_ids {
         return Err(RecordProblem::Cpu {
             cpu: header.cpu,
             nr_cpu_ids,
         });
     }
-    Ok((header, record, usize::from(header.size)))
+    Ok((header, usize::from(header.size)))
 }

@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 use dprof_abi::{Record, RecordHeader};
 
 use super::{
-    check_record, ProfileError, ProfileHeader, SectionKind, StopInfo, END_SIZE, FILE_HEADER_SIZE,
-    FORMAT_VERSION, MAGIC, MAX_RECORDS_CHUNK, SECTION_HEADER_SIZE,
+    check_record_into, ProfileError, ProfileHeader, SectionKind, StopInfo, END_SIZE,
+    FILE_HEADER_SIZE, FORMAT_VERSION, MAGIC, MAX_RECORDS_CHUNK, SECTION_HEADER_SIZE,
 };
 
 /// A profile whose structure has been checked: the small sections are in memory, the records
@@ -211,6 +211,7 @@ impl Profile {
             yielded: 0,
             nr_cpu_ids: self.layout.header.module.nr_cpu_ids,
             done: false,
+            record: Record::Lost(dprof_abi::Lost { count: 0 }),
         }
     }
 
@@ -251,6 +252,8 @@ pub struct Records<'a> {
     yielded: u64,
     nr_cpu_ids: u32,
     done: bool,
+    /// Where each record is decoded (see [`Records::next_with`]).
+    record: Record,
 }
 
 impl std::fmt::Debug for Records<'_> {
@@ -343,16 +346,23 @@ impl Records<'_> {
     }
 
     /// Ends the iteration with `e`.
-    fn fail(&mut self, e: ProfileError) -> Result<(RecordHeader, Record), ProfileError> {
+    fn fail<R>(&mut self, e: ProfileError) -> Result<R, ProfileError> {
         self.done = true;
         Err(e)
     }
 }
 
-impl Iterator for Records<'_> {
-    type Item = Result<(RecordHeader, Record), ProfileError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
+impl Records<'_> {
+    /// Reads the next record and hands it to `f` by reference: what the iterator does, without
+    /// moving the record through `Option<Result<..>>` (a sample is a few hundred bytes, and the
+    /// analysis reads millions of them).
+    ///
+    /// # Errors
+    /// As [`Iterator::next`]: the first problem found, once.
+    pub fn next_with<R>(
+        &mut self,
+        f: impl FnOnce(&RecordHeader, &Record) -> R,
+    ) -> Option<Result<R, ProfileError>> {
         if self.done {
             return None;
         }
@@ -362,11 +372,11 @@ impl Iterator for Records<'_> {
                 .get(self.pos..self.chunk_len)
                 .filter(|r| !r.is_empty())
             {
-                return match check_record(rest, self.nr_cpu_ids) {
-                    Ok((header, record, size)) => {
+                return match check_record_into(rest, self.nr_cpu_ids, &mut self.record) {
+                    Ok((header, size)) => {
                         self.pos += size;
                         self.yielded += 1;
-                        Some(Ok((header, record)))
+                        Some(Ok(f(&header, &self.record)))
                     }
                     Err(problem) => Some(self.fail(ProfileError::BadRecord {
                         offset: self.payload_offset + self.pos as u64,
@@ -382,6 +392,14 @@ impl Iterator for Records<'_> {
                 return Some(self.fail(e));
             }
         }
+    }
+}
+
+impl Iterator for Records<'_> {
+    type Item = Result<(RecordHeader, Record), ProfileError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_with(|header, record| (*header, *record))
     }
 }
 
