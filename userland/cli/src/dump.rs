@@ -394,7 +394,40 @@ fn sample_line(
             write!(out, " hw_flags={:#x}", a.hw_flags)?;
         }
     }
+    if let Some(ibs) = &a.ibs {
+        write!(out, " ibs_caps={:#x}", ibs.caps)?;
+        for (name, value) in ibs_registers(ibs) {
+            write!(out, " {name}={value:#x}")?;
+        }
+    }
     writeln!(out)
+}
+
+/// Names of `IbsRegs::regs`, in index order, as the kernel's MSR names spell them.
+const IBS_REGISTER_NAMES: [&str; 9] = [
+    "IbsOpCtl",
+    "IbsOpRip",
+    "IbsOpData",
+    "IbsOpData2",
+    "IbsOpData3",
+    "IbsDcLinAd",
+    "IbsDcPhysAd",
+    "IbsBrTarget",
+    "IbsOpData4",
+];
+
+/// The IBS registers the sample's caps say the CPU has, with their names.
+fn ibs_registers(ibs: &dprof_abi::IbsRegs) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+    IBS_REGISTER_NAMES
+        .iter()
+        .zip(ibs.regs)
+        .enumerate()
+        .filter(|&(i, _)| match i {
+            dprof_abi::IBS_BR_TARGET => ibs.caps & dprof_abi::IBS_CAPS_BRNTRGT != 0,
+            dprof_abi::IBS_OP_DATA4 => ibs.caps & dprof_abi::IBS_CAPS_OPDATA4 != 0,
+            _ => true,
+        })
+        .map(|(_, (name, value))| (*name, value))
 }
 
 fn record_line(
@@ -486,7 +519,7 @@ fn sample_json(a: &AccessSample, syms: &Kallsyms, decoder: &mut Decoder) -> serd
         DecodeOutcome::None(reason) => json!({ "none": reason.name() }),
     };
     let hw = |bit: u32, v: serde_json::Value| (a.hw_valid & bit != 0).then_some(v);
-    json!({
+    let mut value = json!({
         "ip": hex(a.ip),
         "symbol": (!user).then(|| syms.lookup(a.ip).map(|l| l.to_string())).flatten(),
         "mode": if user { "user" } else { "kernel" },
@@ -503,7 +536,17 @@ fn sample_json(a: &AccessSample, syms: &Kallsyms, decoder: &mut Decoder) -> serd
         "data_src": hw(dprof_abi::HW_DATA_SRC, json!(hex(a.data_src))),
         "latency": hw(dprof_abi::HW_LATENCY, json!(a.latency)),
         "hw_flags": hw(dprof_abi::HW_FLAGS, json!(a.hw_flags)),
-    })
+    });
+    // Only IBS samples have the key, so that other samples' JSON stays as it was.
+    if let (Some(ibs), Some(map)) = (&a.ibs, value.as_object_mut()) {
+        let mut regs = serde_json::Map::new();
+        regs.insert("caps".to_owned(), json!(hex(u64::from(ibs.caps))));
+        for (name, v) in ibs_registers(ibs) {
+            regs.insert(name.to_owned(), json!(hex(v)));
+        }
+        map.insert("ibs".to_owned(), serde_json::Value::Object(regs));
+    }
+    value
 }
 
 fn record_json(

@@ -40,6 +40,43 @@ fn dump_json() {
     golden("dump.json", &text);
 }
 
+/// IBS samples show their raw registers: the ones the sample's caps say exist, by name.
+#[test]
+fn dump_shows_ibs_registers() {
+    use dprof::analysis::hw_example::{profile, Sampler};
+    let dir = dir_with(&[("ibs.dprof", profile(Sampler::Ibs))]);
+    let text = stdout_of(&dprof(dir.path(), &["dump", "ibs.dprof"]));
+    let line = text
+        .lines()
+        .find(|l| l.contains(" ibs_sample ") && l.contains("IbsOpData3="))
+        .unwrap_or_else(|| panic!("no IBS sample with its registers in:\n{text}"));
+    for name in [
+        "IbsOpCtl=",
+        "IbsOpRip=",
+        "IbsOpData=",
+        "IbsDcLinAd=",
+        "IbsDcPhysAd=",
+    ] {
+        assert!(line.contains(name), "{name} missing: {line}");
+    }
+    let json = stdout_of(&dprof(dir.path(), &["dump", "--json", "ibs.dprof"]));
+    let value: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
+    let samples: Vec<&serde_json::Value> = value["records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .filter(|r| r["kind"] == "ibs_sample")
+        .collect();
+    assert!(!samples.is_empty(), "{json}");
+    for s in samples {
+        let ibs = &s["ibs"];
+        assert!(
+            ibs["IbsOpData3"].is_string() && ibs["caps"].is_string(),
+            "{s}"
+        );
+    }
+}
+
 #[test]
 fn dump_summary_text() {
     let dir = example_dir();
