@@ -26,8 +26,12 @@
 //!
 //! # Structure
 //! Records wait in one FIFO queue per CPU (a record older than its queue's tail, rare, is
-//! inserted in order), and a small heap holds each queue's head, so the oldest record overall
-//! is found in O(log CPUs) and records move once, rather than sifting through one big heap.
+//! inserted in order), and a small heap holds each queue's head time, so the oldest record
+//! overall is found in O(log CPUs) and records move once, rather than sifting through one big
+//! heap. A heap entry whose queue's head has changed since is stale and skipped when it comes
+//! up; every non-empty queue always has an entry with its head's time, so the top entry that
+//! matches its queue's head is the oldest record. Records of equal time leave in arrival order
+//! within a CPU, and by CPU number across CPUs.
 
 use std::cmp::Reverse;
 use std::collections::binary_heap::PeekMut;
@@ -51,16 +55,29 @@ pub struct ReorderCounts {
     pub max_buffered: u64,
 }
 
+/// One CPU's records.
+struct Queue<T> {
+    /// (time, item), sorted by time, arrival order among equal times.
+    items: VecDeque<(u64, T)>,
+    /// Newest time seen from this CPU (`None`: not seen).
+    latest: Option<u64>,
+}
+
+impl<T> Default for Queue<T> {
+    fn default() -> Self {
+        Self {
+            items: VecDeque::new(),
+            latest: None,
+        }
+    }
+}
+
 /// Reorders items tagged with (cpu, time).
 pub struct ReorderBuffer<T> {
-    /// Per CPU: (time, arrival, item), sorted by (time, arrival).
-    queues: Vec<VecDeque<(u64, u64, T)>>,
-    /// (time, arrival, queue) of queue heads; entries whose queue head changed are stale and
-    /// skipped.
-    heads: BinaryHeap<Reverse<(u64, u64, usize)>>,
+    queues: Vec<Queue<T>>,
+    /// (time, queue) of queue heads; see the module doc for stale entries.
+    heads: BinaryHeap<Reverse<(u64, u32)>>,
     len: usize,
-    /// Newest time seen per CPU (`None`: not seen).
-    latest: Vec<Option<u64>>,
     cpus_seen: usize,
     expected_cpus: usize,
     first_time: Option<u64>,
@@ -68,7 +85,7 @@ pub struct ReorderBuffer<T> {
     window_ns: u64,
     capacity: usize,
     watermark: u64,
-    seq: u64,
+    pushed: u64,
     last_emitted: Option<u64>,
     counts: ReorderCounts,
 }
@@ -82,7 +99,6 @@ impl<T> ReorderBuffer<T> {
             queues: Vec::new(),
             heads: BinaryHeap::new(),
             len: 0,
-            latest: Vec::new(),
             cpus_seen: 0,
             expected_cpus: expected_cpus.max(1),
             first_time: None,
@@ -90,7 +106,7 @@ impl<T> ReorderBuffer<T> {
             window_ns,
             capacity: capacity.max(1),
             watermark: 0,
-            seq: 0,
+            pushed: 0,
             last_emitted: None,
             counts: ReorderCounts::default(),
         }
@@ -101,43 +117,50 @@ impl<T> ReorderBuffer<T> {
         if self.last_emitted.is_some_and(|last| time < last) {
             self.counts.late += 1;
         }
-        self.note_cpu(cpu, time);
         self.newest = self.newest.max(time);
         self.first_time.get_or_insert(time);
-        let seq = self.seq;
-        self.seq += 1;
         let q = (cpu as usize).min(MAX_QUEUES - 1);
         if q >= self.queues.len() {
-            self.queues.resize_with(q + 1, VecDeque::new);
+            self.queues.resize_with(q + 1, Queue::default);
         }
-        if let Some(queue) = self.queues.get_mut(q) {
-            let in_order = queue.back().is_none_or(|&(t, _, _)| t <= time);
-            if in_order {
-                queue.push_back((time, seq, item));
-                if queue.len() == 1 {
-                    self.heads.push(Reverse((time, seq, q)));
-                }
-            } else {
-                let at = queue.partition_point(|&(t, _, _)| t <= time);
-                queue.insert(at, (time, seq, item));
-                if at == 0 {
-                    self.heads.push(Reverse((time, seq, q)));
-                }
+        let Some(queue) = self.queues.get_mut(q) else {
+            return;
+        };
+        if let Some(latest) = &mut queue.latest {
+            *latest = (*latest).max(time);
+        } else {
+            queue.latest = Some(time);
+            self.cpus_seen += 1;
+        }
+        // MAX_QUEUES fits in u32.
+        let key = Reverse((time, q as u32));
+        if queue.items.back().is_none_or(|&(t, _)| t <= time) {
+            queue.items.push_back((time, item));
+            if queue.items.len() == 1 {
+                self.heads.push(key);
             }
-            self.len += 1;
+        } else {
+            let at = queue.items.partition_point(|&(t, _)| t <= time);
+            queue.items.insert(at, (time, item));
+            if at == 0 {
+                self.heads.push(key);
+            }
         }
-        let buffered = self.len as u64;
-        if buffered > self.counts.max_buffered {
-            self.counts.max_buffered = buffered;
-        }
-        if self.seq.is_multiple_of(RECOMPUTE_EVERY) {
+        self.len += 1;
+        self.counts.max_buffered = self.counts.max_buffered.max(self.len as u64);
+        self.pushed += 1;
+        if self.pushed.is_multiple_of(RECOMPUTE_EVERY) {
             self.recompute_watermark();
         }
         let floor = self
             .newest
             .saturating_sub(self.window_ns)
             .max(self.watermark);
-        self.drain(Some(floor), &mut emit);
+        // Most pushes emit nothing: say so without entering the loop.
+        let oldest_due = self.heads.peek().is_some_and(|Reverse((t, _))| *t <= floor);
+        if oldest_due || self.len > self.capacity {
+            self.drain(Some(floor), &mut emit);
+        }
     }
 
     /// Hands every buffered item to `emit`, oldest first (at the end of the input).
@@ -149,12 +172,12 @@ impl<T> ReorderBuffer<T> {
     /// is over capacity.
     fn drain(&mut self, floor: Option<u64>, emit: &mut impl FnMut(u64, T)) {
         while let Some(mut top) = self.heads.peek_mut() {
-            let Reverse((time, seq, q)) = *top;
-            let Some(queue) = self.queues.get_mut(q) else {
+            let Reverse((time, q)) = *top;
+            let Some(queue) = self.queues.get_mut(q as usize) else {
                 PeekMut::pop(top);
                 continue;
             };
-            if queue.front().is_none_or(|&(t, s, _)| (t, s) != (time, seq)) {
+            if queue.items.front().is_none_or(|&(t, _)| t != time) {
                 // Stale: the queue's head changed since this entry was pushed.
                 PeekMut::pop(top);
                 continue;
@@ -164,14 +187,14 @@ impl<T> ReorderBuffer<T> {
             if !due && !over {
                 break;
             }
-            let Some((time, _, item)) = queue.pop_front() else {
+            let Some((time, item)) = queue.items.pop_front() else {
                 PeekMut::pop(top);
                 continue;
             };
             // The queue's next record replaces its head in place (one sift instead of a pop
             // and a push).
-            match queue.front() {
-                Some(&(t, s, _)) => *top = Reverse((t, s, q)),
+            match queue.items.front() {
+                Some(&(t, _)) => *top = Reverse((t, q)),
                 None => {
                     PeekMut::pop(top);
                 }
@@ -180,24 +203,8 @@ impl<T> ReorderBuffer<T> {
             if !due {
                 self.counts.forced += 1;
             }
-            let last = self.last_emitted.map_or(time, |l| l.max(time));
-            self.last_emitted = Some(last);
+            self.last_emitted = Some(self.last_emitted.map_or(time, |l| l.max(time)));
             emit(time, item);
-        }
-    }
-
-    fn note_cpu(&mut self, cpu: u32, time: u64) {
-        let i = (cpu as usize).min(MAX_QUEUES - 1);
-        if i >= self.latest.len() {
-            self.latest.resize(i + 1, None);
-        }
-        if let Some(slot) = self.latest.get_mut(i) {
-            if let Some(t) = slot {
-                *t = (*t).max(time);
-            } else {
-                *slot = Some(time);
-                self.cpus_seen += 1;
-            }
         }
     }
 
@@ -209,8 +216,8 @@ impl<T> ReorderBuffer<T> {
         if !warmed_up {
             return;
         }
-        if let Some(min) = self.latest.iter().flatten().min() {
-            self.watermark = self.watermark.max(*min);
+        if let Some(min) = self.queues.iter().filter_map(|q| q.latest).min() {
+            self.watermark = self.watermark.max(min);
         }
     }
 
