@@ -167,6 +167,13 @@ fn header_text(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
     )?;
     writeln!(out, "cmdline: {}", h.cmdline)?;
     writeln!(out, "cpu_model: {}", h.cpu_model)?;
+    if let Some(id) = &h.cpu_id {
+        writeln!(
+            out,
+            "cpu_id: {} family {:#x} model {:#x}",
+            id.vendor, id.family, id.model
+        )?;
+    }
     writeln!(out, "online_cpus: {}", h.online_cpus)?;
     writeln!(out, "slab_merging: {}", h.slab_merging)?;
     for c in &h.caches {

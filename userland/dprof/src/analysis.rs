@@ -333,6 +333,8 @@ pub struct Analyzer<'s> {
     resolver: Resolver<'s>,
     reorder: ReorderBuffer<(u32, Event)>,
     state: State,
+    /// Family and model of the profiled CPU when it is AMD: the IBS decoder's quirks.
+    amd_cpu: Option<dprof_ibs::CpuModel>,
 }
 
 /// Everything the replay updates (apart from the resolver).
@@ -385,6 +387,14 @@ impl<'s> Analyzer<'s> {
                 options.reorder_capacity,
             ),
             state: State::default(),
+            amd_cpu: header
+                .cpu_id
+                .as_ref()
+                .filter(|id| matches!(id.vendor.as_str(), "AuthenticAMD" | "HygonGenuine"))
+                .map(|id| dprof_ibs::CpuModel {
+                    family: id.family,
+                    model: id.model,
+                }),
         }
     }
 
@@ -436,7 +446,7 @@ impl<'s> Analyzer<'s> {
             return None;
         }
         self.resolver.learn_gs_base(cpu, sample.gs_base);
-        let hw = HwAccess::of(sample);
+        let hw = HwAccess::of_on(sample, self.amd_cpu);
         if let Some(h) = &hw {
             if !h.memory_op {
                 self.state.buckets[Bucket::NoMemoryOperand.index()] += 1;

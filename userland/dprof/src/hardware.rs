@@ -14,7 +14,7 @@
 use dprof_abi::{
     AccessSample, HW_DATA_ADDR, HW_DATA_SRC, HW_LATENCY, SAMPLER_KIND_IBS, SAMPLER_KIND_PEBS,
 };
-use dprof_ibs::{CacheHitState, DataSource, IbsOpSample, MemLevel, MemOp, Platform};
+use dprof_ibs::{CacheHitState, CpuModel, DataSource, IbsOpSample, MemLevel, MemOp, Platform};
 use serde::Serialize;
 
 use crate::decode::AccessKind;
@@ -411,11 +411,18 @@ impl HwAccess {
     /// What a hardware sample says, or `None` for a software sample.
     #[must_use]
     pub fn of(sample: &AccessSample) -> Option<Self> {
+        Self::of_on(sample, None)
+    }
+
+    /// [`HwAccess::of`] for a sample taken on `cpu` (family and model, from the profile
+    /// header), so that the IBS decoder applies that CPU's quirks.
+    #[must_use]
+    pub fn of_on(sample: &AccessSample, cpu: Option<CpuModel>) -> Option<Self> {
         match sample.sampler {
             SAMPLER_KIND_IBS => Some(
                 sample
                     .ibs
-                    .and_then(|regs| ibs(sample, &regs))
+                    .and_then(|regs| ibs(sample, &regs, cpu))
                     .unwrap_or_else(|| generic(sample)),
             ),
             SAMPLER_KIND_PEBS => Some(generic(sample)),
@@ -439,15 +446,21 @@ fn generic(sample: &AccessSample) -> HwAccess {
     }
 }
 
-/// From the raw IBS registers. The CPU's family and model are not in the profile, so the
-/// decoder applies no model quirks; where the kernel filled in `data_src` it did apply them,
-/// so HITM is taken from there when present (the `cache_hit_st` bit is unreliable on some
-/// Zen 3 and Zen 4 models).
-fn ibs(sample: &AccessSample, regs: &dprof_abi::IbsRegs) -> Option<HwAccess> {
+/// From the raw IBS registers, with the quirks of `cpu` (the decoder applies none without
+/// it). Where the kernel filled in `data_src` it applied them itself, so HITM is taken from
+/// there when present (the `cache_hit_st` bit is unreliable on some Zen 3 and Zen 4 models).
+fn ibs(
+    sample: &AccessSample,
+    regs: &dprof_abi::IbsRegs,
+    cpu: Option<CpuModel>,
+) -> Option<HwAccess> {
     let mut raw = [0u8; 4 + 8 * 9];
     let len = regs.to_perf_raw(&mut raw);
     let op = IbsOpSample::decode(raw.get(..len)?).ok()?;
-    let platform = Platform::from_caps(op.caps);
+    let platform = Platform {
+        cpu,
+        ..Platform::from_caps(op.caps)
+    };
     let kind = match op.mem_op() {
         MemOp::Load => Some(AccessKind::Read),
         MemOp::Store => Some(AccessKind::Write),

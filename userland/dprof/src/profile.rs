@@ -42,8 +42,8 @@ mod tests;
 
 pub use error::{ProfileError, RecordProblem, WriteError};
 pub use header::{
-    CacheGeometry, CollectConfig, CpuCounters, DeviceCounters, ModuleInfo, PeriodEvents, PmuEvent,
-    ProfileHeader, SamplingConfig, StopInfo, StopReason, Target,
+    CacheGeometry, CollectConfig, CpuCounters, CpuId, DeviceCounters, ModuleInfo, PeriodEvents,
+    PmuEvent, ProfileHeader, SamplingConfig, StopInfo, StopReason, Target,
 };
 pub use reader::{Profile, Records};
 pub use writer::{partial_path, ProfileEncoder, ProfileWriter};

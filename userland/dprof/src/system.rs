@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::profile::{CacheGeometry, CollectConfig, ModuleInfo, ProfileHeader};
+use crate::profile::{CacheGeometry, CollectConfig, CpuId, ModuleInfo, ProfileHeader};
 
 #[cfg(test)]
 mod tests;
@@ -87,6 +87,33 @@ pub fn cpu_model(root: &Path) -> Result<String, SystemError> {
             (key.trim() == "model name").then(|| value.trim().to_owned())
         })
         .unwrap_or_else(|| "unknown".to_owned()))
+}
+
+/// Vendor, family and model of the first CPU in `proc/cpuinfo`; `None` when it does not give
+/// all three (not x86).
+///
+/// # Errors
+/// When `proc/cpuinfo` cannot be read.
+pub fn cpu_id(root: &Path) -> Result<Option<CpuId>, SystemError> {
+    let text = read_text(root, "proc/cpuinfo")?;
+    let first_cpu = text.split("\n\n").next().unwrap_or_default();
+    let field = |name: &str| {
+        first_cpu.lines().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            (key.trim() == name).then(|| value.trim())
+        })
+    };
+    let number = |name: &str| field(name).and_then(|v| v.parse::<u32>().ok());
+    Ok(
+        match (field("vendor_id"), number("cpu family"), number("model")) {
+            (Some(vendor), Some(family), Some(model)) => Some(CpuId {
+                vendor: vendor.to_owned(),
+                family,
+                model,
+            }),
+            _ => None,
+        },
+    )
 }
 
 /// The number of CPUs online.
@@ -249,6 +276,7 @@ pub fn gather_header(
         slab_merging: slab_merging(&cmdline),
         cmdline,
         cpu_model: cpu_model(root)?,
+        cpu_id: cpu_id(root)?,
         online_cpus: online_cpus(root)?,
         caches: cache_geometry(root),
         config,

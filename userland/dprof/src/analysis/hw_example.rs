@@ -23,7 +23,7 @@ use super::example::{
     STORE_RDI_10, TASK, TASK_CACHE, UNKNOWN,
 };
 use crate::profile::example::{example_header, software_sample};
-use crate::profile::{PeriodEvents, PmuEvent, ProfileHeader, SamplingConfig};
+use crate::profile::{CpuId, PeriodEvents, PmuEvent, ProfileHeader, SamplingConfig};
 
 /// Which hardware sampler took the samples.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -433,6 +433,19 @@ pub fn header(sampler: Sampler) -> ProfileHeader {
         Sampler::Pebs => "Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz",
     };
     model.clone_into(&mut h.cpu_model);
+    h.cpu_id = Some(match sampler {
+        // Genoa: Zen 4, none of the family 0x19 model 0x0-0xF quirks.
+        Sampler::Ibs => CpuId {
+            vendor: "AuthenticAMD".to_owned(),
+            family: 0x19,
+            model: 0x11,
+        },
+        Sampler::Pebs => CpuId {
+            vendor: "GenuineIntel".to_owned(),
+            family: 6,
+            model: 85,
+        },
+    });
     h.config.sampling = Some(SamplingConfig {
         sampler: name.to_owned(),
         period_ns: 0,

@@ -282,3 +282,29 @@ fn sources_have_stable_indexes_and_names() {
         "\"remote_dram\""
     );
 }
+
+/// Erratum #1293 (family 0x19, models 0x0-0xF): with `dc_miss_no_mab_alloc` set, `IbsOpData2` is
+/// garbage, so the source the registers name is not trusted, but only when the profile says
+/// the CPU is one of those models.
+#[test]
+fn ibs_quirks_follow_the_profiled_cpu() {
+    const ZEN3_CAPS: u32 = ZEN4_CAPS & !(1 << 11);
+    const DC_MISS_NO_MAB_ALLOC: u64 = 1 << 16;
+    let s = ibs(
+        ZEN3_CAPS,
+        data3(true, true, true, 4, 200) | DC_MISS_NO_MAB_ALLOC,
+        data2(3, false, false),
+    );
+    let milan = dprof_ibs::CpuModel {
+        family: 0x19,
+        model: 0x01,
+    };
+    let genoa = dprof_ibs::CpuModel {
+        family: 0x19,
+        model: 0x11,
+    };
+    let source = |cpu| HwAccess::of_on(&s, cpu).expect("hw").source;
+    assert_eq!(source(None), MemSource::Dram);
+    assert_eq!(source(Some(genoa)), MemSource::Dram);
+    assert_ne!(source(Some(milan)), MemSource::Dram);
+}

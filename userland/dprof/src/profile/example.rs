@@ -61,6 +61,7 @@ pub fn example_header() -> ProfileHeader {
         kernel_release: "6.12.0-dprof".to_owned(),
         cmdline: "console=ttyS0 slab_nomerge".to_owned(),
         cpu_model: "QEMU Virtual CPU version 2.5+".to_owned(),
+        cpu_id: None,
         proc_version: Some(EXAMPLE_PROC_VERSION.to_owned()),
         build_id: Some("0123456789abcdef0123456789abcdef01234567".to_owned()),
         online_cpus: 4,

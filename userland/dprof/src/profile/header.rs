@@ -25,6 +25,10 @@ pub struct ProfileHeader {
     pub cmdline: String,
     /// The first "model name" of `/proc/cpuinfo` ("unknown" when it has none).
     pub cpu_model: String,
+    /// Vendor, family and model of the first CPU in `/proc/cpuinfo` (x86): hardware samplers'
+    /// quirks depend on them. Absent in profiles of machines that do not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_id: Option<CpuId>,
     /// CPUs online (`/sys/devices/system/cpu/online`).
     pub online_cpus: u32,
     /// One entry per distinct CPU cache, from `/sys/devices/system/cpu/cpu*/cache/index*/`.
@@ -89,6 +93,17 @@ pub struct SamplingConfig {
     /// Hardware samplers: the perf event the module opened on each CPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pmu: Option<PmuEvent>,
+}
+
+/// Which CPU the profile was taken on, as x86's `/proc/cpuinfo` says.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuId {
+    /// `vendor_id`: `AuthenticAMD`, `GenuineIntel`, ...
+    pub vendor: String,
+    /// `cpu family`.
+    pub family: u32,
+    /// `model`.
+    pub model: u32,
 }
 
 /// A hardware sampler's period.

@@ -1,7 +1,7 @@
 use std::path::Path;
 
 use super::*;
-use crate::profile::{CollectConfig, ModuleInfo, Target};
+use crate::profile::{CollectConfig, CpuId, ModuleInfo, Target};
 
 fn put(root: &Path, rel: &str, text: &str) {
     let path = root.join(rel);
@@ -33,8 +33,10 @@ fn fake_tree() -> tempfile::TempDir {
     put(
         root,
         "proc/cpuinfo",
-        "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13 64-Core Processor\n\n\
-         processor\t: 1\nmodel name\t: AMD EPYC 7B13 64-Core Processor\n",
+        "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\n\
+         model name\t: AMD EPYC 7B13 64-Core Processor\n\n\
+         processor\t: 1\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 85\n\
+         model name\t: AMD EPYC 7B13 64-Core Processor\n",
     );
     put(root, "proc/kallsyms", "ffffffff81000000 T _stext\n");
     put(
@@ -262,6 +264,28 @@ fn cpu_model_falls_back_to_unknown() {
         "processor\t: 0\nCPU implementer\t: 0x41\n",
     );
     assert_eq!(cpu_model(dir.path()).expect("model"), "unknown");
+}
+
+/// Family and model come from the first CPU; without all of vendor, family and model (not
+/// x86) there is no CPU id rather than a guessed one.
+#[test]
+fn cpu_id_is_the_first_cpus_vendor_family_and_model() {
+    let dir = fake_tree();
+    assert_eq!(
+        cpu_id(dir.path()).expect("cpuinfo"),
+        Some(CpuId {
+            vendor: "AuthenticAMD".to_owned(),
+            family: 25,
+            model: 1,
+        })
+    );
+    let arm = tempfile::tempdir().expect("tempdir");
+    put(
+        arm.path(),
+        "proc/cpuinfo",
+        "processor\t: 0\nCPU implementer\t: 0x41\nCPU part\t: 0xd0c\n",
+    );
+    assert_eq!(cpu_id(arm.path()).expect("cpuinfo"), None);
 }
 
 #[test]
