@@ -75,6 +75,10 @@ struct Args {
     /// samples' instructions.
     #[arg(long)]
     breakdown: bool,
+    /// Run the analysis this many times and report the best and the median: on a shared
+    /// machine one run can be several times slower than the next.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    repeat: u32,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -99,7 +103,7 @@ fn main() -> anyhow::Result<()> {
             bytes as f64 / f64::from(1 << 20)
         );
     }
-    let result = bench(&path, args.breakdown);
+    let result = bench(&path, args.breakdown, args.repeat);
     if temporary {
         let _ = std::fs::remove_file(&path);
     }
@@ -108,7 +112,7 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn bench(path: &Path, breakdown: bool) -> anyhow::Result<()> {
+fn bench(path: &Path, breakdown: bool, repeat: u32) -> anyhow::Result<()> {
     // Reset the peak so that it measures opening and analyzing, not generating.
     let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
     let started = Instant::now();
@@ -121,58 +125,51 @@ fn bench(path: &Path, breakdown: bool) -> anyhow::Result<()> {
         profile.file_size() as f64 / f64::from(1 << 20)
     );
     if breakdown {
-        let t = Instant::now();
-        let cpu = thread_cpu_ns();
-        let mut n = 0u64;
-        for item in profile.records() {
-            let (h, r) = item?;
-            n = n.wrapping_add(h.time_ns ^ u64::from(matches!(r, Record::AccessSample(_))));
-        }
-        say!(
-            "breakdown: reading, checking and decoding the records alone takes {:.2} s{} \
-             (checksum {n:x})",
-            t.elapsed().as_secs_f64(),
-            on_cpu_since(cpu)
-        );
-        let t = Instant::now();
-        let cpu = thread_cpu_ns();
-        let mut d = dprof::decode::Decoder::new();
-        let mut k = 0u64;
-        for item in profile.records() {
-            if let (_, Record::AccessSample(s)) = item? {
-                if let dprof::decode::DecodeOutcome::Access(a) = d.access(&s) {
-                    k = k.wrapping_add(a.addr);
-                }
-            }
-        }
-        say!(
-            "breakdown: that and decoding the samples' instructions takes {:.2} s{} (checksum \
-             {k:x})",
-            t.elapsed().as_secs_f64(),
-            on_cpu_since(cpu)
-        );
+        breakdown_times(&profile)?;
     }
-    let started = Instant::now();
-    let cpu_before = thread_cpu_ns();
-    let report = analysis::analyze(&profile, &Options::default())?;
-    let analyzed = started.elapsed().as_secs_f64();
-    let on_cpu = thread_cpu_ns()
-        .zip(cpu_before)
-        .map(|(after, before)| after.saturating_sub(before) as f64 / 1e9);
+    let mut runs: Vec<(f64, Option<f64>)> = Vec::new();
+    let mut last = None;
+    for _ in 0..repeat {
+        let started = Instant::now();
+        let cpu_before = thread_cpu_ns();
+        let report = analysis::analyze(&profile, &Options::default())?;
+        let wall = started.elapsed().as_secs_f64();
+        let on_cpu = thread_cpu_ns()
+            .zip(cpu_before)
+            .map(|(after, before)| after.saturating_sub(before) as f64 / 1e9);
+        runs.push((wall, on_cpu));
+        last = Some(report);
+    }
+    let Some(report) = last else {
+        anyhow::bail!("no analysis ran");
+    };
     let peak = status_kib("VmHWM:");
     let samples = report.coverage.total_samples;
+    let mut walls: Vec<f64> = runs.iter().map(|r| r.0).collect();
+    walls.sort_by(f64::total_cmp);
+    let best = walls.first().copied().unwrap_or(f64::NAN);
+    let median = walls.get(walls.len() / 2).copied().unwrap_or(f64::NAN);
+    let rate = |s: f64| samples as f64 / s / 1e6;
     say!(
-        "analysis: {samples} samples, {} records in {analyzed:.2} s on one thread, reading \
-         and checking the records included: {:.2} M samples/s, {:.2} M records/s",
+        "analysis: {samples} samples, {} records in {best:.2} s on one thread, reading \
+         and checking the records included: {:.2} M samples/s, {:.2} M records/s{}",
         profile.record_count(),
-        samples as f64 / analyzed / 1e6,
-        profile.record_count() as f64 / analyzed / 1e6
+        rate(best),
+        profile.record_count() as f64 / best / 1e6,
+        if repeat > 1 {
+            format!(
+                " (best of {repeat} runs; median {:.2} M samples/s)",
+                rate(median)
+            )
+        } else {
+            String::new()
+        }
     );
-    if let Some(on_cpu) = on_cpu {
+    if let Some(on_cpu) = runs.iter().filter_map(|r| r.1).min_by(f64::total_cmp) {
         say!(
             "  on-CPU time of the analysis thread: {on_cpu:.2} s: {:.2} M samples/s per core \
              (wall time includes waiting for a CPU on a busy machine)",
-            samples as f64 / on_cpu / 1e6
+            rate(on_cpu)
         );
     }
     say!("coverage: {}", report.coverage.summary);
@@ -203,6 +200,42 @@ fn bench(path: &Path, breakdown: bool) -> anyhow::Result<()> {
     anyhow::ensure!(
         samples == 0 || slab > 0,
         "no sample resolved to a slab object: the benchmark profile is broken"
+    );
+    Ok(())
+}
+
+/// Times reading (and checking) the records alone, and that plus decoding the samples'
+/// instructions, to show what the analysis adds.
+fn breakdown_times(profile: &Profile) -> anyhow::Result<()> {
+    let t = Instant::now();
+    let cpu = thread_cpu_ns();
+    let mut n = 0u64;
+    for item in profile.records() {
+        let (h, r) = item?;
+        n = n.wrapping_add(h.time_ns ^ u64::from(matches!(r, Record::AccessSample(_))));
+    }
+    say!(
+        "breakdown: reading, checking and decoding the records alone takes {:.2} s{} \
+         (checksum {n:x})",
+        t.elapsed().as_secs_f64(),
+        on_cpu_since(cpu)
+    );
+    let t = Instant::now();
+    let cpu = thread_cpu_ns();
+    let mut d = dprof::decode::Decoder::new();
+    let mut k = 0u64;
+    for item in profile.records() {
+        if let (_, Record::AccessSample(s)) = item? {
+            if let dprof::decode::DecodeOutcome::Access(a) = d.access(&s) {
+                k = k.wrapping_add(a.addr);
+            }
+        }
+    }
+    say!(
+        "breakdown: that and decoding the samples' instructions takes {:.2} s{} (checksum \
+         {k:x})",
+        t.elapsed().as_secs_f64(),
+        on_cpu_since(cpu)
     );
     Ok(())
 }
