@@ -50,9 +50,13 @@ echo "partial profile refused: $(cat /tmp/partial.err)"
 "$DPROF" dump --summary /tmp/after-kill.dprof > /dev/null || fail "profile after SIGKILL unreadable"
 
 echo "== 4. one collector at a time"
-"$DPROF" collect -o /tmp/first.dprof --duration 4s &
+"$DPROF" collect -o /tmp/first.dprof --duration 6s &
 collector=$!
-sleep 2
+# Only once the first collector holds the device (its .partial file is created after the open;
+# on a loaded host its start-up can take seconds).
+i=0
+while [ ! -e /tmp/first.dprof.partial ] && [ $i -lt 300 ]; do usleep 100000; i=$((i + 1)); done
+[ -e /tmp/first.dprof.partial ] || fail "the first collector never created /tmp/first.dprof.partial"
 if "$DPROF" collect -o /tmp/second.dprof --duration 1s 2>/tmp/busy.err; then
   fail "a second collector could open /dev/dprof"
 fi
