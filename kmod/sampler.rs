@@ -33,11 +33,8 @@ pub(crate) struct SampleRegs {
     phys_addr: u64,
     data_src: u64,
     raw_len: u32,
-    raw: [u8; RAW_BYTES],
+    raw: [u8; abi::PERF_RAW_MAX],
 }
-
-/// Largest raw IBS op blob: `u32 caps` and nine registers.
-const RAW_BYTES: usize = 4 + 9 * 8;
 
 /// What the overflow handler needs besides the sample: handed to perf as the counters'
 /// context.
@@ -79,7 +76,11 @@ extern "C" fn dprof_rs_sample(ctx: *mut c_void, sample: *const SampleRegs) {
     };
     if context.kind == abi::SAMPLER_KIND_IBS {
         // An IBS sample without its registers is useless to the decoder: dropped.
-        let Some(regs) = ibs_regs(&s.raw, s.raw_len as usize) else {
+        let Some(regs) = s
+            .raw
+            .get(..s.raw_len as usize)
+            .and_then(abi::IbsRegs::from_perf_raw)
+        else {
             return;
         };
         record.ibs = Some(regs);
@@ -99,31 +100,6 @@ extern "C" fn dprof_rs_sample(ctx: *mut c_void, sample: *const SampleRegs) {
         record.encode(&mut payload);
         session.emit(abi::RecordKind::AccessSample, &payload);
     }
-}
-
-/// The raw IBS op blob (`u32 caps`, then IbsOpCtl .. IbsDcPhysAd, then IbsBrTarget and
-/// IbsOpData4 when caps has them, as `perf_ibs_handle_irq` writes it) spread onto fixed
-/// register indexes. `None` when the blob is shorter than the caps promise.
-fn ibs_regs(raw: &[u8; RAW_BYTES], len: usize) -> Option<abi::IbsRegs> {
-    let bytes = raw.get(..len)?;
-    let caps = u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?);
-    let mut out = abi::IbsRegs {
-        caps,
-        regs: [0; 9],
-    };
-    let mut at = 4;
-    for (index, reg) in out.regs.iter_mut().enumerate() {
-        let present = match index {
-            abi::IBS_BR_TARGET => caps & abi::IBS_CAPS_BRNTRGT != 0,
-            abi::IBS_OP_DATA4 => caps & abi::IBS_CAPS_OPDATA4 != 0,
-            _ => true,
-        };
-        if present {
-            *reg = u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?);
-            at += 8;
-        }
-    }
-    Some(out)
 }
 
 /// The counters of one collection; released on drop.

@@ -527,8 +527,13 @@ fn ibs_samples_carry_their_registers() {
     assert_eq!(back, record);
 
     // The kernel's raw layout leaves out the absent IbsBrTarget: caps, 7 registers, OpData4.
-    let mut raw = [0u8; 4 + 8 * 9];
-    assert_eq!(ibs.to_perf_raw(&mut raw), 4 + 8 * 8);
+    let mut raw = [0u8; PERF_RAW_MAX];
+    let len = ibs.to_perf_raw(&mut raw);
+    assert_eq!(len, 4 + 8 * 8);
+    // And back: the fixed indexes again; a blob cut short of what its caps promise is refused.
+    assert_eq!(IbsRegs::from_perf_raw(&raw[..len]), Some(ibs));
+    assert_eq!(IbsRegs::from_perf_raw(&raw[..len - 1]), None);
+    assert_eq!(IbsRegs::from_perf_raw(&raw[..3]), None);
     assert_eq!(&raw[..4], &ibs.caps.to_le_bytes());
     assert_eq!(&raw[4 + 8 * 7..4 + 8 * 8], &9u64.to_le_bytes());
 

@@ -721,33 +721,58 @@ impl IbsRegs {
             *r = get_u64(buf, 8 + 8 * i);
         }
         let caps = get_u32(buf, 0);
-        let absent_set = (caps & IBS_CAPS_BRNTRGT == 0 && regs[IBS_BR_TARGET] != 0)
-            || (caps & IBS_CAPS_OPDATA4 == 0 && regs[IBS_OP_DATA4] != 0);
+        let absent_set = (0..regs.len()).any(|i| !Self::present(caps, i) && regs[i] != 0);
         if get_u32(buf, 4) != 0 || absent_set {
             return Err(AbiError::NonZeroReserved);
         }
         Ok(Self { caps, regs })
     }
 
+    /// Whether a CPU with these `caps` has the register at `index` (`IbsBrTarget` and
+    /// `IbsOpData4` are optional; the others always exist).
+    #[must_use]
+    pub const fn present(caps: u32, index: usize) -> bool {
+        match index {
+            IBS_BR_TARGET => caps & IBS_CAPS_BRNTRGT != 0,
+            IBS_OP_DATA4 => caps & IBS_CAPS_OPDATA4 != 0,
+            _ => true,
+        }
+    }
+
     /// The registers in the kernel's `PERF_SAMPLE_RAW` layout: `u32 caps`, then the registers
     /// present, little-endian. Returns the number of bytes written to `out`.
-    pub fn to_perf_raw(&self, out: &mut [u8; 4 + 8 * 9]) -> usize {
+    pub fn to_perf_raw(&self, out: &mut [u8; PERF_RAW_MAX]) -> usize {
         out[..4].copy_from_slice(&self.caps.to_le_bytes());
         let mut at = 4;
         for (i, r) in self.regs.iter().enumerate() {
-            let present = match i {
-                IBS_BR_TARGET => self.caps & IBS_CAPS_BRNTRGT != 0,
-                IBS_OP_DATA4 => self.caps & IBS_CAPS_OPDATA4 != 0,
-                _ => true,
-            };
-            if present {
+            if Self::present(self.caps, i) {
                 out[at..at + 8].copy_from_slice(&r.to_le_bytes());
                 at += 8;
             }
         }
         at
     }
+
+    /// The registers from the kernel's `PERF_SAMPLE_RAW` layout (as `perf_ibs_handle_irq`
+    /// writes it), spread onto fixed indexes; `None` when `raw` is shorter than its caps
+    /// promise. Bytes after the registers are ignored.
+    #[must_use]
+    pub fn from_perf_raw(raw: &[u8]) -> Option<Self> {
+        let caps = u32::from_le_bytes(raw.get(..4)?.try_into().ok()?);
+        let mut out = Self { caps, regs: [0; 9] };
+        let mut at = 4;
+        for (i, reg) in out.regs.iter_mut().enumerate() {
+            if Self::present(caps, i) {
+                *reg = u64::from_le_bytes(raw.get(at..at + 8)?.try_into().ok()?);
+                at += 8;
+            }
+        }
+        Some(out)
+    }
 }
+
+/// Largest `PERF_SAMPLE_RAW` blob of an IBS op sample: `u32 caps` and nine registers.
+pub const PERF_RAW_MAX: usize = 4 + 8 * 9;
 
 /// A decoded record payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

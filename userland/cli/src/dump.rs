@@ -429,11 +429,7 @@ fn ibs_registers(ibs: &dprof_abi::IbsRegs) -> impl Iterator<Item = (&'static str
         .iter()
         .zip(ibs.regs)
         .enumerate()
-        .filter(|&(i, _)| match i {
-            dprof_abi::IBS_BR_TARGET => ibs.caps & dprof_abi::IBS_CAPS_BRNTRGT != 0,
-            dprof_abi::IBS_OP_DATA4 => ibs.caps & dprof_abi::IBS_CAPS_OPDATA4 != 0,
-            _ => true,
-        })
+        .filter(|&(i, _)| dprof_abi::IbsRegs::present(ibs.caps, i))
         .map(|(_, (name, value))| (*name, value))
 }
 

@@ -454,7 +454,7 @@ fn ibs(
     regs: &dprof_abi::IbsRegs,
     cpu: Option<CpuModel>,
 ) -> Option<HwAccess> {
-    let mut raw = [0u8; 4 + 8 * 9];
+    let mut raw = [0u8; dprof_abi::PERF_RAW_MAX];
     let len = regs.to_perf_raw(&mut raw);
     let op = IbsOpSample::decode(raw.get(..len)?).ok()?;
     let platform = Platform {

@@ -14,6 +14,8 @@
 
 use std::path::Path;
 
+use crate::system::cpuinfo_value;
+
 #[cfg(test)]
 mod tests;
 
@@ -99,25 +101,12 @@ impl CpuInfo {
         let Ok(text) = std::fs::read_to_string(root.join("proc/cpuinfo")) else {
             return Self::default();
         };
-        let mut info = Self::default();
-        for line in text.lines() {
-            let Some((key, value)) = line.split_once(':') else {
-                continue;
-            };
-            match key.trim() {
-                "vendor_id" if info.vendor.is_none() => {
-                    info.vendor = Some(value.trim().to_owned());
-                }
-                "flags" if info.flags.is_empty() => {
-                    info.flags = value.split_whitespace().map(str::to_owned).collect();
-                }
-                _ => {}
-            }
-            if info.vendor.is_some() && !info.flags.is_empty() {
-                break;
-            }
+        Self {
+            vendor: cpuinfo_value(&text, "vendor_id").map(str::to_owned),
+            flags: cpuinfo_value(&text, "flags")
+                .map(|f| f.split_whitespace().map(str::to_owned).collect())
+                .unwrap_or_default(),
         }
-        info
     }
 
     fn has_flag(&self, flag: &str) -> bool {

@@ -74,19 +74,23 @@ pub fn boot_cmdline(root: &Path) -> Result<String, SystemError> {
     read_text(root, "proc/cmdline")
 }
 
+/// The value of the first `key : value` line of `/proc/cpuinfo` text whose key is `key`.
+pub(crate) fn cpuinfo_value<'t>(text: &'t str, key: &str) -> Option<&'t str> {
+    text.lines().find_map(|line| {
+        let (k, value) = line.split_once(':')?;
+        (k.trim() == key).then(|| value.trim())
+    })
+}
+
 /// The first "model name" in `proc/cpuinfo`, or "unknown" (not every architecture has one).
 ///
 /// # Errors
 /// When `proc/cpuinfo` cannot be read.
 pub fn cpu_model(root: &Path) -> Result<String, SystemError> {
     let text = read_text(root, "proc/cpuinfo")?;
-    Ok(text
-        .lines()
-        .find_map(|line| {
-            let (key, value) = line.split_once(':')?;
-            (key.trim() == "model name").then(|| value.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown".to_owned()))
+    Ok(cpuinfo_value(&text, "model name")
+        .unwrap_or("unknown")
+        .to_owned())
 }
 
 /// Vendor, family and model of the first CPU in `proc/cpuinfo`; `None` when it does not give
@@ -97,12 +101,7 @@ pub fn cpu_model(root: &Path) -> Result<String, SystemError> {
 pub fn cpu_id(root: &Path) -> Result<Option<CpuId>, SystemError> {
     let text = read_text(root, "proc/cpuinfo")?;
     let first_cpu = text.split("\n\n").next().unwrap_or_default();
-    let field = |name: &str| {
-        first_cpu.lines().find_map(|line| {
-            let (key, value) = line.split_once(':')?;
-            (key.trim() == name).then(|| value.trim())
-        })
-    };
+    let field = |name: &str| cpuinfo_value(first_cpu, name);
     let number = |name: &str| field(name).and_then(|v| v.parse::<u32>().ok());
     Ok(
         match (field("vendor_id"), number("cpu family"), number("model")) {
