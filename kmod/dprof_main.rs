@@ -374,6 +374,10 @@ fn ioctl_status(dev: &DeviceState, arg: usize) -> Result<c_long> {
         records_written: 0,
         records_lost: 0,
         bytes_read: dev.bytes_read,
+        histories_started: 0,
+        stray_hits: 0,
+        armed_slots: 0,
+        reserved_slots: 0,
     };
     let wanted = (request.cpus_len as usize).min(rings.len());
     let mut cpus_out = UserSlice::new(

@@ -170,7 +170,9 @@ fn ioctl_numbers_follow_the_kernel_ioc_encoding() {
     assert_eq!(IOC_CONFIGURE, 0x4030_D901);
     assert_eq!(IOC_START, 0x0000_D902);
     assert_eq!(IOC_STOP, 0x0000_D903);
-    assert_eq!(IOC_STATUS, 0xC030_D904);
+    assert_eq!(IOC_STATUS, 0xC048_D904);
+    // _IOW(0xD9, 5, 664 bytes): 1 << 30 | 0x298 << 16 | 0xD905.
+    assert_eq!(IOC_HISTORY_PLAN, 0x4298_D905);
 }
 
 #[test]
@@ -319,6 +321,10 @@ fn status_and_version_round_trip() {
         records_written: 10,
         records_lost: 2,
         bytes_read: 640,
+        histories_started: 7,
+        stray_hits: 3,
+        armed_slots: 4,
+        reserved_slots: 2,
     };
     let mut buf = [0u8; Status::SIZE];
     status.encode(&mut buf);
@@ -556,4 +562,192 @@ fn ibs_samples_carry_their_registers() {
     });
     let size = software.encode(0, 0, &mut buf);
     assert_eq!(Record::decode(&buf[..size]), Err(AbiError::OutOfRange));
+}
+
+fn plan_target(name: &str, ranges: [(u32, u32); 2]) -> HistoryTarget {
+    HistoryTarget {
+        ranges: ranges.map(|(offset, len)| WatchRange { offset, len }),
+        ..HistoryTarget::default()
+    }
+    .with_name(name.as_bytes())
+}
+
+fn good_plan() -> HistoryPlan {
+    let mut plan = HistoryPlan {
+        struct_size: HistoryPlan::SIZE as u32,
+        target_count: 2,
+        max_per_sec: 100,
+        timeout_ms: 1000,
+        max_hits: 4096,
+        ..HistoryPlan::default()
+    };
+    plan.targets[0] = plan_target("dprof_selftest_item", [(0, 8), (8, 4)]);
+    plan.targets[1] = HistoryTarget {
+        site_start: 0xffff_ffff_8100_0000,
+        site_end: 0xffff_ffff_8100_0100,
+        ..plan_target("kmalloc-1k", [(16, 2), (0, 0)])
+    };
+    plan
+}
+
+#[test]
+fn history_plan_round_trips_and_names_its_targets() {
+    let plan = good_plan();
+    let mut buf = [0u8; HistoryPlan::SIZE];
+    plan.encode(&mut buf);
+    assert_eq!(HistoryPlan::decode(&buf), Ok(plan));
+    assert_eq!(plan.used_targets().len(), 2);
+    assert_eq!(plan.used_targets()[1].name_bytes(), b"kmalloc-1k");
+}
+
+#[test]
+fn history_plan_validation_rejects_every_bad_field() {
+    let mut buf = [0u8; HistoryPlan::SIZE];
+    let with = |f: &dyn Fn(&mut HistoryPlan)| {
+        let mut p = good_plan();
+        f(&mut p);
+        p
+    };
+    let range = |offset, len| WatchRange { offset, len };
+    for p in [
+        with(&|p| p.struct_size = 24),
+        with(&|p| p.target_count = 0),
+        with(&|p| p.target_count = MAX_HISTORY_TARGETS as u32 + 1),
+        with(&|p| p.max_per_sec = 0),
+        with(&|p| p.max_per_sec = MAX_HISTORIES_PER_SEC + 1),
+        with(&|p| p.timeout_ms = 0),
+        with(&|p| p.timeout_ms = MAX_HISTORY_TIMEOUT_MS + 1),
+        with(&|p| p.max_hits = 0),
+        with(&|p| p.max_hits = MAX_HISTORY_HITS + 1),
+        // An empty name, and bytes after the NUL.
+        with(&|p| p.targets[0].cache_name = [0; CACHE_NAME_BYTES]),
+        with(&|p| p.targets[0].cache_name[40] = b'x'),
+        // A site range that is empty or half given.
+        with(&|p| p.targets[1].site_end = p.targets[1].site_start),
+        with(&|p| p.targets[0].site_start = 5),
+        // Lengths a debug register cannot watch, misaligned offsets, overlapping pairs, an
+        // unused second range with an offset.
+        with(&|p| p.targets[0].ranges[0] = range(0, 3)),
+        with(&|p| p.targets[0].ranges[0] = range(0, 16)),
+        with(&|p| p.targets[0].ranges[0] = range(0, 0)),
+        with(&|p| p.targets[0].ranges[0] = range(4, 8)),
+        with(&|p| p.targets[0].ranges[1] = range(2, 4)),
+        with(&|p| p.targets[0].ranges[1] = range(4, 4)),
+        with(&|p| p.targets[1].ranges[1] = range(8, 0)),
+    ] {
+        p.encode(&mut buf);
+        assert_eq!(
+            HistoryPlan::decode(&buf),
+            Err(AbiError::OutOfRange),
+            "{p:?}"
+        );
+    }
+    // A target beyond target_count must be all zero.
+    with(&|p| p.targets[2] = plan_target("filp", [(0, 8), (0, 0)])).encode(&mut buf);
+    assert_eq!(HistoryPlan::decode(&buf), Err(AbiError::NonZeroReserved));
+    good_plan().encode(&mut buf);
+    buf[20] = 1;
+    assert_eq!(HistoryPlan::decode(&buf), Err(AbiError::NonZeroReserved));
+    assert!(matches!(
+        HistoryPlan::decode(&buf[..100]),
+        Err(AbiError::Truncated { .. })
+    ));
+}
+
+#[test]
+fn histories_need_the_slab_events() {
+    let mut config = Config {
+        struct_size: Config::SIZE as u32,
+        events: EVENT_HISTORIES,
+        ring_bytes: DEFAULT_RING_BYTES,
+        ..Config::default()
+    };
+    let mut buf = [0u8; Config::SIZE];
+    config.encode(&mut buf);
+    assert_eq!(Config::decode(&buf), Err(AbiError::OutOfRange));
+    config.events = EVENT_HISTORIES | EVENT_SLAB;
+    config.encode(&mut buf);
+    assert_eq!(Config::decode(&buf), Ok(config));
+}
+
+#[test]
+fn history_records_round_trip_and_reject_bad_fields() {
+    let ranges = [
+        WatchRange { offset: 8, len: 8 },
+        WatchRange { offset: 16, len: 1 },
+    ];
+    let mut regs = [0u64; SAMPLE_REGS];
+    for (i, r) in regs.iter_mut().enumerate() {
+        *r = 0x1000 + i as u64;
+    }
+    let records = [
+        Record::HistoryStart(HistoryStart {
+            history: 1,
+            object: 0xffff_8880_0123_4500,
+            cache: 0xffff_8880_0000_1000,
+            call_site: 0xffff_ffff_c000_0123,
+            target: 3,
+            ranges,
+        }),
+        Record::HistoryArm(HistoryArm {
+            history: 1,
+            delay_ns: 12_345,
+        }),
+        Record::HistoryHit(HistoryHit {
+            history: 1,
+            ip: 0xffff_ffff_c000_0456,
+            regs,
+            pid: 42,
+            tid: 43,
+            range: 1,
+            flags: 0,
+            seq: 9,
+        }),
+        Record::HistoryEnd(HistoryEnd {
+            history: 1,
+            object: 0xffff_8880_0123_4500,
+            call_site: 0xffff_ffff_c000_0789,
+            reason: HISTORY_END_FREED,
+            hits: 10,
+            dropped_hits: 1,
+            lifetime_ns: 99_000,
+        }),
+    ];
+    let mut buf = [0u8; MAX_RECORD_SIZE];
+    for record in records {
+        let size = record.encode(1, 5_000, &mut buf);
+        assert_eq!(size, record.kind().record_size());
+        let (header, back) = Record::decode(&buf[..size]).expect("decodes");
+        assert_eq!((header.cpu, header.time_ns, back), (1, 5_000, record));
+    }
+
+    // Each bad field, by kind: a reserved word, an out-of-range value.
+    let start_at = |i: usize, v: u8| {
+        let mut b = [0u8; MAX_RECORD_SIZE];
+        let size = records[0].encode(0, 0, &mut b);
+        b[RECORD_HEADER_SIZE + i] = v;
+        Record::decode(&b[..size])
+    };
+    assert_eq!(start_at(36, 1), Err(AbiError::NonZeroReserved));
+    assert_eq!(start_at(32, 8), Err(AbiError::OutOfRange)); // target 8
+    assert_eq!(start_at(44, 3), Err(AbiError::OutOfRange)); // first length 3
+    assert_eq!(start_at(48, 12), Err(AbiError::OutOfRange)); // second at 12: overlaps 8..16
+    let hit_at = |i: usize, v: u8| {
+        let mut b = [0u8; MAX_RECORD_SIZE];
+        let size = records[2].encode(0, 0, &mut b);
+        b[RECORD_HEADER_SIZE + i] = v;
+        Record::decode(&b[..size])
+    };
+    assert_eq!(hit_at(152, 2), Err(AbiError::OutOfRange)); // range 2
+    assert_eq!(hit_at(153, 2), Err(AbiError::OutOfRange)); // unknown flag
+    assert_eq!(hit_at(154, 1), Err(AbiError::NonZeroReserved));
+    let end_at = |i: usize, v: u8| {
+        let mut b = [0u8; MAX_RECORD_SIZE];
+        let size = records[3].encode(0, 0, &mut b);
+        b[RECORD_HEADER_SIZE + i] = v;
+        Record::decode(&b[..size])
+    };
+    assert_eq!(end_at(24, 0), Err(AbiError::OutOfRange)); // reason 0
+    assert_eq!(end_at(24, 5), Err(AbiError::OutOfRange)); // reason 5
+    assert_eq!(end_at(36, 1), Err(AbiError::NonZeroReserved));
 }

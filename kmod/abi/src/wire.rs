@@ -20,12 +20,14 @@
 //! | [`IOC_START`] | none | - |
 //! | [`IOC_STOP`] | none | - |
 //! | [`IOC_STATUS`] | read/write | [`Status`] (+ an array of [`CpuStatus`] it points to) |
+//! | [`IOC_HISTORY_PLAN`] | write | [`HistoryPlan`]; after `IOC_CONFIGURE` with [`EVENT_HISTORIES`] |
 //!
 //! A session, from user space (error handling left out):
 //! ```text
 //! fd = open("/dev/dprof", O_RDONLY);              // EBUSY if another collector has it
 //! ioctl(fd, IOC_VERSION, &version);               // check abi_version == ABI_VERSION
 //! ioctl(fd, IOC_CONFIGURE, &config);              // events, ring size per CPU
+//! ioctl(fd, IOC_HISTORY_PLAN, &plan);             // only with EVENT_HISTORIES
 //! ioctl(fd, IOC_START);
 //! loop { n = read(fd, buf, len); ... }            // whole records; EAGAIN when empty
 //! ioctl(fd, IOC_STOP);
@@ -34,7 +36,7 @@
 //! ```
 
 /// Version of this ABI; bumped on any incompatible change.
-pub const ABI_VERSION: u32 = 3;
+pub const ABI_VERSION: u32 = 4;
 /// Path of the device the module creates.
 pub const DEVICE_PATH: &str = "/dev/dprof";
 /// Every record size is a multiple of this.
@@ -151,6 +153,14 @@ pub enum RecordKind {
     AccessSample = 5,
     /// An IBS op sample: an [`AccessSample`] followed by the raw IBS registers ([`IbsRegs`]).
     IbsSample = 6,
+    /// An object access history began: a planned object was allocated ([`HistoryStart`]).
+    HistoryStart = 7,
+    /// The record's CPU pointed its debug registers at the history's object ([`HistoryArm`]).
+    HistoryArm = 8,
+    /// A watched byte range of the history's object was accessed ([`HistoryHit`]).
+    HistoryHit = 9,
+    /// An object access history ended ([`HistoryEnd`]).
+    HistoryEnd = 10,
 }
 
 impl RecordKind {
@@ -164,6 +174,10 @@ impl RecordKind {
             4 => Some(Self::Lost),
             5 => Some(Self::AccessSample),
             6 => Some(Self::IbsSample),
+            7 => Some(Self::HistoryStart),
+            8 => Some(Self::HistoryArm),
+            9 => Some(Self::HistoryHit),
+            10 => Some(Self::HistoryEnd),
             _ => None,
         }
     }
@@ -179,6 +193,10 @@ impl RecordKind {
                 Self::Lost => Lost::SIZE,
                 Self::AccessSample => AccessSample::SIZE,
                 Self::IbsSample => AccessSample::SIZE + IbsRegs::SIZE,
+                Self::HistoryStart => HistoryStart::SIZE,
+                Self::HistoryArm => HistoryArm::SIZE,
+                Self::HistoryHit => HistoryHit::SIZE,
+                Self::HistoryEnd => HistoryEnd::SIZE,
             }
     }
 
@@ -192,6 +210,10 @@ impl RecordKind {
             Self::Lost => "lost",
             Self::AccessSample => "sample",
             Self::IbsSample => "ibs_sample",
+            Self::HistoryStart => "history_start",
+            Self::HistoryArm => "history_arm",
+            Self::HistoryHit => "history_hit",
+            Self::HistoryEnd => "history_end",
         }
     }
 }
@@ -774,6 +796,306 @@ impl IbsRegs {
 /// Largest `PERF_SAMPLE_RAW` blob of an IBS op sample: `u32 caps` and nine registers.
 pub const PERF_RAW_MAX: usize = 4 + 8 * 9;
 
+// ---------------------------------------------------------------------------------------------
+// Object access histories (debug registers)
+
+/// Byte ranges one history watches at most: one, or a pair that orders two fields.
+pub const HISTORY_RANGES: usize = 2;
+
+/// A byte range of an object watched by a debug register: `len` is 1, 2, 4 or 8 and `offset`
+/// a multiple of it (the debug registers' alignment rule); `len` 0 marks an unused range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct WatchRange {
+    /// Offset from the object's start.
+    pub offset: u32,
+    /// Bytes watched: 1, 2, 4 or 8; 0 for none.
+    pub len: u32,
+}
+
+impl WatchRange {
+    /// True for a range a debug register can watch: a length of 1, 2, 4 or 8 and an offset
+    /// aligned to it.
+    #[must_use]
+    pub const fn is_watchable(self) -> bool {
+        matches!(self.len, 1 | 2 | 4 | 8) && self.offset.is_multiple_of(self.len)
+    }
+
+    /// True when the two ranges share a byte.
+    #[must_use]
+    pub const fn overlaps(self, other: WatchRange) -> bool {
+        let (a, b) = (self.offset as u64, other.offset as u64);
+        a < b + other.len as u64 && b < a + self.len as u64
+    }
+
+    fn put(self, out: &mut [u8], off: usize) {
+        put_u32(out, off, self.offset);
+        put_u32(out, off + 4, self.len);
+    }
+
+    fn get(buf: &[u8], off: usize) -> Self {
+        Self {
+            offset: get_u32(buf, off),
+            len: get_u32(buf, off + 4),
+        }
+    }
+}
+
+/// Checks the ranges of a plan target or history: the first watchable, the second unused
+/// (all zero) or watchable and disjoint from the first.
+const fn ranges_ok(ranges: &[WatchRange; HISTORY_RANGES]) -> bool {
+    let (first, second) = (ranges[0], ranges[1]);
+    let second_ok = if second.len == 0 {
+        second.offset == 0
+    } else {
+        second.is_watchable() && !first.overlaps(second)
+    };
+    first.is_watchable() && second_ok
+}
+
+/// A history began: an object of a planned type was allocated and the debug registers of the
+/// allocating CPU now watch its ranges (other CPUs follow: [`HistoryArm`]). Written by the
+/// allocation tracepoint probe, after the allocator has initialised the object (constructor,
+/// `__GFP_ZERO`) and before the allocating code gets the pointer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct HistoryStart {
+    /// Number of the history in this session, from 1.
+    pub history: u64,
+    /// The object's address.
+    pub object: u64,
+    /// Its `struct kmem_cache`, as in [`CacheInfo::cache`].
+    pub cache: u64,
+    /// The allocation's call site.
+    pub call_site: u64,
+    /// Index of the [`HistoryPlan`] target it matched.
+    pub target: u32,
+    /// The watched ranges, in debug-register slot order.
+    pub ranges: [WatchRange; HISTORY_RANGES],
+}
+
+impl HistoryStart {
+    /// Payload size on the wire.
+    pub const SIZE: usize = 56;
+
+    /// Encodes the payload.
+    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
+        put_u64(out, 0, self.history);
+        put_u64(out, 8, self.object);
+        put_u64(out, 16, self.cache);
+        put_u64(out, 24, self.call_site);
+        put_u32(out, 32, self.target);
+        put_u32(out, 36, 0);
+        self.ranges[0].put(out, 40);
+        self.ranges[1].put(out, 48);
+    }
+
+    /// Decodes the payload.
+    ///
+    /// # Errors
+    /// [`AbiError::Truncated`], [`AbiError::NonZeroReserved`], or [`AbiError::OutOfRange`]
+    /// for a target beyond [`MAX_HISTORY_TARGETS`] or ranges a debug register cannot watch.
+    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
+        check_len(buf, Self::SIZE)?;
+        if get_u32(buf, 36) != 0 {
+            return Err(AbiError::NonZeroReserved);
+        }
+        let start = Self {
+            history: get_u64(buf, 0),
+            object: get_u64(buf, 8),
+            cache: get_u64(buf, 16),
+            call_site: get_u64(buf, 24),
+            target: get_u32(buf, 32),
+            ranges: [WatchRange::get(buf, 40), WatchRange::get(buf, 48)],
+        };
+        if start.target as usize >= MAX_HISTORY_TARGETS || !ranges_ok(&start.ranges) {
+            return Err(AbiError::OutOfRange);
+        }
+        Ok(start)
+    }
+}
+
+/// The record's CPU has pointed its debug registers at history `history`'s object.
+/// Accesses on this CPU between the allocation and `delay_ns` later were not seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct HistoryArm {
+    /// The history.
+    pub history: u64,
+    /// Nanoseconds from the history's start to this CPU's registers watching the object.
+    pub delay_ns: u64,
+}
+
+impl HistoryArm {
+    /// Payload size on the wire.
+    pub const SIZE: usize = 16;
+
+    /// Encodes the payload.
+    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
+        put_u64(out, 0, self.history);
+        put_u64(out, 8, self.delay_ns);
+    }
+
+    /// Decodes the payload.
+    ///
+    /// # Errors
+    /// [`AbiError::Truncated`].
+    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
+        check_len(buf, Self::SIZE)?;
+        Ok(Self {
+            history: get_u64(buf, 0),
+            delay_ns: get_u64(buf, 8),
+        })
+    }
+}
+
+/// `HistoryHit.flags`: the access happened in user mode (a kernel object touched through a
+/// user-mode instruction cannot happen; kept so that a surprise shows).
+pub const HIT_USER: u8 = 1;
+
+/// A debug-register trap on a watched range: the accessing instruction has completed, so `ip`
+/// is the instruction *after* it (userland finds the accessing one by decoding the function
+/// from its start) and `regs` are the registers after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct HistoryHit {
+    /// The history.
+    pub history: u64,
+    /// Instruction pointer at the trap: just after the accessing instruction.
+    pub ip: u64,
+    /// General-purpose registers at the trap, indexed by [`reg`].
+    pub regs: [u64; SAMPLE_REGS],
+    /// Thread group id of the accessing task.
+    pub pid: u32,
+    /// Thread id of the accessing task.
+    pub tid: u32,
+    /// Index of the watched range that was hit (into [`HistoryStart::ranges`]).
+    pub range: u8,
+    /// `HIT_*` flags.
+    pub flags: u8,
+    /// Number of this hit in its history, from 0; gaps are hits dropped for lack of room.
+    pub seq: u32,
+}
+
+impl HistoryHit {
+    /// Payload size on the wire.
+    pub const SIZE: usize = 160;
+
+    /// Encodes the payload.
+    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
+        put_u64(out, 0, self.history);
+        put_u64(out, 8, self.ip);
+        for (i, r) in self.regs.iter().enumerate() {
+            put_u64(out, 16 + 8 * i, *r);
+        }
+        put_u32(out, 144, self.pid);
+        put_u32(out, 148, self.tid);
+        out[152] = self.range;
+        out[153] = self.flags;
+        put_u16(out, 154, 0);
+        put_u32(out, 156, self.seq);
+    }
+
+    /// Decodes the payload.
+    ///
+    /// # Errors
+    /// [`AbiError::Truncated`], [`AbiError::NonZeroReserved`], or [`AbiError::OutOfRange`]
+    /// for a range index beyond [`HISTORY_RANGES`] or unknown flags.
+    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
+        check_len(buf, Self::SIZE)?;
+        if get_u16(buf, 154) != 0 {
+            return Err(AbiError::NonZeroReserved);
+        }
+        if usize::from(buf[152]) >= HISTORY_RANGES || buf[153] & !HIT_USER != 0 {
+            return Err(AbiError::OutOfRange);
+        }
+        let mut regs = [0u64; SAMPLE_REGS];
+        for (i, r) in regs.iter_mut().enumerate() {
+            *r = get_u64(buf, 16 + 8 * i);
+        }
+        Ok(Self {
+            history: get_u64(buf, 0),
+            ip: get_u64(buf, 8),
+            regs,
+            pid: get_u32(buf, 144),
+            tid: get_u32(buf, 148),
+            range: buf[152],
+            flags: buf[153],
+            seq: get_u32(buf, 156),
+        })
+    }
+}
+
+/// `HistoryEnd.reason`: the object was freed (a free tracepoint, which fires before the
+/// allocator reuses the memory).
+pub const HISTORY_END_FREED: u32 = 1;
+/// `HistoryEnd.reason`: the object's address was allocated again without a traced free (bulk
+/// frees have no tracepoint), so it had been freed at some unknown earlier time.
+pub const HISTORY_END_REALLOCATED: u32 = 2;
+/// `HistoryEnd.reason`: the object lived longer than the plan's timeout (or was freed by a
+/// path without a tracepoint and never reused): the history stops there.
+pub const HISTORY_END_TIMEOUT: u32 = 3;
+/// `HistoryEnd.reason`: collection stopped while the object was alive.
+pub const HISTORY_END_STOPPED: u32 = 4;
+
+/// A history ended and every CPU's debug registers are (or are about to be: hits are ignored
+/// from now on) pointed away from the object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct HistoryEnd {
+    /// The history.
+    pub history: u64,
+    /// The object's address.
+    pub object: u64,
+    /// The free's call site ([`HISTORY_END_FREED`]), else 0.
+    pub call_site: u64,
+    /// `HISTORY_END_*`.
+    pub reason: u32,
+    /// Hits recorded.
+    pub hits: u32,
+    /// Hits not recorded: over the plan's `max_hits`, or the ring was full.
+    pub dropped_hits: u32,
+    /// Nanoseconds from the start to the end of the history.
+    pub lifetime_ns: u64,
+}
+
+impl HistoryEnd {
+    /// Payload size on the wire.
+    pub const SIZE: usize = 48;
+
+    /// Encodes the payload.
+    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
+        put_u64(out, 0, self.history);
+        put_u64(out, 8, self.object);
+        put_u64(out, 16, self.call_site);
+        put_u32(out, 24, self.reason);
+        put_u32(out, 28, self.hits);
+        put_u32(out, 32, self.dropped_hits);
+        put_u32(out, 36, 0);
+        put_u64(out, 40, self.lifetime_ns);
+    }
+
+    /// Decodes the payload.
+    ///
+    /// # Errors
+    /// [`AbiError::Truncated`], [`AbiError::NonZeroReserved`], or [`AbiError::OutOfRange`]
+    /// for an unknown reason.
+    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
+        check_len(buf, Self::SIZE)?;
+        if get_u32(buf, 36) != 0 {
+            return Err(AbiError::NonZeroReserved);
+        }
+        let end = Self {
+            history: get_u64(buf, 0),
+            object: get_u64(buf, 8),
+            call_site: get_u64(buf, 16),
+            reason: get_u32(buf, 24),
+            hits: get_u32(buf, 28),
+            dropped_hits: get_u32(buf, 32),
+            lifetime_ns: get_u64(buf, 40),
+        };
+        if !(HISTORY_END_FREED..=HISTORY_END_STOPPED).contains(&end.reason) {
+            return Err(AbiError::OutOfRange);
+        }
+        Ok(end)
+    }
+}
+
 /// A decoded record payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[allow(
@@ -792,6 +1114,14 @@ pub enum Record {
     Lost(Lost),
     /// See [`AccessSample`].
     AccessSample(AccessSample),
+    /// See [`HistoryStart`].
+    HistoryStart(HistoryStart),
+    /// See [`HistoryArm`].
+    HistoryArm(HistoryArm),
+    /// See [`HistoryHit`].
+    HistoryHit(HistoryHit),
+    /// See [`HistoryEnd`].
+    HistoryEnd(HistoryEnd),
 }
 
 impl Record {
@@ -805,6 +1135,10 @@ impl Record {
             Self::Lost(_) => RecordKind::Lost,
             Self::AccessSample(s) if s.ibs.is_some() => RecordKind::IbsSample,
             Self::AccessSample(_) => RecordKind::AccessSample,
+            Self::HistoryStart(_) => RecordKind::HistoryStart,
+            Self::HistoryArm(_) => RecordKind::HistoryArm,
+            Self::HistoryHit(_) => RecordKind::HistoryHit,
+            Self::HistoryEnd(_) => RecordKind::HistoryEnd,
         }
     }
 
@@ -855,6 +1189,26 @@ impl Record {
                         .copy_from_slice(&p);
                 }
             }
+            Self::HistoryStart(r) => {
+                let mut p = [0u8; HistoryStart::SIZE];
+                r.encode(&mut p);
+                payload[..HistoryStart::SIZE].copy_from_slice(&p);
+            }
+            Self::HistoryArm(r) => {
+                let mut p = [0u8; HistoryArm::SIZE];
+                r.encode(&mut p);
+                payload[..HistoryArm::SIZE].copy_from_slice(&p);
+            }
+            Self::HistoryHit(r) => {
+                let mut p = [0u8; HistoryHit::SIZE];
+                r.encode(&mut p);
+                payload[..HistoryHit::SIZE].copy_from_slice(&p);
+            }
+            Self::HistoryEnd(r) => {
+                let mut p = [0u8; HistoryEnd::SIZE];
+                r.encode(&mut p);
+                payload[..HistoryEnd::SIZE].copy_from_slice(&p);
+            }
         }
         size
     }
@@ -885,6 +1239,10 @@ impl Record {
             RecordKind::Free => *out = Self::Free(Free::decode(payload)?),
             RecordKind::CacheInfo => *out = Self::CacheInfo(CacheInfo::decode(payload)?),
             RecordKind::Lost => *out = Self::Lost(Lost::decode(payload)?),
+            RecordKind::HistoryStart => *out = Self::HistoryStart(HistoryStart::decode(payload)?),
+            RecordKind::HistoryArm => *out = Self::HistoryArm(HistoryArm::decode(payload)?),
+            RecordKind::HistoryHit => *out = Self::HistoryHit(HistoryHit::decode(payload)?),
+            RecordKind::HistoryEnd => *out = Self::HistoryEnd(HistoryEnd::decode(payload)?),
             RecordKind::AccessSample | RecordKind::IbsSample => {
                 let ibs = kind == RecordKind::IbsSample;
                 let (sample, regs) = payload.split_at(AccessSample::SIZE);
@@ -929,6 +1287,19 @@ const _: () = {
     assert!(RecordKind::IbsSample
         .record_size()
         .is_multiple_of(RECORD_ALIGN));
+    assert!(RecordKind::HistoryStart
+        .record_size()
+        .is_multiple_of(RECORD_ALIGN));
+    assert!(RecordKind::HistoryArm
+        .record_size()
+        .is_multiple_of(RECORD_ALIGN));
+    assert!(RecordKind::HistoryHit
+        .record_size()
+        .is_multiple_of(RECORD_ALIGN));
+    assert!(RecordKind::HistoryEnd
+        .record_size()
+        .is_multiple_of(RECORD_ALIGN));
+    assert!(MAX_RECORD_SIZE >= RecordKind::HistoryHit.record_size());
     assert!(MAX_RECORD_SIZE == RecordKind::IbsSample.record_size());
     assert!(MAX_RECORD_SIZE < u16::MAX as usize);
     assert!(MAX_RECORD_SIZE >= RecordKind::Alloc.record_size());
@@ -961,6 +1332,10 @@ pub const IOC_START: u32 = ioc(IOC_NONE, 2, 0);
 pub const IOC_STOP: u32 = ioc(IOC_NONE, 3, 0);
 /// Reads and writes [`Status`].
 pub const IOC_STATUS: u32 = ioc(IOC_READ | IOC_WRITE, 4, Status::SIZE);
+/// Writes [`HistoryPlan`]: after `IOC_CONFIGURE` with [`EVENT_HISTORIES`], before
+/// `IOC_START`. ENOENT when a target's cache does not exist, EINVAL when a range lies beyond
+/// its objects.
+pub const IOC_HISTORY_PLAN: u32 = ioc(IOC_WRITE, 5, HistoryPlan::SIZE);
 
 /// `VersionInfo.samplers` bit: software cpu-clock sampler.
 pub const SAMPLER_SOFTWARE: u32 = 1;
@@ -974,6 +1349,9 @@ pub const FEATURE_SLAB_EVENTS: u32 = 1;
 /// `VersionInfo.features` bit: the caches that exist at start can be listed (else only caches
 /// seen during collection get a [`CacheInfo`]).
 pub const FEATURE_CACHE_WALK: u32 = 2;
+/// `VersionInfo.features` bit: object access histories ([`EVENT_HISTORIES`]) are available
+/// (the kernel has hardware breakpoints and the kmem tracepoints were found).
+pub const FEATURE_HISTORIES: u32 = 4;
 
 /// What the module is and can do (`IOC_VERSION`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -1036,8 +1414,11 @@ impl VersionInfo {
 pub const EVENT_SLAB: u32 = 1;
 /// `Config.events` bit: access samples from the sampler named in `Config.sampler`.
 pub const EVENT_SAMPLES: u32 = 2;
+/// `Config.events` bit: object access histories with debug registers, following an
+/// `IOC_HISTORY_PLAN`. Needs [`EVENT_SLAB`]: the slab tracepoints start and end histories.
+pub const EVENT_HISTORIES: u32 = 4;
 /// Every `EVENT_*` bit this ABI version defines.
-pub const EVENT_ALL: u32 = EVENT_SLAB | EVENT_SAMPLES;
+pub const EVENT_ALL: u32 = EVENT_SLAB | EVENT_SAMPLES | EVENT_HISTORIES;
 
 /// Shortest sampling period accepted (10 µs): below it the sampler's own cost dominates.
 pub const MIN_SAMPLE_PERIOD_NS: u32 = 10_000;
@@ -1121,7 +1502,9 @@ impl Config {
             pmu_config1: get_u64(buf, 40),
         };
         let size_ok = config.struct_size as usize == Self::SIZE;
-        let events_ok = config.events != 0 && config.events & !EVENT_ALL == 0;
+        let events_ok = config.events != 0
+            && config.events & !EVENT_ALL == 0
+            && (config.events & EVENT_HISTORIES == 0 || config.events & EVENT_SLAB != 0);
         let ring_ok = config.ring_bytes.is_power_of_two()
             && (MIN_RING_BYTES..=MAX_RING_BYTES).contains(&config.ring_bytes);
         let period = config.sample_period_ns;
@@ -1155,6 +1538,183 @@ impl Config {
     }
 }
 
+/// Targets one [`HistoryPlan`] holds at most.
+pub const MAX_HISTORY_TARGETS: usize = 8;
+/// Most histories per second a plan may ask for: each costs IPIs to every CPU at its start and
+/// end, and a trap per watched access.
+pub const MAX_HISTORIES_PER_SEC: u32 = 1000;
+/// Longest history timeout a plan may ask for (ms).
+pub const MAX_HISTORY_TIMEOUT_MS: u32 = 600_000;
+/// Most hits one history may record.
+pub const MAX_HISTORY_HITS: u32 = 1 << 20;
+
+/// What to watch in objects of one type: the cache by name, optionally only allocations from
+/// call sites in `[site_start, site_end)` (one function, to split a `kmalloc-N` cache), and
+/// one range or a pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HistoryTarget {
+    /// The cache's name, NUL-padded, as in [`CacheInfo::name`].
+    pub cache_name: [u8; CACHE_NAME_BYTES],
+    /// First call site accepted; with `site_end` 0: any.
+    pub site_start: u64,
+    /// End (exclusive) of the call sites accepted; 0: any.
+    pub site_end: u64,
+    /// The ranges to watch; the second may be unused (zero).
+    pub ranges: [WatchRange; HISTORY_RANGES],
+}
+
+impl Default for HistoryTarget {
+    fn default() -> Self {
+        Self {
+            cache_name: [0; CACHE_NAME_BYTES],
+            site_start: 0,
+            site_end: 0,
+            ranges: [WatchRange::default(); HISTORY_RANGES],
+        }
+    }
+}
+
+impl HistoryTarget {
+    /// Size on the wire.
+    pub const SIZE: usize = 80;
+
+    /// The name without its NUL padding.
+    #[must_use]
+    pub fn name_bytes(&self) -> &[u8] {
+        let len = self
+            .cache_name
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(CACHE_NAME_BYTES);
+        &self.cache_name[..len]
+    }
+
+    /// This target with `name` as its cache name (cut to [`CACHE_NAME_BYTES`] - 1 bytes).
+    #[must_use]
+    pub fn with_name(mut self, name: &[u8]) -> Self {
+        self.cache_name = [0; CACHE_NAME_BYTES];
+        let len = name.len().min(CACHE_NAME_BYTES - 1);
+        self.cache_name[..len].copy_from_slice(&name[..len]);
+        self
+    }
+
+    fn encode(&self, out: &mut [u8], off: usize) {
+        out[off..off + CACHE_NAME_BYTES].copy_from_slice(&self.cache_name);
+        put_u64(out, off + 48, self.site_start);
+        put_u64(out, off + 56, self.site_end);
+        self.ranges[0].put(out, off + 64);
+        self.ranges[1].put(out, off + 72);
+    }
+
+    fn decode(buf: &[u8], off: usize) -> Self {
+        let mut cache_name = [0u8; CACHE_NAME_BYTES];
+        cache_name.copy_from_slice(&buf[off..off + CACHE_NAME_BYTES]);
+        Self {
+            cache_name,
+            site_start: get_u64(buf, off + 48),
+            site_end: get_u64(buf, off + 56),
+            ranges: [
+                WatchRange::get(buf, off + 64),
+                WatchRange::get(buf, off + 72),
+            ],
+        }
+    }
+
+    /// A usable target: a non-empty name followed only by NULs, a sane site range, ranges a
+    /// debug register can watch.
+    fn is_valid(&self) -> bool {
+        let name = self.name_bytes();
+        let padding_ok = self.cache_name[name.len()..].iter().all(|&b| b == 0);
+        let sites_ok =
+            (self.site_start == 0 && self.site_end == 0) || self.site_start < self.site_end;
+        !name.is_empty() && padding_ok && sites_ok && ranges_ok(&self.ranges)
+    }
+}
+
+/// Which objects to watch and how often (`IOC_HISTORY_PLAN`). The module watches one object at
+/// a time: the next allocation of a target's type after the previous history ended and the
+/// rate allows, taking targets in turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct HistoryPlan {
+    /// Must be [`HistoryPlan::SIZE`].
+    pub struct_size: u32,
+    /// Targets used, 1..=[`MAX_HISTORY_TARGETS`]; the rest must be zero.
+    pub target_count: u32,
+    /// Histories started per second at most, 1..=[`MAX_HISTORIES_PER_SEC`].
+    pub max_per_sec: u32,
+    /// A history still running after this many ms ends with [`HISTORY_END_TIMEOUT`];
+    /// 1..=[`MAX_HISTORY_TIMEOUT_MS`].
+    pub timeout_ms: u32,
+    /// Hits recorded per history at most, 1..=[`MAX_HISTORY_HITS`]; later ones are counted.
+    pub max_hits: u32,
+    /// The targets.
+    pub targets: [HistoryTarget; MAX_HISTORY_TARGETS],
+}
+
+impl HistoryPlan {
+    /// Size on the wire.
+    pub const SIZE: usize = 24 + MAX_HISTORY_TARGETS * HistoryTarget::SIZE;
+
+    /// The targets in use.
+    #[must_use]
+    pub fn used_targets(&self) -> &[HistoryTarget] {
+        &self.targets[..(self.target_count as usize).min(MAX_HISTORY_TARGETS)]
+    }
+
+    /// Encodes the structure.
+    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
+        put_u32(out, 0, self.struct_size);
+        put_u32(out, 4, self.target_count);
+        put_u32(out, 8, self.max_per_sec);
+        put_u32(out, 12, self.timeout_ms);
+        put_u32(out, 16, self.max_hits);
+        put_u32(out, 20, 0);
+        for (i, t) in self.targets.iter().enumerate() {
+            t.encode(out, 24 + i * HistoryTarget::SIZE);
+        }
+    }
+
+    /// Decodes and validates the structure.
+    ///
+    /// # Errors
+    /// [`AbiError::Truncated`], [`AbiError::NonZeroReserved`] (padding, or an unused target
+    /// that is not all zero), or [`AbiError::OutOfRange`].
+    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
+        check_len(buf, Self::SIZE)?;
+        if get_u32(buf, 20) != 0 {
+            return Err(AbiError::NonZeroReserved);
+        }
+        let mut plan = Self {
+            struct_size: get_u32(buf, 0),
+            target_count: get_u32(buf, 4),
+            max_per_sec: get_u32(buf, 8),
+            timeout_ms: get_u32(buf, 12),
+            max_hits: get_u32(buf, 16),
+            targets: [HistoryTarget::default(); MAX_HISTORY_TARGETS],
+        };
+        for (i, t) in plan.targets.iter_mut().enumerate() {
+            *t = HistoryTarget::decode(buf, 24 + i * HistoryTarget::SIZE);
+        }
+        let count = plan.target_count as usize;
+        let ok = plan.struct_size as usize == Self::SIZE
+            && (1..=MAX_HISTORY_TARGETS).contains(&count)
+            && (1..=MAX_HISTORIES_PER_SEC).contains(&plan.max_per_sec)
+            && (1..=MAX_HISTORY_TIMEOUT_MS).contains(&plan.timeout_ms)
+            && (1..=MAX_HISTORY_HITS).contains(&plan.max_hits)
+            && plan.targets[..count].iter().all(HistoryTarget::is_valid);
+        if !ok {
+            return Err(AbiError::OutOfRange);
+        }
+        if plan.targets[count..]
+            .iter()
+            .any(|t| *t != HistoryTarget::default())
+        {
+            return Err(AbiError::NonZeroReserved);
+        }
+        Ok(plan)
+    }
+}
+
 /// Device state: open, not configured.
 pub const STATE_IDLE: u32 = 0;
 /// Device state: configured, not started.
@@ -1182,11 +1742,21 @@ pub struct Status {
     pub records_lost: u64,
     /// Out: bytes handed to `read()`.
     pub bytes_read: u64,
+    /// Out: histories started.
+    pub histories_started: u64,
+    /// Out: debug-register traps ignored: on a CPU whose registers still pointed at a history
+    /// that had ended (they are re-pointed asynchronously), or that was not ours.
+    pub stray_hits: u64,
+    /// Out: (CPU, debug register) pairs pointing at an object now; 0 when no history runs,
+    /// and always 0 once collection has stopped.
+    pub armed_slots: u32,
+    /// Out: debug registers reserved on each CPU for histories (0 when none are).
+    pub reserved_slots: u32,
 }
 
 impl Status {
     /// Size on the wire.
-    pub const SIZE: usize = 48;
+    pub const SIZE: usize = 72;
 
     /// Encodes the structure.
     pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
@@ -1198,6 +1768,10 @@ impl Status {
         put_u64(out, 24, self.records_written);
         put_u64(out, 32, self.records_lost);
         put_u64(out, 40, self.bytes_read);
+        put_u64(out, 48, self.histories_started);
+        put_u64(out, 56, self.stray_hits);
+        put_u32(out, 64, self.armed_slots);
+        put_u32(out, 68, self.reserved_slots);
     }
 
     /// Decodes the structure.
@@ -1217,6 +1791,10 @@ impl Status {
             records_written: get_u64(buf, 24),
             records_lost: get_u64(buf, 32),
             bytes_read: get_u64(buf, 40),
+            histories_started: get_u64(buf, 48),
+            stray_hits: get_u64(buf, 56),
+            armed_slots: get_u32(buf, 64),
+            reserved_slots: get_u32(buf, 68),
         })
     }
 }

@@ -484,6 +484,65 @@ fn record_line(
         ),
         Record::Lost(l) => writeln!(out, " count={}", l.count),
         Record::AccessSample(a) => sample_line(a, syms, decoder, out),
+        Record::HistoryStart(s) => writeln!(
+            out,
+            " history={} object={:#x} cache={} site={} target={} ranges={}",
+            s.history,
+            s.object,
+            cache_text(s.cache, infos),
+            site_text(s.call_site, syms),
+            s.target,
+            ranges_text(&s.ranges),
+        ),
+        Record::HistoryArm(a) => {
+            writeln!(out, " history={} delay_ns={}", a.history, a.delay_ns)
+        }
+        Record::HistoryHit(hit) => writeln!(
+            out,
+            " history={} seq={} range={} trap_ip={} pid={} tid={}{}",
+            hit.history,
+            hit.seq,
+            hit.range,
+            site_text(hit.ip, syms),
+            hit.pid,
+            hit.tid,
+            if hit.flags & dprof_abi::HIT_USER == 0 {
+                ""
+            } else {
+                " user"
+            },
+        ),
+        Record::HistoryEnd(e) => writeln!(
+            out,
+            " history={} object={:#x} reason={} site={} hits={} dropped_hits={} lifetime_ns={}",
+            e.history,
+            e.object,
+            history_end_name(e.reason),
+            site_text(e.call_site, syms),
+            e.hits,
+            e.dropped_hits,
+            e.lifetime_ns,
+        ),
+    }
+}
+
+/// `offset+len` for each watched range in use.
+fn ranges_text(ranges: &[dprof_abi::WatchRange]) -> String {
+    let used: Vec<String> = ranges
+        .iter()
+        .filter(|r| r.len != 0)
+        .map(|r| format!("{}+{}", r.offset, r.len))
+        .collect();
+    used.join(",")
+}
+
+fn history_end_name(reason: u32) -> &'static str {
+    match reason {
+        dprof_abi::HISTORY_END_FREED => "freed",
+        dprof_abi::HISTORY_END_REALLOCATED => "reallocated",
+        dprof_abi::HISTORY_END_TIMEOUT => "timeout",
+        dprof_abi::HISTORY_END_STOPPED => "stopped",
+        _ => "?",
     }
 }
 
@@ -594,6 +653,40 @@ fn record_json(
         }),
         Record::Lost(l) => json!({ "count": l.count }),
         Record::AccessSample(a) => sample_json(a, syms, decoder),
+        Record::HistoryStart(s) => json!({
+            "history": s.history,
+            "object": hex(s.object),
+            "cache": hex(s.cache),
+            "cache_name": name_of(s.cache),
+            "call_site": hex(s.call_site),
+            "symbol": symbol(s.call_site),
+            "target": s.target,
+            "ranges": s.ranges.iter().filter(|r| r.len != 0)
+                .map(|r| json!({ "offset": r.offset, "len": r.len }))
+                .collect::<Vec<_>>(),
+        }),
+        Record::HistoryArm(a) => json!({ "history": a.history, "delay_ns": a.delay_ns }),
+        Record::HistoryHit(hit) => json!({
+            "history": hit.history,
+            "seq": hit.seq,
+            "range": hit.range,
+            "trap_ip": hex(hit.ip),
+            "symbol": symbol(hit.ip),
+            "pid": hit.pid,
+            "tid": hit.tid,
+            "user": hit.flags & dprof_abi::HIT_USER != 0,
+            "regs": hit.regs.iter().map(|&r| hex(r)).collect::<Vec<_>>(),
+        }),
+        Record::HistoryEnd(e) => json!({
+            "history": e.history,
+            "object": hex(e.object),
+            "reason": history_end_name(e.reason),
+            "call_site": hex(e.call_site),
+            "symbol": symbol(e.call_site),
+            "hits": e.hits,
+            "dropped_hits": e.dropped_hits,
+            "lifetime_ns": e.lifetime_ns,
+        }),
     };
     let mut full = json!({
         "cpu": h.cpu,
@@ -692,8 +785,14 @@ fn summary_text(profile: &Profile, out: &mut impl Write) -> Result<(), Failure> 
     )?;
     writeln!(
         out,
-        "kinds: alloc={} free={} cache_info={} lost={} sample={}",
-        s.kinds.alloc, s.kinds.free, s.kinds.cache_info, s.kinds.lost, s.kinds.sample
+        "kinds: alloc={} free={} cache_info={} lost={} sample={} history={} (hits {})",
+        s.kinds.alloc,
+        s.kinds.free,
+        s.kinds.cache_info,
+        s.kinds.lost,
+        s.kinds.sample,
+        s.kinds.history,
+        s.kinds.history_hit
     )?;
     match (s.first_time_ns, s.last_time_ns) {
         (Some(a), Some(b)) => writeln!(

@@ -422,6 +422,11 @@ impl<'s> Analyzer<'s> {
                 flags: a.flags,
             }),
             Record::Free(free) => Event::Free(free.ptr),
+            // Histories have their own analysis (the data flow view).
+            Record::HistoryStart(_)
+            | Record::HistoryArm(_)
+            | Record::HistoryHit(_)
+            | Record::HistoryEnd(_) => return,
             Record::AccessSample(sample) => match self.sample_event(header.cpu, sample) {
                 Some(event) => event,
                 None => return,

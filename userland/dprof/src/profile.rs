@@ -14,6 +14,7 @@
 //! | 2 | Kallsyms | text of `/proc/kallsyms` when collection started | exactly one |
 //! | 3 | Modules | text of `/proc/modules` when collection started | exactly one |
 //! | 4 | Records | whole ABI records as read from `/dev/dprof`, at most [`MAX_RECORDS_CHUNK`] bytes | any number |
+//! | 7 | Text | kernel code bytes the records point at ([`KernelText`]) | at most one |
 //! | 6 | Stop | JSON [`StopInfo`]: why and when collection stopped, the module's counters | exactly one |
 //! | 5 | End | u64 records, u64 record bytes, u64 Records sections | exactly one, last |
 //!
@@ -35,6 +36,7 @@ mod error;
 pub mod example;
 mod header;
 mod reader;
+mod text;
 mod writer;
 
 #[cfg(test)]
@@ -46,6 +48,7 @@ pub use header::{
     PmuEvent, ProfileHeader, SamplingConfig, StopInfo, StopReason, Target,
 };
 pub use reader::{Profile, Records};
+pub use text::KernelText;
 pub use writer::{partial_path, ProfileEncoder, ProfileWriter};
 
 /// The first 8 bytes of every profile.
@@ -77,6 +80,8 @@ pub enum SectionKind {
     End = 5,
     /// JSON [`StopInfo`].
     Stop = 6,
+    /// Kernel code bytes ([`KernelText`]).
+    Text = 7,
 }
 
 impl SectionKind {
@@ -90,6 +95,7 @@ impl SectionKind {
             4 => Some(Self::Records),
             5 => Some(Self::End),
             6 => Some(Self::Stop),
+            7 => Some(Self::Text),
             _ => None,
         }
     }
@@ -104,6 +110,7 @@ impl SectionKind {
             Self::Records => "Records",
             Self::End => "End",
             Self::Stop => "Stop",
+            Self::Text => "Text",
         }
     }
 }

@@ -78,6 +78,30 @@ pub struct KindCounts {
     pub lost: u64,
     /// `AccessSample` records.
     pub sample: u64,
+    /// History records of every kind (start, arm, hit, end).
+    pub history: u64,
+    /// `HistoryHit` records.
+    pub history_hit: u64,
+}
+
+impl KindCounts {
+    fn count(&mut self, record: &Record) {
+        let counter = match record {
+            Record::Alloc(_) => &mut self.alloc,
+            Record::Free(_) => &mut self.free,
+            Record::CacheInfo(_) => &mut self.cache_info,
+            Record::Lost(_) => &mut self.lost,
+            Record::AccessSample(_) => &mut self.sample,
+            Record::HistoryHit(_) => {
+                self.history_hit += 1;
+                &mut self.history
+            }
+            Record::HistoryStart(_) | Record::HistoryArm(_) | Record::HistoryEnd(_) => {
+                &mut self.history
+            }
+        };
+        *counter += 1;
+    }
 }
 
 /// Lost records of one CPU.
@@ -169,26 +193,26 @@ impl Summary {
             let (header, record) = item?;
             earliest = Some(earliest.map_or(header.time_ns, |t| t.min(header.time_ns)));
             latest = Some(latest.map_or(header.time_ns, |t| t.max(header.time_ns)));
+            kinds.count(&record);
             match record {
                 Record::Alloc(a) => {
-                    kinds.alloc += 1;
                     per_cache.entry(a.cache).or_default().0 += 1;
                 }
                 Record::Free(f) => {
-                    kinds.free += 1;
                     per_cache.entry(f.cache).or_default().1 += 1;
                 }
                 Record::CacheInfo(info) => {
-                    kinds.cache_info += 1;
                     infos.entry(info.cache).or_insert(info);
                 }
                 Record::Lost(l) => {
-                    kinds.lost += 1;
                     let n = lost_by_cpu.entry(header.cpu).or_default();
                     *n = n.saturating_add(l.count);
                 }
+                Record::HistoryStart(_)
+                | Record::HistoryArm(_)
+                | Record::HistoryHit(_)
+                | Record::HistoryEnd(_) => {}
                 Record::AccessSample(a) => {
-                    kinds.sample += 1;
                     decoder.access(&a);
                     if a.flags & SAMPLE_USER != 0 {
                         samples.user += 1;
@@ -277,6 +301,8 @@ mod tests {
                 cache_info: 3,
                 lost: 1,
                 sample: 3,
+                history: 0,
+                history_hit: 0,
             }
         );
         assert_eq!((s.samples.kernel, s.samples.user), (2, 1));

@@ -174,6 +174,14 @@ pub enum ProfileError {
         /// [`super::END_SIZE`].
         expected: u64,
     },
+    /// A Text section whose blocks do not parse.
+    #[error("Text section: bad block at offset {offset}: {reason}")]
+    BadText {
+        /// Offset of the block.
+        offset: u64,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// End section counts that do not match the file.
     #[error(
         "End section at offset {offset} declares {declared} {what} but the file holds \
@@ -212,6 +220,7 @@ impl ProfileError {
             | Self::ChunkTooLarge { offset, .. }
             | Self::BadRecord { offset, .. }
             | Self::BadEndSize { offset, .. }
+            | Self::BadText { offset, .. }
             | Self::EndMismatch { offset, .. } => Some(offset),
         }
     }

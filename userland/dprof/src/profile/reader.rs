@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use dprof_abi::{Record, RecordHeader};
 
 use super::{
-    check_record_into, ProfileError, ProfileHeader, SectionKind, StopInfo, END_SIZE,
+    check_record_into, KernelText, ProfileError, ProfileHeader, SectionKind, StopInfo, END_SIZE,
     FILE_HEADER_SIZE, FORMAT_VERSION, MAGIC, MAX_RECORDS_CHUNK, SECTION_HEADER_SIZE,
 };
 
@@ -91,9 +91,10 @@ struct Layout {
     stop: StopInfo,
     kallsyms: Vec<u8>,
     modules: Vec<u8>,
+    text: KernelText,
     /// Offset of the first section after Modules: the first Records section, if any.
     records_start: u64,
-    /// Offset of the Stop section, which ends the Records sections.
+    /// Offset of the section that ends the Records sections (Text or Stop).
     records_end: u64,
     /// The End section's counts, in its order: records, bytes of records, Records sections.
     /// Bytes and sections were checked against the section headers at open; records are
@@ -167,6 +168,12 @@ impl Profile {
     #[must_use]
     pub fn modules(&self) -> &[u8] {
         &self.layout.modules
+    }
+
+    /// Kernel code captured at the end of collection (empty when none was).
+    #[must_use]
+    pub fn text(&self) -> &KernelText {
+        &self.layout.text
     }
 
     /// Number of records the End section declares. Checked against the records when
@@ -447,8 +454,10 @@ enum Expect {
     Header,
     Kallsyms,
     Modules,
-    /// Records sections or the Stop section.
+    /// Records sections, the Text section or the Stop section.
     Body,
+    /// The Stop section (after Text).
+    Stop,
     End,
 }
 
@@ -491,6 +500,7 @@ fn parse(source: &Source, len: u64) -> Result<Layout, ProfileError> {
     let mut stop: Option<StopInfo> = None;
     let mut kallsyms = Vec::new();
     let mut modules = Vec::new();
+    let mut text = KernelText::new();
     let mut chunks = 0u64;
     let mut record_bytes = 0u64;
     let mut records_start = 0;
@@ -538,10 +548,20 @@ fn parse(source: &Source, len: u64) -> Result<Layout, ProfileError> {
                 record_bytes += section_end - payload_offset;
                 chunks += 1;
             }
-            (Expect::Body, SectionKind::Stop) => {
-                stop = Some(parse_json(&payload, payload_offset, kind)?);
+            (Expect::Body, SectionKind::Text) => {
+                text = KernelText::decode(&payload, payload_offset)?;
                 records_end = offset;
+                expect = Expect::Stop;
+            }
+            (Expect::Body | Expect::Stop, SectionKind::Stop) => {
+                stop = Some(parse_json(&payload, payload_offset, kind)?);
+                if expect == Expect::Body {
+                    records_end = offset;
+                }
                 expect = Expect::End;
+            }
+            (Expect::Stop, _) => {
+                return misplaced("the Text section must be followed by the Stop section")
             }
             (Expect::Body, SectionKind::End) => {
                 return misplaced("the Stop section must come before the End section")
@@ -564,6 +584,7 @@ fn parse(source: &Source, len: u64) -> Result<Layout, ProfileError> {
                     stop,
                     kallsyms,
                     modules,
+                    text,
                     records_start,
                     records_end,
                     end,

@@ -786,3 +786,100 @@ fn a_file_cut_after_open_is_an_error_not_a_panic() {
         .expect_err("the cut shows");
     assert!(matches!(err, ProfileError::Io { .. }), "{err}");
 }
+
+fn example_text() -> KernelText {
+    let mut text = KernelText::new();
+    text.insert(0xffff_ffff_8100_0010, &[0x55, 0x48, 0x89, 0xe5]);
+    text.insert(0xffff_ffff_c000_0000, &[0xc3; 11]);
+    text
+}
+
+#[test]
+fn text_section_round_trips_through_the_writer() {
+    let text = example_text();
+    let mut encoder = ProfileEncoder::new(Vec::new(), &example_header(), b"", b"").expect("header");
+    encoder.records(&alloc_record(0)).expect("records");
+    let stop: StopInfo = serde_json::from_slice(&stop_json()).expect("stop");
+    let bytes = encoder.finish_with_text(&stop, &text).expect("finish");
+    let profile = Profile::from_vec(bytes).expect("opens");
+    assert_eq!(profile.text(), &text);
+    assert_eq!(profile.validate().expect("records"), 1);
+    assert_eq!(
+        profile.text().bytes_at(0xffff_ffff_8100_0011, 3),
+        Some(&[0x48, 0x89, 0xe5][..])
+    );
+    assert_eq!(profile.text().bytes_at(0xffff_ffff_8100_0011, 4), None);
+    assert_eq!(profile.text().bytes_at(0xffff_ffff_8100_000f, 1), None);
+    // A profile without one reads as having no code.
+    let plain = Profile::from_vec(example_profile()).expect("opens");
+    assert!(plain.text().is_empty());
+}
+
+#[test]
+fn text_blocks_merge_when_they_overlap_or_touch() {
+    let mut text = KernelText::new();
+    text.insert(100, &[1, 2, 3]);
+    text.insert(110, &[9]);
+    text.insert(102, &[7, 4, 5]); // overlaps 100..103: the held byte 3 wins at 102
+    text.insert(105, &[6]); // touches 100..105
+    assert_eq!(text.len(), 2);
+    assert_eq!(text.bytes_at(100, 6), Some(&[1, 2, 3, 4, 5, 6][..]));
+    assert_eq!(text.block_containing(110), Some((110, &[9][..])));
+    assert_eq!(text.block_containing(106), None);
+    let back = KernelText::decode(&text.encode(), 0).expect("decodes");
+    assert_eq!(back, text);
+}
+
+#[test]
+fn bad_text_sections_are_refused_with_the_block_offset() {
+    let good = example_text().encode();
+    let with_text = |payload: Vec<u8>| {
+        let mut sections = with_chunks(&[]);
+        sections.insert(3, (7, payload));
+        build(&sections)
+    };
+    assert!(Profile::from_vec(with_text(good.clone())).is_ok());
+    let mut reserved = good.clone();
+    reserved[12] = 1;
+    let mut cut = good.clone();
+    cut.truncate(18);
+    let mut unsorted = example_text().encode();
+    let second = 16 + 8; // the first block: header + 4 bytes padded to 8
+    let (a, b) = unsorted.split_at(second);
+    // The first block, moved behind the second, is the first out of order.
+    let first_moved = b.len();
+    unsorted = [b, a].concat();
+    let mut padding = good.clone();
+    padding[20] = 0xcc;
+    let mut empty = good.clone();
+    empty[8..12].copy_from_slice(&0u32.to_le_bytes());
+    for (payload, reason, at) in [
+        (reserved, "reserved word", 0),
+        (cut, "runs past the end", 0),
+        (unsorted, "not sorted", first_moved),
+        (padding, "padding", 0),
+        (empty, "empty", 0),
+    ] {
+        let err = error_of(&with_text(payload));
+        assert!(err.to_string().contains(reason), "{err}");
+        let section_payload = 16 + 3 * 16 + header_json().len() as u64 + 16;
+        assert_eq!(err.offset(), Some(section_payload + at as u64), "{err}");
+    }
+    // One Text section at most, and never after Stop.
+    let mut sections = with_chunks(&[]);
+    sections.insert(3, (7, good.clone()));
+    sections.insert(3, (7, good.clone()));
+    let err = error_of(&build(&sections));
+    assert!(
+        err.to_string()
+            .contains("Text section must be followed by the Stop"),
+        "{err}"
+    );
+    let mut sections = with_chunks(&[]);
+    sections.insert(4, (7, good));
+    let err = error_of(&build(&sections));
+    assert!(
+        err.to_string().contains("only the End section may follow"),
+        "{err}"
+    );
+}

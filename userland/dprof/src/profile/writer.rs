@@ -7,8 +7,8 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::{
-    check_record, ProfileHeader, SectionKind, StopInfo, WriteError, FORMAT_VERSION, MAGIC,
-    MAX_RECORDS_CHUNK,
+    check_record, KernelText, ProfileHeader, SectionKind, StopInfo, WriteError, FORMAT_VERSION,
+    MAGIC, MAX_RECORDS_CHUNK,
 };
 
 /// Writes a profile section by section to `W`. The Header, Kallsyms and Modules sections go
@@ -121,7 +121,18 @@ impl<W: Write> ProfileEncoder<W> {
     ///
     /// # Errors
     /// [`WriteError::Io`] when `out` fails.
-    pub fn finish(mut self, stop: &StopInfo) -> Result<W, WriteError> {
+    pub fn finish(self, stop: &StopInfo) -> Result<W, WriteError> {
+        self.finish_with_text(stop, &KernelText::new())
+    }
+
+    /// [`ProfileEncoder::finish`], with a Text section first unless `text` is empty.
+    ///
+    /// # Errors
+    /// [`WriteError::Io`] when `out` fails.
+    pub fn finish_with_text(mut self, stop: &StopInfo, text: &KernelText) -> Result<W, WriteError> {
+        if !text.is_empty() {
+            write_section(&mut self.out, SectionKind::Text, &text.encode())?;
+        }
         let json = serde_json::to_vec(stop).map_err(|e| WriteError::Json {
             kind: SectionKind::Stop,
             message: e.to_string(),
@@ -252,9 +263,21 @@ impl ProfileWriter {
     /// # Errors
     /// [`WriteError::File`]; the `.partial` file is left behind.
     pub fn finish(self, stop: &StopInfo) -> Result<PathBuf, WriteError> {
+        self.finish_with_text(stop, &KernelText::new())
+    }
+
+    /// [`ProfileWriter::finish`] with a Text section (none when `text` is empty).
+    ///
+    /// # Errors
+    /// As [`ProfileWriter::finish`].
+    pub fn finish_with_text(
+        self,
+        stop: &StopInfo,
+        text: &KernelText,
+    ) -> Result<PathBuf, WriteError> {
         let out = self
             .encoder
-            .finish(stop)
+            .finish_with_text(stop, text)
             .map_err(|e| with_path(e, "write", &self.partial))?;
         let file = out.into_inner().map_err(|e| WriteError::File {
             action: "write",

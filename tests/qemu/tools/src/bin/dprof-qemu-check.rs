@@ -146,7 +146,11 @@ fn check_slab_workload(dir: &Path) -> Result<String> {
                     .entry(info.cache)
                     .or_insert_with(|| String::from_utf8_lossy(info.name_bytes()).into_owned());
             }
-            Record::AccessSample(_) => {}
+            Record::AccessSample(_)
+            | Record::HistoryStart(_)
+            | Record::HistoryArm(_)
+            | Record::HistoryHit(_)
+            | Record::HistoryEnd(_) => {}
         }
     }
     let unnamed: u64 = records_per_cache
