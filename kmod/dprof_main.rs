@@ -11,7 +11,9 @@
 //! - CacheInfo for every cache that exists at start and for each cache the first time it is
 //!   seen;
 //! - AccessSample from the software sampler (a cpu-clock perf counter per CPU): ip,
-//!   registers, %gs base and instruction bytes;
+//!   registers, %gs base and instruction bytes; IbsSample from AMD IBS;
+//! - HistoryStart/Arm/Hit/End: object access histories from the debug registers
+//!   (history.rs), following a plan set with IOC_HISTORY_PLAN;
 //! - Lost when a ring was full.
 //!
 //! The ioctl and record ABI is documented in `abi/src/wire.rs` (crate `dprof-abi`), with a
@@ -33,7 +35,12 @@ use kernel::uaccess::UserSlice;
 #[allow(dead_code, unreachable_pub)]
 #[path = "abi/src/wire.rs"]
 mod abi;
+// The debugreg crate's one file: DR7 encoding for re-pointing breakpoints.
+#[allow(dead_code, unreachable_pub)]
+#[path = "../debugreg/src/dr.rs"]
+mod debugreg;
 mod ffi;
+mod history;
 mod ring;
 mod sampler;
 mod session;
@@ -151,6 +158,11 @@ fn stop_session(dev: &mut DeviceState) {
         // SAFETY: registered with this session in start().
         unsafe { tracepoints.unregister(&**session) };
     }
+    // With the probes gone no history can start: end the running one, re-point every CPU and
+    // give the debug registers back.
+    if let Some(histories) = dev.session.as_deref().and_then(Session::histories) {
+        histories.shutdown();
+    }
     dev.state = abi::STATE_STOPPED;
 }
 
@@ -208,6 +220,13 @@ extern "C" fn dprof_rs_read(
             return Err(EINVAL); // not configured
         };
         let mut out = UserSlice::new(buf as usize, len).writer();
+        if dev.state == abi::STATE_RUNNING {
+            if let Some(histories) = session.histories() {
+                let h = core::ptr::from_ref(histories).cast_mut().cast::<c_void>();
+                // SAFETY: `h` lives during the call (the device lock is held).
+                unsafe { ffi::dprof_shim_preempt_off(history::check_timeout_now, h) };
+            }
+        }
         let rings = session.rings();
         let mut copied = 0usize;
         for i in 0..rings.len() {
@@ -254,6 +273,7 @@ fn ioctl(dev: &mut DeviceState, cmd: u32, arg: usize) -> Result<c_long> {
             Ok(0)
         }
         abi::IOC_STATUS => ioctl_status(dev, arg),
+        abi::IOC_HISTORY_PLAN => ioctl_history_plan(dev, arg),
         _ => {
             // Our type and a known number with another size or direction: the caller was built
             // against another layout. Anything else is not ours.
@@ -263,6 +283,7 @@ fn ioctl(dev: &mut DeviceState, cmd: u32, arg: usize) -> Result<c_long> {
                 abi::IOC_START,
                 abi::IOC_STOP,
                 abi::IOC_STATUS,
+                abi::IOC_HISTORY_PLAN,
             ];
             if known.iter().any(|&k| k & 0xFFFF == cmd & 0xFFFF) {
                 Err(EINVAL)
@@ -280,6 +301,11 @@ fn ioctl_version(dev: &DeviceState, arg: usize) -> Result<c_long> {
     }
     if dev.cache_walk {
         features |= abi::FEATURE_CACHE_WALK;
+    }
+    // Histories need the slab probes to start and end them and the cache list to find the
+    // planned caches; x86 always has debug registers.
+    if dev.tracepoints.is_some() && dev.cache_walk {
+        features |= abi::FEATURE_HISTORIES;
     }
     let info = abi::VersionInfo {
         abi_version: abi::ABI_VERSION,
@@ -318,6 +344,20 @@ fn ioctl_configure(dev: &mut DeviceState, arg: usize) -> Result<c_long> {
     Ok(0)
 }
 
+fn ioctl_history_plan(dev: &mut DeviceState, arg: usize) -> Result<c_long> {
+    if dev.state != abi::STATE_CONFIGURED || dev.config.events & abi::EVENT_HISTORIES == 0 {
+        return Err(EINVAL);
+    }
+    let mut bytes = [0u8; abi::HistoryPlan::SIZE];
+    UserSlice::new(arg, bytes.len()).reader().read_slice(&mut bytes)?;
+    let plan = abi::HistoryPlan::decode(&bytes).map_err(|_| EINVAL)?;
+    let Some(session) = dev.session.as_deref_mut() else {
+        return Err(EINVAL);
+    };
+    session.set_history_plan(&plan)?;
+    Ok(0)
+}
+
 fn ioctl_start(dev: &mut DeviceState) -> Result<c_long> {
     if dev.state != abi::STATE_CONFIGURED {
         return Err(EINVAL);
@@ -325,13 +365,23 @@ fn ioctl_start(dev: &mut DeviceState) -> Result<c_long> {
     let Some(session) = dev.session.as_deref() else {
         return Err(EINVAL);
     };
+    if dev.config.events & abi::EVENT_HISTORIES != 0 {
+        // A plan is needed; the debug registers are reserved before the probes can start a
+        // history.
+        session.histories().ok_or(EINVAL)?.start()?;
+    }
     if dev.config.events & abi::EVENT_SLAB != 0 {
         let Some(tracepoints) = dev.tracepoints.as_ref() else {
             return Err(EINVAL);
         };
         // SAFETY: the session outlives the registration: stop_session() unregisters before
         // the session is dropped (release, reconfigure, module exit).
-        unsafe { tracepoints.register(session)? };
+        if let Err(e) = unsafe { tracepoints.register(session) } {
+            if let Some(histories) = session.histories() {
+                histories.shutdown();
+            }
+            return Err(e);
+        }
         // Caches seen by the probes in the meantime are not described twice.
         if dev.cache_walk {
             if let Err(e) = session.describe_existing_caches() {
@@ -351,6 +401,9 @@ fn ioctl_start(dev: &mut DeviceState) -> Result<c_long> {
                         // SAFETY: registered with this session just above.
                         unsafe { tracepoints.unregister(session) };
                     }
+                }
+                if let Some(histories) = session.histories() {
+                    histories.shutdown();
                 }
                 return Err(e);
             }
@@ -379,6 +432,12 @@ fn ioctl_status(dev: &DeviceState, arg: usize) -> Result<c_long> {
         armed_slots: 0,
         reserved_slots: 0,
     };
+    if let Some(histories) = dev.session.as_deref().and_then(Session::histories) {
+        status.histories_started = histories.started();
+        status.stray_hits = histories.stray_hits();
+        status.armed_slots = histories.armed_slots();
+        status.reserved_slots = histories.reserved_slots();
+    }
     let wanted = (request.cpus_len as usize).min(rings.len());
     let mut cpus_out = UserSlice::new(
         request.cpus_ptr as usize,

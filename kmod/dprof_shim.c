@@ -360,3 +360,214 @@ void dprof_shim_sampler_release(struct perf_event *event)
 {
 	perf_event_release_kernel(event);
 }
+
+/*
+ * Debug registers for object access histories (history.rs has the logic and the reasons).
+ *
+ * 6.12 cannot re-point a breakpoint from atomic context (modify_user_hw_breakpoint takes a
+ * mutex), so dprof registers one wide breakpoint per history range once, at start, on a dummy
+ * address in this module, and then re-points it on each CPU by writing that CPU's debug
+ * registers directly (dprof_shim_bp_point, with interrupts off). It keeps the perf event's
+ * arch_hw_breakpoint (address, length) and the per-CPU DR7 shadow cpu_dr7 in step, so that
+ * anything the kernel reinstalls from them (another breakpoint's install, resume) installs
+ * what is really there.
+ */
+#include <linux/hw_breakpoint.h>
+#include <asm/debugreg.h>
+#include <asm/hw_breakpoint.h>
+
+/* Mirrors `HitRegs` in history.rs. */
+struct dprof_hit_regs {
+	u64 ip;
+	u64 regs[16];
+	u32 pid;
+	u32 tid;
+	u32 user;
+};
+
+void dprof_rs_bp_hit(void *ctx, const struct dprof_hit_regs *hit);
+
+/* #DB context (perf_bp_event from hw_breakpoint_handler): no locks, no allocation. */
+static void dprof_bp_overflow(struct perf_event *bp, struct perf_sample_data *data,
+			      struct pt_regs *regs)
+{
+	struct dprof_hit_regs hit;
+
+	hit.ip = instruction_pointer(regs);
+	hit.regs[0] = regs->ax;
+	hit.regs[1] = regs->cx;
+	hit.regs[2] = regs->dx;
+	hit.regs[3] = regs->bx;
+	hit.regs[4] = regs->sp;
+	hit.regs[5] = regs->bp;
+	hit.regs[6] = regs->si;
+	hit.regs[7] = regs->di;
+	hit.regs[8] = regs->r8;
+	hit.regs[9] = regs->r9;
+	hit.regs[10] = regs->r10;
+	hit.regs[11] = regs->r11;
+	hit.regs[12] = regs->r12;
+	hit.regs[13] = regs->r13;
+	hit.regs[14] = regs->r14;
+	hit.regs[15] = regs->r15;
+	hit.pid = current->tgid;
+	hit.tid = current->pid;
+	hit.user = user_mode(regs);
+	dprof_rs_bp_hit(bp->overflow_handler_context, &hit);
+}
+
+/*
+ * A read/write, 8-byte wide breakpoint on every online CPU at `dummy` (8-byte aligned, never
+ * accessed). Returns the per-CPU events or an ERR_PTR (ENOSPC: no free debug register).
+ */
+void *dprof_shim_bp_register(unsigned long dummy, void *ctx)
+{
+	struct perf_event_attr attr;
+
+	hw_breakpoint_init(&attr);
+	attr.bp_addr = dummy;
+	attr.bp_len = HW_BREAKPOINT_LEN_8;
+	attr.bp_type = HW_BREAKPOINT_RW;
+	return (void __force *)register_wide_hw_breakpoint(&attr, dprof_bp_overflow, ctx);
+}
+
+void dprof_shim_bp_unregister(void *events)
+{
+	unregister_wide_hw_breakpoint((struct perf_event * __percpu *)(void __percpu __force *)events);
+}
+
+/* This CPU's event of a wide breakpoint, or NULL when the CPU has none (it was offline). */
+static struct perf_event *dprof_bp_here(void *events)
+{
+	return *this_cpu_ptr((struct perf_event * __percpu *)(void __percpu __force *)events);
+}
+
+/*
+ * The debug register (0..3) that holds this CPU's event of `events`, found by the address the
+ * event installed (each of dprof's breakpoints has its own address); -1 when none does.
+ */
+int dprof_shim_bp_slot(void *events)
+{
+	struct perf_event *bp = dprof_bp_here(events);
+	unsigned long addr;
+
+	if (!bp)
+		return -1;
+	addr = counter_arch_bp(bp)->address;
+#define DPROF_CHECK_DR(n)                       \
+	do {                                     \
+		unsigned long v;                 \
+		get_debugreg(v, n);              \
+		if (v == addr)                   \
+			return n;                \
+	} while (0)
+	DPROF_CHECK_DR(0);
+	DPROF_CHECK_DR(1);
+	DPROF_CHECK_DR(2);
+	DPROF_CHECK_DR(3);
+#undef DPROF_CHECK_DR
+	return -1;
+}
+
+/* The DR7 the kernel believes this CPU has (its per-CPU shadow). */
+unsigned long dprof_shim_dr7_shadow(void)
+{
+	return this_cpu_read(cpu_dr7);
+}
+
+/*
+ * Points debug register `slot` of this CPU, which holds this CPU's event of `events`, at
+ * `addr` for `len` bytes (1, 2, 4 or 8), with `dr7` the new DR7 (computed by history.rs from
+ * dprof_shim_dr7_shadow with the debugreg crate). Interrupts are off throughout, so no IPI or
+ * interrupt sees a half-done change; an NMI in between saves and restores DR7 as it finds it.
+ */
+void dprof_shim_bp_point(void *events, int slot, unsigned long addr, unsigned int len,
+			 unsigned long dr7)
+{
+	struct perf_event *bp = dprof_bp_here(events);
+	struct arch_hw_breakpoint *info;
+	unsigned long flags;
+	u8 x86_len;
+
+	if (!bp || slot < 0 || slot > 3)
+		return;
+	switch (len) {
+	case 1: x86_len = X86_BREAKPOINT_LEN_1; break;
+	case 2: x86_len = X86_BREAKPOINT_LEN_2; break;
+	case 4: x86_len = X86_BREAKPOINT_LEN_4; break;
+	default: x86_len = X86_BREAKPOINT_LEN_8; break;
+	}
+	info = counter_arch_bp(bp);
+	local_irq_save(flags);
+	info->address = addr;
+	info->len = x86_len;
+	switch (slot) {
+	case 0: set_debugreg(addr, 0); break;
+	case 1: set_debugreg(addr, 1); break;
+	case 2: set_debugreg(addr, 2); break;
+	default: set_debugreg(addr, 3); break;
+	}
+	/* As arch_install_hw_breakpoint: the shadow first, so an NMI never sees less than DR7. */
+	this_cpu_write(cpu_dr7, dr7);
+	barrier();
+	set_debugreg(dr7, 7);
+	local_irq_restore(flags);
+}
+
+/* Per-CPU call_single_data for re-pointing other CPUs from atomic context. */
+void *dprof_shim_csd_alloc(void (*fn)(void *), void *info)
+{
+	call_single_data_t __percpu *csd = alloc_percpu(call_single_data_t);
+	int cpu;
+
+	if (!csd)
+		return NULL;
+	for_each_possible_cpu(cpu)
+		INIT_CSD(per_cpu_ptr(csd, cpu), fn, info);
+	return (void __force *)csd;
+}
+
+/*
+ * Asks `cpu` to run the csd's function soon. Callable with interrupts off. When the previous
+ * request has not started yet (-EBUSY) that one will do: the function reads the current
+ * state when it runs, not a state passed with the request.
+ */
+int dprof_shim_csd_kick(void *csd, int cpu)
+{
+	int ret = smp_call_function_single_async(
+		cpu, per_cpu_ptr((call_single_data_t __percpu *)(void __percpu __force *)csd, cpu));
+
+	return ret == -EBUSY ? 0 : ret;
+}
+
+/* Waits until no request is queued on any CPU: the function may have started, not finished. */
+void dprof_shim_csd_drain(void *csd)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		call_single_data_t *c =
+			per_cpu_ptr((call_single_data_t __percpu *)(void __percpu __force *)csd, cpu);
+		while (smp_load_acquire(&c->node.u_flags) & CSD_FLAG_LOCK)
+			cpu_relax();
+	}
+}
+
+void dprof_shim_csd_free(void *csd)
+{
+	free_percpu((call_single_data_t __percpu *)(void __percpu __force *)csd);
+}
+
+/* Runs fn(data) on every online CPU and waits for all of them. Process context. */
+void dprof_shim_on_each_cpu(void (*fn)(void *), void *data)
+{
+	on_each_cpu(fn, data, 1);
+}
+
+/* Runs fn(data) with preemption off, for work that writes to this CPU's ring. */
+void dprof_shim_preempt_off(void (*fn)(void *), void *data)
+{
+	preempt_disable();
+	fn(data);
+	preempt_enable();
+}

@@ -29,5 +29,17 @@ struct perf_event *dprof_shim_sampler_create(int cpu, u64 period_ns, bool user, 
 struct perf_event *dprof_shim_hw_sampler_create(int cpu, u32 type, u64 config, u64 config1,
 						u64 period, bool pebs, bool user, void *ctx);
 void dprof_shim_sampler_release(struct perf_event *event);
+void *dprof_shim_bp_register(unsigned long dummy, void *ctx);
+void dprof_shim_bp_unregister(void *events);
+int dprof_shim_bp_slot(void *events);
+unsigned long dprof_shim_dr7_shadow(void);
+void dprof_shim_bp_point(void *events, int slot, unsigned long addr, unsigned int len,
+			 unsigned long dr7);
+void *dprof_shim_csd_alloc(void (*fn)(void *), void *info);
+int dprof_shim_csd_kick(void *csd, int cpu);
+void dprof_shim_csd_drain(void *csd);
+void dprof_shim_csd_free(void *csd);
+void dprof_shim_on_each_cpu(void (*fn)(void *), void *data);
+void dprof_shim_preempt_off(void (*fn)(void *), void *data);
 
 #endif

@@ -82,6 +82,32 @@ extern "C" {
         ctx: *mut c_void,
     ) -> *mut PerfEvent;
     pub(crate) fn dprof_shim_sampler_release(event: *mut PerfEvent);
+    pub(crate) fn dprof_shim_bp_register(dummy: c_ulong, ctx: *mut c_void) -> *mut c_void;
+    pub(crate) fn dprof_shim_bp_unregister(events: *mut c_void);
+    pub(crate) fn dprof_shim_bp_slot(events: *mut c_void) -> c_int;
+    pub(crate) fn dprof_shim_dr7_shadow() -> c_ulong;
+    pub(crate) fn dprof_shim_bp_point(
+        events: *mut c_void,
+        slot: c_int,
+        addr: c_ulong,
+        len: c_uint,
+        dr7: c_ulong,
+    );
+    pub(crate) fn dprof_shim_csd_alloc(
+        f: unsafe extern "C" fn(info: *mut c_void),
+        info: *mut c_void,
+    ) -> *mut c_void;
+    pub(crate) fn dprof_shim_csd_kick(csd: *mut c_void, cpu: c_int) -> c_int;
+    pub(crate) fn dprof_shim_csd_drain(csd: *mut c_void);
+    pub(crate) fn dprof_shim_csd_free(csd: *mut c_void);
+    pub(crate) fn dprof_shim_on_each_cpu(
+        f: unsafe extern "C" fn(info: *mut c_void),
+        info: *mut c_void,
+    );
+    pub(crate) fn dprof_shim_preempt_off(
+        f: unsafe extern "C" fn(info: *mut c_void),
+        info: *mut c_void,
+    );
     pub(crate) fn dprof_shim_walk_caches(
         f: unsafe extern "C" fn(s: *const KmemCache, data: *mut c_void),
         data: *mut c_void,

@@ -8,6 +8,7 @@ use kernel::prelude::*;
 
 use crate::abi;
 use crate::ffi::{self, KmemCache, Tracepoint};
+use crate::history::Histories;
 
 /// Slots of the table of caches already described; Linux has a few hundred caches.
 const SEEN_SLOTS: usize = 4096;
@@ -49,6 +50,16 @@ impl SeenCaches {
 pub(crate) struct Session {
     rings: KVec<crate::ring::Ring>,
     seen: SeenCaches,
+    /// The history engine, if planned. It writes to the rings from breakpoints and IPIs, so
+    /// `Session`'s Drop shuts it down before the rings go.
+    histories: Option<KBox<Histories>>,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // The engine's breakpoints and IPIs write to the rings: stop them first.
+        self.histories = None;
+    }
 }
 
 impl Session {
@@ -63,6 +74,7 @@ impl Session {
             Self {
                 rings,
                 seen: SeenCaches::new()?,
+                histories: None,
             },
             GFP_KERNEL,
         )?)
@@ -72,12 +84,26 @@ impl Session {
         &self.rings
     }
 
-    /// Writes a record to this CPU's ring. Preemption must be off.
-    pub(crate) fn emit(&self, kind: abi::RecordKind, payload: &[u8]) {
+    /// Writes a record to this CPU's ring. Preemption must be off. False when it was
+    /// dropped (the ring was full; the ring counts it).
+    pub(crate) fn emit(&self, kind: abi::RecordKind, payload: &[u8]) -> bool {
         let cpu = ffi::this_cpu();
-        if let Some(ring) = self.rings.get(cpu) {
-            ring.write(cpu as u32, kind, payload);
-        }
+        self.rings
+            .get(cpu)
+            .is_some_and(|ring| ring.write(cpu as u32, kind, payload))
+    }
+
+    /// The history engine, when the session has a history plan.
+    pub(crate) fn histories(&self) -> Option<&Histories> {
+        self.histories.as_deref()
+    }
+
+    /// Installs the history engine for `plan` (replacing any earlier one). Only while no
+    /// probe can see the session (configured, not started).
+    pub(crate) fn set_history_plan(&mut self, plan: &abi::HistoryPlan) -> Result {
+        self.histories = None;
+        self.histories = Some(Histories::new(self, plan)?);
+        Ok(())
     }
 
     /// Writes an Alloc record. Preemption must be off.
@@ -85,6 +111,9 @@ impl Session {
         let mut payload = [0u8; abi::Alloc::SIZE];
         alloc.encode(&mut payload);
         self.emit(abi::RecordKind::Alloc, &payload);
+        if let Some(histories) = self.histories() {
+            histories.on_alloc(alloc.ptr, alloc.cache, alloc.call_site);
+        }
     }
 
     /// Writes a Free record. Preemption must be off.
@@ -92,6 +121,9 @@ impl Session {
         let mut payload = [0u8; abi::Free::SIZE];
         free.encode(&mut payload);
         self.emit(abi::RecordKind::Free, &payload);
+        if let Some(histories) = self.histories() {
+            histories.on_free(free.ptr, free.call_site);
+        }
     }
 
     /// Writes a CacheInfo for `cache` unless one was written already.
@@ -136,7 +168,7 @@ impl Session {
 ///
 /// # Safety
 /// `cache` must be a live `struct kmem_cache`.
-unsafe fn cache_fields(cache: *const KmemCache) -> ffi::CacheFields {
+pub(crate) unsafe fn cache_fields(cache: *const KmemCache) -> ffi::CacheFields {
     let mut fields = ffi::CacheFields {
         name: core::ptr::null(),
         object_size: 0,
@@ -153,7 +185,7 @@ unsafe fn cache_fields(cache: *const KmemCache) -> ffi::CacheFields {
 ///
 /// # Safety
 /// `p` is null or points to a NUL-terminated string that outlives the returned slice.
-unsafe fn c_str_prefix<'a>(p: *const kernel::ffi::c_char, max: usize) -> &'a [u8] {
+pub(crate) unsafe fn c_str_prefix<'a>(p: *const kernel::ffi::c_char, max: usize) -> &'a [u8] {
     if p.is_null() {
         return &[];
     }

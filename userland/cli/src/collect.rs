@@ -1,5 +1,7 @@
 //! `dprof collect`: drive `/dev/dprof` and stream its records into a profile file.
 
+mod histories;
+
 use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::os::unix::process::ExitStatusExt;
@@ -13,10 +15,11 @@ use anyhow::{bail, Context};
 use clap::CommandFactory;
 use dprof::device::{Device, ReadOutcome};
 use dprof::profile::{
-    CollectConfig, DeviceCounters, PeriodEvents, PmuEvent, ProfileWriter, SamplingConfig, StopInfo,
-    StopReason, Target,
+    CollectConfig, DeviceCounters, HistoryCollectConfig, KernelText, PeriodEvents, PmuEvent,
+    ProfileWriter, SamplingConfig, StopInfo, StopReason, Target,
 };
 use dprof::samplers::{self, HardwareSamplers};
+use dprof::symbols::Kallsyms;
 use dprof::system;
 use dprof_abi::{Config, VersionInfo};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -62,6 +65,18 @@ use crate::units::{self, format_bytes, format_ns};
 ///   dprof collect -o slab.dprof --events slab --duration 5s
 ///   dprof collect -o hot.dprof --events samples --period 100us -- make -j4
 ///   dprof collect -o misses.dprof --sampler ibs --period 65536 --duration 5s
+///   dprof collect -o flow.dprof --histories skbuff_head_cache:0+8:8+8 -- ping -c 100 ::1
+///   dprof collect -o auto.dprof --histories auto --duration 20s
+///
+/// Object access histories (--histories): the debug registers watch chosen byte ranges of one
+/// object at a time, from its allocation to its free, and every access is recorded (the
+/// instruction, CPU and time). Give types as CACHE[@FUNCTION][:OFFSET+LEN[:OFFSET+LEN]]:
+/// the cache's name, optionally only objects allocated in FUNCTION (a kmalloc-N@FUNCTION
+/// type), and one range, or two to order two fields (LEN 1, 2, 4 or 8, OFFSET a multiple of
+/// LEN). A type without ranges, or `auto`, first samples for --plan-time and lets dprof pick
+/// the types with most samples and the offsets their samples use. Histories need the slab
+/// events. At the end, the code of the functions that touched the objects is copied from
+/// /proc/kcore into the profile, so that `dprof report --view data-flow` can decode it.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 #[allow(
@@ -94,6 +109,29 @@ pub struct CollectArgs {
     /// this machine and the module offer.
     #[arg(long, value_name = "SAMPLER", value_enum, default_value = "auto")]
     sampler: SamplerChoice,
+    /// Object access histories: `auto`, or types as CACHE[@FUNCTION][:OFFSET+LEN[:OFFSET+LEN]],
+    /// comma-separated (see above).
+    #[arg(long, value_name = "TYPES", value_parser = histories::parse_history_spec)]
+    histories: Option<histories::HistorySpec>,
+    /// Histories started per second at most (each costs an IPI to every CPU at its start and
+    /// end, and a trap per watched access).
+    #[arg(long, value_name = "N", default_value = "100",
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(dprof_abi::MAX_HISTORIES_PER_SEC)))]
+    history_rate: u32,
+    /// A history still running after this long ends there (objects freed without a
+    /// tracepoint, or long-lived ones).
+    #[arg(long, value_name = "TIME", default_value = "2s", value_parser = parse_history_timeout)]
+    history_timeout: u32,
+    /// Accesses recorded per history at most; later ones are counted, not recorded.
+    #[arg(long, value_name = "N", default_value = "4096",
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(dprof_abi::MAX_HISTORY_HITS)))]
+    history_max_hits: u32,
+    /// With --histories auto or types without ranges: how long to sample before choosing.
+    #[arg(long, value_name = "TIME", default_value = "2s", value_parser = units::parse_duration)]
+    plan_time: Duration,
+    /// Where to read kernel code from at the end (for the history analysis).
+    #[arg(long, value_name = "PATH", default_value = "/proc/kcore", hide = true)]
+    kcore: PathBuf,
     /// The dprof device.
     #[arg(long, value_name = "PATH", default_value = dprof_abi::DEVICE_PATH)]
     device: PathBuf,
@@ -199,6 +237,19 @@ fn parse_period_time(s: &str) -> Result<u32, String> {
         ));
     }
     u32::try_from(ns).map_err(|_| format!("{s:?} is out of range"))
+}
+
+/// Parses --history-timeout into ms within what the module accepts.
+fn parse_history_timeout(s: &str) -> Result<u32, String> {
+    let d = units::parse_duration(s)?;
+    let ms = u32::try_from(d.as_millis()).unwrap_or(u32::MAX);
+    if !(1..=dprof_abi::MAX_HISTORY_TIMEOUT_MS).contains(&ms) {
+        return Err(format!(
+            "{s:?} is outside 1ms..={}s",
+            dprof_abi::MAX_HISTORY_TIMEOUT_MS / 1000
+        ));
+    }
+    Ok(ms)
 }
 
 /// A sampler, settled: what `IOC_CONFIGURE` and the profile header get.
@@ -604,32 +655,23 @@ fn target_of(args: &CollectArgs) -> Target {
 
 pub fn run(args: &CollectArgs) -> anyhow::Result<ExitCode> {
     let target = target_of(args);
-    let sampling_asked =
-        args.period.is_some() || args.sample_user || args.sampler != SamplerChoice::Auto;
-    if sampling_asked
-        && args
-            .events
-            .as_ref()
-            .is_some_and(|e| !e.contains(&Event::Samples))
-    {
-        usage_error(
-            "--period, --sample-user and --sampler need the samples event (--events \
-             slab,samples)",
-        );
-    }
+    check_event_args(args);
     // What this machine lacks is said before the device is opened: it does not depend on the
     // module, and needs no root.
     let hw = samplers::detect(Path::new("/"));
     plan(args, None, &hw)?;
     let progress = progress_bar();
-    let (mut dev, version, plan) = open_and_configure(args, &hw, &progress)?;
-
     let root = Path::new("/");
+    let kallsyms = system::kallsyms(root)?;
+    let symbols = Kallsyms::parse(&kallsyms);
+    let (mut dev, version, plan, config) = open_and_configure(args, &hw, &symbols, &progress)?;
+
     let collect_config = CollectConfig {
         events: plan.events.iter().map(|e| e.name().to_owned()).collect(),
         ring_bytes: args.ring_size,
         target,
         sampling: plan.sampling.as_ref().map(Sampling::header_config),
+        histories: history_header(args),
     };
     let header = system::gather_header(root, collect_config, version.into(), now_unix_s())
         .context("cannot describe this system in the profile header")?;
@@ -641,19 +683,24 @@ pub fn run(args: &CollectArgs) -> anyhow::Result<ExitCode> {
              slab_nomerge to keep them apart",
         );
     }
-    let kallsyms = system::kallsyms(root)?;
     let modules = system::modules(root)?;
     // Before the file exists, so that from here on a signal finishes or removes it.
     let signals = Signals::register()?;
     let mut writer = ProfileWriter::create(&args.output, &header, &kallsyms, &modules)?;
     let mut workload = None;
+    let options = dprof::analysis::Options::default();
+    let mut tap = Tap::new(args, &header, &symbols, &options, config);
     let result = collect_loop(
         &mut dev,
         &mut writer,
-        args,
-        &version,
-        &signals,
-        &progress,
+        Loop {
+            args,
+            version: &version,
+            signals: &signals,
+            progress: &progress,
+            symbols: &symbols,
+        },
+        &mut tap,
         &mut workload,
     );
     progress.finish_and_clear();
@@ -678,7 +725,8 @@ pub fn run(args: &CollectArgs) -> anyhow::Result<ExitCode> {
     };
     let records = writer.record_count();
     let bytes = writer.record_bytes();
-    let path = writer.finish(&stop).with_context(|| {
+    let text = capture_text(&tap, &symbols, &args.kcore);
+    let path = writer.finish_with_text(&stop, &text).with_context(|| {
         format!(
             "cannot finish the profile ({} is incomplete)",
             dprof::profile::partial_path(&args.output).display()
@@ -696,13 +744,75 @@ pub fn run(args: &CollectArgs) -> anyhow::Result<ExitCode> {
     Ok(exit_code(status))
 }
 
+/// The code history traps landed in, from kcore (empty without histories).
+fn capture_text(tap: &Tap, symbols: &Kallsyms, kcore: &Path) -> KernelText {
+    match &tap.traps {
+        Some(traps) if !traps.is_empty() => {
+            let (text, note) = histories::capture_text(traps, symbols, kcore);
+            if let Some(note) = note {
+                eprintln!("dprof: warning: {note}");
+            }
+            text
+        }
+        _ => KernelText::new(),
+    }
+}
+
+/// What the profile header says about --histories.
+fn history_header(args: &CollectArgs) -> Option<HistoryCollectConfig> {
+    args.histories.as_ref().map(|spec| HistoryCollectConfig {
+        spec: spec.to_string(),
+        max_per_sec: args.history_rate,
+        timeout_ms: args.history_timeout,
+        max_hits: args.history_max_hits,
+        plan_ns: spec
+            .needs_planning()
+            .then(|| u64::try_from(args.plan_time.as_nanos()).unwrap_or(u64::MAX)),
+    })
+}
+
+/// Usage errors of the sampler and history options against --events.
+fn check_event_args(args: &CollectArgs) {
+    let sampling_asked =
+        args.period.is_some() || args.sample_user || args.sampler != SamplerChoice::Auto;
+    if sampling_asked
+        && args
+            .events
+            .as_ref()
+            .is_some_and(|e| !e.contains(&Event::Samples))
+    {
+        usage_error(
+            "--period, --sample-user and --sampler need the samples event (--events \
+             slab,samples)",
+        );
+    }
+    check_history_args(args);
+}
+
+/// Usage errors of --histories against --events.
+fn check_history_args(args: &CollectArgs) {
+    if let Some(spec) = &args.histories {
+        let given = args.events.as_ref();
+        if given.is_some_and(|e| !e.contains(&Event::Slab)) {
+            usage_error("--histories needs the slab events, which start and end histories");
+        }
+        if spec.needs_planning() && given.is_some_and(|e| !e.contains(&Event::Samples)) {
+            usage_error(
+                "--histories auto (or a type without ranges) chooses from access samples: \
+                 collect the samples event too, or give each type its ranges",
+            );
+        }
+    }
+}
+
 /// Opens the device, checks the module's version and configures it. Runs before anything
 /// else: if the device is missing or busy, nothing else happens and no file appears.
 fn open_and_configure(
     args: &CollectArgs,
     hw: &HardwareSamplers,
+    symbols: &Kallsyms,
     progress: &ProgressBar,
-) -> anyhow::Result<(Device, VersionInfo, Plan)> {
+) -> anyhow::Result<(Device, VersionInfo, Plan, Config)> {
     let dev = Device::open_path(&args.device)?;
     let version = dev.checked_version()?;
     if !(version.min_ring_bytes..=version.max_ring_bytes).contains(&args.ring_size) {
@@ -741,8 +851,141 @@ fn open_and_configure(
         config.pmu_config = s.pmu_config;
         config.pmu_config1 = s.pmu_config1;
     }
+    if let Some(spec) = &args.histories {
+        if version.features & dprof_abi::FEATURE_HISTORIES == 0 {
+            bail!(
+                "the module cannot collect object access histories here (it needs the kmem \
+                 tracepoints and the list of slab caches; see its messages in dmesg)"
+            );
+        }
+        // Types with their ranges are planned now, so that a wrong one fails before the
+        // file exists; the others after the sampling phase.
+        if let histories::HistorySpec::Types(types) = spec {
+            if !spec.needs_planning() {
+                let history_plan = histories::module_plan(types, symbols, plan_limits(args))?;
+                let mut with_histories = config;
+                with_histories.events |= dprof_abi::EVENT_HISTORIES;
+                dev.configure(&with_histories)?;
+                dev.history_plan(&history_plan)?;
+                return Ok((dev, version, plan, with_histories));
+            }
+        }
+    }
     dev.configure(&config)?;
-    Ok((dev, version, plan))
+    Ok((dev, version, plan, config))
+}
+
+fn plan_limits(args: &CollectArgs) -> histories::PlanLimits {
+    histories::PlanLimits {
+        max_per_sec: args.history_rate,
+        timeout_ms: args.history_timeout,
+        max_hits: args.history_max_hits,
+    }
+}
+
+/// What the collector looks at in the records it writes: the trap ips of histories (whose
+/// code it copies at the end), and during a planning phase, the analysis that picks what the
+/// histories watch.
+struct Tap<'s> {
+    traps: Option<histories::TrapIps>,
+    planner: Option<Planner<'s>>,
+}
+
+/// A planning phase in progress.
+struct Planner<'s> {
+    spec: histories::HistorySpec,
+    /// Fed with every record until the phase ends.
+    analyzer: Option<dprof::analysis::Analyzer<'s>>,
+    /// The configuration to start the histories with.
+    config: Config,
+}
+
+impl<'s> Tap<'s> {
+    /// What `args` needs watched; `config` is what histories start with after planning.
+    fn new(
+        args: &CollectArgs,
+        header: &dprof::profile::ProfileHeader,
+        symbols: &'s Kallsyms,
+        options: &dprof::analysis::Options,
+        config: Config,
+    ) -> Self {
+        Self {
+            traps: args
+                .histories
+                .as_ref()
+                .map(|_| histories::TrapIps::default()),
+            planner: args
+                .histories
+                .as_ref()
+                .filter(|spec| spec.needs_planning())
+                .map(|spec| Planner {
+                    spec: spec.clone(),
+                    analyzer: Some(dprof::analysis::Analyzer::new(header, symbols, options)),
+                    config,
+                }),
+        }
+    }
+
+    fn see(&mut self, bytes: &[u8]) {
+        if let Some(traps) = &mut self.traps {
+            traps.scan(bytes);
+        }
+        if let Some(analyzer) = self.planner.as_mut().and_then(|p| p.analyzer.as_mut()) {
+            let mut pos = 0;
+            while let Some(rest) = bytes.get(pos..).filter(|r| !r.is_empty()) {
+                let Ok((header, record)) = dprof_abi::Record::decode(rest) else {
+                    return; // the writer reports bad records
+                };
+                analyzer.push(&header, &record);
+                pos += usize::from(header.size).max(dprof_abi::RECORD_ALIGN);
+            }
+        }
+    }
+}
+
+/// What the collection loop needs besides the device, the file and the tap.
+#[derive(Clone, Copy)]
+struct Loop<'a> {
+    args: &'a CollectArgs,
+    version: &'a VersionInfo,
+    signals: &'a Signals,
+    progress: &'a ProgressBar,
+    symbols: &'a Kallsyms,
+}
+
+/// Ends the planning phase: stops, drains, chooses what to watch from the samples so far,
+/// and starts again with histories.
+fn start_histories(
+    dev: &mut Device,
+    writer: &mut ProfileWriter,
+    batch: &mut Batch,
+    tap: &mut Tap,
+    run: &Loop,
+) -> anyhow::Result<()> {
+    dev.stop()?;
+    drain(dev, writer, batch, tap, run.progress)?;
+    let Some(mut planner) = tap.planner.take() else {
+        return Ok(());
+    };
+    let Some(analyzer) = planner.analyzer.take() else {
+        return Ok(());
+    };
+    let report = analyzer.finish();
+    let types = histories::choose_types(&planner.spec, &report, run.symbols)?;
+    let history_plan = histories::module_plan(&types, run.symbols, plan_limits(run.args))?;
+    let described: Vec<String> = types.iter().map(histories::TypeSpec::to_string).collect();
+    run.progress.suspend(|| {
+        eprintln!(
+            "dprof: histories: after {} of sampling, watching {}",
+            units::format_ns(u64::try_from(run.args.plan_time.as_nanos()).unwrap_or(u64::MAX)),
+            described.join(", ")
+        );
+    });
+    planner.config.events |= dprof_abi::EVENT_HISTORIES;
+    dev.configure(&planner.config)?;
+    dev.history_plan(&history_plan)?;
+    dev.start()?;
+    Ok(())
 }
 
 fn progress_bar() -> ProgressBar {
@@ -836,12 +1079,17 @@ impl Signals {
 fn collect_loop(
     dev: &mut Device,
     writer: &mut ProfileWriter,
-    args: &CollectArgs,
-    version: &VersionInfo,
-    signals: &Signals,
-    progress: &ProgressBar,
+    run: Loop,
+    tap: &mut Tap,
     workload: &mut Option<Workload>,
 ) -> anyhow::Result<StopInfo> {
+    let Loop {
+        args,
+        version,
+        signals,
+        progress,
+        ..
+    } = run;
     let mut batch = Batch::new();
     dev.start()?;
     let start = Instant::now();
@@ -876,7 +1124,10 @@ fn collect_loop(
         if args.duration.is_some_and(|d| start.elapsed() >= d) {
             break StopReason::DurationElapsed;
         }
-        match batch.read(dev, writer)? {
+        if tap.planner.is_some() && start.elapsed() >= args.plan_time {
+            start_histories(dev, writer, &mut batch, tap, &run)?;
+        }
+        match batch.read(dev, writer, tap)? {
             ReadOutcome::Data(_) => {}
             // A 0-byte read while running should not happen; waiting is the safe answer.
             ReadOutcome::Empty | ReadOutcome::Drained => std::thread::sleep(IDLE_SLEEP),
@@ -891,7 +1142,14 @@ fn collect_loop(
     };
     let elapsed = start.elapsed();
     dev.stop()?;
-    drain(dev, writer, &mut batch, progress)?;
+    drain(dev, writer, &mut batch, tap, progress)?;
+    if tap.planner.is_some() {
+        warn(
+            progress,
+            "collection ended within --plan-time: no histories were collected (make it \
+             longer than --plan-time, or give each --histories type its ranges)",
+        );
+    }
     let device = match dev.status(version.nr_cpu_ids as usize) {
         Ok((status, cpus)) => Some(DeviceCounters::from_status(&status, &cpus)),
         Err(e) => {
@@ -934,23 +1192,26 @@ impl Batch {
         &mut self,
         dev: &mut Device,
         writer: &mut ProfileWriter,
+        tap: &mut Tap,
     ) -> anyhow::Result<ReadOutcome> {
         if self.buf.len() - self.filled < MIN_READ_ROOM {
-            self.flush(writer)?;
+            self.flush(writer, tap)?;
         }
         let outcome = dev.read(self.buf.get_mut(self.filled..).unwrap_or(&mut []))?;
         match outcome {
             ReadOutcome::Data(n) => self.filled = (self.filled + n).min(self.buf.len()),
             ReadOutcome::Empty if self.last_flush.elapsed() < FLUSH_EVERY => {}
-            ReadOutcome::Empty | ReadOutcome::Drained => self.flush(writer)?,
+            ReadOutcome::Empty | ReadOutcome::Drained => self.flush(writer, tap)?,
         }
         Ok(outcome)
     }
 
-    fn flush(&mut self, writer: &mut ProfileWriter) -> anyhow::Result<()> {
+    fn flush(&mut self, writer: &mut ProfileWriter, tap: &mut Tap) -> anyhow::Result<()> {
         self.last_flush = Instant::now();
         if self.filled > 0 {
-            writer.write_records(self.buf.get(..self.filled).unwrap_or(&[]))?;
+            let bytes = self.buf.get(..self.filled).unwrap_or(&[]);
+            writer.write_records(bytes)?;
+            tap.see(bytes);
             self.filled = 0;
         }
         Ok(())
@@ -962,11 +1223,12 @@ fn drain(
     dev: &mut Device,
     writer: &mut ProfileWriter,
     batch: &mut Batch,
+    tap: &mut Tap,
     progress: &ProgressBar,
 ) -> anyhow::Result<()> {
     let mut idle_since: Option<Instant> = None;
     loop {
-        match batch.read(dev, writer)? {
+        match batch.read(dev, writer, tap)? {
             ReadOutcome::Data(_) => idle_since = None,
             ReadOutcome::Drained => return Ok(()),
             ReadOutcome::Empty => {
@@ -976,7 +1238,7 @@ fn drain(
                         "the module still answers EAGAIN 2 s after stop; finishing without \
                          the rest",
                     );
-                    return batch.flush(writer);
+                    return batch.flush(writer, tap);
                 }
                 std::thread::sleep(IDLE_SLEEP);
             }
@@ -1073,6 +1335,7 @@ mod tests {
                         records_lost,
                     })
                     .collect(),
+                histories: None,
             }),
         }
     }

@@ -76,6 +76,15 @@ pub enum DeviceError {
         #[source]
         source: io::Error,
     },
+    /// The module refused the history plan.
+    #[error("the module refused the history plan: {why}")]
+    HistoryPlanRefused {
+        /// The reason, from the errno.
+        why: &'static str,
+        /// What the system said.
+        #[source]
+        source: std::io::Error,
+    },
     /// An ioctl answer that does not decode.
     #[error("the module's answer to ioctl {request} does not decode: {problem}")]
     BadAnswer {
@@ -214,6 +223,36 @@ impl Device {
                     ring_bytes: config.ring_bytes,
                     source,
                 })
+            }
+            other => other,
+        }
+    }
+
+    /// Hands the module the history plan (`IOC_HISTORY_PLAN`), after a configuration with
+    /// `EVENT_HISTORIES`.
+    ///
+    /// # Errors
+    /// [`DeviceError::HistoryPlanRefused`] with the module's reason, else
+    /// [`DeviceError::Ioctl`].
+    pub fn history_plan(&self, plan: &dprof_abi::HistoryPlan) -> Result<(), DeviceError> {
+        let mut buf = [0u8; dprof_abi::HistoryPlan::SIZE];
+        plan.encode(&mut buf);
+        match self.ioctl(
+            "HISTORY_PLAN",
+            dprof_abi::IOC_HISTORY_PLAN,
+            buf.as_mut_ptr(),
+        ) {
+            Err(DeviceError::Ioctl { source, .. }) => {
+                let why = match source.raw_os_error() {
+                    Some(libc::ENOENT) => "a planned slab cache does not exist in this kernel",
+                    Some(libc::EINVAL) => {
+                        "a watched range lies beyond its type's objects, or the plan is malformed"
+                    }
+                    // 524 is the kernel-internal ENOTSUPP.
+                    Some(libc::EOPNOTSUPP | 524) => "the module cannot list slab caches here",
+                    _ => "the module refused it",
+                };
+                Err(DeviceError::HistoryPlanRefused { why, source })
             }
             other => other,
         }

@@ -44,8 +44,9 @@ mod tests;
 
 pub use error::{ProfileError, RecordProblem, WriteError};
 pub use header::{
-    CacheGeometry, CollectConfig, CpuCounters, CpuId, DeviceCounters, ModuleInfo, PeriodEvents,
-    PmuEvent, ProfileHeader, SamplingConfig, StopInfo, StopReason, Target,
+    CacheGeometry, CollectConfig, CpuCounters, CpuId, DeviceCounters, HistoryCollectConfig,
+    HistoryCounters, ModuleInfo, PeriodEvents, PmuEvent, ProfileHeader, SamplingConfig, StopInfo,
+    StopReason, Target,
 };
 pub use reader::{Profile, Records};
 pub use text::KernelText;

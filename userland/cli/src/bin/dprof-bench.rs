@@ -738,6 +738,7 @@ fn generate(args: &Args, path: &Path) -> anyhow::Result<(u64, u64)> {
                 };
                 cpus as usize
             ],
+            histories: None,
         }),
     };
     let mut out = enc.finish(&stop)?;

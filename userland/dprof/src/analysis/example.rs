@@ -334,6 +334,7 @@ pub fn profile_with(
                 };
                 header.module.nr_cpu_ids as usize
             ],
+            histories: None,
         }),
     };
     let result = (|| {

@@ -85,6 +85,7 @@ pub fn example_header() -> ProfileHeader {
                 period_events: None,
                 pmu: None,
             }),
+            histories: None,
         },
         module: ModuleInfo {
             abi_version: dprof_abi::ABI_VERSION,
@@ -342,6 +343,7 @@ pub fn example_profile() -> Vec<u8> {
                     records_lost: 0,
                 },
             ],
+            histories: None,
         }),
     };
     let first = chunk(&first);

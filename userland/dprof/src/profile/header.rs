@@ -74,6 +74,26 @@ pub struct CollectConfig {
     /// How access samples were taken, with the `samples` event; `None` without it.
     #[serde(default)]
     pub sampling: Option<SamplingConfig>,
+    /// Object access histories, when asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histories: Option<HistoryCollectConfig>,
+}
+
+/// What `dprof collect --histories` asked for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryCollectConfig {
+    /// The `--histories` argument: `auto`, or types with their ranges.
+    pub spec: String,
+    /// Histories started per second at most.
+    pub max_per_sec: u32,
+    /// Histories end after this many ms.
+    pub timeout_ms: u32,
+    /// Accesses recorded per history at most.
+    pub max_hits: u32,
+    /// Length of the sampling phase that chose what to watch; `None` when the types came
+    /// with their ranges. Histories' records follow it in the profile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_ns: Option<u64>,
 }
 
 /// How access samples were taken.
@@ -261,6 +281,22 @@ pub struct DeviceCounters {
     pub bytes_read: u64,
     /// Per CPU, indexed by CPU number.
     pub cpus: Vec<CpuCounters>,
+    /// History counters read after stop (absent in profiles from before histories).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histories: Option<HistoryCounters>,
+}
+
+/// The module's history counters after stop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryCounters {
+    /// Histories started (in the last session: a planning phase has its own).
+    pub started: u64,
+    /// Debug-register traps not recorded: on a CPU still watching a history that had ended.
+    pub stray_hits: u64,
+    /// (CPU, debug register) pairs still watching an object: must be 0 after stop.
+    pub armed_slots: u32,
+    /// Debug registers still reserved per CPU: must be 0 after stop.
+    pub reserved_slots: u32,
 }
 
 /// One CPU's counters.
@@ -287,6 +323,12 @@ impl DeviceCounters {
                     records_lost: c.records_lost,
                 })
                 .collect(),
+            histories: Some(HistoryCounters {
+                started: status.histories_started,
+                stray_hits: status.stray_hits,
+                armed_slots: status.armed_slots,
+                reserved_slots: status.reserved_slots,
+            }),
         }
     }
 }

@@ -175,6 +175,7 @@ fn gathers_a_whole_header() {
         ring_bytes: 1 << 20,
         target: Target::Duration { ns: 1_000_000_000 },
         sampling: None,
+        histories: None,
     };
     let module = ModuleInfo::from(dprof_abi::VersionInfo {
         abi_version: 1,

@@ -18,6 +18,11 @@
 //! against what the module is known to do, and `workload-data-profile DIR` the data profile of
 //! real programs; both also check the effective addresses computed from the samples.
 //!
+//! `dprof-qemu-check selftest-histories DIR` checks the object access histories of
+//! `dprof_selftest_obj` against the selftest's known path (written on CPU 0 in
+//! `dprof_selftest_produce`, read on CPU 1 in `dprof_selftest_consume`, freed there), and that
+//! the module left no debug register watching anything after stop.
+//!
 //! The report is printed and saved as DIR/check.txt.
 
 use std::collections::BTreeMap;
@@ -626,7 +631,8 @@ fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let (Some(check), Some(dir)) = (args.get(1), args.get(2)) else {
         bail!(
-            "usage: dprof-qemu-check slab-workload|selftest-data-profile|workload-data-profile DIR"
+            "usage: dprof-qemu-check slab-workload|selftest-data-profile|workload-data-profile|\
+             selftest-histories DIR"
         );
     };
     let dir = Path::new(dir);
@@ -634,6 +640,7 @@ fn main() -> Result<()> {
         "slab-workload" => check_slab_workload(dir),
         "selftest-data-profile" => check_selftest(dir),
         "workload-data-profile" => check_workload(dir),
+        "selftest-histories" => check_histories(dir),
         other => bail!("unknown check {other:?}"),
     };
     match report {
@@ -647,4 +654,192 @@ fn main() -> Result<()> {
             Err(e)
         }
     }
+}
+
+/// One history as its records tell it.
+#[derive(Default)]
+struct SeenHistory {
+    start: Option<(u64, u32, u64)>,
+    end: Option<(u64, dprof_abi::HistoryEnd)>,
+    /// (time, cpu, trap ip)
+    hits: Vec<(u64, u32, u64)>,
+    /// (cpu, delay)
+    arms: Vec<(u32, u64)>,
+}
+
+#[allow(clippy::too_many_lines)] // one linear report; splitting it would only scatter it
+fn check_histories(dir: &Path) -> Result<String> {
+    let profile =
+        Profile::open(&dir.join("histories.dprof")).context("opening the guest's profile")?;
+    let mut report = String::new();
+    let bad_plan = std::fs::read_to_string(dir.join("bad-plan.err")).unwrap_or_default();
+    writeln!(
+        report,
+        "a plan naming a missing cache: {}",
+        bad_plan.lines().last().unwrap_or("?")
+    )?;
+    let kallsyms = Kallsyms::parse(profile.kallsyms());
+    let mut histories: BTreeMap<u64, SeenHistory> = BTreeMap::new();
+    for item in profile.records() {
+        let (header, record) = item.context("reading the guest's profile")?;
+        let (t, cpu) = (header.time_ns, header.cpu);
+        match record {
+            Record::HistoryStart(s) => {
+                let h = histories.entry(s.history).or_default();
+                ensure!(h.start.is_none(), "history {} started twice", s.history);
+                h.start = Some((t, cpu, s.object));
+            }
+            Record::HistoryEnd(e) => {
+                let h = histories.entry(e.history).or_default();
+                ensure!(h.end.is_none(), "history {} ended twice", e.history);
+                h.end = Some((t, e));
+            }
+            Record::HistoryHit(hit) => histories
+                .entry(hit.history)
+                .or_default()
+                .hits
+                .push((t, cpu, hit.ip)),
+            Record::HistoryArm(a) => histories
+                .entry(a.history)
+                .or_default()
+                .arms
+                .push((cpu, a.delay_ns)),
+            _ => {}
+        }
+    }
+    ensure!(histories.len() >= 3, "only {} histories", histories.len());
+    let function = |ip: u64| {
+        kallsyms
+            .lookup(ip)
+            .map_or_else(|| format!("{ip:#x}"), |l| l.symbol.name.clone())
+    };
+    let (mut on_path, mut hits, mut late, mut remote_delays) = (0usize, 0usize, 0usize, Vec::new());
+    let mut gaps: Vec<u64> = Vec::new();
+    for (id, h) in &histories {
+        let (start_t, start_cpu, _) = h
+            .start
+            .with_context(|| format!("history {id} has no start"))?;
+        let (end_t, end) = h.end.with_context(|| format!("history {id} has no end"))?;
+        ensure!(
+            end.reason == dprof_abi::HISTORY_END_FREED,
+            "history {id} ended with reason {}, not freed",
+            end.reason
+        );
+        ensure!(
+            end.hits as usize == h.hits.len(),
+            "history {id}: the end counts {} hits, {} were read",
+            end.hits,
+            h.hits.len()
+        );
+        for &(cpu, delay) in &h.arms {
+            if cpu != start_cpu {
+                remote_delays.push(delay);
+            }
+        }
+        ensure!(
+            h.arms.iter().any(|&(cpu, _)| cpu != start_cpu),
+            "history {id}: no other CPU armed"
+        );
+        let mut sorted = h.hits.clone();
+        sorted.sort_unstable();
+        hits += sorted.len();
+        late += sorted
+            .iter()
+            .filter(|&&(t, _, _)| t < start_t || t > end_t)
+            .count();
+        for pair in sorted.windows(2) {
+            if pair[0].1 == pair[1].1 {
+                gaps.push(pair[1].0 - pair[0].0);
+            }
+        }
+        // The known path: producer hits on CPU 0, then consumer hits on CPU 1.
+        let labels: Vec<(String, u32)> = sorted
+            .iter()
+            .map(|&(_, cpu, ip)| (function(ip), cpu))
+            .collect();
+        let producer = labels
+            .iter()
+            .position(|(f, _)| f == "dprof_selftest_produce");
+        let consumer = labels
+            .iter()
+            .position(|(f, _)| f == "dprof_selftest_consume");
+        let only_known = labels.iter().all(|(f, cpu)| {
+            (f == "dprof_selftest_produce" && *cpu == 0)
+                || (f == "dprof_selftest_consume" && *cpu == 1)
+        });
+        if let (Some(p), Some(c)) = (producer, consumer) {
+            let produce_before = labels[..c]
+                .iter()
+                .all(|(f, _)| f == "dprof_selftest_produce");
+            if p < c && produce_before && only_known {
+                on_path += 1;
+            }
+        }
+        ensure!(
+            profile
+                .text()
+                .bytes_at(sorted.first().map_or(0, |x| x.2), 1)
+                .is_some()
+                || sorted.is_empty(),
+            "history {id}: no kernel code captured for its first trap"
+        );
+    }
+    let share = on_path as f64 / histories.len() as f64;
+    writeln!(
+        report,
+        "histories: {} ({} hits, {:.0} per history); on the known path (produce on CPU 0, then \
+         consume on CPU 1): {on_path} ({:.0}%)",
+        histories.len(),
+        hits,
+        hits as f64 / histories.len() as f64,
+        share * 100.0
+    )?;
+    ensure!(
+        share >= 0.9,
+        "only {:.0}% of histories follow the known path",
+        share * 100.0
+    );
+    ensure!(
+        late == 0,
+        "{late} hits lie outside their history's start..end"
+    );
+    remote_delays.sort_unstable();
+    gaps.sort_unstable();
+    let median = |v: &[u64]| v.get(v.len() / 2).copied().unwrap_or(0);
+    writeln!(
+        report,
+        "other CPUs armed after: median {} us, max {} us; time between traps on one CPU: median {} us",
+        median(&remote_delays) / 1000,
+        remote_delays.last().copied().unwrap_or(0) / 1000,
+        median(&gaps) / 1000
+    )?;
+    let text = profile.text();
+    writeln!(
+        report,
+        "kernel code captured: {} functions, {} bytes",
+        text.len(),
+        text.byte_count()
+    )?;
+    let counters = profile
+        .stop()
+        .device
+        .as_ref()
+        .and_then(|d| d.histories)
+        .context("the profile has no history counters from after stop")?;
+    writeln!(
+        report,
+        "after stop: {} started, {} stray traps, {} armed slots, {} reserved slots",
+        counters.started, counters.stray_hits, counters.armed_slots, counters.reserved_slots
+    )?;
+    ensure!(
+        counters.armed_slots == 0 && counters.reserved_slots == 0,
+        "debug registers still armed or reserved after stop"
+    );
+    ensure!(
+        counters.started == histories.len() as u64,
+        "the module started {} histories, the profile has {}",
+        counters.started,
+        histories.len()
+    );
+    Ok(report)
 }

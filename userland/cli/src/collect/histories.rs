@@ -1,0 +1,374 @@
+//! `dprof collect --histories`: what to watch with the debug registers, turned into the
+//! module's [`HistoryPlan`], and the kernel code the traps land in, captured at the end.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use anyhow::{bail, Context};
+use dprof::kcore::{self, Kcore};
+use dprof::profile::KernelText;
+use dprof::symbols::Kallsyms;
+use dprof_abi::{HistoryPlan, HistoryTarget, Record, WatchRange};
+
+/// What `--histories` asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HistorySpec {
+    /// Types and offsets chosen from a first sampling phase.
+    Auto,
+    /// These types; each with its ranges, or planned from the sampling phase when it has none.
+    Types(Vec<TypeSpec>),
+}
+
+/// One `--histories` type: `CACHE[@FUNCTION][:OFFSET+LEN[:OFFSET+LEN]]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TypeSpec {
+    /// The slab cache's name.
+    pub cache: String,
+    /// Only allocations from this function (a `kmalloc-N@FUNCTION` type).
+    pub site: Option<String>,
+    /// One or two ranges; none: planned from the samples.
+    pub ranges: Vec<WatchRange>,
+}
+
+impl TypeSpec {
+    /// The type's name as reports show it.
+    pub fn type_name(&self) -> String {
+        match &self.site {
+            Some(site) => format!("{}@{site}", self.cache),
+            None => self.cache.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for TypeSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.type_name())?;
+        for r in &self.ranges {
+            write!(f, ":{}+{}", r.offset, r.len)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for HistorySpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Auto => f.write_str("auto"),
+            Self::Types(types) => {
+                let all: Vec<String> = types.iter().map(TypeSpec::to_string).collect();
+                f.write_str(&all.join(","))
+            }
+        }
+    }
+}
+
+impl HistorySpec {
+    /// True when a sampling phase must choose what to watch.
+    pub fn needs_planning(&self) -> bool {
+        match self {
+            Self::Auto => true,
+            Self::Types(types) => types.iter().any(|t| t.ranges.is_empty()),
+        }
+    }
+}
+
+/// Parses `--histories`: `auto`, or comma-separated types (see [`TypeSpec`]).
+pub fn parse_history_spec(s: &str) -> Result<HistorySpec, String> {
+    let s = s.trim();
+    if s == "auto" {
+        return Ok(HistorySpec::Auto);
+    }
+    let mut types = Vec::new();
+    for item in s.split(',').map(str::trim) {
+        types.push(parse_type_spec(item)?);
+    }
+    if types.len() > dprof_abi::MAX_HISTORY_TARGETS {
+        return Err(format!(
+            "{} types given; the module watches at most {} per collection",
+            types.len(),
+            dprof_abi::MAX_HISTORY_TARGETS
+        ));
+    }
+    Ok(HistorySpec::Types(types))
+}
+
+fn parse_type_spec(item: &str) -> Result<TypeSpec, String> {
+    let mut parts = item.split(':');
+    let name = parts.next().unwrap_or_default();
+    let (cache, site) = match name.split_once('@') {
+        Some((cache, site)) => (cache, Some(site.to_owned())),
+        None => (name, None),
+    };
+    if cache.is_empty() || site.as_deref() == Some("") {
+        return Err(format!(
+            "{item:?}: expected CACHE[@FUNCTION][:OFFSET+LEN[:OFFSET+LEN]], e.g. \
+             skbuff_head_cache:0+8 or kmalloc-1k@__alloc_skb"
+        ));
+    }
+    if cache.len() >= dprof_abi::CACHE_NAME_BYTES {
+        return Err(format!(
+            "{cache:?} is longer than the {} bytes a cache name may have",
+            dprof_abi::CACHE_NAME_BYTES - 1
+        ));
+    }
+    let mut ranges = Vec::new();
+    for range in parts {
+        ranges.push(parse_range(item, range)?);
+    }
+    match ranges.as_slice() {
+        [a, b] if a.overlaps(*b) => {
+            return Err(format!("{item:?}: the two ranges overlap"));
+        }
+        [] | [_] | [_, _] => {}
+        _ => {
+            return Err(format!(
+                "{item:?}: at most {} ranges per type (one, or a pair to order two fields)",
+                dprof_abi::HISTORY_RANGES
+            ))
+        }
+    }
+    Ok(TypeSpec {
+        cache: cache.to_owned(),
+        site,
+        ranges,
+    })
+}
+
+fn parse_range(item: &str, range: &str) -> Result<WatchRange, String> {
+    let bad = || {
+        format!(
+            "{item:?}: range {range:?} is not OFFSET+LEN (e.g. 16+8; hex with 0x; LEN 1, 2, 4 or 8)"
+        )
+    };
+    let (offset, len) = range.split_once('+').ok_or_else(bad)?;
+    let number = |t: &str| match t.strip_prefix("0x") {
+        Some(hex) => u32::from_str_radix(hex, 16).ok(),
+        None => t.parse().ok(),
+    };
+    let (offset, len) = (
+        number(offset).ok_or_else(bad)?,
+        number(len).ok_or_else(bad)?,
+    );
+    let range = WatchRange { offset, len };
+    if !range.is_watchable() {
+        return Err(format!(
+            "{item:?}: a debug register watches 1, 2, 4 or 8 bytes at an offset that is a \
+             multiple of the length; {offset}+{len} is not that"
+        ));
+    }
+    Ok(range)
+}
+
+/// Rate, timeout and hit limits of the plan.
+#[derive(Clone, Copy, Debug)]
+pub struct PlanLimits {
+    pub max_per_sec: u32,
+    pub timeout_ms: u32,
+    pub max_hits: u32,
+}
+
+/// The module's plan for `types`, which all have ranges. `@FUNCTION` becomes the function's
+/// address range from kallsyms.
+pub fn module_plan(
+    types: &[TypeSpec],
+    kallsyms: &Kallsyms,
+    limits: PlanLimits,
+) -> anyhow::Result<HistoryPlan> {
+    let mut plan = HistoryPlan {
+        struct_size: HistoryPlan::SIZE as u32,
+        target_count: u32::try_from(types.len()).unwrap_or(u32::MAX),
+        max_per_sec: limits.max_per_sec,
+        timeout_ms: limits.timeout_ms,
+        max_hits: limits.max_hits,
+        ..HistoryPlan::default()
+    };
+    if types.is_empty() || types.len() > dprof_abi::MAX_HISTORY_TARGETS {
+        bail!(
+            "a history plan needs 1 to {} types, not {}",
+            dprof_abi::MAX_HISTORY_TARGETS,
+            types.len()
+        );
+    }
+    for (slot, t) in plan.targets.iter_mut().zip(types) {
+        let mut target = HistoryTarget::default().with_name(t.cache.as_bytes());
+        for (r, range) in target.ranges.iter_mut().zip(&t.ranges) {
+            *r = *range;
+        }
+        if target.ranges[0].len == 0 {
+            bail!("{}: no range to watch", t.type_name());
+        }
+        if let Some(site) = &t.site {
+            let symbol = kallsyms
+                .text_symbols()
+                .iter()
+                .find(|s| s.name == *site)
+                .with_context(|| {
+                    format!(
+                        "{}: no function {site} in /proc/kallsyms to take allocations from",
+                        t.type_name()
+                    )
+                })?;
+            target.site_start = symbol.address;
+            target.site_end = symbol.address + symbol.size.max(1);
+        }
+        *slot = target;
+    }
+    Ok(plan)
+}
+
+/// The types and ranges to watch, chosen from the planning phase's data profile: `auto`
+/// takes the types with most samples; types without ranges get the offsets their samples use.
+pub fn choose_types(
+    spec: &HistorySpec,
+    report: &dprof::report::Report,
+    kallsyms: &Kallsyms,
+) -> anyhow::Result<Vec<TypeSpec>> {
+    let _ = (report, kallsyms);
+    bail!("cannot choose what to watch for --histories {spec} yet: give each type its ranges")
+}
+
+/// Trap ips seen in `HistoryHit` records: the functions whose code the profile needs.
+#[derive(Debug, Default)]
+pub struct TrapIps(BTreeSet<u64>);
+
+impl TrapIps {
+    /// Notes the trap ips in `bytes`, whole records as the device returned them.
+    pub fn scan(&mut self, bytes: &[u8]) {
+        let mut pos = 0;
+        while let Some(rest) = bytes.get(pos..).filter(|r| !r.is_empty()) {
+            let Ok((header, record)) = Record::decode(rest) else {
+                return; // the writer reports bad records
+            };
+            if let Record::HistoryHit(hit) = record {
+                self.0.insert(hit.ip);
+            }
+            pos += usize::from(header.size).max(dprof_abi::RECORD_ALIGN);
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Longest function copied: anything longer is not one function.
+const MAX_FUNCTION_BYTES: u64 = 256 << 10;
+
+/// The code of the functions the traps landed in, read from `kcore`; with a sentence for
+/// what could not be read.
+pub fn capture_text(
+    traps: &TrapIps,
+    kallsyms: &Kallsyms,
+    kcore_path: &Path,
+) -> (KernelText, Option<String>) {
+    let mut functions: BTreeSet<(u64, u64)> = BTreeSet::new();
+    let mut unknown = 0usize;
+    for &ip in &traps.0 {
+        match kallsyms.lookup(ip) {
+            Some(loc) => {
+                let start = loc.symbol.address;
+                // The trap ip is after the access: the code up to it is what is decoded.
+                let size = loc.symbol.size.max(loc.offset + 16).min(MAX_FUNCTION_BYTES);
+                functions.insert((start, start + size));
+            }
+            None => unknown += 1,
+        }
+    }
+    let kcore = match Kcore::open(kcore_path) {
+        Ok(kcore) => kcore,
+        Err(e) => {
+            return (
+                KernelText::new(),
+                Some(format!(
+                    "cannot capture kernel code for the history analysis: {e}"
+                )),
+            )
+        }
+    };
+    let ranges: Vec<(u64, u64)> = functions.into_iter().collect();
+    let (text, unreadable) = kcore::read_text(&kcore, &ranges);
+    let note = (unknown + unreadable > 0).then(|| {
+        format!(
+            "kernel code: {unreadable} of {} functions unreadable in {}, {unknown} trap \
+             addresses in no known function; their accesses stay undecoded",
+            ranges.len(),
+            kcore.path().display()
+        )
+    });
+    (text, note)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_with_sites_and_ranges() {
+        assert_eq!(parse_history_spec("auto"), Ok(HistorySpec::Auto));
+        let spec = parse_history_spec("dprof_selftest_obj:8+8:16+8, kmalloc-1k@__alloc_skb")
+            .expect("parses");
+        let HistorySpec::Types(types) = &spec else {
+            panic!("{spec:?}");
+        };
+        assert_eq!(types[0].cache, "dprof_selftest_obj");
+        assert_eq!(
+            types[0].ranges,
+            [
+                WatchRange { offset: 8, len: 8 },
+                WatchRange { offset: 16, len: 8 }
+            ]
+        );
+        assert_eq!(types[1].type_name(), "kmalloc-1k@__alloc_skb");
+        assert!(types[1].ranges.is_empty());
+        assert!(spec.needs_planning());
+        let explicit = parse_history_spec("filp:0x10+4").expect("hex offset");
+        assert!(!explicit.needs_planning());
+    }
+
+    #[test]
+    fn bad_specs_say_what_is_wrong() {
+        for (spec, words) in [
+            ("", "expected CACHE"),
+            ("filp@", "expected CACHE"),
+            ("filp:3+4", "multiple of the length"),
+            ("filp:0+16", "1, 2, 4 or 8"),
+            ("filp:0+8:4+4", "overlap"),
+            ("filp:0+1:1+1:2+1", "at most 2 ranges"),
+            ("filp:8", "OFFSET+LEN"),
+            ("a,b,c,d,e,f,g,h,i", "at most 8"),
+        ] {
+            let err = parse_history_spec(spec).expect_err(spec);
+            assert!(err.contains(words), "{spec}: {err}");
+        }
+    }
+
+    #[test]
+    fn plans_resolve_sites_from_kallsyms() {
+        let kallsyms =
+            Kallsyms::parse(b"ffffffff81000000 T __alloc_skb\nffffffff81000200 T kfree_skb\n");
+        let HistorySpec::Types(types) =
+            parse_history_spec("kmalloc-1k@__alloc_skb:0+8,filp:8+8:16+4").expect("parses")
+        else {
+            panic!("types");
+        };
+        let limits = PlanLimits {
+            max_per_sec: 10,
+            timeout_ms: 500,
+            max_hits: 100,
+        };
+        let plan = module_plan(&types, &kallsyms, limits).expect("plans");
+        let mut buf = [0u8; HistoryPlan::SIZE];
+        plan.encode(&mut buf);
+        assert_eq!(HistoryPlan::decode(&buf), Ok(plan), "the module accepts it");
+        assert_eq!(plan.targets[0].site_start, 0xffff_ffff_8100_0000);
+        assert_eq!(plan.targets[0].site_end, 0xffff_ffff_8100_0200);
+        assert_eq!(plan.targets[1].name_bytes(), b"filp");
+        let HistorySpec::Types(missing) =
+            parse_history_spec("kmalloc-64@nosuch:0+8").expect("parses")
+        else {
+            panic!("types");
+        };
+        let err = module_plan(&missing, &kallsyms, limits).expect_err("no such function");
+        assert!(err.to_string().contains("no function nosuch"), "{err}");
+    }
+}
