@@ -10,6 +10,7 @@ pub mod debuginfo;
 pub mod decode;
 pub mod device;
 pub mod hardware;
+pub mod histories;
 pub mod profile;
 pub mod report;
 pub mod resolve;
