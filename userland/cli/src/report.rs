@@ -1,5 +1,7 @@
 //! `dprof report`: the data profile of a profile, as a table, a drill-down into one type, or
-//! JSON.
+//! JSON; and the data flow of a type's object access histories ([`data_flow`]).
+
+mod data_flow;
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -11,7 +13,7 @@ use dprof::debuginfo::{DebugInfo, MatchedBy};
 use dprof::profile::{Profile, ProfileError};
 use dprof::report::{
     FieldSource, HardwareSummary, Report, SourceCount, StructNames, TypeHardware, TypeKind,
-    TypeProfile,
+    TypeProfile, WarningCode,
 };
 use dprof::resolve::{SymbolSource, WithDebugInfo};
 use dprof::symbols::Kallsyms;
@@ -42,6 +44,14 @@ use crate::units::format_bytes;
 /// read/write counts (and misses), its functions and its CPUs. --json prints the whole report
 /// model.
 ///
+/// --view data-flow shows, for one type (--type, else the type with the most histories), the
+/// functions that touched its objects from allocation to free, merged over the object access
+/// histories (collect --histories): each function's reads and writes, the steps from one
+/// function to the next with how often they were taken, steps where the object moved to
+/// another CPU drawn as ==cpu==>, then the execution paths (path traces) with the time since
+/// allocation of each access and the samples that hit the same instruction and offsets.
+/// --format dot prints the graph for Graphviz (dot -Tsvg); --json the type's histories.
+///
 /// Field names need the vmlinux of the profiled kernel (--vmlinux, checked against the
 /// profile's build id) and, for modules, a directory of their .ko files (--debug-dir). Cache
 /// names map to structs through a built-in table (skbuff_head_cache=sk_buff, TCP=tcp_sock,
@@ -65,6 +75,9 @@ pub struct ReportArgs {
     /// Which view.
     #[arg(long, value_enum, default_value = "data-profile")]
     view: View,
+    /// Output format of --view data-flow: text, or Graphviz DOT.
+    #[arg(long, value_enum, default_value = "text", conflicts_with = "json")]
+    format: Format,
     /// vmlinux of the profiled kernel, with debug info: field names, exact symbol sizes.
     #[arg(long, value_name = "PATH")]
     vmlinux: Option<PathBuf>,
@@ -85,13 +98,26 @@ pub struct ReportArgs {
 enum View {
     /// Types ranked by samples (paper section 3.1).
     DataProfile,
+    /// Functions from alloc to free of one type, from object access histories (section 3.4).
+    DataFlow,
+}
+
+/// Output formats of the graph views.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    /// For the terminal.
+    Text,
+    /// Graphviz DOT.
+    Dot,
 }
 
 /// Rows per table in text when --top is not given.
 const DEFAULT_TOP: usize = 20;
 
 pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
-    let View::DataProfile = args.view;
+    if args.format == Format::Dot && args.view != View::DataFlow {
+        bail!("--format dot goes with --view data-flow");
+    }
     let with_file = |e: ProfileError| match e {
         ProfileError::Io { .. } => anyhow::Error::new(e),
         _ => anyhow::Error::new(e).context(args.file.display().to_string()),
@@ -121,6 +147,17 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         None => analysis::analyze_with(&profile, &kallsyms, &options),
     }
     .map_err(with_file)?;
+    if args.view == View::DataFlow {
+        // Histories stand without samples: samples only add costs to them.
+        for w in report
+            .warnings
+            .iter()
+            .filter(|w| w.code != WarningCode::NoSamples)
+        {
+            eprintln!("dprof: warning: {}", w.message);
+        }
+        return data_flow::run(args, &report);
+    }
     if report.coverage.total_samples == 0 {
         bail!(
             "{}: the profile has no access samples: collect with --events samples",

@@ -90,7 +90,13 @@ pub fn analyze_with(
     while let Some(pushed) = records.next_with(|header, record| analyzer.push(header, record)) {
         pushed?;
     }
-    Ok(analyzer.finish())
+    let saw_histories = analyzer.saw_histories();
+    let (mut report, sampled) = analyzer.finish_with_accesses();
+    if saw_histories {
+        // A second pass, over history records only: profiles without histories pay nothing.
+        report.histories = crate::histories::analyze(profile, symbols, Some(&sampled))?;
+    }
+    Ok(report)
 }
 
 /// What waits in the reorder buffer.
@@ -310,6 +316,85 @@ struct AccessKey {
 struct AccessAcc {
     rw: Rw,
     size: u32,
+    /// Samples with a hardware hit/miss status.
+    hw_samples: u64,
+    latency_samples: u64,
+    latency_sum: u64,
+}
+
+/// What the samples of one (type, instruction, offset) saw.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AccessStats {
+    /// Samples.
+    pub samples: u64,
+    /// Read-only samples.
+    pub reads: u64,
+    /// Write-only samples.
+    pub writes: u64,
+    /// Read-modify-write samples.
+    pub read_writes: u64,
+    /// Samples with a hardware hit/miss status.
+    pub hw_samples: u64,
+    /// Of them, L1 data-cache misses.
+    pub misses: u64,
+    /// Samples with a latency.
+    pub latency_samples: u64,
+    /// Sum of their latencies (cycles).
+    pub latency_sum: u64,
+}
+
+impl AccessStats {
+    fn add(&mut self, other: &Self) {
+        self.samples += other.samples;
+        self.reads += other.reads;
+        self.writes += other.writes;
+        self.read_writes += other.read_writes;
+        self.hw_samples += other.hw_samples;
+        self.misses += other.misses;
+        self.latency_samples += other.latency_samples;
+        self.latency_sum += other.latency_sum;
+    }
+}
+
+/// Sampled accesses by (type, instruction, offset): what path traces join history hits with
+/// (paper section 4.4: same type, offset and ip).
+#[derive(Clone, Debug, Default)]
+pub struct SampledAccesses {
+    /// `(type name, ip)` to `(offset, stats)`.
+    by_ip: FxHashMap<(String, u64), Vec<(u64, AccessStats)>>,
+    hardware: bool,
+}
+
+impl SampledAccesses {
+    /// The samples of type `type_name` by the instruction at `ip` at offsets in `offsets`,
+    /// summed.
+    #[must_use]
+    pub fn matching(&self, type_name: &str, ip: u64, offsets: std::ops::Range<u64>) -> AccessStats {
+        let mut out = AccessStats::default();
+        if let Some(list) = self.by_ip.get(&(type_name.to_owned(), ip)) {
+            for (offset, stats) in list {
+                if offsets.contains(offset) {
+                    out.add(stats);
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether a hardware sampler took the samples (misses and latencies are known).
+    #[must_use]
+    pub const fn hardware(&self) -> bool {
+        self.hardware
+    }
+
+    /// Adds the stats of one (type, instruction, offset): for tests and other producers.
+    pub fn insert(&mut self, type_name: &str, ip: u64, offset: u64, stats: AccessStats) {
+        self.hardware |= stats.hw_samples > 0;
+        self.by_ip
+            .entry((type_name.to_owned(), ip))
+            .or_default()
+            .push((offset, stats));
+    }
 }
 
 /// Touch state of a non-slab instance (global symbol, per-CPU copy, stack).
@@ -360,6 +445,8 @@ struct State {
     hw_address_mismatches: u64,
     /// `SAMPLER_KIND_*` bits (1 << kind) of the hardware samplers seen.
     hw_kinds: u8,
+    /// History records seen (they are analysed apart, see [`crate::histories`]).
+    history_records: u64,
 }
 
 impl std::fmt::Debug for Analyzer<'_> {
@@ -426,7 +513,10 @@ impl<'s> Analyzer<'s> {
             Record::HistoryStart(_)
             | Record::HistoryArm(_)
             | Record::HistoryHit(_)
-            | Record::HistoryEnd(_) => return,
+            | Record::HistoryEnd(_) => {
+                st.history_records += 1;
+                return;
+            }
             Record::AccessSample(sample) => match self.sample_event(header.cpu, sample) {
                 Some(event) => event,
                 None => return,
@@ -505,12 +595,53 @@ impl<'s> Analyzer<'s> {
 
     /// Replays what is still buffered and builds the report.
     #[must_use]
-    pub fn finish(mut self) -> Report {
+    pub fn finish(self) -> Report {
+        self.finish_with_accesses().0
+    }
+
+    /// [`Analyzer::finish`], also handing back the sampled accesses by (type, instruction,
+    /// offset), for path traces.
+    #[must_use]
+    pub fn finish_with_accesses(mut self) -> (Report, SampledAccesses) {
         let (resolver, state) = (&mut self.resolver, &mut self.state);
         self.reorder.finish(|time, (cpu, event)| {
             replay(resolver, state, time, cpu, &event);
         });
-        build_report(&self)
+        let report = build_report(&self);
+        let mut sampled = SampledAccesses {
+            hardware: self.state.hw_samples > 0,
+            ..SampledAccesses::default()
+        };
+        let types = self.resolver.types();
+        for (key, acc) in &self.state.accesses {
+            let Some(info) = types.get(TypeId(key.type_id)) else {
+                continue;
+            };
+            sampled
+                .by_ip
+                .entry((info.name.clone(), key.ip))
+                .or_default()
+                .push((
+                    key.offset,
+                    AccessStats {
+                        samples: acc.rw.total(),
+                        reads: acc.rw.reads,
+                        writes: acc.rw.writes,
+                        read_writes: acc.rw.read_writes,
+                        hw_samples: acc.hw_samples,
+                        misses: acc.rw.misses,
+                        latency_samples: acc.latency_samples,
+                        latency_sum: acc.latency_sum,
+                    },
+                ));
+        }
+        (report, sampled)
+    }
+
+    /// Whether a history record was pushed (the profile was collected with histories).
+    #[must_use]
+    pub const fn saw_histories(&self) -> bool {
+        self.state.history_records > 0
     }
 }
 
@@ -666,6 +797,13 @@ fn replay_sample(resolver: &mut Resolver<'_>, st: &mut State, cpu: u32, access: 
         .or_default();
     entry.rw.add_access(access);
     entry.size = u32::from(access.size);
+    if access.hw & HW_KNOWN != 0 {
+        entry.hw_samples += 1;
+    }
+    if access.hw & HW_HAS_LATENCY != 0 {
+        entry.latency_samples += 1;
+        entry.latency_sum += u64::from(access.latency);
+    }
 }
 
 /// Function name of `ip` (Rust symbols demangled, without their hash), or the address.
@@ -884,6 +1022,7 @@ fn build_report(a: &Analyzer<'_>) -> Report {
         address_set,
         ordering,
         warnings,
+        histories: None,
     }
 }
 

@@ -17,7 +17,7 @@
 //! [`NoAccess::MultipleMemoryOperands`]: they are real accesses, but not to one address this
 //! decoder can name.
 
-use dprof_abi::{AccessSample, SAMPLE_INSN_BYTES, SAMPLE_USER};
+use dprof_abi::{AccessSample, SAMPLE_INSN_BYTES, SAMPLE_REGS, SAMPLE_USER};
 use iced_x86::{
     DecoderOptions, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register,
 };
@@ -306,7 +306,7 @@ impl RegRef {
         })
     }
 
-    fn value(self, regs: &[u64; dprof_abi::SAMPLE_REGS]) -> u64 {
+    fn value(self, regs: &[u64; SAMPLE_REGS]) -> u64 {
         regs.get(usize::from(self.index))
             .map_or(0, |v| (v >> self.shift) & self.mask)
     }
@@ -332,7 +332,7 @@ enum Template {
 }
 
 impl Template {
-    fn apply(&self, sample: &AccessSample) -> DecodeOutcome {
+    fn apply(&self, regs: &[u64; SAMPLE_REGS], gs_base: u64) -> DecodeOutcome {
         match *self {
             Self::None(reason) => DecodeOutcome::None(reason),
             Self::Mem {
@@ -347,16 +347,16 @@ impl Template {
             } => {
                 let mut addr = disp;
                 if let Some(b) = base {
-                    addr = addr.wrapping_add(b.value(&sample.regs));
+                    addr = addr.wrapping_add(b.value(regs));
                 }
                 if let Some(i) = index {
-                    addr = addr.wrapping_add(i.value(&sample.regs).wrapping_mul(u64::from(scale)));
+                    addr = addr.wrapping_add(i.value(regs).wrapping_mul(u64::from(scale)));
                 }
                 if addr32 {
                     addr &= 0xffff_ffff;
                 }
                 if gs {
-                    addr = addr.wrapping_add(sample.gs_base);
+                    addr = addr.wrapping_add(gs_base);
                 }
                 DecodeOutcome::Access(MemAccess {
                     addr,
@@ -369,21 +369,90 @@ impl Template {
     }
 }
 
-/// One decoded instruction in the cache, with the bytes it was decoded from.
+/// One instruction decoded for what it does with memory: the part of decoding that does not
+/// depend on register values. Access samples (bytes captured with the sample) and history hits
+/// (bytes from the profile's Text section) both go through it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodedInsn {
+    /// Its address.
+    pub ip: u64,
+    /// Bytes it takes.
+    pub len: u8,
+    mnemonic: Mnemonic,
+    template: Template,
+    /// It writes a register its memory operand's address is made of.
+    writes_address_register: bool,
+    /// A string instruction (`movs`, `stos`, ...; with or without `rep`).
+    string_op: bool,
+}
+
+impl DecodedInsn {
+    /// The address just after it.
+    #[must_use]
+    pub const fn end(&self) -> u64 {
+        self.ip.wrapping_add(self.len as u64)
+    }
+
+    /// The mnemonic in lower case.
+    #[must_use]
+    pub fn mnemonic(&self) -> String {
+        format!("{:?}", self.mnemonic).to_ascii_lowercase()
+    }
+
+    /// Its memory access with these register values (and `%gs` base), or why it has no
+    /// single one.
+    #[must_use]
+    pub fn access(&self, regs: &[u64; SAMPLE_REGS], gs_base: u64) -> DecodeOutcome {
+        self.template.apply(regs, gs_base)
+    }
+
+    /// True when the instruction overwrites a base or index register of its memory operand
+    /// (`mov 0x8(%rax),%rax`): registers captured *after* it executed (a debug-register trap,
+    /// PEBS) no longer give the address it accessed.
+    #[must_use]
+    pub const fn writes_address_register(&self) -> bool {
+        self.writes_address_register
+    }
+
+    /// True for string instructions (`movs`, `stos`, `lods`, `cmps`, `scas`), whose `rep`
+    /// forms trap with the instruction pointer still on them while iterations remain.
+    #[must_use]
+    pub const fn is_string_op(&self) -> bool {
+        self.string_op
+    }
+
+    /// Read, write or both, when the instruction has one memory operand this decoder names.
+    #[must_use]
+    pub const fn kind(&self) -> Option<AccessKind> {
+        match self.template {
+            Template::Mem { kind, .. } => Some(kind),
+            Template::None(_) => None,
+        }
+    }
+
+    /// Bytes its memory operand covers, when it has one this decoder names.
+    #[must_use]
+    pub const fn size(&self) -> Option<u32> {
+        match self.template {
+            Template::Mem { size, .. } => Some(size),
+            Template::None(_) => None,
+        }
+    }
+}
+
+/// One decoded instruction in the sample cache, with the bytes it was decoded from.
 #[derive(Clone, Copy, Debug)]
 struct CachedInsn {
     bytes: [u8; SAMPLE_INSN_BYTES],
-    len: u8,
-    mnemonic: Mnemonic,
-    template: Template,
+    insn: DecodedInsn,
 }
 
 impl CachedInsn {
     /// Whether `sample` holds the same instruction (code can be patched at run time: static
     /// keys, alternatives, ftrace).
     fn matches(&self, sample: &AccessSample) -> bool {
-        let len = usize::from(self.len);
-        sample.insn_len >= self.len && sample.insn.get(..len) == self.bytes.get(..len)
+        let len = usize::from(self.insn.len);
+        sample.insn_len >= self.insn.len && sample.insn.get(..len) == self.bytes.get(..len)
     }
 }
 
@@ -429,7 +498,7 @@ impl Decoder {
     /// [`Decoder::stats`].
     pub fn access(&mut self, sample: &AccessSample) -> DecodeOutcome {
         let outcome = match self.cached(sample) {
-            Ok(insn) => insn.template.apply(sample),
+            Ok(cached) => cached.insn.access(&sample.regs, sample.gs_base),
             Err(reason) => DecodeOutcome::None(reason),
         };
         self.stats.record(&outcome);
@@ -439,10 +508,10 @@ impl Decoder {
     /// The instruction `sample` executed (length and mnemonic), decoded or from the cache;
     /// `None` for user-mode samples and when it does not decode. Not counted in the stats.
     pub fn instruction(&mut self, sample: &AccessSample) -> Option<Insn> {
-        let insn = self.cached(sample).ok()?;
+        let cached = self.cached(sample).ok()?;
         Some(Insn {
-            len: insn.len,
-            mnemonic: insn.mnemonic,
+            len: cached.insn.len,
+            mnemonic: cached.insn.mnemonic,
         })
     }
 
@@ -487,7 +556,31 @@ fn decode_one(
     sample: &AccessSample,
 ) -> Result<CachedInsn, NoAccess> {
     let bytes = sample.insn_bytes();
-    let mut decoder = iced_x86::Decoder::try_with_ip(64, bytes, sample.ip, DecoderOptions::NONE)
+    let insn = decode_insn_with(factory, bytes, sample.ip)?;
+    let mut cached = [0u8; SAMPLE_INSN_BYTES];
+    let len = usize::from(insn.len);
+    cached[..len].copy_from_slice(&bytes[..len]);
+    Ok(CachedInsn {
+        bytes: cached,
+        insn,
+    })
+}
+
+/// Decodes the instruction at the start of `bytes`, which sit at address `ip`.
+///
+/// # Errors
+/// [`NoAccess::Undecodable`] when the bytes do not hold a whole valid instruction.
+pub fn decode_insn(bytes: &[u8], ip: u64) -> Result<DecodedInsn, NoAccess> {
+    decode_insn_with(&mut InstructionInfoFactory::new(), bytes, ip)
+}
+
+/// [`decode_insn`] with a reusable info factory (it keeps buffers between calls).
+fn decode_insn_with(
+    factory: &mut InstructionInfoFactory,
+    bytes: &[u8],
+    ip: u64,
+) -> Result<DecodedInsn, NoAccess> {
+    let mut decoder = iced_x86::Decoder::try_with_ip(64, bytes, ip, DecoderOptions::NONE)
         .map_err(|_| NoAccess::Undecodable)?;
     let mut instr = Instruction::default();
     decoder.decode_out(&mut instr);
@@ -498,13 +591,51 @@ fn decode_one(
     if usize::from(len) > bytes.len() {
         return Err(NoAccess::Undecodable);
     }
-    let mut cached = [0u8; SAMPLE_INSN_BYTES];
-    cached[..usize::from(len)].copy_from_slice(&bytes[..usize::from(len)]);
-    Ok(CachedInsn {
-        bytes: cached,
+    let template = template(factory, &instr);
+    Ok(DecodedInsn {
+        ip,
         len,
         mnemonic: instr.mnemonic(),
-        template: template(factory, &instr),
+        template,
+        writes_address_register: writes_address_register(factory, &instr),
+        string_op: instr.is_string_instruction(),
+    })
+}
+
+/// The lengths of the instructions of `code` (at address `ip`), decoded one after the other
+/// from its start: the instruction boundaries of a function. Stops at the first invalid
+/// instruction (data, or bytes that are not code), so every boundary returned is real.
+#[must_use]
+pub fn instruction_boundaries(code: &[u8], ip: u64) -> Vec<(u64, u8)> {
+    let mut out = Vec::new();
+    let mut decoder = iced_x86::Decoder::with_ip(64, code, ip, DecoderOptions::NONE);
+    let mut instr = Instruction::default();
+    while decoder.can_decode() {
+        decoder.decode_out(&mut instr);
+        if instr.is_invalid() {
+            break;
+        }
+        let Ok(len) = u8::try_from(instr.len()) else {
+            break;
+        };
+        out.push((instr.ip(), len));
+    }
+    out
+}
+
+/// Whether `instr` writes a general-purpose register its memory operand's address uses.
+fn writes_address_register(factory: &mut InstructionInfoFactory, instr: &Instruction) -> bool {
+    let address_regs =
+        [instr.memory_base(), instr.memory_index()].map(|r| r.is_gpr().then(|| r.full_register()));
+    if address_regs.iter().all(Option::is_none) {
+        return false;
+    }
+    factory.info(instr).used_registers().iter().any(|used| {
+        matches!(
+            used.access(),
+            OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite
+        ) && used.register().is_gpr()
+            && address_regs.contains(&Some(used.register().full_register()))
     })
 }
 

@@ -10,6 +10,7 @@ pub mod debuginfo;
 pub mod decode;
 pub mod device;
 pub mod hardware;
+pub mod histories;
 pub mod kcore;
 pub mod profile;
 pub mod report;

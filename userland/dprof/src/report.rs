@@ -40,6 +40,10 @@ pub struct Report {
     pub ordering: OrderingStats,
     /// What the analysis could not do, one sentence each.
     pub warnings: Vec<Warning>,
+    /// Object access histories, path traces and data flow; absent when the profile has no
+    /// history (collected without `--histories`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histories: Option<crate::histories::HistoryReport>,
 }
 
 /// The profile the report is about.

@@ -371,3 +371,64 @@ fn decode_throughput() {
         d.stats().decoded
     );
 }
+
+#[test]
+fn decoded_instructions_say_when_they_overwrite_their_address_registers() {
+    // mov 0x8(%rax),%rax: the base is overwritten.
+    let insn = decode_insn(&[0x48, 0x8b, 0x40, 0x08], IP).expect("decodes");
+    assert!(insn.writes_address_register());
+    assert_eq!(
+        (insn.kind(), insn.size(), insn.end()),
+        (Some(Read), Some(8), IP + 4)
+    );
+    // mov 0x8(%rax),%eax: a 32-bit write zero-extends into %rax, the same register.
+    assert!(decode_insn(&[0x8b, 0x40, 0x08], IP)
+        .expect("decodes")
+        .writes_address_register());
+    // mov (%rdi,%rsi,8),%rsi: the index is overwritten.
+    assert!(decode_insn(&[0x48, 0x8b, 0x34, 0xf7], IP)
+        .expect("decodes")
+        .writes_address_register());
+    // mov 0x8(%rax),%rcx and mov %rax,0x8(%rax): the address survives.
+    assert!(!decode_insn(&[0x48, 0x8b, 0x48, 0x08], IP)
+        .expect("decodes")
+        .writes_address_register());
+    assert!(!decode_insn(&[0x48, 0x89, 0x40, 0x08], IP)
+        .expect("decodes")
+        .writes_address_register());
+    // rep movsb: a string op with implicit operands.
+    let movs = decode_insn(&[0xf3, 0xa4], IP).expect("decodes");
+    assert!(movs.is_string_op());
+    assert_eq!(
+        movs.access(&[0; dprof_abi::SAMPLE_REGS], 0),
+        none(NoAccess::MultipleMemoryOperands)
+    );
+    assert_eq!(decode_insn(&[0x06], IP), Err(NoAccess::Undecodable));
+    // The same access the sample decoder computes.
+    let regs = {
+        let mut r = [0u64; dprof_abi::SAMPLE_REGS];
+        r[reg::RBX] = 0x2000;
+        r
+    };
+    assert_eq!(
+        decode_insn(&[0x48, 0x89, 0x43, 0x10], IP)
+            .expect("decodes")
+            .access(&regs, 0),
+        access(&[0x48, 0x89, 0x43, 0x10], &[(reg::RBX, 0x2000)])
+    );
+}
+
+#[test]
+fn instruction_boundaries_stop_at_bytes_that_are_not_code() {
+    // push %rbp; mov %rsp,%rbp; pop %rbp; ret; (push %es: invalid) nop
+    let code = [0x55, 0x48, 0x89, 0xe5, 0x5d, 0xc3, 0x06, 0x90];
+    assert_eq!(
+        instruction_boundaries(&code, IP),
+        vec![(IP, 1), (IP + 1, 3), (IP + 4, 1), (IP + 5, 1)]
+    );
+    // A cut instruction at the end is not a boundary.
+    assert_eq!(
+        instruction_boundaries(&[0x55, 0x48, 0x89], IP),
+        vec![(IP, 1)]
+    );
+}

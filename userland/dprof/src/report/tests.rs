@@ -79,6 +79,7 @@ fn report(types: Vec<TypeProfile>) -> Report {
         address_set: AddressSetStats::default(),
         ordering: OrderingStats::default(),
         warnings: Vec::new(),
+        histories: None,
     }
 }
 

@@ -1,0 +1,276 @@
+//! `dprof report --view data-flow`: one type's functions from alloc to free, merged over its
+//! object access histories, with the path traces under it.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use dprof::histories::{DataFlow, FlowRole, HistoryReport, PathTrace, TypeHistories};
+use dprof::report::Report;
+
+use super::{Format, ReportArgs, Table, DEFAULT_TOP};
+
+/// The arrow of a step that stayed on one CPU, and of one that changed CPU (same width).
+const SAME_CPU: &str = "------->";
+const CPU_CHANGE: &str = "==cpu==>";
+
+pub(super) fn run(args: &ReportArgs, report: &Report) -> anyhow::Result<ExitCode> {
+    let Some(histories) = &report.histories else {
+        bail!(
+            "{}: no histories collected: run dprof collect --histories auto (after a profile \
+             that shows which types to watch) to record object access histories",
+            args.file.display()
+        );
+    };
+    let (selected, picked) = match &args.type_name {
+        Some(name) => (find_type(histories, name)?, false),
+        None => match histories.types.first() {
+            Some(t) => (t, true),
+            None => bail!(
+                "{}: the profile's histories have no type",
+                args.file.display()
+            ),
+        },
+    };
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let top = args.top.unwrap_or(DEFAULT_TOP);
+    let written = if args.json {
+        serde_json::to_writer_pretty(&mut out, selected)
+            .map_err(io::Error::other)
+            .and_then(|()| writeln!(out))
+    } else {
+        match args.format {
+            Format::Dot => {
+                if picked {
+                    writeln!(out, "// {}", picked_note(selected))?;
+                }
+                out.write_all(selected.data_flow.to_dot().as_bytes())
+            }
+            Format::Text => text(histories, selected, picked, top, &mut out),
+        }
+    }
+    .and_then(|()| out.flush());
+    match written {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        other => other
+            .context("cannot write to standard output")
+            .map(|()| ExitCode::SUCCESS),
+    }
+}
+
+fn picked_note(t: &TypeHistories) -> String {
+    format!(
+        "{} is the type with the most histories ({}); --type NAME shows another",
+        t.name, t.histories
+    )
+}
+
+fn find_type<'r>(histories: &'r HistoryReport, name: &str) -> anyhow::Result<&'r TypeHistories> {
+    if let Some(t) = histories.find_type(name) {
+        return Ok(t);
+    }
+    let names: Vec<String> = histories
+        .types
+        .iter()
+        .take(10)
+        .map(|t| format!("{} ({})", t.name, t.histories))
+        .collect();
+    bail!(
+        "no histories of type {name:?} in the profile; types with histories: {}",
+        names.join(", ")
+    );
+}
+
+fn text(
+    all: &HistoryReport,
+    t: &TypeHistories,
+    picked: bool,
+    top: usize,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    if picked {
+        writeln!(out, "({})", picked_note(t))?;
+    }
+    let e = &t.end_reasons;
+    let mut ends = vec![format!("{} alloc to free", t.complete)];
+    for (n, what) in [
+        (e.timeout, "timed out"),
+        (e.stopped, "stopped with collection"),
+        (e.unfinished, "with no end record"),
+    ] {
+        if n > 0 {
+            ends.push(format!("{n} {what}"));
+        }
+    }
+    writeln!(
+        out,
+        "Data flow of {}: {} histories ({}), {} hits, {} CPU changes",
+        t.name,
+        t.histories,
+        ends.join(", "),
+        t.hits,
+        t.cpu_changes
+    )?;
+    let c = &t.convergence;
+    writeln!(
+        out,
+        "paths: {} in {} complete histories, the last new one at history {} (about 30-100 \
+         histories find the common paths)",
+        c.paths, c.histories, c.last_new_path_at
+    )?;
+    writeln!(out, "hits: {}", t.checks)?;
+    if t.dropped_hits > 0 || t.late_hits > 0 || all.orphan_hits > 0 {
+        writeln!(
+            out,
+            "not seen: {} hits dropped by the module, {} timed after their history's end, {} \
+             of histories with no start (profile-wide)",
+            t.dropped_hits, t.late_hits, all.orphan_hits
+        )?;
+    }
+    if t.max_arm_delay_ns > 0 {
+        writeln!(
+            out,
+            "other CPUs watched objects up to {} ns after allocation: their accesses before \
+             were missed",
+            t.max_arm_delay_ns
+        )?;
+    }
+    writeln!(out)?;
+    if t.complete == 0 {
+        return writeln!(
+            out,
+            "no history of {} ran from allocation to free: no data flow (collect longer, or \
+             with a longer history timeout)",
+            t.name
+        );
+    }
+    graph(&t.data_flow, out)?;
+    writeln!(out)?;
+    for order in &t.field_orders {
+        writeln!(
+            out,
+            "field order: {} before {} in {} of {} pairwise histories ({} the other way, {} \
+             touched one or neither)",
+            order.first,
+            order.second,
+            order.first_before_second,
+            order.histories,
+            order.second_before_first,
+            order.one_or_none
+        )?;
+    }
+    if !t.field_orders.is_empty() {
+        writeln!(out)?;
+    }
+    for (i, path) in t.paths.iter().take(top).enumerate() {
+        path_text(i + 1, path, out)?;
+    }
+    if t.paths.len() > top {
+        writeln!(
+            out,
+            "... {} more paths (--top N shows more)",
+            t.paths.len() - top
+        )?;
+    }
+    Ok(())
+}
+
+/// Nodes from alloc (top) to free (bottom), each with its steps to the next functions.
+fn graph(flow: &DataFlow, out: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "Functions from alloc to free ({} histories; {SAME_CPU} same CPU, {CPU_CHANGE} the \
+         object moved to another CPU):",
+        flow.histories
+    )?;
+    for node in &flow.nodes {
+        let role = match node.role {
+            FlowRole::Alloc => " [alloc]",
+            FlowRole::Free => " [free]",
+            FlowRole::AllocAndFree => " [alloc, free]",
+            FlowRole::Access => "",
+        };
+        let unknown = if node.unknown_kind > 0 {
+            format!(", unknown {}", node.unknown_kind)
+        } else {
+            String::new()
+        };
+        let cost = node
+            .sampled
+            .as_ref()
+            .map_or_else(String::new, |s| match s.misses {
+                Some(m) => format!(", {m} sampled misses"),
+                None => format!(", {} samples", s.samples),
+            });
+        writeln!(
+            out,
+            "{}{role}  {} histories, reads {}, writes {}, read-writes {}{unknown}{cost}",
+            node.function, node.histories, node.reads, node.writes, node.read_writes
+        )?;
+        for e in flow.edges.iter().filter(|e| e.from == node.function) {
+            if e.cpu_changes > 0 {
+                writeln!(
+                    out,
+                    "  {CPU_CHANGE} {}  {} ({} CPU changes)",
+                    e.to, e.transitions, e.cpu_changes
+                )?;
+            } else {
+                writeln!(out, "  {SAME_CPU} {}  {}", e.to, e.transitions)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn path_text(n: usize, path: &PathTrace, out: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "Path {n}: {} histories ({:.1}%), {} to {}",
+        path.histories,
+        path.share * 100.0,
+        path.alloc_function,
+        path.end
+    )?;
+    let mut table = Table::new(&[
+        ("", false),
+        ("since alloc", true),
+        ("instruction", false),
+        ("range", false),
+        ("access", false),
+        ("sampled", false),
+    ]);
+    for e in &path.elements {
+        let sampled = e.sampled.as_ref().map_or_else(
+            || "-".to_owned(),
+            |s| match (s.misses, s.mean_latency_cycles) {
+                (Some(m), Some(l)) => format!("{} samples, {m} misses, {l:.0} cycles", s.samples),
+                (Some(m), None) => format!("{} samples, {m} misses", s.samples),
+                _ => format!("{} samples", s.samples),
+            },
+        );
+        let location = if e.instruction_found {
+            format!("{}+{:#x}", e.function, e.function_offset)
+        } else {
+            format!("{}+{:#x} (trap; no code)", e.function, e.function_offset)
+        };
+        table.row(vec![
+            if e.cpu_change { CPU_CHANGE } else { "" }.to_owned(),
+            format!("{} ns", e.mean_since_alloc_ns),
+            location,
+            e.range.to_string(),
+            e.kind.map_or("?", |k| k.name()).to_owned(),
+            sampled,
+        ]);
+    }
+    table.row(vec![
+        if path.end_cpu_change { CPU_CHANGE } else { "" }.to_owned(),
+        String::new(),
+        format!("freed by {}", path.end),
+        String::new(),
+        String::new(),
+        String::new(),
+    ]);
+    table.write(out)?;
+    writeln!(out)
+}

@@ -1,0 +1,184 @@
+//! `dprof report --view data-flow` end to end on the library's history example
+//! (`dprof::histories::example`): golden text and DOT, JSON, and the errors a person meets.
+//! `DPROF_BLESS=1 cargo test -p dprof-cli --test data_flow` rewrites the golden files under
+//! tests/golden/.
+
+#[path = "support/cli_test.rs"]
+#[allow(
+    dead_code,
+    reason = "helpers shared by the CLI tests; this file needs only some"
+)]
+mod support;
+
+use support::{dir_with, dprof, golden, one_line_error, stdout_of};
+
+use dprof::histories::example;
+
+fn example_dir() -> tempfile::TempDir {
+    dir_with(&[
+        ("h.dprof", example::profile()),
+        ("dp.dprof", dprof::analysis::example::profile()),
+    ])
+}
+
+#[test]
+fn data_flow_text() {
+    let dir = example_dir();
+    let text = stdout_of(&dprof(
+        dir.path(),
+        &[
+            "report",
+            "h.dprof",
+            "--view",
+            "data-flow",
+            "--type",
+            "st_obj",
+        ],
+    ));
+    assert!(text.contains("st_producer"), "{text}");
+    assert!(
+        text.contains("  ==cpu==> st_consumer  2 (2 CPU changes)"),
+        "{text}"
+    );
+    golden("data_flow.txt", &text);
+}
+
+#[test]
+fn without_a_type_the_type_with_most_histories_is_shown_and_named() {
+    let dir = example_dir();
+    let text = stdout_of(&dprof(
+        dir.path(),
+        &["report", "h.dprof", "--view", "data-flow"],
+    ));
+    assert!(
+        text.starts_with(
+            "(st_obj is the type with the most histories (4); --type NAME shows another)\n"
+        ),
+        "{text}"
+    );
+    let dot = stdout_of(&dprof(
+        dir.path(),
+        &[
+            "report",
+            "h.dprof",
+            "--view",
+            "data-flow",
+            "--format",
+            "dot",
+        ],
+    ));
+    assert!(
+        dot.starts_with("// st_obj is the type with the most histories"),
+        "{dot}"
+    );
+}
+
+#[test]
+fn data_flow_dot() {
+    let dir = example_dir();
+    let dot = stdout_of(&dprof(
+        dir.path(),
+        &[
+            "report",
+            "h.dprof",
+            "--view",
+            "data-flow",
+            "--type",
+            "st_obj",
+            "--format",
+            "dot",
+        ],
+    ));
+    assert!(dot.starts_with("digraph data_flow {"), "{dot}");
+    golden("data_flow.dot", &dot);
+}
+
+#[test]
+fn data_flow_json() {
+    let dir = example_dir();
+    let text = stdout_of(&dprof(
+        dir.path(),
+        &[
+            "report",
+            "h.dprof",
+            "--view",
+            "data-flow",
+            "--type",
+            "st_obj",
+            "--json",
+        ],
+    ));
+    let v: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    assert_eq!(v["name"], "st_obj");
+    assert_eq!(v["histories"], 4);
+    assert_eq!(v["complete"], 3);
+    assert_eq!(v["convergence"]["last_new_path_at"], 3);
+    assert_eq!(v["paths"][0]["histories"], 2);
+    let edges = v["data_flow"]["edges"].as_array().expect("edges");
+    let cpu: Vec<(&str, &str)> = edges
+        .iter()
+        .filter(|e| e["cpu_changes"].as_u64() > Some(0))
+        .map(|e| {
+            (
+                e["from"].as_str().unwrap_or(""),
+                e["to"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(cpu, vec![("st_producer", "st_consumer")]);
+    // The whole report carries the same section.
+    let whole = stdout_of(&dprof(dir.path(), &["report", "h.dprof", "--json"]));
+    let w: serde_json::Value = serde_json::from_str(&whole).expect("valid JSON");
+    assert_eq!(w["histories"]["types"][0]["name"], "st_obj");
+    assert_eq!(w["histories"]["checks"]["verified"], 15);
+}
+
+#[test]
+fn no_histories_is_an_error_that_says_what_to_do() {
+    let dir = example_dir();
+    let err = one_line_error(&dprof(
+        dir.path(),
+        &["report", "dp.dprof", "--view", "data-flow"],
+    ));
+    assert!(
+        err.contains("no histories collected: run dprof collect --histories"),
+        "{err}"
+    );
+    // The data profile of a profile without histories has no histories section.
+    let whole = stdout_of(&dprof(dir.path(), &["report", "dp.dprof", "--json"]));
+    let w: serde_json::Value = serde_json::from_str(&whole).expect("valid JSON");
+    assert!(w.get("histories").is_none());
+}
+
+#[test]
+fn an_unknown_type_lists_the_types_with_histories() {
+    let dir = example_dir();
+    let err = one_line_error(&dprof(
+        dir.path(),
+        &[
+            "report",
+            "h.dprof",
+            "--view",
+            "data-flow",
+            "--type",
+            "skbuff_head_cache",
+        ],
+    ));
+    assert!(
+        err.contains("no histories of type \"skbuff_head_cache\" in the profile; types with histories: st_obj (4)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn dot_needs_the_data_flow_view() {
+    let dir = example_dir();
+    let err = one_line_error(&dprof(
+        dir.path(),
+        &["report", "h.dprof", "--format", "dot"],
+    ));
+    assert!(
+        err.contains("--format dot goes with --view data-flow"),
+        "{err}"
+    );
+}

@@ -1,0 +1,768 @@
+//! Object access histories (paper section 4.3), path traces (4.4) and the data flow view
+//! (3.4).
+//!
+//! ```text
+//! HistoryStart/Arm/Hit/End ──▶ assemble: per history, hits in time order ──▶ path traces
+//!   (file order; hits of a        find the accessing instruction (decode        per type ──▶ data flow
+//!    history may follow its       its function from the Text section),          (+ sampled    graph
+//!    End from another ring)       cross-check its address against the range      accesses)
+//! ```
+//!
+//! A debug-register trap reports the instruction *after* the access and the registers after
+//! it, so the accessing instruction is the one that ends exactly at the trap ip: found by
+//! decoding the containing function from its kallsyms start with the live code bytes the
+//! collector captured ([`crate::profile::KernelText`]). Its memory operand, recomputed from
+//! the trap's registers, must overlap the watched range: [`HitCheck`] says whether it did,
+//! could not be checked (the instruction overwrote a register its address is made of; string
+//! and other implicit operands) or whether no code was there to decode. Nothing is guessed.
+//!
+//! Only histories that ran from allocation to free ([`EndReason::Freed`], or
+//! [`EndReason::Reallocated`]: freed at an unknown time by a path without a tracepoint) make
+//! path traces; histories cut by a timeout or by the end of collection are counted.
+//!
+//! [`plan`] goes the other way: from a data profile to the targets `dprof collect --histories
+//! auto` hands the module.
+
+mod code;
+pub mod example;
+mod flow;
+mod paths;
+mod plan;
+
+#[cfg(test)]
+mod tests;
+
+use dprof_abi::{
+    Alloc, HistoryEnd, HistoryHit, HistoryStart, Record, RecordHeader, WatchRange,
+    HISTORY_END_FREED, HISTORY_END_REALLOCATED, HISTORY_END_STOPPED, HISTORY_END_TIMEOUT,
+    HISTORY_RANGES, HIT_USER,
+};
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+use crate::analysis::SampledAccesses;
+use crate::decode::{AccessKind, DecodeOutcome, NoAccess};
+use crate::profile::{KernelText, Profile, ProfileError};
+use crate::resolve::{Resolver, SymbolSource};
+
+pub use flow::{DataFlow, FlowEdge, FlowNode, FlowRole};
+pub use paths::{Convergence, FieldOrder, PathElement, PathTrace, SampleMatch};
+pub use plan::{plan, plan_detailed, Plan, PlanBudget, PlannedTarget, SiteRange, SkippedType};
+
+/// Why a history ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    /// The object was freed ([`HISTORY_END_FREED`]).
+    Freed,
+    /// Its address was allocated again without a traced free ([`HISTORY_END_REALLOCATED`]).
+    Reallocated,
+    /// It outlived the plan's timeout ([`HISTORY_END_TIMEOUT`]).
+    Timeout,
+    /// Collection stopped while it was alive ([`HISTORY_END_STOPPED`]).
+    Stopped,
+}
+
+impl EndReason {
+    const fn of(reason: u32) -> Option<Self> {
+        match reason {
+            HISTORY_END_FREED => Some(Self::Freed),
+            HISTORY_END_REALLOCATED => Some(Self::Reallocated),
+            HISTORY_END_TIMEOUT => Some(Self::Timeout),
+            HISTORY_END_STOPPED => Some(Self::Stopped),
+            _ => None,
+        }
+    }
+
+    /// Whether the history covers the object's whole life (alloc to free).
+    #[must_use]
+    pub const fn is_complete(self) -> bool {
+        matches!(self, Self::Freed | Self::Reallocated)
+    }
+}
+
+/// A watched byte range of an object, as reports show it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct Span {
+    /// Offset from the object's start.
+    pub offset: u32,
+    /// Bytes.
+    pub len: u32,
+}
+
+impl From<WatchRange> for Span {
+    fn from(r: WatchRange) -> Self {
+        Self {
+            offset: r.offset,
+            len: r.len,
+        }
+    }
+}
+
+impl std::fmt::Display for Span {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "+{:#x}/{}", self.offset, self.len)
+    }
+}
+
+/// Why a hit's address could not be checked against its watched range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unverifiable {
+    /// The instruction overwrote a base or index register of its memory operand
+    /// (`mov 0x8(%rax),%rax`): the trap's registers no longer give its address.
+    RegisterClobbered,
+    /// String instructions, push/pop and other implicit or several memory operands.
+    ImplicitOperands,
+    /// A `%gs`/`%fs`-relative operand: the hit does not carry the segment base.
+    SegmentBase,
+}
+
+/// Why no accessing instruction was found for a hit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoCode {
+    /// No kallsyms function contains the trap ip.
+    NoSymbol,
+    /// The profile's Text section holds no bytes for the function from its start.
+    NoBytes,
+    /// Decoding the function from its start gives no instruction ending at the trap ip.
+    NoBoundary,
+    /// The instruction there does not decode.
+    Undecodable,
+    /// The hit happened in user mode.
+    UserMode,
+}
+
+/// What the cross-check of one hit found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HitCheck {
+    /// The accessing instruction's memory operand overlaps the watched range.
+    Verified,
+    /// It does not (or the instruction found has no memory operand): the trap and the code
+    /// disagree.
+    Mismatched,
+    /// The address could not be recomputed.
+    Unverifiable(Unverifiable),
+    /// No accessing instruction was found.
+    NoCode(NoCode),
+}
+
+/// One access to a watched range.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hit {
+    /// Record time (ns).
+    pub time_ns: u64,
+    /// Nanoseconds since the object's allocation (the history's start).
+    pub since_alloc_ns: u64,
+    /// CPU that accessed.
+    pub cpu: u32,
+    /// The CPU differs from the previous hit's (the allocating CPU for the first hit).
+    pub cpu_change: bool,
+    /// Instruction pointer of the trap: just after the access.
+    pub trap_ip: u64,
+    /// The accessing instruction, when found.
+    pub insn_ip: Option<u64>,
+    /// Its mnemonic, when found.
+    pub mnemonic: Option<String>,
+    /// The watched range hit.
+    pub range: Span,
+    /// Read, write or both, when the instruction names one memory operand.
+    pub kind: Option<AccessKind>,
+    /// Bytes the instruction accessed, when known.
+    pub size: Option<u32>,
+    /// The cross-check.
+    pub check: HitCheck,
+    /// Number of the hit in its history (gaps: hits the module dropped).
+    pub seq: u32,
+    /// Accessing task.
+    pub pid: u32,
+    /// Accessing thread.
+    pub tid: u32,
+}
+
+impl Hit {
+    /// The instruction the path traces name: the accessing one, or the trap ip when it was
+    /// not found.
+    #[must_use]
+    pub fn ip(&self) -> u64 {
+        self.insn_ip.unwrap_or(self.trap_ip)
+    }
+}
+
+/// How a history ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HistoryEnding {
+    /// Why.
+    pub reason: EndReason,
+    /// Record time (ns).
+    pub time_ns: u64,
+    /// CPU that ended it (the freeing CPU for [`EndReason::Freed`]).
+    pub cpu: u32,
+    /// The free's call site ([`EndReason::Freed`]), else 0.
+    pub free_site: u64,
+    /// Hits the module recorded.
+    pub hits: u32,
+    /// Hits the module did not record (over the plan's limit, full ring).
+    pub dropped_hits: u32,
+    /// Nanoseconds from start to end.
+    pub lifetime_ns: u64,
+}
+
+/// One object access history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct History {
+    /// Its number in the session.
+    pub id: u64,
+    /// The object's type, named as the data profile names it.
+    pub type_name: String,
+    /// The object's address.
+    pub object: u64,
+    /// The allocation's call site.
+    pub alloc_site: u64,
+    /// The plan target it matched.
+    pub target: u32,
+    /// The watched ranges in use (one, or a pair).
+    pub ranges: Vec<Span>,
+    /// Record time of the start (the allocation), ns.
+    pub start_ns: u64,
+    /// Allocating CPU.
+    pub start_cpu: u32,
+    /// `(cpu, delay_ns)`: when each other CPU started watching; its accesses before were
+    /// missed.
+    pub arms: Vec<(u32, u64)>,
+    /// How it ended; `None` when the profile has no End record for it (lost, or cut).
+    pub end: Option<HistoryEnding>,
+    /// Hits in time order (those timed after the end are dropped and counted).
+    pub hits: Vec<Hit>,
+    /// Hits timed after the history's end, dropped.
+    pub late_hits: u64,
+}
+
+impl History {
+    /// Whether it ran from allocation to free.
+    #[must_use]
+    pub fn is_complete(&self) -> bool {
+        self.end.is_some_and(|e| e.reason.is_complete())
+    }
+
+    /// Hits on another CPU than the previous hit's.
+    #[must_use]
+    pub fn cpu_changes(&self) -> u64 {
+        self.hits.iter().filter(|h| h.cpu_change).count() as u64
+    }
+}
+
+/// Hits by cross-check outcome.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct HitChecks {
+    /// [`HitCheck::Verified`].
+    pub verified: u64,
+    /// [`HitCheck::Mismatched`].
+    pub mismatched: u64,
+    /// [`Unverifiable::RegisterClobbered`].
+    pub unverifiable_clobbered: u64,
+    /// [`Unverifiable::ImplicitOperands`].
+    pub unverifiable_implicit: u64,
+    /// [`Unverifiable::SegmentBase`].
+    pub unverifiable_segment: u64,
+    /// [`NoCode::NoSymbol`].
+    pub no_code_symbol: u64,
+    /// [`NoCode::NoBytes`].
+    pub no_code_bytes: u64,
+    /// [`NoCode::NoBoundary`].
+    pub no_code_boundary: u64,
+    /// [`NoCode::Undecodable`].
+    pub no_code_undecodable: u64,
+    /// [`NoCode::UserMode`].
+    pub no_code_user_mode: u64,
+}
+
+impl HitChecks {
+    fn add(&mut self, check: HitCheck) {
+        let n = match check {
+            HitCheck::Verified => &mut self.verified,
+            HitCheck::Mismatched => &mut self.mismatched,
+            HitCheck::Unverifiable(Unverifiable::RegisterClobbered) => {
+                &mut self.unverifiable_clobbered
+            }
+            HitCheck::Unverifiable(Unverifiable::ImplicitOperands) => {
+                &mut self.unverifiable_implicit
+            }
+            HitCheck::Unverifiable(Unverifiable::SegmentBase) => &mut self.unverifiable_segment,
+            HitCheck::NoCode(NoCode::NoSymbol) => &mut self.no_code_symbol,
+            HitCheck::NoCode(NoCode::NoBytes) => &mut self.no_code_bytes,
+            HitCheck::NoCode(NoCode::NoBoundary) => &mut self.no_code_boundary,
+            HitCheck::NoCode(NoCode::Undecodable) => &mut self.no_code_undecodable,
+            HitCheck::NoCode(NoCode::UserMode) => &mut self.no_code_user_mode,
+        };
+        *n += 1;
+    }
+
+    /// Hits whose address could not be recomputed.
+    #[must_use]
+    pub const fn unverifiable(&self) -> u64 {
+        self.unverifiable_clobbered + self.unverifiable_implicit + self.unverifiable_segment
+    }
+
+    /// Hits with no accessing instruction found.
+    #[must_use]
+    pub const fn no_code(&self) -> u64 {
+        self.no_code_symbol
+            + self.no_code_bytes
+            + self.no_code_boundary
+            + self.no_code_undecodable
+            + self.no_code_user_mode
+    }
+}
+
+impl std::fmt::Display for HitChecks {
+    /// `5 verified, 1 mismatched, 1 unverifiable (1 register clobbered), 1 no code (1 no
+    /// bytes)`, zero details left out.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let details = |parts: &[(u64, &str)]| {
+            let listed: Vec<String> = parts
+                .iter()
+                .filter(|(n, _)| *n > 0)
+                .map(|(n, what)| format!("{n} {what}"))
+                .collect();
+            if listed.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", listed.join(", "))
+            }
+        };
+        write!(
+            f,
+            "{} verified, {} mismatched, {} unverifiable{}, {} no code{}",
+            self.verified,
+            self.mismatched,
+            self.unverifiable(),
+            details(&[
+                (self.unverifiable_clobbered, "register clobbered"),
+                (self.unverifiable_implicit, "implicit operands"),
+                (self.unverifiable_segment, "segment base"),
+            ]),
+            self.no_code(),
+            details(&[
+                (self.no_code_symbol, "no symbol"),
+                (self.no_code_bytes, "no bytes"),
+                (self.no_code_boundary, "no instruction ends at the trap"),
+                (self.no_code_undecodable, "undecodable"),
+                (self.no_code_user_mode, "user mode"),
+            ]),
+        )
+    }
+}
+
+/// Every history of a profile.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Histories {
+    /// By start time.
+    pub histories: Vec<History>,
+    /// Hits of histories the profile has no start for (lost records).
+    pub orphan_hits: u64,
+    /// Hits by cross-check outcome, over all histories.
+    pub checks: HitChecks,
+}
+
+/// The history records of a profile, collected in file order.
+#[derive(Default)]
+struct Collected {
+    starts: Vec<(RecordHeader, HistoryStart)>,
+    arms: FxHashMap<u64, Vec<(u32, u64)>>,
+    hits: FxHashMap<u64, Vec<(RecordHeader, HistoryHit)>>,
+    ends: FxHashMap<u64, (RecordHeader, HistoryEnd)>,
+    cache_infos: Vec<dprof_abi::CacheInfo>,
+}
+
+impl Collected {
+    fn push(&mut self, header: &RecordHeader, record: &Record) {
+        match record {
+            Record::CacheInfo(info) => self.cache_infos.push(*info),
+            Record::HistoryStart(s) => self.starts.push((*header, *s)),
+            Record::HistoryArm(a) => self
+                .arms
+                .entry(a.history)
+                .or_default()
+                .push((header.cpu, a.delay_ns)),
+            Record::HistoryHit(h) => self.hits.entry(h.history).or_default().push((*header, *h)),
+            Record::HistoryEnd(e) => {
+                self.ends.insert(e.history, (*header, *e));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Assembles the histories of `profile`: types, hits in time order, accessing instructions
+/// and their cross-check.
+///
+/// # Errors
+/// The first problem found while reading the records.
+pub fn assemble(profile: &Profile, symbols: &dyn SymbolSource) -> Result<Histories, ProfileError> {
+    let mut collected = Collected::default();
+    let mut records = profile.records();
+    while let Some(pushed) = records.next_with(|header, record| collected.push(header, record)) {
+        pushed?;
+    }
+    Ok(assemble_collected(collected, profile.text(), symbols))
+}
+
+/// Whether the profile holds any history record (a cheap first look, reading the records).
+///
+/// # Errors
+/// The first problem found while reading the records.
+pub fn has_histories(profile: &Profile) -> Result<bool, ProfileError> {
+    for item in profile.records() {
+        if matches!(item?.1, Record::HistoryStart(_)) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+fn assemble_collected(
+    mut collected: Collected,
+    text: &KernelText,
+    symbols: &dyn SymbolSource,
+) -> Histories {
+    // Cache infos first: a cache's info may follow the first history of its type in file
+    // order (rings drain independently), and names do not depend on time.
+    let mut resolver = Resolver::new(symbols);
+    for info in &collected.cache_infos {
+        resolver.cache_info(info);
+    }
+    let mut code = code::CodeIndex::new(text, symbols);
+    let mut out = Histories::default();
+    collected
+        .starts
+        .sort_by_key(|(h, s)| (h.time_ns, s.history));
+    for (header, start) in &collected.starts {
+        let type_id = resolver.alloc_type(&Alloc {
+            ptr: start.object,
+            call_site: start.call_site,
+            cache: start.cache,
+            ..Alloc::default()
+        });
+        let type_name = resolver
+            .types()
+            .get(type_id)
+            .map_or_else(|| format!("cache@{:#x}", start.cache), |t| t.name.clone());
+        let end = collected.ends.remove(&start.history).and_then(|(h, e)| {
+            EndReason::of(e.reason).map(|reason| HistoryEnding {
+                reason,
+                time_ns: h.time_ns,
+                cpu: h.cpu,
+                free_site: e.call_site,
+                hits: e.hits,
+                dropped_hits: e.dropped_hits,
+                lifetime_ns: e.lifetime_ns,
+            })
+        });
+        let mut raw = collected.hits.remove(&start.history).unwrap_or_default();
+        raw.sort_by_key(|(h, hit)| (h.time_ns, hit.seq));
+        let mut history = History {
+            id: start.history,
+            type_name,
+            object: start.object,
+            alloc_site: start.call_site,
+            target: start.target,
+            ranges: start
+                .ranges
+                .iter()
+                .filter(|r| r.len > 0)
+                .map(|&r| r.into())
+                .collect(),
+            start_ns: header.time_ns,
+            start_cpu: header.cpu,
+            arms: collected.arms.remove(&start.history).unwrap_or_default(),
+            end,
+            hits: Vec::with_capacity(raw.len()),
+            late_hits: 0,
+        };
+        let mut prev_cpu = header.cpu;
+        for (hit_header, hit) in &raw {
+            if end.is_some_and(|e| hit_header.time_ns > e.time_ns) {
+                history.late_hits += 1;
+                continue;
+            }
+            let mut h = resolve_hit(&mut code, start, hit_header, hit, prev_cpu);
+            h.since_alloc_ns = hit_header.time_ns.saturating_sub(header.time_ns);
+            out.checks.add(h.check);
+            prev_cpu = h.cpu;
+            history.hits.push(h);
+        }
+        out.histories.push(history);
+    }
+    out.orphan_hits = collected.hits.values().map(|v| v.len() as u64).sum();
+    out
+}
+
+/// One hit: its accessing instruction and cross-check.
+fn resolve_hit(
+    code: &mut code::CodeIndex<'_>,
+    start: &HistoryStart,
+    header: &RecordHeader,
+    hit: &HistoryHit,
+    prev_cpu: u32,
+) -> Hit {
+    let range = start
+        .ranges
+        .get(usize::from(hit.range).min(HISTORY_RANGES - 1))
+        .copied()
+        .unwrap_or_default();
+    let mut out = Hit {
+        time_ns: header.time_ns,
+        since_alloc_ns: 0,
+        cpu: header.cpu,
+        cpu_change: header.cpu != prev_cpu,
+        trap_ip: hit.ip,
+        insn_ip: None,
+        mnemonic: None,
+        range: range.into(),
+        kind: None,
+        size: None,
+        check: HitCheck::NoCode(NoCode::UserMode),
+        seq: hit.seq,
+        pid: hit.pid,
+        tid: hit.tid,
+    };
+    if hit.flags & HIT_USER != 0 {
+        return out;
+    }
+    let insn = match code.accessing_instruction(hit.ip) {
+        Ok(insn) => insn,
+        Err(why) => {
+            out.check = HitCheck::NoCode(why);
+            return out;
+        }
+    };
+    out.insn_ip = Some(insn.ip);
+    out.mnemonic = Some(insn.mnemonic());
+    out.kind = insn.kind();
+    out.size = insn.size();
+    out.check = match insn.access(&hit.regs, 0) {
+        DecodeOutcome::Access(a) if a.gs_relative => {
+            HitCheck::Unverifiable(Unverifiable::SegmentBase)
+        }
+        _ if insn.writes_address_register() => {
+            HitCheck::Unverifiable(Unverifiable::RegisterClobbered)
+        }
+        DecodeOutcome::Access(a) => {
+            let watched = start.object.wrapping_add(u64::from(range.offset));
+            let size = u64::from(a.size.max(1));
+            if a.addr < watched.wrapping_add(u64::from(range.len))
+                && watched < a.addr.wrapping_add(size)
+            {
+                HitCheck::Verified
+            } else {
+                HitCheck::Mismatched
+            }
+        }
+        DecodeOutcome::None(NoAccess::MultipleMemoryOperands) => {
+            HitCheck::Unverifiable(Unverifiable::ImplicitOperands)
+        }
+        DecodeOutcome::None(NoAccess::UnsupportedSegment) => {
+            HitCheck::Unverifiable(Unverifiable::SegmentBase)
+        }
+        DecodeOutcome::None(NoAccess::NoBytes | NoAccess::Undecodable) => {
+            HitCheck::NoCode(NoCode::Undecodable)
+        }
+        // The instruction before the trap cannot have touched memory: trap and code disagree.
+        DecodeOutcome::None(
+            NoAccess::NoMemoryOperand | NoAccess::AddressOnly | NoAccess::UserMode,
+        ) => HitCheck::Mismatched,
+    };
+    out
+}
+
+/// What one type's histories show.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TypeHistories {
+    /// Type name, as in the data profile.
+    pub name: String,
+    /// Histories of this type.
+    pub histories: u64,
+    /// Of them, from allocation to free: the ones path traces and the data flow use.
+    pub complete: u64,
+    /// Histories by how they ended; `unfinished`: no End record.
+    pub end_reasons: EndReasons,
+    /// Hits kept (in time, before the end).
+    pub hits: u64,
+    /// Hits the module reported dropping (End records).
+    pub dropped_hits: u64,
+    /// Hits timed after their history's end, dropped.
+    pub late_hits: u64,
+    /// Hits on another CPU than the previous one (the allocating CPU for the first).
+    pub cpu_changes: u64,
+    /// Mean lifetime of complete histories (ns).
+    pub mean_lifetime_ns: Option<u64>,
+    /// Longest delay before another CPU watched an object (ns): its accesses before were
+    /// missed.
+    pub max_arm_delay_ns: u64,
+    /// The hits' cross-check.
+    pub checks: HitChecks,
+    /// Distinct paths against histories seen.
+    pub convergence: Convergence,
+    /// Execution paths, most frequent first.
+    pub paths: Vec<PathTrace>,
+    /// Order of two fields watched together.
+    pub field_orders: Vec<FieldOrder>,
+    /// The functions from alloc to free, merged over the paths.
+    pub data_flow: DataFlow,
+}
+
+/// Histories per way of ending.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct EndReasons {
+    /// Freed.
+    pub freed: u64,
+    /// Reallocated without a traced free.
+    pub reallocated: u64,
+    /// Timed out.
+    pub timeout: u64,
+    /// Stopped with collection.
+    pub stopped: u64,
+    /// No End record.
+    pub unfinished: u64,
+}
+
+/// The histories section of a report.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HistoryReport {
+    /// Histories in the profile.
+    pub histories: u64,
+    /// Of them, from allocation to free.
+    pub complete: u64,
+    /// Hits kept.
+    pub hits: u64,
+    /// Hits of histories with no start record.
+    pub orphan_hits: u64,
+    /// Hits timed after their history's end, dropped.
+    pub late_hits: u64,
+    /// The cross-check of every kept hit.
+    pub checks: HitChecks,
+    /// Types by histories, most first.
+    pub types: Vec<TypeHistories>,
+}
+
+impl HistoryReport {
+    /// The type named `name`.
+    #[must_use]
+    pub fn find_type(&self, name: &str) -> Option<&TypeHistories> {
+        self.types.iter().find(|t| t.name == name)
+    }
+}
+
+/// Assembles the histories of `profile` and builds its path traces and data flow, joining
+/// sampled accesses when given. `None` when the profile has no history.
+///
+/// # Errors
+/// The first problem found while reading the records.
+pub fn analyze(
+    profile: &Profile,
+    symbols: &dyn SymbolSource,
+    sampled: Option<&SampledAccesses>,
+) -> Result<Option<HistoryReport>, ProfileError> {
+    let histories = assemble(profile, symbols)?;
+    if histories.histories.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(report(&histories, symbols, sampled)))
+}
+
+/// The report section of assembled histories.
+#[must_use]
+pub fn report(
+    histories: &Histories,
+    symbols: &dyn SymbolSource,
+    sampled: Option<&SampledAccesses>,
+) -> HistoryReport {
+    let mut by_type: FxHashMap<&str, Vec<&History>> = FxHashMap::default();
+    for h in &histories.histories {
+        by_type.entry(h.type_name.as_str()).or_default().push(h);
+    }
+    let mut types: Vec<TypeHistories> = by_type
+        .into_iter()
+        .map(|(name, list)| type_histories(name, &list, symbols, sampled))
+        .collect();
+    types.sort_by(|a, b| {
+        b.histories
+            .cmp(&a.histories)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    let all = &histories.histories;
+    HistoryReport {
+        histories: all.len() as u64,
+        complete: all.iter().filter(|h| h.is_complete()).count() as u64,
+        hits: all.iter().map(|h| h.hits.len() as u64).sum(),
+        orphan_hits: histories.orphan_hits,
+        late_hits: all.iter().map(|h| h.late_hits).sum(),
+        checks: histories.checks,
+        types,
+    }
+}
+
+fn type_histories(
+    name: &str,
+    list: &[&History],
+    symbols: &dyn SymbolSource,
+    sampled: Option<&SampledAccesses>,
+) -> TypeHistories {
+    let mut reasons = EndReasons::default();
+    let mut checks = HitChecks::default();
+    for h in list {
+        match h.end.map(|e| e.reason) {
+            Some(EndReason::Freed) => reasons.freed += 1,
+            Some(EndReason::Reallocated) => reasons.reallocated += 1,
+            Some(EndReason::Timeout) => reasons.timeout += 1,
+            Some(EndReason::Stopped) => reasons.stopped += 1,
+            None => reasons.unfinished += 1,
+        }
+        for hit in &h.hits {
+            checks.add(hit.check);
+        }
+    }
+    let complete: Vec<&History> = list.iter().copied().filter(|h| h.is_complete()).collect();
+    let lifetimes: Vec<u64> = complete
+        .iter()
+        .filter_map(|h| h.end.map(|e| e.lifetime_ns))
+        .collect();
+    let traces = paths::path_traces(name, &complete, symbols, sampled);
+    let data_flow = flow::data_flow(name, &complete, symbols, sampled);
+    TypeHistories {
+        name: name.to_owned(),
+        histories: list.len() as u64,
+        complete: complete.len() as u64,
+        end_reasons: reasons,
+        hits: list.iter().map(|h| h.hits.len() as u64).sum(),
+        dropped_hits: list
+            .iter()
+            .filter_map(|h| h.end.map(|e| u64::from(e.dropped_hits)))
+            .sum(),
+        late_hits: list.iter().map(|h| h.late_hits).sum(),
+        cpu_changes: list.iter().map(|h| h.cpu_changes()).sum(),
+        mean_lifetime_ns: (!lifetimes.is_empty())
+            .then(|| lifetimes.iter().sum::<u64>() / lifetimes.len() as u64),
+        max_arm_delay_ns: list
+            .iter()
+            .flat_map(|h| h.arms.iter().map(|&(_, d)| d))
+            .max()
+            .unwrap_or(0),
+        checks,
+        convergence: traces.convergence,
+        paths: traces.paths,
+        field_orders: traces.field_orders,
+        data_flow,
+    }
+}
+
+/// Function name of `ip` (Rust symbols demangled), or the address.
+fn function_of(symbols: &dyn SymbolSource, ip: u64) -> (String, u64) {
+    symbols.function(ip).map_or_else(
+        || (format!("{ip:#x}"), 0),
+        |(name, offset)| (format!("{:#}", rustc_demangle::demangle(name)), offset),
+    )
+}
