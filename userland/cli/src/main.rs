@@ -4,6 +4,7 @@ mod collect;
 mod dump;
 mod ibs_decode;
 mod report;
+mod tui;
 mod units;
 
 use std::process::ExitCode;
@@ -14,7 +15,8 @@ use clap::{Parser, Subcommand};
 ///
 /// dprof attributes kernel memory activity to data types (slab caches) rather than to code.
 /// `dprof collect` records allocations and frees from the dprof.ko module into a profile
-/// file; `dprof dump` prints a profile. Profiles are self-contained: they carry the kernel
+/// file; `dprof report` shows its data profile, `dprof tui` browses it in the terminal and
+/// `dprof dump` prints its records. Profiles are self-contained: they carry the kernel
 /// release, CPU and cache geometry, configuration, and kallsyms and module snapshots, so they
 /// can be read on any machine.
 #[derive(Debug, Parser)]
@@ -30,6 +32,7 @@ enum Command {
     Dump(dump::DumpArgs),
     IbsDecode(ibs_decode::IbsDecodeArgs),
     Report(report::ReportArgs),
+    Tui(tui::TuiArgs),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +42,7 @@ fn main() -> ExitCode {
         Command::Dump(args) => dump::run(&args),
         Command::IbsDecode(args) => ibs_decode::run(&args),
         Command::Report(args) => report::run(&args),
+        Command::Tui(args) => tui::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -4,7 +4,7 @@
 mod data_flow;
 
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
@@ -78,19 +78,26 @@ pub struct ReportArgs {
     /// Output format of --view data-flow: text, or Graphviz DOT.
     #[arg(long, value_enum, default_value = "text", conflicts_with = "json")]
     format: Format,
-    /// vmlinux of the profiled kernel, with debug info: field names, exact symbol sizes.
-    #[arg(long, value_name = "PATH")]
-    vmlinux: Option<PathBuf>,
-    /// Directory holding the profiled modules' .ko files (with debug info).
-    #[arg(long, value_name = "DIR", requires = "vmlinux")]
-    debug_dir: Option<PathBuf>,
-    /// Extra cache-to-struct names: lines `cache=struct` (`cache=` for none), # comments.
-    #[arg(long, value_name = "FILE")]
-    type_map: Option<PathBuf>,
+    #[command(flatten)]
+    analysis: AnalysisArgs,
     /// Rows per table (types; fields, functions and CPUs of --type). Text: 20 by default;
     /// JSON: everything unless given.
     #[arg(long, value_name = "N")]
     top: Option<usize>,
+}
+
+/// What names a profile's types and fields: shared by `dprof report` and `dprof tui`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct AnalysisArgs {
+    /// vmlinux of the profiled kernel, with debug info: field names, exact symbol sizes.
+    #[arg(long, value_name = "PATH")]
+    pub vmlinux: Option<PathBuf>,
+    /// Directory holding the profiled modules' .ko files (with debug info).
+    #[arg(long, value_name = "DIR", requires = "vmlinux")]
+    pub debug_dir: Option<PathBuf>,
+    /// Extra cache-to-struct names: lines `cache=struct` (`cache=` for none), # comments.
+    #[arg(long, value_name = "FILE")]
+    pub type_map: Option<PathBuf>,
 }
 
 /// Views `dprof report` can show.
@@ -118,37 +125,20 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     if args.format == Format::Dot && args.view != View::DataFlow {
         bail!("--format dot goes with --view data-flow");
     }
-    let with_file = |e: ProfileError| match e {
-        ProfileError::Io { .. } => anyhow::Error::new(e),
-        _ => anyhow::Error::new(e).context(args.file.display().to_string()),
-    };
-    let profile = Profile::open(&args.file).map_err(with_file)?;
-    let mut names = StructNames::builtin();
-    if let Some(path) = &args.type_map {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read the type map {}", path.display()))?;
-        names
-            .add_user_map(&text)
-            .with_context(|| path.display().to_string())?;
-    }
-    let kallsyms = Kallsyms::parse(profile.kallsyms());
-    let debug = match &args.vmlinux {
-        Some(path) => Some(load_debug_info(path, args, &profile, &kallsyms)?),
-        None => None,
-    };
-    let options = Options::default();
-    // The records are read and checked during the analysis: a bad one is an error, and no
-    // report is printed.
-    let mut report = match &debug {
-        Some(debug) => {
-            let symbols = WithDebugInfo::new(&kallsyms, debug);
-            analysis::analyze_with(&profile, &symbols as &dyn SymbolSource, &options)
-        }
-        None => analysis::analyze_with(&profile, &kallsyms, &options),
-    }
-    .map_err(with_file)?;
+    // Histories stand without samples (samples only add costs to them); the data profile
+    // needs them.
+    let need_samples = args.view == View::DataProfile;
+    let Analyzed {
+        report,
+        have_debug_info,
+    } = open_profile(&args.file, &args.analysis)?.analyze(
+        need_samples,
+        &mut |_| {},
+        &mut |warning| {
+            eprintln!("dprof: warning: {warning}");
+        },
+    )?;
     if args.view == View::DataFlow {
-        // Histories stand without samples: samples only add costs to them.
         for w in report
             .warnings
             .iter()
@@ -158,13 +148,6 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         }
         return data_flow::run(args, &report);
     }
-    if report.coverage.total_samples == 0 {
-        bail!(
-            "{}: the profile has no access samples: collect with --events samples",
-            args.file.display()
-        );
-    }
-    report.annotate_fields(&names, debug.as_ref().map(|d| d as &dyn FieldSource));
     for w in &report.warnings {
         eprintln!("dprof: warning: {}", w.message);
     }
@@ -182,7 +165,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
             &report,
             t,
             args.top.unwrap_or(DEFAULT_TOP),
-            debug.is_some(),
+            have_debug_info,
             &mut out,
         ),
     }
@@ -195,19 +178,129 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// A profile whose structure was checked, with the names for its types: what `dprof report`
+/// and `dprof tui` analyze. Opening reads only the small sections, so a file that is not a
+/// profile fails at once, before any slow work (and before `dprof tui` takes the terminal).
+pub struct OpenedProfile {
+    file: PathBuf,
+    profile: Profile,
+    names: StructNames,
+    args: AnalysisArgs,
+}
+
+/// The report of a profile.
+pub struct Analyzed {
+    pub report: Report,
+    /// Whether debug info named the fields (--vmlinux).
+    pub have_debug_info: bool,
+}
+
+/// What an analysis is doing, for a progress display.
+#[derive(Clone, Copy, Debug)]
+pub enum Stage {
+    /// Reading the DWARF of --vmlinux and --debug-dir.
+    DebugInfo,
+    /// Reading and analyzing the records.
+    Records(analysis::Progress),
+}
+
+/// Opens `file` as a profile and reads --type-map.
+pub fn open_profile(file: &Path, args: &AnalysisArgs) -> anyhow::Result<OpenedProfile> {
+    let profile = Profile::open(file).map_err(|e| with_file(file, e))?;
+    let mut names = StructNames::builtin();
+    if let Some(path) = &args.type_map {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the type map {}", path.display()))?;
+        names
+            .add_user_map(&text)
+            .with_context(|| path.display().to_string())?;
+    }
+    Ok(OpenedProfile {
+        file: file.to_path_buf(),
+        profile,
+        names,
+        args: args.clone(),
+    })
+}
+
+/// A profile error, with the file named unless the error already names it.
+fn with_file(file: &Path, e: ProfileError) -> anyhow::Error {
+    match e {
+        ProfileError::Io { .. } => anyhow::Error::new(e),
+        _ => anyhow::Error::new(e).context(file.display().to_string()),
+    }
+}
+
+impl OpenedProfile {
+    /// Reads the debug info (--vmlinux), analyzes the records and names the fields; a
+    /// profile without access samples is an error when `need_samples`.
+    /// `progress` hears what is being done; `warn` gets one sentence for each thing that
+    /// limits the report beyond the report's own warnings (the caller prints or shows it).
+    pub fn analyze(
+        self,
+        need_samples: bool,
+        progress: &mut dyn FnMut(Stage),
+        warn: &mut dyn FnMut(String),
+    ) -> anyhow::Result<Analyzed> {
+        let Self {
+            file,
+            profile,
+            names,
+            args,
+        } = self;
+        let kallsyms = Kallsyms::parse(profile.kallsyms());
+        let debug = match &args.vmlinux {
+            Some(path) => {
+                progress(Stage::DebugInfo);
+                Some(load_debug_info(path, &args, &profile, &kallsyms, warn)?)
+            }
+            None => None,
+        };
+        let options = Options::default();
+        let mut on_records = |p| progress(Stage::Records(p));
+        // The records are read and checked during the analysis: a bad one is an error, and no
+        // report is made.
+        let mut report = match &debug {
+            Some(debug) => {
+                let symbols = WithDebugInfo::new(&kallsyms, debug);
+                analysis::analyze_with_progress(
+                    &profile,
+                    &symbols as &dyn SymbolSource,
+                    &options,
+                    &mut on_records,
+                )
+            }
+            None => analysis::analyze_with_progress(&profile, &kallsyms, &options, &mut on_records),
+        }
+        .map_err(|e| with_file(&file, e))?;
+        if need_samples && report.coverage.total_samples == 0 {
+            bail!(
+                "{}: the profile has no access samples: collect with --events samples",
+                file.display()
+            );
+        }
+        report.annotate_fields(&names, debug.as_ref().map(|d| d as &dyn FieldSource));
+        Ok(Analyzed {
+            report,
+            have_debug_info: debug.is_some(),
+        })
+    }
+}
+
 fn load_debug_info(
-    path: &std::path::Path,
-    args: &ReportArgs,
+    path: &Path,
+    args: &AnalysisArgs,
     profile: &Profile,
     kallsyms: &Kallsyms,
+    warn: &mut dyn FnMut(String),
 ) -> anyhow::Result<DebugInfo> {
     let mut debug = DebugInfo::load(path, args.debug_dir.as_deref())?;
     if debug.matches(profile.header())? == MatchedBy::ReleaseOnly {
-        eprintln!(
-            "dprof: warning: the profile records only the kernel release, so {} could not be \
-             checked against its banner or build id",
+        warn(format!(
+            "the profile records only the kernel release, so {} could not be checked against \
+             its banner or build id",
             path.display()
-        );
+        ));
     }
     // kallsyms lists kprobe and ftrace trampolines as [__builtin__*] modules: no .ko exists.
     let missing: Vec<String> = debug
@@ -221,11 +314,10 @@ fn load_debug_info(
         } else {
             "pass --debug-dir DIR with their MODULE.ko files"
         };
-        eprintln!(
-            "dprof: warning: no debug info for module(s) {}: their fields and source lines stay \
-             unnamed ({hint})",
+        warn(format!(
+            "no debug info for module(s) {}: their fields and source lines stay unnamed ({hint})",
             missing.join(", ")
-        );
+        ));
     }
     Ok(debug)
 }

@@ -85,11 +85,48 @@ pub fn analyze_with(
     symbols: &dyn SymbolSource,
     options: &Options,
 ) -> Result<Report, ProfileError> {
+    analyze_with_progress(profile, symbols, options, &mut |_| {})
+}
+
+/// How far an analysis has come: records read of those the profile declares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// Records analyzed so far.
+    pub records_done: u64,
+    /// Records in the profile (its End section's count).
+    pub records_total: u64,
+}
+
+/// [`analyze_with`] calls `progress` after this many records, so that a front end can show
+/// progress without a call per record.
+pub const PROGRESS_EVERY: u64 = 1 << 16;
+
+/// [`analyze_with`], telling `progress` how far it has come: before the first record (with
+/// the total), every [`PROGRESS_EVERY`] records, and after the last.
+///
+/// # Errors
+/// As [`analyze`].
+pub fn analyze_with_progress(
+    profile: &Profile,
+    symbols: &dyn SymbolSource,
+    options: &Options,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Report, ProfileError> {
     let mut analyzer = Analyzer::new(profile.header(), symbols, options);
     let mut records = profile.records();
+    let mut now = Progress {
+        records_done: 0,
+        records_total: profile.record_count(),
+    };
+    progress(now);
     while let Some(pushed) = records.next_with(|header, record| analyzer.push(header, record)) {
         pushed?;
+        now.records_done += 1;
+        if now.records_done.is_multiple_of(PROGRESS_EVERY) {
+            progress(now);
+        }
     }
+    progress(now);
     let saw_histories = analyzer.saw_histories();
     let (mut report, sampled) = analyzer.finish_with_accesses();
     if saw_histories {

@@ -15,7 +15,7 @@ use dprof_abi::{
     AccessSample, HW_DATA_ADDR, HW_DATA_SRC, HW_LATENCY, SAMPLER_KIND_IBS, SAMPLER_KIND_PEBS,
 };
 use dprof_ibs::{CacheHitState, CpuModel, DataSource, IbsOpSample, MemLevel, MemOp, Platform};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::decode::AccessKind;
 
@@ -23,7 +23,7 @@ use crate::decode::AccessKind;
 mod tests;
 
 /// Where the data of a sampled access came from, in one vocabulary for IBS and PEBS.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MemSource {
     /// The L1 data cache: a hit.

@@ -38,7 +38,7 @@ use dprof_abi::{
     HISTORY_RANGES, HIT_USER,
 };
 use rustc_hash::FxHashMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::analysis::SampledAccesses;
 use crate::decode::{AccessKind, DecodeOutcome, NoAccess};
@@ -50,7 +50,7 @@ pub use paths::{Convergence, FieldOrder, PathElement, PathTrace, SampleMatch};
 pub use plan::{plan, plan_detailed, Plan, PlanBudget, PlannedTarget, SiteRange, SkippedType};
 
 /// Why a history ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EndReason {
     /// The object was freed ([`HISTORY_END_FREED`]).
@@ -82,7 +82,7 @@ impl EndReason {
 }
 
 /// A watched byte range of an object, as reports show it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Span {
     /// Offset from the object's start.
     pub offset: u32,
@@ -106,7 +106,7 @@ impl std::fmt::Display for Span {
 }
 
 /// Why a hit's address could not be checked against its watched range.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Unverifiable {
     /// The instruction overwrote a base or index register of its memory operand
@@ -119,7 +119,7 @@ pub enum Unverifiable {
 }
 
 /// Why no accessing instruction was found for a hit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NoCode {
     /// No kallsyms function contains the trap ip.
@@ -135,7 +135,7 @@ pub enum NoCode {
 }
 
 /// What the cross-check of one hit found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HitCheck {
     /// The accessing instruction's memory operand overlaps the watched range.
@@ -255,7 +255,7 @@ impl History {
 }
 
 /// Hits by cross-check outcome.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HitChecks {
     /// [`HitCheck::Verified`].
     pub verified: u64,
@@ -579,7 +579,7 @@ fn resolve_hit(
 }
 
 /// What one type's histories show.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TypeHistories {
     /// Type name, as in the data profile.
     pub name: String,
@@ -615,7 +615,7 @@ pub struct TypeHistories {
 }
 
 /// Histories per way of ending.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EndReasons {
     /// Freed.
     pub freed: u64,
@@ -630,7 +630,7 @@ pub struct EndReasons {
 }
 
 /// The histories section of a report.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HistoryReport {
     /// Histories in the profile.
     pub histories: u64,

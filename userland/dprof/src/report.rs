@@ -1,5 +1,6 @@
-//! The report model: what `dprof report` shows, as plain data (serde `Serialize`). The CLI,
-//! the TUI and exporters render it; nothing here prints.
+//! The report model: what `dprof report` shows, as plain data (serde both ways: `dprof report
+//! --json` writes it, `dprof tui` reads it back). The CLI, the TUI and exporters render it;
+//! nothing here prints.
 //!
 //! The data profile (paper section 3.1) ranks data types by L1 data-cache misses when a
 //! hardware sampler (IBS, PEBS) took the samples, with miss rates, latencies, data sources and
@@ -16,7 +17,7 @@ mod struct_names;
 #[cfg(test)]
 mod tests;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::decode::NoAccess;
 pub use crate::hardware::MemSource;
@@ -24,7 +25,7 @@ pub use crate::resolve::TypeKind;
 pub use struct_names::{StructNames, TypeMapError};
 
 /// The whole report of one profile.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     /// What the profile is.
     pub profile: ProfileInfo,
@@ -47,7 +48,7 @@ pub struct Report {
 }
 
 /// The profile the report is about.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProfileInfo {
     /// Kernel release.
     pub kernel_release: String,
@@ -70,7 +71,7 @@ pub struct ProfileInfo {
 }
 
 /// What the data profile ranks types by.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
     /// Sampled accesses (no miss information: the software sampler).
@@ -80,7 +81,7 @@ pub enum Metric {
 }
 
 /// Types ranked by [`DataProfile::metric`].
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DataProfile {
     /// What the ranking counts.
     pub metric: Metric,
@@ -95,7 +96,7 @@ pub struct DataProfile {
 }
 
 /// The hardware sampler's view of the whole profile.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HardwareSummary {
     /// The hardware samplers that took samples: `ibs`, `pebs`.
     pub samplers: Vec<String>,
@@ -126,7 +127,7 @@ pub struct HardwareSummary {
 }
 
 /// What the hardware sampler saw of one type: samples with a hit/miss status only.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TypeHardware {
     /// Hardware samples of the type with a hit/miss status.
     pub samples: u64,
@@ -147,7 +148,7 @@ pub struct TypeHardware {
 }
 
 /// Samples served from one source.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SourceCount {
     /// The source.
     pub source: MemSource,
@@ -156,7 +157,7 @@ pub struct SourceCount {
 }
 
 /// One data type.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TypeProfile {
     /// 1 for the most sampled type.
     pub rank: usize,
@@ -211,7 +212,7 @@ pub struct TypeProfile {
 }
 
 /// Samples of one function.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FunctionCount {
     /// Function name, or the address as `0x...` when no symbol covers it.
     pub function: String,
@@ -229,7 +230,7 @@ pub struct FunctionCount {
 }
 
 /// Samples at one offset of a type.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FieldCount {
     /// Byte offset in the object (or symbol).
     pub offset: u64,
@@ -252,7 +253,7 @@ pub struct FieldCount {
 }
 
 /// Samples on one CPU.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CpuCount {
     /// CPU number.
     pub cpu: u32,
@@ -261,7 +262,7 @@ pub struct CpuCount {
 }
 
 /// Where a sample went: exactly one bucket per sample.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Bucket {
     /// Resolved to a slab type through the address set.
@@ -355,7 +356,7 @@ impl Bucket {
 }
 
 /// Samples in one bucket.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BucketCount {
     /// The bucket.
     pub bucket: Bucket,
@@ -366,7 +367,7 @@ pub struct BucketCount {
 }
 
 /// Where every sample went.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Coverage {
     /// Access samples in the profile.
     pub total_samples: u64,
@@ -445,7 +446,7 @@ impl Coverage {
 }
 
 /// The address set replay's counters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AddressSetStats {
     /// Allocations replayed.
     pub allocs: u64,
@@ -466,7 +467,7 @@ pub struct AddressSetStats {
 }
 
 /// How far file order was from time order.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OrderingStats {
     /// Records that arrived after a younger record had been processed (processed late).
     pub late_records: u64,
@@ -479,7 +480,7 @@ pub struct OrderingStats {
 }
 
 /// Something the analysis could not do, or that limits what the report means.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Warning {
     /// Stable identifier.
     pub code: WarningCode,
@@ -488,7 +489,7 @@ pub struct Warning {
 }
 
 /// Warning identifiers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum WarningCode {

@@ -11,6 +11,28 @@ fn report_of(bytes: Vec<u8>, options: &Options) -> Report {
     analyze(&profile, options).expect("valid records")
 }
 
+/// Progress starts at 0 of the profile's declared total and ends at it.
+#[test]
+fn progress_ends_at_the_record_count() {
+    let profile = Profile::from_vec(example::profile()).expect("valid profile");
+    let symbols = crate::symbols::Kallsyms::parse(profile.kallsyms());
+    let mut seen = Vec::new();
+    let report = analyze_with_progress(&profile, &symbols, &Options::default(), &mut |p| {
+        seen.push(p);
+    })
+    .expect("valid records");
+    let total = profile.record_count();
+    let at = |records_done| Progress {
+        records_done,
+        records_total: total,
+    };
+    assert_eq!(seen, [at(0), at(total)]);
+    assert_eq!(
+        report,
+        analyze(&profile, &Options::default()).expect("valid")
+    );
+}
+
 /// The records are read as they are analyzed: a corrupt chunk is an error, not a report of
 /// the records before it.
 #[test]

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use rustc_hash::{FxHashMap, FxHashSet};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::paths::{element_samples, end_label, SampleMatch};
 use super::{function_of, History, Span};
@@ -15,7 +15,7 @@ use crate::decode::AccessKind;
 use crate::resolve::SymbolSource;
 
 /// What a function is to the type's objects.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FlowRole {
     /// Allocates them.
@@ -29,7 +29,7 @@ pub enum FlowRole {
 }
 
 /// One function of the graph.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FlowNode {
     /// Function name.
     pub function: String,
@@ -67,7 +67,7 @@ impl FlowNode {
 }
 
 /// A step from one function to the next within a history.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FlowEdge {
     /// From this function.
     pub from: String,
@@ -82,7 +82,7 @@ pub struct FlowEdge {
 }
 
 /// The data flow graph of one type.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct DataFlow {
     /// The type.
     pub type_name: String,

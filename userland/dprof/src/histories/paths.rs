@@ -4,7 +4,7 @@
 //! exist.
 
 use rustc_hash::FxHashMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{function_of, EndReason, History, Span};
 use crate::analysis::{AccessStats, SampledAccesses};
@@ -12,7 +12,7 @@ use crate::decode::AccessKind;
 use crate::resolve::SymbolSource;
 
 /// One access along a path.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PathElement {
     /// Function of the accessing instruction (or of the trap ip when it was not found).
     pub function: String,
@@ -36,7 +36,7 @@ pub struct PathElement {
 }
 
 /// What access samples say about one instruction and offset range of a type.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SampleMatch {
     /// Matching samples.
     pub samples: u64,
@@ -66,7 +66,7 @@ impl SampleMatch {
 }
 
 /// Histories of one type that took the same path.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PathTrace {
     /// Histories that took it (its frequency).
     pub histories: u64,
@@ -83,7 +83,7 @@ pub struct PathTrace {
 }
 
 /// How fast new paths stopped appearing (the paper found 30 to 100 histories enough).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Convergence {
     /// Complete histories, in start order.
     pub histories: u64,
@@ -96,7 +96,7 @@ pub struct Convergence {
 }
 
 /// The order of the first accesses to two ranges watched together (a pairwise history).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FieldOrder {
     /// The range at the lower offset.
     pub first: Span,

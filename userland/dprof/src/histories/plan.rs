@@ -10,7 +10,7 @@
 //! [`dprof_abi::MAX_HISTORY_TARGETS`].
 
 use dprof_abi::{HistoryTarget, WatchRange, MAX_HISTORY_TARGETS};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Span;
 use crate::report::{Report, TypeKind, TypeProfile};
@@ -42,7 +42,7 @@ impl Default for PlanBudget {
 }
 
 /// The allocation sites a target accepts: one function.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SiteRange {
     /// Its name.
     pub function: String,
@@ -53,7 +53,7 @@ pub struct SiteRange {
 }
 
 /// One planned target.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PlannedTarget {
     /// The type, as the data profile names it.
     pub type_name: String,
@@ -92,7 +92,7 @@ impl PlannedTarget {
 }
 
 /// A type the planner would have watched but could not.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkippedType {
     /// The type.
     pub type_name: String,
@@ -101,7 +101,7 @@ pub struct SkippedType {
 }
 
 /// A plan with the types it had to leave out.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     /// Targets, by type rank, then most used offsets first.
     pub targets: Vec<PlannedTarget>,

@@ -176,3 +176,23 @@ fn coverage_summary_lists_buckets_with_samples() {
         assert_eq!(b.index(), i);
     }
 }
+
+/// `dprof tui` reads back what `dprof report --json` wrote: the JSON holds the whole model,
+/// hardware statistics included.
+#[test]
+fn json_reads_back_the_same_report() {
+    use crate::analysis::{self, example, hw_example, Options};
+    use crate::profile::Profile;
+    for bytes in [
+        example::profile(),
+        hw_example::profile(hw_example::Sampler::Ibs),
+        hw_example::profile(hw_example::Sampler::Pebs),
+    ] {
+        let profile = Profile::from_vec(bytes).expect("valid profile");
+        let mut report = analysis::analyze(&profile, &Options::default()).expect("valid");
+        report.annotate_fields(&StructNames::builtin(), Some(&Dwarf));
+        let json = serde_json::to_string_pretty(&report).expect("serializes");
+        let back: Report = serde_json::from_str(&json).expect("deserializes");
+        assert_eq!(back, report);
+    }
+}

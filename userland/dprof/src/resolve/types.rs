@@ -1,6 +1,6 @@
 //! Data types: what a resolved address is an instance of, and how slab allocations are named.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use rustc_hash::FxHashMap;
 
@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap;
 pub struct TypeId(pub u32);
 
 /// What kind of memory a type lives in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TypeKind {
     /// Slab objects (and large kmallocs) from the address set.

@@ -1,0 +1,388 @@
+//! The browser's state, and how events change it.
+//!
+//! [`App`] routes a key to the part of the state it concerns: the help overlay, the filter
+//! being typed, the view shown (its component handles moves, sorting and panes), and last the
+//! keys that work everywhere (views, back, search, help, quit). Each part answers
+//! [`EventState`]; the first that consumes a key ends its handling.
+
+mod absence;
+mod data_profile;
+mod list;
+mod type_detail;
+
+use dprof::report::{Report, TypeProfile};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+pub use absence::Absence;
+pub use data_profile::{field_label, type_label, Column, DataProfileState};
+pub use list::{ListState, Nav};
+pub use type_detail::{Pane, PaneSort, TypeDetailState};
+
+use crate::event::{Event, EventState, LoadEvent};
+
+/// The views, in tab order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum View {
+    /// Types ranked by misses or samples, with the coverage line and the bounce flag.
+    DataProfile,
+    /// One type: its bytes as a heat strip, its offsets, functions and CPUs.
+    TypeDetail,
+    /// Invalidation, conflict and capacity misses per type, with their evidence.
+    MissClassification,
+    /// Live objects over time and the associativity-set histogram.
+    WorkingSet,
+    /// The functions that touch an object from allocation to free.
+    DataFlow,
+    /// Program speedup against virtual speedup per type.
+    Causal,
+}
+
+impl View {
+    /// Every view, in tab order.
+    pub const ALL: [Self; 6] = [
+        Self::DataProfile,
+        Self::TypeDetail,
+        Self::MissClassification,
+        Self::WorkingSet,
+        Self::DataFlow,
+        Self::Causal,
+    ];
+
+    /// The tab's title.
+    #[must_use]
+    pub const fn title(self) -> &'static str {
+        match self {
+            Self::DataProfile => "Data profile",
+            Self::TypeDetail => "Type",
+            Self::MissClassification => "Misses",
+            Self::WorkingSet => "Working set",
+            Self::DataFlow => "Data flow",
+            Self::Causal => "Causal",
+        }
+    }
+
+    /// Position in [`View::ALL`].
+    #[must_use]
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Whether the view is about one type (the one selected in the data profile).
+    #[must_use]
+    pub const fn is_per_type(self) -> bool {
+        !matches!(self, Self::DataProfile)
+    }
+
+    fn offset(self, by: isize) -> Self {
+        let n = Self::ALL.len() as isize;
+        Self::ALL[(self.index() as isize + by).rem_euclid(n) as usize]
+    }
+}
+
+/// What the loader has said so far.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Loading {
+    /// What it is doing, when it said.
+    pub stage: Option<String>,
+    /// Records done and in all, once it counts them.
+    pub records: Option<(u64, u64)>,
+}
+
+/// How many views Esc/Backspace can go back through.
+const BACK_DEPTH: usize = 64;
+
+/// The whole state of the browser.
+#[derive(Debug)]
+pub struct App {
+    source: String,
+    report: Option<Report>,
+    loading: Loading,
+    /// The loader's warnings, then the report's.
+    warnings: Vec<String>,
+    view: View,
+    /// Views to go back to, the last most recent.
+    back: Vec<View>,
+    data_profile: DataProfileState,
+    type_detail: TypeDetailState,
+    /// The function the data flow view was opened at (Enter on a function of a type).
+    data_flow_function: Option<String>,
+    help: bool,
+    quit: bool,
+}
+
+impl App {
+    /// A browser waiting for its report; `source` names what is loaded (the file).
+    #[must_use]
+    pub fn new(source: impl Into<String>) -> Self {
+        Self {
+            source: source.into(),
+            report: None,
+            loading: Loading::default(),
+            warnings: Vec::new(),
+            view: View::DataProfile,
+            back: Vec::new(),
+            data_profile: DataProfileState::default(),
+            type_detail: TypeDetailState::default(),
+            data_flow_function: None,
+            help: false,
+            quit: false,
+        }
+    }
+
+    /// A browser over `report`, as if its loader had just finished.
+    #[must_use]
+    pub fn with_report(source: impl Into<String>, report: Report) -> Self {
+        let mut app = Self::new(source);
+        app.handle(Event::Loaded(Box::new(report)));
+        app
+    }
+
+    /// Applies one event.
+    pub fn handle(&mut self, event: Event) -> EventState {
+        match event {
+            Event::Key(key) => self.handle_key(key),
+            Event::Resize => EventState::Consumed,
+            Event::Load(LoadEvent::Stage(stage)) => {
+                self.loading.stage = Some(stage);
+                EventState::Consumed
+            }
+            Event::Load(LoadEvent::Records { done, total }) => {
+                self.loading.records = Some((done, total));
+                EventState::Consumed
+            }
+            Event::Load(LoadEvent::Warning(w)) => {
+                self.warnings.push(w);
+                EventState::Consumed
+            }
+            Event::Loaded(report) => {
+                self.warnings
+                    .extend(report.warnings.iter().map(|w| w.message.clone()));
+                self.data_profile.load(&report);
+                self.report = Some(*report);
+                self.sync_type_detail();
+                EventState::Consumed
+            }
+            Event::LoadFailed => {
+                self.quit = true;
+                EventState::Consumed
+            }
+        }
+    }
+
+    fn handle_key(&mut self, key: KeyEvent) -> EventState {
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+            self.quit = true;
+            return EventState::Consumed;
+        }
+        if self.help {
+            // Any key closes the help: it is what a person tries first.
+            self.help = false;
+            return EventState::Consumed;
+        }
+        let Some(report) = &self.report else {
+            return self.handle_loading_key(key);
+        };
+        if self.view == View::DataProfile
+            && self.data_profile.is_editing()
+            && self
+                .data_profile
+                .handle_filter_key(key, report)
+                .is_consumed()
+        {
+            return EventState::Consumed;
+        }
+        if self.handle_view_key(key).is_consumed() {
+            return EventState::Consumed;
+        }
+        self.handle_global_key(key)
+    }
+
+    /// While loading: quit and help only.
+    fn handle_loading_key(&mut self, key: KeyEvent) -> EventState {
+        match key.code {
+            KeyCode::Char('q') | KeyCode::Esc => self.quit = true,
+            KeyCode::Char('?') => self.help = true,
+            _ => return EventState::NotConsumed,
+        }
+        EventState::Consumed
+    }
+
+    /// Keys of the view shown: its component's, then its drill-downs.
+    fn handle_view_key(&mut self, key: KeyEvent) -> EventState {
+        let Some(report) = &self.report else {
+            return EventState::NotConsumed;
+        };
+        match self.view {
+            View::DataProfile => {
+                if self.data_profile.handle_key(key, report).is_consumed() {
+                    return EventState::Consumed;
+                }
+                if key.code == KeyCode::Enter && self.data_profile.selected_type().is_some() {
+                    self.go(View::TypeDetail);
+                    return EventState::Consumed;
+                }
+            }
+            View::TypeDetail => {
+                let Some(t) = self
+                    .data_profile
+                    .selected_type()
+                    .and_then(|i| report.data_profile.types.get(i))
+                else {
+                    return EventState::NotConsumed;
+                };
+                if self.type_detail.handle_key(key, t).is_consumed() {
+                    return EventState::Consumed;
+                }
+                if key.code == KeyCode::Enter {
+                    if let Some(f) = self.type_detail.selected_function(t) {
+                        self.data_flow_function = Some(f.function.clone());
+                        self.go(View::DataFlow);
+                        return EventState::Consumed;
+                    }
+                }
+            }
+            // Nothing to navigate in these until the report has their sections (see
+            // `Absence`); Enter on a data-flow node will jump to that function's accesses.
+            View::MissClassification | View::WorkingSet | View::DataFlow | View::Causal => {}
+        }
+        EventState::NotConsumed
+    }
+
+    /// Keys that work in every view.
+    fn handle_global_key(&mut self, key: KeyEvent) -> EventState {
+        match key.code {
+            KeyCode::Char('q') => self.quit = true,
+            KeyCode::Char('?') => self.help = true,
+            KeyCode::Tab => self.go(self.view.offset(1)),
+            KeyCode::BackTab => self.go(self.view.offset(-1)),
+            KeyCode::Char(c @ '1'..='6') => {
+                let i = c as usize - '1' as usize;
+                self.go(View::ALL[i]);
+            }
+            KeyCode::Esc | KeyCode::Backspace => return self.go_back(),
+            KeyCode::Char('/') => {
+                self.go(View::DataProfile);
+                self.data_profile.start_editing();
+            }
+            _ => return EventState::NotConsumed,
+        }
+        EventState::Consumed
+    }
+
+    /// Shows `view`, remembering the one shown for Esc.
+    fn go(&mut self, view: View) {
+        if view == self.view {
+            return;
+        }
+        if self.back.len() == BACK_DEPTH {
+            self.back.remove(0);
+        }
+        self.back.push(self.view);
+        self.view = view;
+        self.sync_type_detail();
+    }
+
+    /// Esc/Backspace: the view shown before; in the data profile with nothing to go back to,
+    /// clears the filter.
+    fn go_back(&mut self) -> EventState {
+        if let Some(view) = self.back.pop() {
+            self.view = view;
+            self.sync_type_detail();
+            return EventState::Consumed;
+        }
+        match &self.report {
+            Some(report)
+                if self.view == View::DataProfile && !self.data_profile.filter().is_empty() =>
+            {
+                self.data_profile.clear_filter(report);
+                EventState::Consumed
+            }
+            _ => EventState::NotConsumed,
+        }
+    }
+
+    /// The type view follows the selection of the data profile.
+    fn sync_type_detail(&mut self) {
+        if let Some(report) = &self.report {
+            let index = self.data_profile.selected_type();
+            self.type_detail
+                .show(index, index.map(|i| &report.data_profile.types[i]));
+        }
+    }
+
+    /// What is browsed (the file).
+    #[must_use]
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The report, once loaded.
+    #[must_use]
+    pub const fn report(&self) -> Option<&Report> {
+        self.report.as_ref()
+    }
+
+    /// What the loader has said so far.
+    #[must_use]
+    pub const fn loading(&self) -> &Loading {
+        &self.loading
+    }
+
+    /// The loader's and the report's warnings.
+    #[must_use]
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The view shown.
+    #[must_use]
+    pub const fn view(&self) -> View {
+        self.view
+    }
+
+    /// The data profile's state: sort, filter, selection.
+    #[must_use]
+    pub const fn data_profile(&self) -> &DataProfileState {
+        &self.data_profile
+    }
+
+    /// The type view's state: pane, selections.
+    #[must_use]
+    pub const fn type_detail(&self) -> &TypeDetailState {
+        &self.type_detail
+    }
+
+    /// The type selected in the data profile, which the per-type views show.
+    #[must_use]
+    pub fn selected_type(&self) -> Option<&TypeProfile> {
+        let report = self.report.as_ref()?;
+        report
+            .data_profile
+            .types
+            .get(self.data_profile.selected_type()?)
+    }
+
+    /// The function the data flow view was opened at.
+    #[must_use]
+    pub fn data_flow_function(&self) -> Option<&str> {
+        self.data_flow_function.as_deref()
+    }
+
+    /// Whether the help overlay is shown.
+    #[must_use]
+    pub const fn help_open(&self) -> bool {
+        self.help
+    }
+
+    /// Whether the person asked to quit (or loading failed).
+    #[must_use]
+    pub const fn should_quit(&self) -> bool {
+        self.quit
+    }
+
+    /// Why `view` has nothing to show for this report, if it has not.
+    #[must_use]
+    pub fn absence(&self, view: View) -> Option<Absence> {
+        absence::absence(view, self.report.as_ref()?)
+    }
+}

@@ -1,0 +1,228 @@
+//! The views: pure renderings of [`App`] (`impl Widget for &App`); they read the state and
+//! never change it.
+
+mod absence;
+mod data_profile;
+mod heat_strip;
+mod help;
+mod loading;
+mod type_detail;
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Tabs, Widget};
+
+use crate::app::{App, Pane, View};
+
+/// The smallest terminal the browser draws in; smaller ones get a message.
+pub const MIN_WIDTH: u16 = 50;
+/// See [`MIN_WIDTH`].
+pub const MIN_HEIGHT: u16 = 12;
+
+/// Headings and the focused pane's title.
+const HEADING: Style = Style::new().add_modifier(Modifier::BOLD);
+/// The selected row.
+const SELECTED: Style = Style::new().add_modifier(Modifier::REVERSED);
+/// Secondary text.
+const DIM: Style = Style::new().fg(Color::DarkGray);
+/// Warnings and the bounce flag.
+const WARN: Style = Style::new().fg(Color::Yellow);
+/// The view's tab, key names in the status bar.
+const ACCENT: Style = Style::new().fg(Color::Cyan);
+
+impl Widget for &App {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+            too_small(area, buf);
+            return;
+        }
+        let [tabs, body, status] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Fill(1),
+            Constraint::Length(1),
+        ])
+        .areas(area);
+        match self.report() {
+            None => loading::render(self, tabs, body, buf),
+            Some(report) => {
+                tab_bar(self.view(), tabs, buf);
+                match self.view() {
+                    View::DataProfile => data_profile::render(self, report, body, buf),
+                    View::TypeDetail => type_detail::render(self, report, body, buf),
+                    View::MissClassification | View::WorkingSet | View::DataFlow | View::Causal => {
+                        absence::render(self, body, buf);
+                    }
+                }
+            }
+        }
+        status_bar(self, status, buf);
+        if self.help_open() {
+            help::render(area, buf);
+        }
+    }
+}
+
+/// What a terminal below [`MIN_WIDTH`] x [`MIN_HEIGHT`] shows.
+fn too_small(area: Rect, buf: &mut Buffer) {
+    let text = format!(
+        "terminal too small: {}x{}, dprof tui needs {MIN_WIDTH}x{MIN_HEIGHT} (q quits)",
+        area.width, area.height
+    );
+    let lines: Vec<Line> = wrap(&text, usize::from(area.width))
+        .into_iter()
+        .map(Line::from)
+        .collect();
+    Paragraph::new(lines).render(area, buf);
+}
+
+/// The views as tabs, the one shown highlighted.
+fn tab_bar(view: View, area: Rect, buf: &mut Buffer) {
+    let titles = View::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, v)| format!("{} {}", i + 1, v.title()));
+    Tabs::new(titles)
+        .select(view.index())
+        .highlight_style(ACCENT.add_modifier(Modifier::BOLD | Modifier::REVERSED))
+        .divider("│")
+        .render(area, buf);
+}
+
+/// The last line: the keys that matter here (or the filter being typed), and what is
+/// browsed, in what room the keys leave.
+fn status_bar(app: &App, area: Rect, buf: &mut Buffer) {
+    let filter = app.data_profile();
+    let line = if app.report().is_some() && app.view() == View::DataProfile && filter.is_editing() {
+        Line::from(vec![
+            Span::styled("/", ACCENT),
+            Span::raw(filter.filter().to_owned()),
+            Span::styled("▏", ACCENT),
+            Span::styled("  Enter keeps · Esc clears", DIM),
+        ])
+    } else {
+        let keys: &[(&str, &str)] = match (app.report(), app.view()) {
+            (None, _) => &[("q", "quit"), ("?", "help")],
+            (Some(_), View::DataProfile) => &[
+                ("↑↓", "move"),
+                ("Enter", "open"),
+                ("/", "filter"),
+                ("s", "sort"),
+                ("Tab", "view"),
+                ("?", "help"),
+                ("q", "quit"),
+            ],
+            // Enter opens the data flow from a function only.
+            (Some(_), View::TypeDetail) if app.type_detail().pane() == Pane::Functions => &[
+                ("↑↓", "move"),
+                ("←→", "pane"),
+                ("Enter", "data flow"),
+                ("s", "sort"),
+                ("Esc", "back"),
+                ("?", "help"),
+            ],
+            (Some(_), View::TypeDetail) => &[
+                ("↑↓", "move"),
+                ("←→", "pane"),
+                ("s", "sort"),
+                ("Esc", "back"),
+                ("?", "help"),
+                ("q", "quit"),
+            ],
+            (Some(_), _) => &[
+                ("Tab", "view"),
+                ("Esc", "back"),
+                ("?", "help"),
+                ("q", "quit"),
+            ],
+        };
+        let mut spans = Vec::new();
+        for (i, (key, what)) in keys.iter().enumerate() {
+            if i > 0 {
+                spans.push(Span::styled(" · ", DIM));
+            }
+            spans.push(Span::styled(*key, ACCENT));
+            spans.push(Span::raw(format!(" {what}")));
+        }
+        Line::from(spans)
+    };
+    let [left, right] =
+        Layout::horizontal([Constraint::Length(line.width() as u16), Constraint::Fill(1)])
+            .areas(area);
+    Paragraph::new(line).render(left, buf);
+    // A long path keeps its end: the file's name.
+    let room = usize::from(right.width).saturating_sub(1);
+    let source = app.source();
+    let chars = source.chars().count();
+    let name = if chars <= room {
+        source.to_owned()
+    } else {
+        let tail: String = source.chars().skip(chars + 1 - room.max(1)).collect();
+        format!("…{tail}")
+    };
+    Paragraph::new(Line::styled(name, DIM).right_aligned()).render(right, buf);
+}
+
+/// Greedy word wrap to `width` columns; words longer than a line are cut.
+pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    let mut len = 0;
+    for word in text.split_whitespace() {
+        let mut word: Vec<char> = word.chars().collect();
+        loop {
+            let sep = usize::from(len > 0);
+            if len + sep + word.len() <= width {
+                if sep == 1 {
+                    line.push(' ');
+                }
+                line.extend(&word);
+                len += sep + word.len();
+                break;
+            }
+            if len > 0 {
+                lines.push(std::mem::take(&mut line));
+                len = 0;
+                continue;
+            }
+            // A word longer than a whole line.
+            let rest = word.split_off(width);
+            lines.push(word.iter().collect());
+            word = rest;
+        }
+    }
+    if len > 0 {
+        lines.push(line);
+    }
+    lines
+}
+
+/// `text` wrapped to `width`, at most `max` lines (the last one marked `…` when cut).
+pub(crate) fn wrap_at_most(text: &str, width: usize, max: usize) -> Vec<String> {
+    let mut lines = wrap(text, width);
+    if lines.len() > max {
+        lines.truncate(max);
+        if let Some(last) = lines.last_mut() {
+            if last.chars().count() >= width {
+                last.pop();
+            }
+            last.push('…');
+        }
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrap_breaks_at_spaces_and_cuts_long_words() {
+        assert_eq!(wrap("a bb ccc dddd", 6), ["a bb", "ccc", "dddd"]);
+        assert_eq!(wrap("abcdefgh", 3), ["abc", "def", "gh"]);
+        assert_eq!(wrap("", 3), Vec::<String>::new());
+        assert_eq!(wrap_at_most("a b c d e f", 3, 2), ["a b", "c …"]);
+    }
+}

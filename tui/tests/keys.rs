@@ -1,0 +1,266 @@
+//! Scripted key sequences: each step checks the state and the screen, at 80x24.
+
+#[path = "support/fixture.rs"]
+mod fixture;
+
+use dprof_tui::{App, Column, Event, EventState, LoadEvent, Pane, View};
+use fixture::{key, press, report, screen, type_text, SOURCE};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+fn shown_type(app: &App) -> Option<&str> {
+    app.selected_type().map(|t| t.name.as_str())
+}
+
+/// Names of the types in the table, top to bottom.
+fn table_order(app: &App) -> Vec<String> {
+    let report = app.report().expect("loaded");
+    app.data_profile()
+        .rows()
+        .iter()
+        .map(|&i| report.data_profile.types[i].name.clone())
+        .collect()
+}
+
+/// Open a type, drill into its data flow, back, sort, search, help, quit.
+#[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scripted session, read top to bottom"
+)]
+fn open_drill_back_sort_search_help_quit() {
+    let mut app = App::with_report(SOURCE, report());
+    assert_eq!(app.view(), View::DataProfile);
+    assert_eq!(shown_type(&app), Some("skbuff_head_cache"));
+
+    // Open a type: down to the second, Enter.
+    press(
+        &mut app,
+        [KeyCode::Down, KeyCode::Char('j'), KeyCode::Char('k')],
+    );
+    assert_eq!(shown_type(&app), Some("task_struct"));
+    press(&mut app, [KeyCode::Enter]);
+    assert_eq!(app.view(), View::TypeDetail);
+    let s = screen(&app, 80, 24);
+    assert!(
+        s.contains("task_struct · slab #2 · cache task_struct"),
+        "{s}"
+    );
+    assert!(s.contains("Heat: samples per byte"), "{s}");
+    assert!(s.contains("+0x8 stack"), "{s}");
+
+    // Drill into the data flow from a function.
+    press(&mut app, [KeyCode::Right]);
+    assert_eq!(app.type_detail().pane(), Pane::Functions);
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("▶ schedule"), "{s}");
+    press(&mut app, [KeyCode::Enter]);
+    assert_eq!(app.view(), View::DataFlow);
+    assert_eq!(app.data_flow_function(), Some("schedule"));
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("Data flow · task_struct"), "{s}");
+    assert!(s.contains("no data flow in this profile"), "{s}");
+    assert!(s.contains("no object histories collected"), "{s}");
+    assert!(s.contains("opened at function schedule"), "{s}");
+
+    // Back: the type as it was left, then the table.
+    press(&mut app, [KeyCode::Esc]);
+    assert_eq!(app.view(), View::TypeDetail);
+    assert_eq!(app.type_detail().pane(), Pane::Functions);
+    press(&mut app, [KeyCode::Backspace]);
+    assert_eq!(app.view(), View::DataProfile);
+    assert_eq!(shown_type(&app), Some("task_struct"), "the selection stays");
+
+    // Sort: by type name, then reversed; the selection follows its type.
+    press(&mut app, [KeyCode::Char('s')]);
+    assert_eq!(app.data_profile().sort(), (Column::Type, false));
+    assert_eq!(table_order(&app)[0], "filp");
+    assert_eq!(shown_type(&app), Some("task_struct"));
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("sorted by type ▲"), "{s}");
+    assert!(s.contains("type ▲"), "{s}");
+    press(&mut app, [KeyCode::Char('S')]);
+    assert_eq!(app.data_profile().sort(), (Column::Type, true));
+    assert_eq!(table_order(&app)[0], "task_struct");
+    press(&mut app, [KeyCode::Char('s')]);
+    assert_eq!(app.data_profile().sort(), (Column::Samples, true));
+    assert_eq!(table_order(&app)[0], "skbuff_head_cache");
+
+    // Search: filter as you type, Enter keeps it, Esc clears it.
+    press(&mut app, [KeyCode::Char('/')]);
+    assert!(app.data_profile().is_editing());
+    type_text(&mut app, "KM");
+    assert_eq!(app.data_profile().filter(), "KM");
+    assert_eq!(
+        table_order(&app),
+        [
+            "kmalloc-large@do_sys_poll",
+            "kmalloc-1k@__alloc_skb",
+            "kmalloc-1k@alloc_pipe_info"
+        ]
+    );
+    let s = screen(&app, 80, 24);
+    assert!(
+        s.contains("/KM▏"),
+        "the status bar shows the filter typed:\n{s}"
+    );
+    type_text(&mut app, "alloc-1k@a");
+    assert_eq!(table_order(&app), ["kmalloc-1k@alloc_pipe_info"]);
+    press(&mut app, [KeyCode::Backspace, KeyCode::Backspace]);
+    assert_eq!(table_order(&app).len(), 2);
+    press(&mut app, [KeyCode::Enter]);
+    assert!(!app.data_profile().is_editing());
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("filter \"KMalloc-1k\": 2 of 9 types"), "{s}");
+    let mut settings = insta::Settings::clone_current();
+    settings.set_prepend_module_to_snapshot(false);
+    settings
+        .bind(|| insta::assert_snapshot!("filtered@80x24", fixture::draw(&app, 80, 24).backend()));
+    // Esc, with no view to go back to, clears the filter.
+    press(&mut app, [KeyCode::Esc]);
+    assert_eq!(app.data_profile().filter(), "");
+    assert_eq!(table_order(&app).len(), 9);
+
+    // Help lists every key; any key closes it.
+    press(&mut app, [KeyCode::Char('?')]);
+    assert!(app.help_open());
+    let s = screen(&app, 80, 24);
+    for needle in [
+        "Keys",
+        "k j",
+        "PgUp PgDn",
+        "g G",
+        "h l",
+        "Shift-Tab",
+        "1 … 6",
+        "Enter",
+        "Backspace",
+        "/",
+        "reverse the sort",
+        "?",
+        "Ctrl-C",
+    ] {
+        assert!(s.contains(needle), "help lacks {needle}:\n{s}");
+    }
+    press(&mut app, [KeyCode::Char('q')]);
+    assert!(!app.help_open());
+    assert!(!app.should_quit(), "q closes the help first");
+
+    press(&mut app, [KeyCode::Char('q')]);
+    assert!(app.should_quit());
+}
+
+#[test]
+fn tab_visits_every_view_and_each_says_why_it_is_empty() {
+    let mut app = App::with_report(SOURCE, report());
+    let mut seen = vec![app.view()];
+    for _ in 1..View::ALL.len() {
+        press(&mut app, [KeyCode::Tab]);
+        seen.push(app.view());
+    }
+    assert_eq!(seen, View::ALL);
+    press(&mut app, [KeyCode::Tab]);
+    assert_eq!(app.view(), View::DataProfile, "Tab wraps around");
+    press(&mut app, [KeyCode::BackTab]);
+    assert_eq!(app.view(), View::Causal);
+    for (digit, why) in [
+        ('3', "no miss classification in this profile"),
+        ('4', "no working set in this profile"),
+        ('5', "no data flow in this profile"),
+        ('6', "no causal ranking in this profile"),
+    ] {
+        press(&mut app, [KeyCode::Char(digit)]);
+        let s = screen(&app, 80, 24);
+        assert!(s.contains(why), "{s}");
+    }
+}
+
+#[test]
+fn type_panes_sort_and_move() {
+    let mut app = App::with_report(SOURCE, report());
+    press(&mut app, [KeyCode::Enter]);
+    let t = app.selected_type().expect("a type").clone();
+    assert_eq!(
+        app.type_detail().selected_field(&t).map(|f| f.offset),
+        Some(8)
+    );
+    press(&mut app, [KeyCode::Char('s')]);
+    assert_eq!(app.type_detail().rows(Pane::Offsets).len(), 3);
+    let offsets: Vec<u64> = app
+        .type_detail()
+        .rows(Pane::Offsets)
+        .iter()
+        .map(|&i| t.fields[i].offset)
+        .collect();
+    assert_eq!(offsets, [0x8, 0x10, 0x70]);
+    press(&mut app, [KeyCode::End]);
+    assert_eq!(
+        app.type_detail().selected_field(&t).map(|f| f.offset),
+        Some(0x70)
+    );
+    // The heat strip marks the selected offset; the offsets pane lists it.
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("▶ +0x70 len"), "{s}");
+    press(&mut app, [KeyCode::Char('h')]);
+    assert_eq!(app.type_detail().pane(), Pane::Cpus, "← wraps around");
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("cpu  samples"), "{s}");
+    // Enter on a CPU opens nothing.
+    press(&mut app, [KeyCode::Enter]);
+    assert_eq!(app.view(), View::TypeDetail);
+    // Another type resets the panes.
+    press(&mut app, [KeyCode::Esc, KeyCode::Down, KeyCode::Enter]);
+    assert_eq!(app.type_detail().pane(), Pane::Offsets);
+}
+
+#[test]
+fn loading_then_browsing() {
+    let mut app = App::new(SOURCE);
+    assert!(app.report().is_none());
+    app.handle(Event::Load(LoadEvent::Stage(
+        "reading debug info".to_owned(),
+    )));
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("reading debug info"), "{s}");
+    app.handle(Event::Load(LoadEvent::Records {
+        done: 13,
+        total: 26,
+    }));
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("13 of 26 records (50%)"), "{s}");
+    // Keys other than quit and help wait for the report.
+    assert_eq!(app.handle(key(KeyCode::Enter)), EventState::NotConsumed);
+    app.handle(Event::Loaded(Box::new(report())));
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("skbuff_head_cache (sk_buff)"), "{s}");
+    assert!(s.contains("rank ▲  type"), "{s}");
+}
+
+#[test]
+fn quitting_while_loading_and_ctrl_c() {
+    let mut app = App::new(SOURCE);
+    press(&mut app, [KeyCode::Char('q')]);
+    assert!(app.should_quit());
+
+    let mut app = App::with_report(SOURCE, report());
+    press(&mut app, [KeyCode::Char('/')]);
+    type_text(&mut app, "q");
+    assert!(!app.should_quit(), "q is text in the filter");
+    app.handle(Event::Key(KeyEvent::new(
+        KeyCode::Char('c'),
+        KeyModifiers::CONTROL,
+    )));
+    assert!(app.should_quit());
+}
+
+#[test]
+fn a_filter_that_matches_nothing_says_so() {
+    let mut app = App::with_report(SOURCE, report());
+    press(&mut app, [KeyCode::Char('/')]);
+    type_text(&mut app, "zzz");
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("no type matches \"zzz\""), "{s}");
+    press(&mut app, [KeyCode::Enter, KeyCode::Char('2')]);
+    assert_eq!(app.view(), View::TypeDetail);
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("no type selected"), "{s}");
+}

@@ -1,0 +1,93 @@
+//! The reports the TUI tests browse: the library's example profiles, analyzed, with field
+//! names from a small stand-in for DWARF. Included with `#[path]` by each test file.
+#![allow(dead_code, reason = "each test file uses part of it")]
+
+use dprof::analysis::{self, example, hw_example, Options};
+use dprof::profile::Profile;
+use dprof::report::{FieldSource, Report, StructNames};
+use dprof_tui::{App, Event};
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+
+/// What the tests call the file browsed.
+pub const SOURCE: &str = "example.dprof";
+
+/// Field names of the structs the examples use, as DWARF of vmlinux would give them.
+struct ExampleFields;
+
+impl FieldSource for ExampleFields {
+    fn has_struct(&self, name: &str) -> bool {
+        matches!(name, "sk_buff" | "task_struct")
+    }
+    fn field_at(&self, struct_name: &str, offset: u64) -> Option<String> {
+        let name = match (struct_name, offset) {
+            ("sk_buff", 0..=7) => "next",
+            ("sk_buff", 8..=15) => "prev",
+            ("sk_buff", 16..=23) => "dev",
+            ("sk_buff", 0x70..=0x73) => "len",
+            ("task_struct", 8..=15) => "stack",
+            _ => return None,
+        };
+        Some(name.to_owned())
+    }
+}
+
+fn analyzed(bytes: Vec<u8>) -> Report {
+    let profile = Profile::from_vec(bytes).expect("the example is a valid profile");
+    let mut report = analysis::analyze(&profile, &Options::default()).expect("valid records");
+    report.annotate_fields(&StructNames::builtin(), Some(&ExampleFields));
+    report
+}
+
+/// The software-sampler example: types ranked by samples.
+pub fn report() -> Report {
+    analyzed(example::profile())
+}
+
+/// The IBS example: types ranked by misses.
+pub fn ibs_report() -> Report {
+    analyzed(hw_example::profile(hw_example::Sampler::Ibs))
+}
+
+/// A key press.
+pub fn key(code: KeyCode) -> Event {
+    Event::Key(KeyEvent::new(code, KeyModifiers::NONE))
+}
+
+/// Presses `keys` in order.
+pub fn press(app: &mut App, keys: impl IntoIterator<Item = KeyCode>) {
+    for code in keys {
+        app.handle(key(code));
+    }
+}
+
+/// Types `text` as key presses.
+pub fn type_text(app: &mut App, text: &str) {
+    press(app, text.chars().map(KeyCode::Char));
+}
+
+/// The app drawn on a `width` x `height` test terminal.
+pub fn draw(app: &App, width: u16, height: u16) -> Terminal<TestBackend> {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("test terminal");
+    terminal
+        .draw(|frame| frame.render_widget(app, frame.area()))
+        .expect("draws");
+    terminal
+}
+
+/// The screen's text, one string per line.
+pub fn screen(app: &App, width: u16, height: u16) -> String {
+    let terminal = draw(app, width, height);
+    let buffer = terminal.backend().buffer();
+    (0..buffer.area.height)
+        .map(|y| {
+            (0..buffer.area.width)
+                .map(|x| buffer[(x, y)].symbol())
+                .collect::<String>()
+                .trim_end()
+                .to_owned()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
