@@ -22,6 +22,7 @@ use iced_x86::{
     DecoderOptions, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register,
 };
 use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
 
 #[cfg(test)]
 mod tests;
@@ -372,7 +373,8 @@ impl Template {
 /// One decoded instruction in the cache, with the bytes it was decoded from.
 #[derive(Clone, Copy, Debug)]
 struct CachedInsn {
-    bytes: [u8; SAMPLE_INSN_BYTES],
+    /// The instruction's bytes, zero past `len`, as one little-endian number.
+    bytes: u128,
     len: u8,
     mnemonic: Mnemonic,
     template: Template,
@@ -381,10 +383,24 @@ struct CachedInsn {
 impl CachedInsn {
     /// Whether `sample` holds the same instruction (code can be patched at run time: static
     /// keys, alternatives, ftrace).
+    /// One masked 16-byte comparison: a slice comparison of a few bytes is a `memcmp` call,
+    /// and this runs for every sample.
+    #[inline]
     fn matches(&self, sample: &AccessSample) -> bool {
-        let len = usize::from(self.len);
-        sample.insn_len >= self.len && sample.insn.get(..len) == self.bytes.get(..len)
+        sample.insn_len >= self.len
+            && u128::from_le_bytes(sample.insn) & len_mask(self.len) == self.bytes
     }
+}
+
+// `CachedInsn::bytes` holds a whole instruction field.
+const _: () = assert!(SAMPLE_INSN_BYTES == 16);
+
+/// The low `len` bytes of a `u128` (all of them from 16 on).
+#[inline]
+fn len_mask(len: u8) -> u128 {
+    u128::MAX
+        .checked_shr(128 - 8 * u32::from(len.min(16)))
+        .unwrap_or(0)
 }
 
 /// Distinct instructions kept before the cache starts over (kernel text has far fewer hot
@@ -465,6 +481,29 @@ impl Decoder {
         if sample.insn_len == 0 {
             return Err(NoAccess::NoBytes);
         }
+        if self.cache.len() >= MAX_CACHED {
+            return self.cached_when_full(sample);
+        }
+        // One hash probe per sample.
+        match self.cache.entry(sample.ip) {
+            Entry::Occupied(mut e) => {
+                if !e.get().matches(sample) {
+                    *e.get_mut() = decode_one(&mut self.info, sample)?;
+                    self.stats.decoded += 1;
+                }
+                Ok(e.into_mut())
+            }
+            Entry::Vacant(e) => {
+                let insn = decode_one(&mut self.info, sample)?;
+                self.stats.decoded += 1;
+                Ok(e.insert(insn))
+            }
+        }
+    }
+
+    /// [`Decoder::cached`] once the cache is full: a miss that decodes starts it over.
+    #[cold]
+    fn cached_when_full(&mut self, sample: &AccessSample) -> Result<&CachedInsn, NoAccess> {
         let hit = self
             .cache
             .get(&sample.ip)
@@ -472,9 +511,7 @@ impl Decoder {
         if !hit {
             let insn = decode_one(&mut self.info, sample)?;
             self.stats.decoded += 1;
-            if self.cache.len() >= MAX_CACHED {
-                self.cache.clear();
-            }
+            self.cache.clear();
             self.cache.insert(sample.ip, insn);
         }
         self.cache.get(&sample.ip).ok_or(NoAccess::Undecodable)
@@ -498,10 +535,8 @@ fn decode_one(
     if usize::from(len) > bytes.len() {
         return Err(NoAccess::Undecodable);
     }
-    let mut cached = [0u8; SAMPLE_INSN_BYTES];
-    cached[..usize::from(len)].copy_from_slice(&bytes[..usize::from(len)]);
     Ok(CachedInsn {
-        bytes: cached,
+        bytes: u128::from_le_bytes(sample.insn) & len_mask(len),
         len,
         mnemonic: instr.mnemonic(),
         template: template(factory, &instr),
