@@ -553,7 +553,7 @@ mod reordering_model {
             self.queues[q].insert(at, (time, item));
             self.counts.max_buffered = self.counts.max_buffered.max(self.len() as u64);
             self.pushed += 1;
-            if self.pushed % RECOMPUTE_EVERY == 0 {
+            if self.pushed.is_multiple_of(RECOMPUTE_EVERY) {
                 let seen = self.latest.iter().flatten().count();
                 let warm = seen >= self.expected_cpus
                     || self
