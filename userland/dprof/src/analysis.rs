@@ -30,7 +30,7 @@ mod hw_tests;
 #[cfg(test)]
 mod tests;
 
-use dprof_abi::{AccessSample, Alloc, Record, RecordHeader, SAMPLE_USER};
+use dprof_abi::{AccessSample, Alloc, Record, RecordHeader, SAMPLER_KIND_SOFTWARE, SAMPLE_USER};
 
 use crate::decode::{AccessKind, DecodeOutcome, Decoder, MemAccess};
 use crate::hardware::{HwAccess, MemSource};
@@ -578,7 +578,13 @@ impl<'s> Analyzer<'s> {
             return None;
         }
         self.resolver.learn_gs_base(cpu, sample.gs_base);
-        let hw = HwAccess::of_on(sample, self.amd_cpu);
+        // Software samples, the common case, carry nothing from the hardware: skip building
+        // an empty answer.
+        let hw = if sample.sampler == SAMPLER_KIND_SOFTWARE {
+            None
+        } else {
+            HwAccess::of_on(sample, self.amd_cpu)
+        };
         if let Some(h) = &hw {
             if !h.memory_op {
                 self.state.buckets[Bucket::NoMemoryOperand.index()] += 1;
@@ -762,15 +768,7 @@ fn replay_sample(resolver: &mut Resolver<'_>, st: &mut State, cpu: u32, access: 
             slot: _,
             type_id,
             offset,
-        } => {
-            let acc = type_acc(&mut st.types, type_id);
-            match touch {
-                Some(Touch::First) => acc.objects += 1,
-                Some(Touch::Bounced) => acc.bounced += 1,
-                Some(Touch::Again) | None => {}
-            }
-            (Bucket::Slab, type_id, offset, None)
-        }
+        } => (Bucket::Slab, type_id, offset, None),
         Resolution::Global {
             type_id,
             symbol,
@@ -799,6 +797,12 @@ fn replay_sample(resolver: &mut Resolver<'_>, st: &mut State, cpu: u32, access: 
     };
     st.buckets[bucket.index()] += 1;
     let acc = type_acc(&mut st.types, type_id);
+    // Only slab hits come with a touch.
+    match touch {
+        Some(Touch::First) => acc.objects += 1,
+        Some(Touch::Bounced) => acc.bounced += 1,
+        Some(Touch::Again) | None => {}
+    }
     if let Some((key, owner)) = instance {
         // A per-CPU copy belongs to its CPU from the start: any other CPU bounces it.
         let inst = st.instances.entry((type_id.0, key)).or_insert_with(|| {

@@ -22,6 +22,7 @@ use iced_x86::{
     DecoderOptions, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register,
 };
 use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
 
 #[cfg(test)]
 mod tests;
@@ -443,17 +444,32 @@ impl DecodedInsn {
 /// One decoded instruction in the sample cache, with the bytes it was decoded from.
 #[derive(Clone, Copy, Debug)]
 struct CachedInsn {
-    bytes: [u8; SAMPLE_INSN_BYTES],
+    /// The instruction's bytes, zero past its length, as one little-endian number.
+    bytes: u128,
     insn: DecodedInsn,
 }
 
 impl CachedInsn {
     /// Whether `sample` holds the same instruction (code can be patched at run time: static
     /// keys, alternatives, ftrace).
+    /// One masked 16-byte comparison: a slice comparison of a few bytes is a `memcmp` call,
+    /// and this runs for every sample.
+    #[inline]
     fn matches(&self, sample: &AccessSample) -> bool {
-        let len = usize::from(self.insn.len);
-        sample.insn_len >= self.insn.len && sample.insn.get(..len) == self.bytes.get(..len)
+        sample.insn_len >= self.insn.len
+            && u128::from_le_bytes(sample.insn) & len_mask(self.insn.len) == self.bytes
     }
+}
+
+// `CachedInsn::bytes` holds a whole instruction field.
+const _: () = assert!(SAMPLE_INSN_BYTES == 16);
+
+/// The low `len` bytes of a `u128` (all of them from 16 on).
+#[inline]
+fn len_mask(len: u8) -> u128 {
+    u128::MAX
+        .checked_shr(128 - 8 * u32::from(len.min(16)))
+        .unwrap_or(0)
 }
 
 /// Distinct instructions kept before the cache starts over (kernel text has far fewer hot
@@ -534,6 +550,29 @@ impl Decoder {
         if sample.insn_len == 0 {
             return Err(NoAccess::NoBytes);
         }
+        if self.cache.len() >= MAX_CACHED {
+            return self.cached_when_full(sample);
+        }
+        // One hash probe per sample.
+        match self.cache.entry(sample.ip) {
+            Entry::Occupied(mut e) => {
+                if !e.get().matches(sample) {
+                    *e.get_mut() = decode_one(&mut self.info, sample)?;
+                    self.stats.decoded += 1;
+                }
+                Ok(e.into_mut())
+            }
+            Entry::Vacant(e) => {
+                let insn = decode_one(&mut self.info, sample)?;
+                self.stats.decoded += 1;
+                Ok(e.insert(insn))
+            }
+        }
+    }
+
+    /// [`Decoder::cached`] once the cache is full: a miss that decodes starts it over.
+    #[cold]
+    fn cached_when_full(&mut self, sample: &AccessSample) -> Result<&CachedInsn, NoAccess> {
         let hit = self
             .cache
             .get(&sample.ip)
@@ -541,9 +580,7 @@ impl Decoder {
         if !hit {
             let insn = decode_one(&mut self.info, sample)?;
             self.stats.decoded += 1;
-            if self.cache.len() >= MAX_CACHED {
-                self.cache.clear();
-            }
+            self.cache.clear();
             self.cache.insert(sample.ip, insn);
         }
         self.cache.get(&sample.ip).ok_or(NoAccess::Undecodable)
@@ -557,11 +594,8 @@ fn decode_one(
 ) -> Result<CachedInsn, NoAccess> {
     let bytes = sample.insn_bytes();
     let insn = decode_insn_with(factory, bytes, sample.ip)?;
-    let mut cached = [0u8; SAMPLE_INSN_BYTES];
-    let len = usize::from(insn.len);
-    cached[..len].copy_from_slice(&bytes[..len]);
     Ok(CachedInsn {
-        bytes: cached,
+        bytes: u128::from_le_bytes(sample.insn) & len_mask(insn.len),
         insn,
     })
 }

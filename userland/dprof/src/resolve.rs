@@ -438,17 +438,21 @@ impl<'s> Resolver<'s> {
 
     /// Learns a CPU's gs base from one of its kernel-mode samples, so that later addresses
     /// inside its per-CPU area resolve.
+    #[inline]
     pub fn learn_gs_base(&mut self, cpu: u32, gs_base: u64) {
+        // Every kernel sample comes here, and almost always with the base already known.
+        if gs_base == 0 || self.gs_bases.get(cpu as usize) == Some(&gs_base) {
+            return;
+        }
+        self.learn_new_gs_base(cpu, gs_base);
+    }
+
+    #[cold]
+    fn learn_new_gs_base(&mut self, cpu: u32, gs_base: u64) {
         let Some(range) = self.percpu.clone() else {
             return;
         };
-        if gs_base == 0 {
-            return;
-        }
         let i = cpu as usize;
-        if self.gs_bases.get(i) == Some(&gs_base) {
-            return;
-        }
         // CPU numbers are below the module's nr_cpu_ids, checked by the profile reader; a
         // cap keeps a hostile value from allocating much.
         if i >= self.gs_bases.len() {

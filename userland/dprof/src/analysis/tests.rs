@@ -532,3 +532,127 @@ mod reordering {
         assert!(buf.is_empty());
     }
 }
+
+/// The reorder buffer against a plain model of its contract: items leave as the oldest
+/// (time, queue) head while it is due or the buffer is over capacity.
+mod reordering_model {
+    use super::super::reorder::{ReorderBuffer, ReorderCounts, RECOMPUTE_EVERY};
+    use super::Rng;
+
+    /// The contract, written for clarity, not speed.
+    struct Model {
+        queues: Vec<Vec<(u64, u64)>>,
+        latest: Vec<Option<u64>>,
+        expected_cpus: usize,
+        window: u64,
+        capacity: usize,
+        first: Option<u64>,
+        newest: u64,
+        watermark: u64,
+        pushed: u64,
+        last: Option<u64>,
+        counts: ReorderCounts,
+    }
+
+    impl Model {
+        fn len(&self) -> usize {
+            self.queues.iter().map(Vec::len).sum()
+        }
+
+        fn push(&mut self, cpu: u32, time: u64, item: u64, out: &mut Vec<(u64, u64)>) {
+            if self.last.is_some_and(|l| time < l) {
+                self.counts.late += 1;
+            }
+            self.newest = self.newest.max(time);
+            self.first.get_or_insert(time);
+            let q = cpu as usize;
+            if q >= self.queues.len() {
+                self.queues.resize(q + 1, Vec::new());
+                self.latest.resize(q + 1, None);
+            }
+            self.latest[q] = Some(self.latest[q].map_or(time, |l| l.max(time)));
+            let at = self.queues[q].partition_point(|&(t, _)| t <= time);
+            self.queues[q].insert(at, (time, item));
+            self.counts.max_buffered = self.counts.max_buffered.max(self.len() as u64);
+            self.pushed += 1;
+            if self.pushed.is_multiple_of(RECOMPUTE_EVERY) {
+                let seen = self.latest.iter().flatten().count();
+                let warm = seen >= self.expected_cpus
+                    || self
+                        .first
+                        .is_some_and(|f| self.newest.saturating_sub(f) >= self.window);
+                if warm {
+                    if let Some(min) = self.latest.iter().flatten().min() {
+                        self.watermark = self.watermark.max(*min);
+                    }
+                }
+            }
+            let floor = self.newest.saturating_sub(self.window).max(self.watermark);
+            self.drain(Some(floor), out);
+        }
+
+        fn drain(&mut self, floor: Option<u64>, out: &mut Vec<(u64, u64)>) {
+            loop {
+                let head = (0..self.queues.len())
+                    .filter_map(|q| self.queues[q].first().map(|&(t, _)| (t, q)))
+                    .min();
+                let Some((time, q)) = head else { return };
+                let due = floor.is_none_or(|f| time <= f);
+                if !due && self.len() <= self.capacity {
+                    return;
+                }
+                if !due {
+                    self.counts.forced += 1;
+                }
+                let (time, item) = self.queues[q].remove(0);
+                self.last = Some(self.last.map_or(time, |l| l.max(time)));
+                out.push((time, item));
+            }
+        }
+    }
+
+    #[test]
+    fn the_buffer_does_what_the_model_does() {
+        let mut rng = Rng(0x1234_5678_9abc_def1);
+        for round in 0..200u64 {
+            let cpus = 1 + rng.next() % 40;
+            let expected = 1 + (rng.next() % 40) as usize;
+            let window = [0, 10, 1_000, 100_000, u64::MAX][(rng.next() % 5) as usize];
+            let capacity = [1, 3, 50, 1 << 20][(rng.next() % 4) as usize];
+            let mut buf = ReorderBuffer::new(expected, window, capacity);
+            let mut model = Model {
+                queues: Vec::new(),
+                latest: Vec::new(),
+                expected_cpus: expected,
+                window,
+                capacity,
+                first: None,
+                newest: 0,
+                watermark: 0,
+                pushed: 0,
+                last: None,
+                counts: ReorderCounts::default(),
+            };
+            let (mut got, mut want) = (Vec::new(), Vec::new());
+            let mut clock = vec![0u64; cpus as usize];
+            for i in 0..3_000u64 {
+                let cpu = (rng.next() % cpus) as u32;
+                // Mostly per-CPU time order, sometimes a step back, sometimes equal times.
+                let c = &mut clock[cpu as usize];
+                match rng.next() % 10 {
+                    0 => *c = c.saturating_sub(rng.next() % 500),
+                    1 => {}
+                    _ => *c += rng.next() % (100 + round * 10),
+                }
+                buf.push(cpu, *c, i, |t, item| got.push((t, item)));
+                model.push(cpu, *c, i, &mut want);
+                assert_eq!(buf.len(), model.len(), "round {round}, item {i}");
+            }
+            buf.finish(|t, item| got.push((t, item)));
+            model.drain(None, &mut want);
+            assert_eq!(got, want, "round {round}");
+            assert_eq!(buf.counts(), model.counts, "round {round}");
+            assert!(buf.is_empty());
+        }
+    }
+}

@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry as MapEntry;
 
 use super::TypeId;
 
@@ -107,12 +108,42 @@ pub struct AddressSet {
     pages: FxHashMap<u64, PageIndex>,
     /// Start to slot of the objects larger than `MAX_PAGED_BYTES`.
     large: BTreeMap<u64, Slot>,
+    slots: Slots,
+    live: usize,
+    next_serial: u64,
+}
+
+/// The objects by slot, apart from the page map so that an insertion can hold a page's index
+/// while it takes a slot.
+#[derive(Clone, Debug, Default)]
+struct Slots {
     objects: Vec<LiveObject>,
     /// Per slot: first CPU whose sample touched the object ([`NO_CPU`]: none), | `BOUNCED`.
     touched: Vec<u32>,
-    free_slots: Vec<Slot>,
-    live: usize,
-    next_serial: u64,
+    free: Vec<Slot>,
+}
+
+impl Slots {
+    /// Stores a new object in a free slot, or a new one.
+    #[inline]
+    fn take(&mut self, obj: LiveObject) -> Slot {
+        if let Some(slot) = self.free.pop() {
+            if let Some(place) = self.objects.get_mut(slot as usize) {
+                *place = obj;
+            }
+            if let Some(t) = self.touched.get_mut(slot as usize) {
+                *t = NO_CPU;
+            }
+            slot
+        } else {
+            // More than 2^32 live objects cannot come from a real kernel; saturating keeps the
+            // index consistent (the last slot is shared) rather than panicking.
+            let slot = u32::try_from(self.objects.len()).unwrap_or(u32::MAX);
+            self.objects.push(obj);
+            self.touched.push(NO_CPU);
+            slot
+        }
+    }
 }
 
 /// Pages `[first, last]` that `size` bytes at `base` touch.
@@ -176,7 +207,11 @@ impl AddressSet {
         }
         if !self.large.is_empty() {
             if let Some((&start, &slot)) = self.large.range(..base).next_back() {
-                let size = self.objects.get(slot as usize).map_or(1, |o| o.size.max(1));
+                let size = self
+                    .slots
+                    .objects
+                    .get(slot as usize)
+                    .map_or(1, |o| o.size.max(1));
                 if start.saturating_add(u64::from(size)) > base {
                     found.push((start, slot));
                 }
@@ -190,9 +225,12 @@ impl AddressSet {
     /// or frees the tracepoints do not see) are removed first and handed to `replaced`.
     /// Returns the new object's slot.
     pub fn insert(&mut self, new: NewObject, mut replaced: impl FnMut(LiveObject)) -> Slot {
+        if let Some(slot) = self.insert_in_one_page(new) {
+            return slot;
+        }
         let end = new.base.saturating_add(u64::from(new.size.max(1)));
         for (start, slot) in self.overlapping(new.base, end) {
-            if let Some(obj) = self.objects.get(slot as usize).copied() {
+            if let Some(obj) = self.slots.objects.get(slot as usize).copied() {
                 self.unindex(start, slot, obj.size);
                 replaced(obj);
             }
@@ -206,22 +244,7 @@ impl AddressSet {
             serial: self.next_serial,
         };
         self.next_serial += 1;
-        let slot = if let Some(slot) = self.free_slots.pop() {
-            if let Some(place) = self.objects.get_mut(slot as usize) {
-                *place = obj;
-            }
-            if let Some(t) = self.touched.get_mut(slot as usize) {
-                *t = NO_CPU;
-            }
-            slot
-        } else {
-            // More than 2^32 live objects cannot come from a real kernel; saturating keeps the
-            // index consistent (the last slot is shared) rather than panicking.
-            let slot = u32::try_from(self.objects.len()).unwrap_or(u32::MAX);
-            self.objects.push(obj);
-            self.touched.push(NO_CPU);
-            slot
-        };
+        let slot = self.slots.take(obj);
         self.live += 1;
         if is_paged(new.size) {
             let (first, last) = page_span(new.base, new.size);
@@ -240,9 +263,44 @@ impl AddressSet {
         slot
     }
 
+    /// [`AddressSet::insert`] of an object within one page that overlaps nothing, with one
+    /// hash probe: most allocations. `None` (nothing changed) for any other.
+    #[inline]
+    fn insert_in_one_page(&mut self, new: NewObject) -> Option<Slot> {
+        let (page, last) = page_span(new.base, new.size);
+        if page != last || !self.large.is_empty() {
+            return None;
+        }
+        // Within its page, so the start and the end fit.
+        let rel = new.base.wrapping_sub(page << PAGE_SHIFT) as i64 as i32;
+        let end = i64::from(rel) + i64::from(new.size.max(1));
+        let index = match self.pages.entry(page) {
+            MapEntry::Occupied(e) if e.get().overlaps(i64::from(rel), end) => return None,
+            MapEntry::Occupied(e) => e.into_mut(),
+            MapEntry::Vacant(e) => e.insert(PageIndex::default()),
+        };
+        let slot = self.slots.take(LiveObject {
+            base: new.base,
+            size: new.size,
+            type_id: new.type_id,
+            alloc_time_ns: new.time_ns,
+            alloc_cpu: new.cpu,
+            serial: self.next_serial,
+        });
+        self.next_serial += 1;
+        self.live += 1;
+        index.insert(Entry {
+            rel,
+            size: new.size,
+            slot,
+            type_id: new.type_id,
+        });
+        Some(slot)
+    }
+
     /// Removes the object at `start` in `slot` from the indexes and frees the slot.
     fn unindex(&mut self, start: u64, slot: Slot, size: u32) {
-        self.free_slots.push(slot);
+        self.slots.free.push(slot);
         self.live = self.live.saturating_sub(1);
         if !is_paged(size) {
             self.large.remove(&start);
@@ -277,8 +335,31 @@ impl AddressSet {
     /// Removes the object that starts exactly at `base` (a free), returning it; `None` when no
     /// live object starts there (allocated before collection, or its alloc was lost).
     pub fn remove(&mut self, base: u64) -> Option<LiveObject> {
+        // The first page's index is found once, to look the object up and to unindex it.
+        let page = base >> PAGE_SHIFT;
+        if let MapEntry::Occupied(mut e) = self.pages.entry(page) {
+            let rel = (base & ((1 << PAGE_SHIFT) - 1)) as i32;
+            if let Some(found) = e.get_mut().remove(rel) {
+                if e.get().is_empty() {
+                    e.remove();
+                }
+                let (_, last) = page_span(base, found.size);
+                for page in page + 1..=last {
+                    let rel = base.wrapping_sub(page << PAGE_SHIFT) as i64 as i32;
+                    if let Some(index) = self.pages.get_mut(&page) {
+                        index.remove(rel);
+                        if index.is_empty() {
+                            self.pages.remove(&page);
+                        }
+                    }
+                }
+                self.slots.free.push(found.slot);
+                self.live = self.live.saturating_sub(1);
+                return self.slots.objects.get(found.slot as usize).copied();
+            }
+        }
         let slot = self.slot_at(base)?;
-        let obj = self.objects.get(slot as usize).copied()?;
+        let obj = self.slots.objects.get(slot as usize).copied()?;
         self.unindex(base, slot, obj.size);
         Some(obj)
     }
@@ -302,7 +383,7 @@ impl AddressSet {
             return None;
         }
         let (&start, &slot) = self.large.range(..=addr).next_back()?;
-        let obj = self.objects.get(slot as usize)?;
+        let obj = self.slots.objects.get(slot as usize)?;
         let offset = addr - start;
         (offset < u64::from(obj.size)).then_some(Hit {
             slot,
@@ -322,7 +403,7 @@ impl AddressSet {
     /// Records that a sample from `cpu` touched the object in `slot`.
     #[inline]
     pub fn touch(&mut self, slot: Slot, cpu: u32) -> Touch {
-        let Some(t) = self.touched.get_mut(slot as usize) else {
+        let Some(t) = self.slots.touched.get_mut(slot as usize) else {
             return Touch::Again;
         };
         let cpu = cpu & !BOUNCED;
@@ -349,6 +430,6 @@ impl AddressSet {
     /// The object in `slot`.
     #[must_use]
     pub fn get(&self, slot: Slot) -> Option<&LiveObject> {
-        self.objects.get(slot as usize)
+        self.slots.objects.get(slot as usize)
     }
 }

@@ -226,6 +226,14 @@ impl PageIndex {
         }
     }
 
+    /// Whether an object overlaps bytes `[lo, hi)` (relative to the page).
+    #[inline]
+    pub fn overlaps(&self, lo: i64, hi: i64) -> bool {
+        let mut any = false;
+        self.overlapping(lo, hi, |_| any = true);
+        any
+    }
+
     /// Every object, by start.
     fn entries(&self) -> Vec<Entry> {
         let mut out = Vec::new();
