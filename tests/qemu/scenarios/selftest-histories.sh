@@ -17,6 +17,12 @@ cp /tmp/bad.err "$OUT/bad-plan.err"
   --histories dprof_selftest_obj:8+8:16+8 --history-rate 200 -- \
   sh -c "echo 'handoff 3000' > $run"
 cp /tmp/histories.dprof "$OUT/"
+# The type without ranges: dprof samples for --plan-time, then watches the offsets the samples
+# show in use.
+"$DPROF" collect -o /tmp/planned.dprof --period 200us --ring-size 32M \
+  --histories dprof_selftest_obj --plan-time 1500ms -- \
+  sh -c "echo 'handoff 4000' > $run"
+cp /tmp/planned.dprof "$OUT/"
 cp /lib/dprof/dprof_selftest.ko "$OUT/"
 rmmod dprof_selftest
 rmmod dprof

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use anyhow::{bail, Context};
+use dprof::histories::{plan_detailed, PlanBudget};
 use dprof::kcore::{self, Kcore};
 use dprof::profile::KernelText;
 use dprof::symbols::Kallsyms;
@@ -217,14 +218,94 @@ pub fn module_plan(
 }
 
 /// The types and ranges to watch, chosen from the planning phase's data profile: `auto`
-/// takes the types with most samples; types without ranges get the offsets their samples use.
+/// takes the types with most samples; types without ranges get the offsets their samples use
+/// (the planner watches the most-used offsets singly and in consecutive pairs, the paper's
+/// way to order fields without watching every pair). Types that could not be planned are
+/// said on stderr.
 pub fn choose_types(
     spec: &HistorySpec,
     report: &dprof::report::Report,
     kallsyms: &Kallsyms,
 ) -> anyhow::Result<Vec<TypeSpec>> {
-    let _ = (report, kallsyms);
-    bail!("cannot choose what to watch for --histories {spec} yet: give each type its ranges")
+    let (given, wanted): (Vec<TypeSpec>, Option<Vec<String>>) = match spec {
+        HistorySpec::Auto => (Vec::new(), None),
+        HistorySpec::Types(types) => (
+            types
+                .iter()
+                .filter(|t| !t.ranges.is_empty())
+                .cloned()
+                .collect(),
+            Some(
+                types
+                    .iter()
+                    .filter(|t| t.ranges.is_empty())
+                    .map(TypeSpec::type_name)
+                    .collect(),
+            ),
+        ),
+    };
+    let mut budget = PlanBudget {
+        max_targets: dprof_abi::MAX_HISTORY_TARGETS - given.len(),
+        ..PlanBudget::default()
+    };
+    let mut restricted;
+    let from = match &wanted {
+        None => report,
+        Some(names) => {
+            // Only the named types, whatever their share.
+            restricted = report.clone();
+            restricted
+                .data_profile
+                .types
+                .retain(|t| names.contains(&t.name));
+            for name in names {
+                if !restricted
+                    .data_profile
+                    .types
+                    .iter()
+                    .any(|t| t.name == *name)
+                {
+                    bail!(
+                        "--histories {name}: no access sample touched this type in the first \
+                         sampling phase, so there are no offsets to choose from; give its \
+                         ranges (e.g. {name}:0+8) or a longer --plan-time"
+                    );
+                }
+            }
+            budget.max_types = names.len();
+            budget.min_share = 0.0;
+            &restricted
+        }
+    };
+    let plan = plan_detailed(from, kallsyms, budget);
+    for skipped in &plan.skipped {
+        eprintln!(
+            "dprof: histories: not watching {}: {}",
+            skipped.type_name, skipped.reason
+        );
+    }
+    let mut types = given;
+    types.extend(plan.targets.iter().map(|t| {
+        TypeSpec {
+            cache: t.cache.clone(),
+            site: t.site.as_ref().map(|s| s.function.clone()),
+            ranges: t
+                .ranges
+                .iter()
+                .map(|r| WatchRange {
+                    offset: r.offset,
+                    len: r.len,
+                })
+                .collect(),
+        }
+    }));
+    if types.is_empty() {
+        bail!(
+            "--histories {spec}: no slab type had enough samples in the sampling phase to \
+             plan histories; sample longer (--plan-time) or name the types and their ranges"
+        );
+    }
+    Ok(types)
 }
 
 /// Trap ips seen in `HistoryHit` records: the functions whose code the profile needs.
@@ -340,6 +421,54 @@ mod tests {
             let err = parse_history_spec(spec).expect_err(spec);
             assert!(err.contains(words), "{spec}: {err}");
         }
+    }
+
+    fn example_report() -> (dprof::report::Report, Kallsyms) {
+        let profile = dprof::profile::Profile::from_vec(dprof::analysis::example::profile())
+            .expect("example profile");
+        let report =
+            dprof::analysis::analyze(&profile, &dprof::analysis::Options::default()).expect("ok");
+        (report, Kallsyms::parse(profile.kallsyms()))
+    }
+
+    #[test]
+    fn auto_plans_the_sampled_slab_types_and_keeps_given_ranges() {
+        let (report, kallsyms) = example_report();
+        let auto = choose_types(&HistorySpec::Auto, &report, &kallsyms).expect("plans");
+        assert!(!auto.is_empty() && auto.len() <= dprof_abi::MAX_HISTORY_TARGETS);
+        // Every choice is something the module accepts.
+        let limits = PlanLimits {
+            max_per_sec: 10,
+            timeout_ms: 500,
+            max_hits: 100,
+        };
+        let plan = module_plan(&auto, &kallsyms, limits).expect("module plan");
+        let mut buf = [0u8; HistoryPlan::SIZE];
+        plan.encode(&mut buf);
+        assert_eq!(HistoryPlan::decode(&buf), Ok(plan));
+        // The type with most samples comes first.
+        let top = &report.data_profile.types[0];
+        assert_eq!(auto[0].type_name(), top.name);
+
+        // A named type without ranges gets planned offsets; one with ranges keeps them.
+        let spec = parse_history_spec(&format!("{},filp:0+8", top.name)).expect("spec");
+        let chosen = choose_types(&spec, &report, &kallsyms).expect("plans");
+        assert_eq!(chosen[0].to_string(), "filp:0+8");
+        assert!(chosen[1..]
+            .iter()
+            .all(|t| t.type_name() == top.name && !t.ranges.is_empty()));
+    }
+
+    #[test]
+    fn a_named_type_without_samples_cannot_be_planned() {
+        let (report, kallsyms) = example_report();
+        let spec = parse_history_spec("no_such_cache").expect("spec");
+        let err = choose_types(&spec, &report, &kallsyms).expect_err("nothing to plan from");
+        assert!(
+            err.to_string()
+                .contains("no access sample touched this type"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -23,6 +23,10 @@
 //! `dprof_selftest_produce`, read on CPU 1 in `dprof_selftest_consume`, freed there), and that
 //! the module left no debug register watching anything after stop.
 //!
+//! `dprof-qemu-check kernel-histories DIR` checks histories of `skbuff_head_cache` under
+//! loopback TCP (decoded accesses agree with the debug registers; the cost per history) and a
+//! 60 s stress run at the highest rate (no debug register left armed or reserved).
+//!
 //! The report is printed and saved as DIR/check.txt.
 
 use std::collections::BTreeMap;
@@ -632,7 +636,7 @@ fn main() -> Result<()> {
     let (Some(check), Some(dir)) = (args.get(1), args.get(2)) else {
         bail!(
             "usage: dprof-qemu-check slab-workload|selftest-data-profile|workload-data-profile|\
-             selftest-histories DIR"
+             selftest-histories|kernel-histories DIR"
         );
     };
     let dir = Path::new(dir);
@@ -641,6 +645,7 @@ fn main() -> Result<()> {
         "selftest-data-profile" => check_selftest(dir),
         "workload-data-profile" => check_workload(dir),
         "selftest-histories" => check_histories(dir),
+        "kernel-histories" => check_kernel_histories(dir),
         other => bail!("unknown check {other:?}"),
     };
     match report {
@@ -840,6 +845,248 @@ fn check_histories(dir: &Path) -> Result<String> {
         "the module started {} histories, the profile has {}",
         counters.started,
         histories.len()
+    );
+    check_data_flow(&dir.join("histories.dprof"), &mut report)?;
+    // The second run let dprof choose the offsets from its own first sampling phase.
+    let planned = Profile::open(&dir.join("planned.dprof")).context("opening planned.dprof")?;
+    let mut planned_ranges = BTreeMap::new();
+    for item in planned.records() {
+        if let (_, Record::HistoryStart(s)) = item.context("reading planned.dprof")? {
+            for r in s.ranges.iter().filter(|r| r.len != 0) {
+                *planned_ranges.entry((r.offset, r.len)).or_insert(0u64) += 1;
+            }
+        }
+    }
+    writeln!(
+        report,
+        "planned run: ranges watched (offset, len) -> histories: {planned_ranges:?}"
+    )?;
+    // The selftest touches `a` (offset 8) and `b` (offset 16): what the samples show.
+    ensure!(
+        !planned_ranges.is_empty()
+            && planned_ranges
+                .keys()
+                .all(|&(offset, len)| offset < 24 && offset + len > 8),
+        "the planner chose ranges outside fields a and b"
+    );
+    check_data_flow(&dir.join("planned.dprof"), &mut report)?;
+    Ok(report)
+}
+
+/// The data flow view of `dprof_selftest_obj`: at least 90% of histories follow alloc (in
+/// the producer thread) -> `dprof_selftest_produce` -> CPU change -> `dprof_selftest_consume` ->
+/// free (in the consumer thread), with the CPU change on that edge and nowhere else; and every
+/// access decoded from the trapped instruction hit its watched range.
+fn check_data_flow(profile: &Path, report: &mut String) -> Result<()> {
+    let flow = report_json(
+        profile,
+        &["--view", "data-flow", "--type", "dprof_selftest_obj"],
+    )?;
+    let histories = flow["histories"].as_u64().context("no history count")?;
+    let checks = &flow["checks"];
+    let count = |k: &str| checks[k].as_u64().unwrap_or(0);
+    let no_code: u64 = [
+        "no_code_symbol",
+        "no_code_bytes",
+        "no_code_boundary",
+        "no_code_undecodable",
+        "no_code_user_mode",
+    ]
+    .iter()
+    .map(|k| count(k))
+    .sum();
+    let unverifiable = count("unverifiable_clobbered")
+        + count("unverifiable_implicit")
+        + count("unverifiable_segment");
+    writeln!(
+        report,
+        "{}: data flow of {histories} histories; decoded address vs watched range: {} verified, \
+         {} mismatched, {unverifiable} unverifiable, {no_code} without code",
+        profile
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+        count("verified"),
+        count("mismatched"),
+    )?;
+    ensure!(
+        count("mismatched") == 0,
+        "decoded addresses disagree with the debug registers"
+    );
+    ensure!(no_code == 0, "{no_code} hits could not be decoded");
+    ensure!(count("verified") > 0, "no hit was verified");
+    let mut on_path = 0;
+    for path in flow["paths"].as_array().context("no paths")? {
+        let elements = path["elements"].as_array().context("no elements")?;
+        let mut functions: Vec<(&str, bool)> = Vec::new();
+        for e in elements {
+            let f = e["function"].as_str().unwrap_or("?");
+            let change = e["cpu_change"].as_bool().unwrap_or(false);
+            if functions.last().is_none_or(|(last, _)| *last != f) {
+                functions.push((f, change));
+            } else if change {
+                functions.push((f, true)); // a CPU change inside a function: off the path
+            }
+        }
+        let expected = [
+            ("dprof_selftest_produce", false),
+            ("dprof_selftest_consume", true),
+        ];
+        let alloc_ok = path["alloc_function"]
+            .as_str()
+            .is_some_and(|f| f.contains("handoff_producer"));
+        let free_ok = path["end"]
+            .as_str()
+            .is_some_and(|f| f.contains("handoff_consumer"))
+            && path["end_cpu_change"] == false;
+        if functions == expected && alloc_ok && free_ok {
+            on_path += path["histories"].as_u64().unwrap_or(0);
+        }
+    }
+    let share = on_path as f64 / histories.max(1) as f64;
+    writeln!(
+        report,
+        "  alloc -> produce -(CPU change)-> consume -> free: {on_path} of {histories} ({:.0}%)",
+        share * 100.0
+    )?;
+    ensure!(
+        share >= 0.9,
+        "only {:.0}% of histories follow the known data flow",
+        share * 100.0
+    );
+    Ok(())
+}
+
+/// History counters of a profile's stop section, and its collection time.
+fn history_counters(profile: &Profile) -> Result<(dprof::profile::HistoryCounters, u64)> {
+    let stop = profile.stop();
+    let counters = stop
+        .device
+        .as_ref()
+        .and_then(|d| d.histories)
+        .context("the profile has no history counters from after stop")?;
+    Ok((counters, stop.elapsed_ns))
+}
+
+#[allow(clippy::too_many_lines)] // one linear report; splitting it would only scatter it
+fn check_kernel_histories(dir: &Path) -> Result<String> {
+    let mut report = String::new();
+    let timings = std::fs::read_to_string(dir.join("timings")).context("reading timings")?;
+    let ms: Vec<u64> = timings
+        .split_whitespace()
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .context("parsing timings")?;
+    let [plain, slab, hist] = ms[..] else {
+        bail!("timings {timings:?}: expected three numbers");
+    };
+
+    // 1. skbuff_head_cache under loopback TCP.
+    let skb_path = dir.join("skb.dprof");
+    let skb = Profile::open(&skb_path).context("opening skb.dprof")?;
+    let (counters, _) = history_counters(&skb)?;
+    ensure!(
+        counters.armed_slots == 0 && counters.reserved_slots == 0,
+        "skb run: registers left armed"
+    );
+    let flow = report_json(
+        &skb_path,
+        &["--view", "data-flow", "--type", "skbuff_head_cache"],
+    )?;
+    let histories = flow["histories"].as_u64().unwrap_or(0);
+    let checks = &flow["checks"];
+    let count = |k: &str| checks[k].as_u64().unwrap_or(0);
+    writeln!(
+        report,
+        "skbuff_head_cache: {histories} histories ({} complete), {} hits: {} verified, {} \
+         mismatched, {} unverifiable (clobbered base {}, implicit {}), {} paths, the last new \
+         one at history {}",
+        flow["complete"],
+        flow["hits"],
+        count("verified"),
+        count("mismatched"),
+        count("unverifiable_clobbered")
+            + count("unverifiable_implicit")
+            + count("unverifiable_segment"),
+        count("unverifiable_clobbered"),
+        count("unverifiable_implicit"),
+        flow["convergence"]["paths"],
+        flow["convergence"]["last_new_path_at"],
+    )?;
+    ensure!(
+        histories >= 5,
+        "only {histories} histories of skbuff_head_cache"
+    );
+    ensure!(count("verified") > 0, "no skbuff access was verified");
+    ensure!(
+        count("mismatched") == 0,
+        "decoded addresses disagree with the debug registers"
+    );
+    if let Some(top) = flow["paths"].as_array().and_then(|p| p.first()) {
+        let mut functions: Vec<&str> = Vec::new();
+        for e in top["elements"].as_array().into_iter().flatten() {
+            let f = e["function"].as_str().unwrap_or("?");
+            if functions.last() != Some(&f) {
+                functions.push(f);
+            }
+        }
+        writeln!(
+            report,
+            "  most common path ({} histories): {} -> {} -> {}",
+            top["histories"],
+            top["alloc_function"].as_str().unwrap_or("?"),
+            functions.join(" -> "),
+            top["end"].as_str().unwrap_or("?")
+        )?;
+    }
+    let per_history_us = hist.saturating_sub(slab) * 1000 / counters.started.max(1);
+    writeln!(
+        report,
+        "  40 wget of 256 KiB over loopback: {plain} ms alone, {slab} ms with slab events, {hist} \
+         ms with histories too: {} histories, about {per_history_us} us each",
+        counters.started
+    )?;
+
+    // 2. Stress.
+    let stress = Profile::open(&dir.join("stress.dprof")).context("opening stress.dprof")?;
+    let (counters, elapsed_ns) = history_counters(&stress)?;
+    let mut reasons: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut per_target: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut hits = 0u64;
+    for item in stress.records() {
+        match item.context("reading stress.dprof")?.1 {
+            Record::HistoryEnd(e) => *reasons.entry(e.reason).or_default() += 1,
+            Record::HistoryStart(s) => *per_target.entry(s.target).or_default() += 1,
+            Record::HistoryHit(_) => hits += 1,
+            _ => {}
+        }
+    }
+    let secs = elapsed_ns as f64 / 1e9;
+    writeln!(
+        report,
+        "stress: {} histories in {secs:.1} s ({:.0}/s), {hits} hits, per target {per_target:?}, \
+         end reasons (1 freed, 2 reallocated, 3 timeout, 4 stopped) {reasons:?}, {} stray traps; \
+         after stop {} armed, {} reserved",
+        counters.started,
+        counters.started as f64 / secs,
+        counters.stray_hits,
+        counters.armed_slots,
+        counters.reserved_slots
+    )?;
+    ensure!(secs >= 60.0, "the stress run lasted {secs:.1} s, not 60");
+    ensure!(
+        counters.started >= 100,
+        "only {} histories under stress",
+        counters.started
+    );
+    ensure!(
+        counters.armed_slots == 0 && counters.reserved_slots == 0,
+        "debug registers still armed or reserved after the stress run"
+    );
+    let ended: u64 = reasons.values().sum();
+    ensure!(
+        ended == counters.started,
+        "{} histories started, {ended} ended",
+        counters.started
     );
     Ok(report)
 }
