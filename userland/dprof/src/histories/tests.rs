@@ -305,7 +305,8 @@ fn data_flow_marks_the_cpu_change_between_producer_and_consumer() {
     assert_eq!((e.transitions, e.cpu_changes), (3, 0));
     assert_eq!(flow.edges.len(), 5);
     let producer = flow.node("st_producer").expect("node");
-    assert_eq!((producer.reads, producer.writes), (3, 3));
+    // History 3's mismatched store is not an access to the watched bytes: left out.
+    assert_eq!((producer.reads, producer.writes), (3, 2));
     assert_eq!(producer.sampled.as_ref().map(|s| s.samples), Some(1));
     let free = flow.node("st_free").expect("node");
     assert_eq!(free.read_writes, 3);
@@ -600,4 +601,25 @@ fn the_planner_shares_eight_targets_by_share_and_resolves_kmalloc_sites() {
         },
     );
     assert!(big.len() <= MAX_HISTORY_TARGETS);
+}
+
+#[test]
+fn mismatched_traps_stay_out_of_paths_with_cpu_changes_recomputed() {
+    let h = assembled();
+    let mut history = h.histories[0].clone();
+    let before = history.hits.len();
+    // A trap on CPU 1 between two CPU 0 hits, whose instruction touched other bytes.
+    let mut stray = history.hits[1].clone();
+    stray.cpu = 1;
+    stray.cpu_change = true;
+    stray.check = HitCheck::Mismatched;
+    history.hits.insert(2, stray);
+    history.hits[3].cpu_change = true; // back on CPU 0 after it
+    let cleaned = history.without_mismatches();
+    assert_eq!(cleaned.hits.len(), before);
+    assert!(cleaned
+        .hits
+        .iter()
+        .all(|hit| hit.check != HitCheck::Mismatched));
+    assert_eq!(cleaned.cpu_changes(), h.histories[0].cpu_changes());
 }

@@ -1,0 +1,93 @@
+//! Does this machine's debug-register emulation report data breakpoints for accesses that do
+//! not touch the watched bytes? Real x86 CPUs never do; QEMU's TCG does for some unaligned
+//! stores in the watched page. The history checks use the answer to tell a decoder error (a
+//! mismatch on a machine that is exact) from the emulator's.
+//!
+//! Watches 8 bytes of a page-aligned buffer (read/write, user mode, through perf), then makes
+//! 1000 unaligned 2-byte stores 0x79 and 0x179 bytes after them (outside) and 1000 8-byte
+//! stores onto them (inside), and prints `outside=N inside=M`.
+
+use std::arch::asm;
+use std::os::raw::c_long;
+
+/// `struct perf_event_attr` up to `bp_len` (`PERF_ATTR_SIZE_VER1`, 72 bytes): `config1` is
+/// `bp_addr` and `config2` is `bp_len` for breakpoints.
+#[repr(C)]
+#[derive(Default)]
+struct PerfEventAttr {
+    kind: u32,
+    size: u32,
+    config: u64,
+    sample_period: u64,
+    sample_type: u64,
+    read_format: u64,
+    flags: u64,
+    wakeup_events: u32,
+    bp_type: u32,
+    bp_addr: u64,
+    bp_len: u64,
+}
+
+#[repr(C, align(4096))]
+struct Page([u8; 4096]);
+
+const PERF_TYPE_BREAKPOINT: u32 = 5;
+const HW_BREAKPOINT_RW: u32 = 3;
+/// `exclude_kernel` (bit 5) and `exclude_hv` (bit 6) of the attr flags.
+const EXCLUDE_KERNEL_HV: u64 = (1 << 5) | (1 << 6);
+
+fn count(fd: i32) -> anyhow::Result<u64> {
+    let mut value = 0u64;
+    // SAFETY: reads 8 bytes into `value` from a perf counter fd.
+    let n = unsafe { libc::read(fd, std::ptr::from_mut(&mut value).cast(), 8) };
+    anyhow::ensure!(n == 8, "reading the breakpoint counter failed");
+    Ok(value)
+}
+
+fn main() -> anyhow::Result<()> {
+    let mut page = Box::new(Page([0; 4096]));
+    let watched = page.0.as_mut_ptr().wrapping_add(0x100);
+    let attr = PerfEventAttr {
+        kind: PERF_TYPE_BREAKPOINT,
+        size: std::mem::size_of::<PerfEventAttr>() as u32,
+        flags: EXCLUDE_KERNEL_HV,
+        bp_type: HW_BREAKPOINT_RW,
+        bp_addr: watched as u64,
+        bp_len: 8,
+        ..PerfEventAttr::default()
+    };
+    // SAFETY: perf_event_open with a valid attr, this thread, any CPU, no group.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            std::ptr::from_ref(&attr),
+            0 as c_long,
+            -1 as c_long,
+            -1 as c_long,
+            0 as c_long,
+        )
+    };
+    anyhow::ensure!(
+        fd >= 0,
+        "perf_event_open: {}",
+        std::io::Error::last_os_error()
+    );
+    let fd = i32::try_from(fd)?;
+    for i in 0..1000u16 {
+        // SAFETY: both stores stay inside the 4096-byte page (0x100 + 0x17a < 4096).
+        unsafe {
+            asm!("mov word ptr [{p} + 0x79], {v:x}", "mov word ptr [{p} + 0x179], {v:x}",
+                 p = in(reg) watched, v = in(reg) i, options(nostack));
+        }
+    }
+    let outside = count(fd)?;
+    for i in 0..1000u64 {
+        // SAFETY: the 8 watched bytes lie inside the page.
+        unsafe {
+            asm!("mov qword ptr [{p}], {v}", p = in(reg) watched, v = in(reg) i, options(nostack));
+        };
+    }
+    let inside = count(fd)? - outside;
+    println!("outside={outside} inside={inside}");
+    Ok(())
+}
