@@ -6,14 +6,16 @@
 //! [`EventState`]; the first that consumes a key ends its handling.
 
 mod absence;
+mod data_flow;
 mod data_profile;
 mod list;
 mod type_detail;
 
-use dprof::report::{Report, TypeProfile};
+use dprof::report::{FunctionCount, Report, TypeProfile};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 pub use absence::Absence;
+pub use data_flow::{DataFlowState, FlowLayout, FlowSubject};
 pub use data_profile::{field_label, type_label, Column, DataProfileState};
 pub use list::{ListState, Nav};
 pub use type_detail::{Pane, PaneSort, TypeDetailState};
@@ -104,6 +106,7 @@ pub struct App {
     back: Vec<View>,
     data_profile: DataProfileState,
     type_detail: TypeDetailState,
+    data_flow: DataFlowState,
     /// The function the data flow view was opened at (Enter on a function of a type).
     data_flow_function: Option<String>,
     help: bool,
@@ -123,6 +126,7 @@ impl App {
             back: Vec::new(),
             data_profile: DataProfileState::default(),
             type_detail: TypeDetailState::default(),
+            data_flow: DataFlowState::default(),
             data_flow_function: None,
             help: false,
             quit: false,
@@ -159,7 +163,7 @@ impl App {
                     .extend(report.warnings.iter().map(|w| w.message.clone()));
                 self.data_profile.load(&report);
                 self.report = Some(*report);
-                self.sync_type_detail();
+                self.sync_views();
                 EventState::Consumed
             }
             Event::LoadFailed => {
@@ -235,17 +239,68 @@ impl App {
                 }
                 if key.code == KeyCode::Enter {
                     if let Some(f) = self.type_detail.selected_function(t) {
-                        self.data_flow_function = Some(f.function.clone());
+                        let function = f.function.clone();
                         self.go(View::DataFlow);
+                        if let Some(t) = self
+                            .report
+                            .as_ref()
+                            .and_then(|r| flow_subject(r, &self.data_profile))
+                            .and_then(FlowSubject::histories)
+                        {
+                            self.data_flow.focus(&t.data_flow, &function);
+                        }
+                        self.data_flow_function = Some(function);
                         return EventState::Consumed;
                     }
                 }
             }
+            View::DataFlow => {
+                if self.data_flow.handle_key(key).is_consumed() {
+                    return EventState::Consumed;
+                }
+                if key.code == KeyCode::Enter {
+                    return self.open_selected_node();
+                }
+            }
             // Nothing to navigate in these until the report has their sections (see
-            // `Absence`); Enter on a data-flow node will jump to that function's accesses.
-            View::MissClassification | View::WorkingSet | View::DataFlow | View::Causal => {}
+            // `Absence`).
+            View::MissClassification | View::WorkingSet | View::Causal => {}
         }
         EventState::NotConsumed
+    }
+
+    /// Enter on a data flow node: the type view, its functions pane on that function. Only
+    /// functions with sampled accesses of the type are there; on others Enter does nothing
+    /// (the view says so).
+    fn open_selected_node(&mut self) -> EventState {
+        let Some((type_name, function)) = self.selected_flow_node().and_then(|(t, node)| {
+            self.sampled_function(&t.name, &node.function)?;
+            Some((t.name.clone(), node.function.clone()))
+        }) else {
+            return EventState::NotConsumed;
+        };
+        let Some(report) = &self.report else {
+            return EventState::NotConsumed;
+        };
+        let Some(index) = report
+            .data_profile
+            .types
+            .iter()
+            .position(|t| t.name == type_name)
+        else {
+            return EventState::NotConsumed;
+        };
+        if !self.data_profile.select_type(index) {
+            // The filter hides the type: clear it rather than open a type the table lacks.
+            self.data_profile.clear_filter(report);
+            self.data_profile.select_type(index);
+        }
+        self.go(View::TypeDetail);
+        let shown = self.report.as_ref();
+        if let Some(t) = shown.and_then(|r| r.data_profile.types.get(index)) {
+            self.type_detail.focus_function(t, &function);
+        }
+        EventState::Consumed
     }
 
     /// Keys that work in every view.
@@ -279,7 +334,7 @@ impl App {
         }
         self.back.push(self.view);
         self.view = view;
-        self.sync_type_detail();
+        self.sync_views();
     }
 
     /// Esc/Backspace: the view shown before; in the data profile with nothing to go back to,
@@ -287,7 +342,7 @@ impl App {
     fn go_back(&mut self) -> EventState {
         if let Some(view) = self.back.pop() {
             self.view = view;
-            self.sync_type_detail();
+            self.sync_views();
             return EventState::Consumed;
         }
         match &self.report {
@@ -301,13 +356,19 @@ impl App {
         }
     }
 
-    /// The type view follows the selection of the data profile.
-    fn sync_type_detail(&mut self) {
+    /// The per-type views follow the selection of the data profile.
+    fn sync_views(&mut self) {
         if let Some(report) = &self.report {
             let index = self.data_profile.selected_type();
             self.type_detail
                 .show(index, index.map(|i| &report.data_profile.types[i]));
         }
+        let shown = self
+            .report
+            .as_ref()
+            .and_then(|r| flow_subject(r, &self.data_profile))
+            .and_then(FlowSubject::histories);
+        self.data_flow.show(shown);
     }
 
     /// What is browsed (the file).
@@ -362,6 +423,47 @@ impl App {
             .get(self.data_profile.selected_type()?)
     }
 
+    /// The data flow view's state: layers and the selected node.
+    #[must_use]
+    pub const fn data_flow(&self) -> &DataFlowState {
+        &self.data_flow
+    }
+
+    /// What the data flow view shows: the selected type's histories, or the type with the
+    /// most histories when none is selected. `None` when the report has no histories.
+    #[must_use]
+    pub fn data_flow_subject(&self) -> Option<FlowSubject<'_>> {
+        flow_subject(self.report.as_ref()?, &self.data_profile)
+    }
+
+    /// The type shown in the data flow view and its selected node.
+    #[must_use]
+    pub fn selected_flow_node(
+        &self,
+    ) -> Option<(
+        &dprof::histories::TypeHistories,
+        &dprof::histories::FlowNode,
+    )> {
+        let t = self.data_flow_subject()?.histories()?;
+        let node = t.data_flow.nodes.get(self.data_flow.selected_node()?)?;
+        Some((t, node))
+    }
+
+    /// The sampled accesses of type `type_name` in `function`, which Enter on a data flow
+    /// node opens; `None` when no sample of the type fell in it.
+    #[must_use]
+    pub fn sampled_function(&self, type_name: &str, function: &str) -> Option<&FunctionCount> {
+        self.report
+            .as_ref()?
+            .data_profile
+            .types
+            .iter()
+            .find(|t| t.name == type_name)?
+            .functions
+            .iter()
+            .find(|f| f.function == function)
+    }
+
     /// The function the data flow view was opened at.
     #[must_use]
     pub fn data_flow_function(&self) -> Option<&str> {
@@ -385,4 +487,19 @@ impl App {
     pub fn absence(&self, view: View) -> Option<Absence> {
         absence::absence(view, self.report.as_ref()?)
     }
+}
+
+/// What the data flow view shows of `report` with the data profile's selection (a function of
+/// fields, not of `App`, so that the data flow's state can change while it is borrowed).
+fn flow_subject<'r>(
+    report: &'r Report,
+    data_profile: &DataProfileState,
+) -> Option<FlowSubject<'r>> {
+    let selected = data_profile
+        .selected_type()
+        .and_then(|i| report.data_profile.types.get(i));
+    FlowSubject::of(
+        report.histories.as_ref()?,
+        selected.map(|t| t.name.as_str()),
+    )
 }

@@ -2,6 +2,7 @@
 //! never change it.
 
 mod absence;
+mod data_flow;
 mod data_profile;
 mod heat_strip;
 mod help;
@@ -14,7 +15,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Tabs, Widget};
 
-use crate::app::{App, Pane, View};
+use crate::app::{App, FlowSubject, Pane, View};
 
 /// The smallest terminal the browser draws in; smaller ones get a message.
 pub const MIN_WIDTH: u16 = 50;
@@ -51,7 +52,8 @@ impl Widget for &App {
                 match self.view() {
                     View::DataProfile => data_profile::render(self, report, body, buf),
                     View::TypeDetail => type_detail::render(self, report, body, buf),
-                    View::MissClassification | View::WorkingSet | View::DataFlow | View::Causal => {
+                    View::DataFlow => data_flow::render(self, body, buf),
+                    View::MissClassification | View::WorkingSet | View::Causal => {
                         absence::render(self, body, buf);
                     }
                 }
@@ -130,6 +132,21 @@ fn status_bar(app: &App, area: Rect, buf: &mut Buffer) {
                 ("?", "help"),
                 ("q", "quit"),
             ],
+            (Some(_), View::DataFlow)
+                if app
+                    .data_flow_subject()
+                    .and_then(FlowSubject::histories)
+                    .is_some() =>
+            {
+                &[
+                    ("↑↓", "node"),
+                    ("Enter", "accesses"),
+                    ("Tab", "view"),
+                    ("Esc", "back"),
+                    ("?", "help"),
+                    ("q", "quit"),
+                ]
+            }
             (Some(_), _) => &[
                 ("Tab", "view"),
                 ("Esc", "back"),

@@ -4,7 +4,7 @@
 mod fixture;
 
 use dprof_tui::{App, Column, Event, EventState, LoadEvent, Pane, View};
-use fixture::{key, press, report, screen, type_text, SOURCE};
+use fixture::{history_report, key, press, report, screen, type_text, SOURCE};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 fn shown_type(app: &App) -> Option<&str> {
@@ -263,4 +263,126 @@ fn a_filter_that_matches_nothing_says_so() {
     assert_eq!(app.view(), View::TypeDetail);
     let s = screen(&app, 80, 24);
     assert!(s.contains("no type selected"), "{s}");
+}
+
+/// The function of the selected data flow node.
+fn selected_node(app: &App) -> Option<&str> {
+    app.selected_flow_node()
+        .map(|(_, node)| node.function.as_str())
+}
+
+/// The function under the cursor of the type view's functions pane.
+fn selected_function(app: &App) -> Option<String> {
+    let t = app.selected_type()?;
+    app.type_detail()
+        .selected_function(t)
+        .map(|f| f.function.clone())
+}
+
+/// Open a type, Enter on a function: its node in the data flow; move node by node; Enter on a
+/// node with sampled accesses: the type's functions pane on it; back.
+#[test]
+fn data_flow_nodes_and_their_accesses() {
+    let mut app = App::with_report(SOURCE, history_report());
+    assert_eq!(shown_type(&app), Some("st_obj"));
+    press(&mut app, [KeyCode::Enter, KeyCode::Right]);
+    assert_eq!(app.type_detail().pane(), Pane::Functions);
+    assert_eq!(selected_function(&app).as_deref(), Some("st_consumer"));
+
+    // Enter on a function: the data flow, on that function's node.
+    press(&mut app, [KeyCode::Enter]);
+    assert_eq!(app.view(), View::DataFlow);
+    assert_eq!(selected_node(&app), Some("st_consumer"));
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("Data flow · st_obj"), "{s}");
+    assert!(s.contains("⇓ 2 st_consumer (cpu 2)"), "{s}");
+    assert!(s.contains("st_consumer · in 3 of 3 histories"), "{s}");
+
+    // Node by node, top to bottom in layer order; the ends stop the moves.
+    press(&mut app, [KeyCode::Char('g')]);
+    assert_eq!(selected_node(&app), Some("st_alloc"));
+    press(&mut app, [KeyCode::Up]);
+    assert_eq!(selected_node(&app), Some("st_alloc"));
+    let mut order = vec![selected_node(&app).map(str::to_owned)];
+    for _ in 0..5 {
+        press(&mut app, [KeyCode::Char('j')]);
+        order.push(selected_node(&app).map(str::to_owned));
+    }
+    let order: Vec<&str> = order.iter().flatten().map(String::as_str).collect();
+    assert_eq!(
+        order,
+        [
+            "st_alloc",
+            "st_producer",
+            "st_untraced",
+            "st_consumer",
+            "st_free",
+            "st_free"
+        ]
+    );
+    let s = screen(&app, 160, 48);
+    assert!(s.contains("st_free [free] · in 3 of 3 histories"), "{s}");
+    assert!(s.contains("from st_consumer 3"), "{s}");
+
+    // A node no sample fell in has nothing to open.
+    assert_eq!(app.handle(key(KeyCode::Enter)), EventState::NotConsumed);
+    assert_eq!(app.view(), View::DataFlow);
+    let s = screen(&app, 80, 24);
+    assert!(
+        s.contains("no sample of st_obj in this function: nothing to open"),
+        "{s}"
+    );
+
+    // Enter on st_producer: the type view, its functions pane on st_producer.
+    press(
+        &mut app,
+        [KeyCode::Char('k'), KeyCode::Char('k'), KeyCode::Char('k')],
+    );
+    assert_eq!(selected_node(&app), Some("st_producer"));
+    let s = screen(&app, 80, 24);
+    assert!(
+        s.contains("Enter: its 1 sampled accesses in the Type view"),
+        "{s}"
+    );
+    press(&mut app, [KeyCode::Enter]);
+    assert_eq!(app.view(), View::TypeDetail);
+    assert_eq!(app.type_detail().pane(), Pane::Functions);
+    assert_eq!(selected_function(&app).as_deref(), Some("st_producer"));
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("▶ st_producer"), "{s}");
+
+    // Back: the data flow as it was left, then the type as first opened.
+    press(&mut app, [KeyCode::Esc]);
+    assert_eq!(app.view(), View::DataFlow);
+    assert_eq!(selected_node(&app), Some("st_producer"));
+    press(&mut app, [KeyCode::Esc]);
+    assert_eq!(app.view(), View::TypeDetail);
+    press(&mut app, [KeyCode::Esc]);
+    assert_eq!(app.view(), View::DataProfile);
+}
+
+/// A type with no histories says so and names the types that have; with no type selected,
+/// the type with the most histories is shown, saying so.
+#[test]
+fn data_flow_of_a_type_without_histories_and_of_no_type() {
+    let mut merged = report();
+    merged.histories = history_report().histories;
+    let mut app = App::with_report(SOURCE, merged);
+    press(&mut app, [KeyCode::Char('5')]);
+    assert!(app.selected_flow_node().is_none());
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("no histories of skbuff_head_cache"), "{s}");
+    assert!(s.contains("st_obj  4 histories, 3 alloc to free"), "{s}");
+    assert_eq!(app.handle(key(KeyCode::Enter)), EventState::NotConsumed);
+
+    press(&mut app, [KeyCode::Char('/')]);
+    type_text(&mut app, "zzz");
+    press(&mut app, [KeyCode::Enter, KeyCode::Char('5')]);
+    assert_eq!(app.view(), View::DataFlow);
+    assert_eq!(selected_node(&app), Some("st_alloc"));
+    let s = screen(&app, 80, 24);
+    assert!(
+        s.contains("no type selected: showing st_obj, the type with the most"),
+        "{s}"
+    );
 }

@@ -6,7 +6,7 @@
 mod fixture;
 
 use dprof_tui::{App, Event, LoadEvent, View, MIN_HEIGHT, MIN_WIDTH};
-use fixture::{draw, ibs_report, press, report, screen, SOURCE};
+use fixture::{draw, history_report, ibs_report, press, report, screen, SOURCE};
 use ratatui::crossterm::event::KeyCode;
 
 /// Sizes every view is drawn at.
@@ -53,6 +53,18 @@ fn views_of_a_hardware_profile() {
     press(&mut app, [KeyCode::Enter]);
     for (w, h) in SIZES {
         assert_screen("ibs_type", &app, w, h);
+    }
+}
+
+/// The data flow of the history example: boxes and the side panel wide, a list of layers and
+/// short forms at 80x24; the selected node (`st_producer`, one down from alloc) is marked.
+#[test]
+fn data_flow_of_a_profile_with_histories() {
+    let mut app = App::with_report(SOURCE, history_report());
+    press(&mut app, [KeyCode::Char('5'), KeyCode::Down]);
+    assert_eq!(app.view(), View::DataFlow);
+    for (w, h) in SIZES {
+        assert_screen("history_data_flow", &app, w, h);
     }
 }
 
@@ -110,7 +122,7 @@ fn no_size_panics() {
         (120, 30),
         (300, 100),
     ];
-    for make in [report, ibs_report] {
+    for make in [report, ibs_report, history_report] {
         for view in View::ALL {
             let mut app = App::with_report(SOURCE, make());
             let digit = char::from(b'1' + view.index() as u8);

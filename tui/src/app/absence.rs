@@ -1,11 +1,11 @@
 //! Views the report has no data for, and why.
 //!
-//! The report model holds the data profile today. Miss classification, the working set, data
-//! flow and causal ranking are sections the analysis does not fill in yet; each will join the
-//! model as an `Option` (absent when the profile could not give it, e.g. no histories were
-//! collected). Its view then renders the section when present and, when not, the reason
-//! returned here, which is where a reason that depends on the profile goes. Nothing is ever
-//! made up to fill a view.
+//! The report model holds the data profile, and the histories behind the data flow when the
+//! profile was collected with them (an `Option`: absent without `--histories`). Miss
+//! classification, the working set and causal ranking are sections the analysis does not fill
+//! in yet; each will join the model as an `Option` too. A view renders its section when
+//! present and, when not, the reason returned here, which is where a reason that depends on
+//! the profile goes. Nothing is ever made up to fill a view.
 
 use dprof::report::{Metric, Report};
 
@@ -71,11 +71,12 @@ pub(crate) fn absence(view: View, report: &Report) -> Option<Absence> {
                 "this profile has no allocations either: collect with --events slab".to_owned()
             }),
         }),
+        View::DataFlow if report.histories.is_some() => None,
         View::DataFlow => Some(Absence {
             what: "data flow",
             why: "no object histories collected: the path of an object from allocation to \
-                  free comes from debug-register histories, which dprof collect does not \
-                  record yet"
+                  free comes from debug-register histories; run dprof collect --histories \
+                  auto (after a profile that shows which types to watch) to record them"
                 .to_owned(),
             instead: Some(
                 "the functions and CPUs that touched the type are in the Type view".to_owned(),

@@ -342,6 +342,17 @@ impl DataProfileState {
         self.rows.get(self.list.selected()).copied()
     }
 
+    /// Selects type `index` (into the report's types); `false` when the filter hides it.
+    pub(crate) fn select_type(&mut self, index: usize) -> bool {
+        match self.rows.iter().position(|&r| r == index) {
+            Some(row) => {
+                self.list.select(row, self.rows.len());
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Starts typing into the filter.
     pub(crate) fn start_editing(&mut self) {
         self.editing = true;

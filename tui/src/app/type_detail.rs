@@ -208,6 +208,19 @@ impl TypeDetailState {
         t.functions.get(self.selected_row(Pane::Functions)?)
     }
 
+    /// Focuses the functions pane on `function` of `t` (the pane keeps its sort).
+    pub(crate) fn focus_function(&mut self, t: &TypeProfile, function: &str) {
+        self.pane = Pane::Functions;
+        let list = &mut self.panes[Pane::Functions.index()];
+        let found = list
+            .rows
+            .iter()
+            .position(|&i| t.functions.get(i).is_some_and(|f| f.function == function));
+        if let Some(row) = found {
+            list.list.select(row, list.rows.len());
+        }
+    }
+
     /// Moves, panes (←/→, h/l) and sorting of the focused pane.
     pub(crate) fn handle_key(&mut self, key: KeyEvent, t: &TypeProfile) -> EventState {
         let pane = self.pane;

@@ -17,13 +17,13 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     };
     let opened_at = match (view, app.data_flow_function()) {
         (View::DataFlow, Some(f)) => Some(format!(
-            "opened at function {f}: Enter on a node will jump to that function's accesses"
+            "opened at function {f}: with histories, its node would be selected here"
         )),
         _ => None,
     };
     match app.absence(view) {
         Some(absence) => render_absence(&absence, &title, opened_at.as_deref(), area, buf),
-        // A view whose section the report has renders it; none has one yet.
+        // A view whose section the report has renders it (the data flow's own view).
         None => Block::bordered().title(title).render(area, buf),
     }
 }

@@ -9,13 +9,16 @@ use super::{ACCENT, DIM, HEADING};
 
 /// Every key, and what it does.
 pub(crate) const KEYS: &[(&str, &str)] = &[
-    ("↑ ↓  k j", "move the selection"),
+    ("↑ ↓  k j", "move the selection (a node in the Data flow)"),
     ("PgUp PgDn", "move a page"),
     ("Home End  g G", "first, last row"),
     ("← →  h l", "previous, next pane (Type view)"),
     ("Tab  Shift-Tab", "next, previous view"),
     ("1 … 6", "go to a view"),
-    ("Enter", "open the type; on a function: its data flow"),
+    (
+        "Enter",
+        "open: a type; a function's data flow; a node's accesses",
+    ),
     ("Esc  Backspace", "back to the previous view"),
     ("/", "filter types as you type (Enter keeps, Esc clears)"),
     ("s", "sort by the next column"),

@@ -50,6 +50,12 @@ pub fn ibs_report() -> Report {
     analyzed(hw_example::profile(hw_example::Sampler::Ibs))
 }
 
+/// The history example (`dprof::histories::example`): one type, `st_obj`, with object
+/// access histories, path traces and a data flow.
+pub fn history_report() -> Report {
+    analyzed(dprof::histories::example::profile())
+}
+
 /// A key press.
 pub fn key(code: KeyCode) -> Event {
     Event::Key(KeyEvent::new(code, KeyModifiers::NONE))

@@ -22,8 +22,10 @@ use crate::report::{open_profile, AnalysisArgs, OpenedProfile, Stage};
 ///
 /// Views (Tab, or 1 to 6): Data profile (sort by any column with s, filter as you type with
 /// /), Type (the type's bytes as a heat strip per cache line, its offsets, functions and
-/// CPUs), Misses, Working set, Data flow and Causal. A view the profile has no data for says
-/// why. Enter opens the selected type, Esc goes back, ? lists every key, q quits.
+/// CPUs), Misses, Working set, Data flow (with --histories: the type's functions from alloc
+/// to free, path traces, cross-check) and Causal. A view the profile has no data for says
+/// why. Enter opens the selected type, a function's data flow, a node's sampled accesses;
+/// Esc goes back, ? lists every key, q quits.
 ///
 /// Needs a terminal of at least 50x12; dprof report prints the same data as text or JSON.
 #[derive(Debug, clap::Args)]
