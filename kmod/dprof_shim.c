@@ -8,6 +8,8 @@
  *  - the list of existing slab caches (slab_caches/slab_mutex are not exported);
  *  - macros and static inlines: raw_smp_processor_id(), nr_cpu_ids,
  *    tracepoint_synchronize_unregister(), tracepoint names;
+ *  - hardware breakpoints re-pointed from atomic context, and IPIs, for object access
+ *    histories (history.rs): debug registers, cpu_dr7 and call_single_data are C-only;
  *  - the in-kernel perf API for the software sampler (no Rust perf API in 6.12), and pt_regs,
  *    whose layout is arch-specific: the overflow handler copies what a sample needs into a
  *    plain struct and hands it to Rust.
@@ -16,6 +18,7 @@
  */
 #include <linux/cpumask.h>
 #include <linux/fs.h>
+#include <linux/hw_breakpoint.h>
 #include <linux/kprobes.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
@@ -27,6 +30,8 @@
 #include <linux/smp.h>
 #include <linux/tracepoint.h>
 
+#include <asm/debugreg.h>
+#include <asm/hw_breakpoint.h>
 #include <asm/msr.h>
 
 #include "dprof_shim.h"
@@ -204,6 +209,27 @@ struct dprof_sample_regs {
 
 void dprof_rs_sample(void *ctx, const struct dprof_sample_regs *sample);
 
+/* The general-purpose registers in hardware register-number order (ModRM/SIB numbering). */
+static void dprof_copy_gprs(u64 out[16], const struct pt_regs *regs)
+{
+	out[0] = regs->ax;
+	out[1] = regs->cx;
+	out[2] = regs->dx;
+	out[3] = regs->bx;
+	out[4] = regs->sp;
+	out[5] = regs->bp;
+	out[6] = regs->si;
+	out[7] = regs->di;
+	out[8] = regs->r8;
+	out[9] = regs->r9;
+	out[10] = regs->r10;
+	out[11] = regs->r11;
+	out[12] = regs->r12;
+	out[13] = regs->r13;
+	out[14] = regs->r14;
+	out[15] = regs->r15;
+}
+
 /* Instruction bytes at ip, without faulting: up to 16, fewer at the end of a mapped page. */
 static u32 dprof_read_insn(u8 *dst, unsigned long ip, bool user)
 {
@@ -273,22 +299,7 @@ static void dprof_overflow(struct perf_event *event, struct perf_sample_data *da
 	bool user = user_mode(regs);
 
 	s.ip = instruction_pointer(regs);
-	s.regs[0] = regs->ax;
-	s.regs[1] = regs->cx;
-	s.regs[2] = regs->dx;
-	s.regs[3] = regs->bx;
-	s.regs[4] = regs->sp;
-	s.regs[5] = regs->bp;
-	s.regs[6] = regs->si;
-	s.regs[7] = regs->di;
-	s.regs[8] = regs->r8;
-	s.regs[9] = regs->r9;
-	s.regs[10] = regs->r10;
-	s.regs[11] = regs->r11;
-	s.regs[12] = regs->r12;
-	s.regs[13] = regs->r13;
-	s.regs[14] = regs->r14;
-	s.regs[15] = regs->r15;
+	dprof_copy_gprs(s.regs, regs);
 	/* The kernel's %gs base (entry code has swapped it in even if user mode was interrupted):
 	 * exactly what a %gs: operand adds in kernel mode. */
 	rdmsrl(MSR_GS_BASE, s.gs_base);
@@ -372,9 +383,6 @@ void dprof_shim_sampler_release(struct perf_event *event)
  * anything the kernel reinstalls from them (another breakpoint's install, resume) installs
  * what is really there.
  */
-#include <linux/hw_breakpoint.h>
-#include <asm/debugreg.h>
-#include <asm/hw_breakpoint.h>
 
 /* Mirrors `HitRegs` in history.rs. */
 struct dprof_hit_regs {
@@ -394,22 +402,7 @@ static void dprof_bp_overflow(struct perf_event *bp, struct perf_sample_data *da
 	struct dprof_hit_regs hit;
 
 	hit.ip = instruction_pointer(regs);
-	hit.regs[0] = regs->ax;
-	hit.regs[1] = regs->cx;
-	hit.regs[2] = regs->dx;
-	hit.regs[3] = regs->bx;
-	hit.regs[4] = regs->sp;
-	hit.regs[5] = regs->bp;
-	hit.regs[6] = regs->si;
-	hit.regs[7] = regs->di;
-	hit.regs[8] = regs->r8;
-	hit.regs[9] = regs->r9;
-	hit.regs[10] = regs->r10;
-	hit.regs[11] = regs->r11;
-	hit.regs[12] = regs->r12;
-	hit.regs[13] = regs->r13;
-	hit.regs[14] = regs->r14;
-	hit.regs[15] = regs->r15;
+	dprof_copy_gprs(hit.regs, regs);
 	hit.pid = current->tgid;
 	hit.tid = current->pid;
 	hit.user = user_mode(regs);

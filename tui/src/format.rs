@@ -11,18 +11,7 @@ pub(crate) fn percent(n: u64, total: u64) -> String {
 
 /// Bytes in binary units: `512 B`, `4 KiB`, `1.5 MiB`.
 pub(crate) fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut unit = 0;
-    let mut scale = 1u64;
-    while unit + 1 < UNITS.len() && n / scale >= 1024 {
-        scale *= 1024;
-        unit += 1;
-    }
-    if n.is_multiple_of(scale) {
-        format!("{} {}", n / scale, UNITS[unit])
-    } else {
-        format!("{:.1} {}", n as f64 / scale as f64, UNITS[unit])
-    }
+    dprof::units::format_bytes(n)
 }
 
 /// An optional count, `-` when absent.

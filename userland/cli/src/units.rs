@@ -69,23 +69,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-/// "4 MiB", "1.5 KiB", "512 B": the largest unit the value reaches, one decimal unless exact.
-pub fn format_bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut unit = 0;
-    let mut scale = 1u64;
-    while unit + 1 < UNITS.len() && n / scale >= 1024 {
-        scale *= 1024;
-        unit += 1;
-    }
-    if n.is_multiple_of(scale) {
-        format!("{} {}", n / scale, UNITS[unit])
-    } else {
-        #[allow(clippy::cast_precision_loss, reason = "display only")]
-        let value = n as f64 / scale as f64;
-        format!("{value:.1} {}", UNITS[unit])
-    }
-}
+pub use dprof::units::format_bytes;
 
 /// Seconds with nanosecond precision: "1.500000000 s".
 pub fn format_ns(ns: u64) -> String {

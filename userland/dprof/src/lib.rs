@@ -19,6 +19,7 @@ pub mod samplers;
 pub mod summary;
 pub mod symbols;
 pub mod system;
+pub mod units;
 
 /// Version of this library, written into every profile.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

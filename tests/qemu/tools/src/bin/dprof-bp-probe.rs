@@ -10,23 +10,7 @@
 use std::arch::asm;
 use std::os::raw::c_long;
 
-/// `struct perf_event_attr` up to `bp_len` (`PERF_ATTR_SIZE_VER1`, 72 bytes): `config1` is
-/// `bp_addr` and `config2` is `bp_len` for breakpoints.
-#[repr(C)]
-#[derive(Default)]
-struct PerfEventAttr {
-    kind: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    bp_addr: u64,
-    bp_len: u64,
-}
+use dprof_qemu_tools::PerfEventAttr;
 
 #[repr(C, align(4096))]
 struct Page([u8; 4096]);
@@ -49,11 +33,11 @@ fn main() -> anyhow::Result<()> {
     let watched = page.0.as_mut_ptr().wrapping_add(0x100);
     let attr = PerfEventAttr {
         kind: PERF_TYPE_BREAKPOINT,
-        size: std::mem::size_of::<PerfEventAttr>() as u32,
+        size: PerfEventAttr::abi_size(),
         flags: EXCLUDE_KERNEL_HV,
         bp_type: HW_BREAKPOINT_RW,
-        bp_addr: watched as u64,
-        bp_len: 8,
+        config1: watched as u64, // bp_addr
+        config2: 8,              // bp_len
         ..PerfEventAttr::default()
     };
     // SAFETY: perf_event_open with a valid attr, this thread, any CPU, no group.

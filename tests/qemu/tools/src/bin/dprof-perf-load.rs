@@ -7,23 +7,7 @@
 
 use std::os::raw::c_long;
 
-/// `struct perf_event_attr` up to `config2` (`PERF_ATTR_SIZE_VER1`, 72 bytes), as the ABI
-/// allows callers to pass an older size.
-#[repr(C)]
-#[derive(Default)]
-struct PerfEventAttr {
-    kind: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
-    config2: u64,
-}
+use dprof_qemu_tools::PerfEventAttr;
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
@@ -37,7 +21,7 @@ fn main() -> anyhow::Result<()> {
     for cpu in 0..cpus {
         let attr = PerfEventAttr {
             kind: 1, // PERF_TYPE_SOFTWARE
-            size: std::mem::size_of::<PerfEventAttr>() as u32,
+            size: PerfEventAttr::abi_size(),
             config: 0, // PERF_COUNT_SW_CPU_CLOCK
             sample_period: period,
             sample_type: 1, // PERF_SAMPLE_IP
