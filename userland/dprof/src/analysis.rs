@@ -560,10 +560,14 @@ impl<'s> Analyzer<'s> {
             },
         };
         let (resolver, state) = (&mut self.resolver, &mut self.state);
-        self.reorder
-            .push(header.cpu, t, (header.cpu, event), |time, (cpu, event)| {
-                replay(resolver, state, time, cpu, &event);
-            });
+        self.reorder.push(
+            header.cpu,
+            t,
+            (header.cpu, event),
+            |time, &(cpu, ref event)| {
+                replay(resolver, state, time, cpu, event);
+            },
+        );
     }
 
     /// Decodes a sample; counts it at once when it has no data address.
@@ -647,8 +651,8 @@ impl<'s> Analyzer<'s> {
     #[must_use]
     pub fn finish_with_accesses(mut self) -> (Report, SampledAccesses) {
         let (resolver, state) = (&mut self.resolver, &mut self.state);
-        self.reorder.finish(|time, (cpu, event)| {
-            replay(resolver, state, time, cpu, &event);
+        self.reorder.finish(|time, &(cpu, ref event)| {
+            replay(resolver, state, time, cpu, event);
         });
         let report = build_report(&self);
         let mut sampled = SampledAccesses {
