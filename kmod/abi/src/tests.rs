@@ -751,3 +751,87 @@ fn history_records_round_trip_and_reject_bad_fields() {
     assert_eq!(end_at(24, 5), Err(AbiError::OutOfRange)); // reason 5
     assert_eq!(end_at(36, 1), Err(AbiError::NonZeroReserved));
 }
+
+#[test]
+fn decode_view_reads_samples_in_place_and_checks_like_decode() {
+    let mut regs = [0u64; SAMPLE_REGS];
+    for (i, r) in regs.iter_mut().enumerate() {
+        *r = 0x1000 + i as u64;
+    }
+    let software = AccessSample {
+        ip: 0xffff_ffff_8100_0000,
+        regs,
+        gs_base: 0xffff_8880_7fc0_0000,
+        pid: 5,
+        tid: 6,
+        insn: [0x8b; SAMPLE_INSN_BYTES],
+        insn_len: 3,
+        flags: SAMPLE_USER,
+        sampler: SAMPLER_KIND_SOFTWARE,
+        ..AccessSample::default()
+    };
+    let ibs = AccessSample {
+        sampler: SAMPLER_KIND_IBS,
+        hw_valid: HW_DATA_ADDR,
+        data_addr: 0xffff_8880_0000_1000,
+        ibs: Some(IbsRegs {
+            caps: 1,
+            regs: [1, 2, 3, 4, 5, 6, 7, 0, 0],
+        }),
+        ..software
+    };
+    for sample in [software, ibs] {
+        let mut buf = [0u8; MAX_RECORD_SIZE];
+        let size = Record::AccessSample(sample).encode(2, 42, &mut buf);
+        let mut out = Record::Lost(Lost { count: 9 });
+        let (header, view) = Record::decode_view(&buf[..size], &mut out).expect("valid");
+        assert_eq!((header.cpu, header.time_ns), (2, 42));
+        let RecordView::AccessSample(v) = view else {
+            panic!("a sample comes back as a view");
+        };
+        assert_eq!(v.to_sample(), sample);
+        assert_eq!(
+            (v.ip(), v.gs_base(), v.insn(), v.insn_len()),
+            (sample.ip, sample.gs_base, sample.insn, 3)
+        );
+        assert_eq!((v.flags(), v.sampler()), (sample.flags, sample.sampler));
+        for (i, &r) in regs.iter().enumerate() {
+            assert_eq!(v.reg(i), r);
+        }
+        assert_eq!(v.reg(SAMPLE_REGS), 0);
+        // `out` is left alone for samples.
+        assert_eq!(out, Record::Lost(Lost { count: 9 }));
+    }
+    // Other records are decoded into `out`.
+    let mut buf = [0u8; MAX_RECORD_SIZE];
+    let free = Record::Free(Free {
+        ptr: 0x10,
+        ..Free::default()
+    });
+    let size = free.encode(1, 1, &mut buf);
+    let mut out = Record::Lost(Lost { count: 0 });
+    let (_, view) = Record::decode_view(&buf[..size], &mut out).expect("valid");
+    assert!(matches!(view, RecordView::Decoded(r) if *r == free));
+    // Bad samples fail as decode fails.
+    let cases = [
+        AccessSample { ibs: None, ..ibs },
+        AccessSample {
+            insn_len: 17,
+            ..software
+        },
+    ];
+    for bad in cases {
+        let size = Record::AccessSample(bad).encode(0, 0, &mut buf);
+        let mut out = Record::Lost(Lost { count: 0 });
+        assert_eq!(
+            Record::decode_view(&buf[..size], &mut out).map(|(h, _)| h),
+            Record::decode(&buf[..size]).map(|(h, _)| h)
+        );
+        assert!(Record::decode(&buf[..size]).is_err());
+    }
+    let size = Record::AccessSample(software).encode(0, 0, &mut buf);
+    assert_eq!(
+        Record::decode_view(&buf[..size - 8], &mut out).map(|(h, _)| h),
+        Record::decode(&buf[..size - 8]).map(|(h, _)| h)
+    );
+}

@@ -684,6 +684,112 @@ impl AccessSample {
     }
 }
 
+/// An access sample read in place from a checked record: what [`Record::decode_view`] gives
+/// for sample records, so that a reader of millions of samples reads only the fields it needs
+/// (the instruction, a register or two) instead of copying the whole sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AccessSampleView<'a> {
+    payload: &'a [u8; AccessSample::SIZE],
+    /// The IBS registers' payload, checked; empty for other samplers.
+    ibs: &'a [u8],
+}
+
+impl<'a> AccessSampleView<'a> {
+    /// Checks a sample payload (and, for an IBS sample, its registers) as
+    /// [`Record::decode_into`] does.
+    fn new(kind: RecordKind, payload: &'a [u8]) -> Result<Self, AbiError> {
+        check_len(payload, AccessSample::SIZE)?;
+        let (sample, regs) = payload.split_at(AccessSample::SIZE);
+        AccessSample::check(sample)?;
+        let ibs = kind == RecordKind::IbsSample;
+        // IBS samples always carry their registers, and only they do.
+        if (sample[170] == SAMPLER_KIND_IBS) != ibs {
+            return Err(AbiError::OutOfRange);
+        }
+        let ibs = if ibs {
+            IbsRegs::decode(regs)?;
+            regs
+        } else {
+            &[]
+        };
+        let payload = sample.try_into().map_err(|_| AbiError::Truncated {
+            needed: AccessSample::SIZE,
+            available: sample.len(),
+        })?;
+        Ok(Self { payload, ibs })
+    }
+
+    /// See [`AccessSample::ip`].
+    #[must_use]
+    pub fn ip(&self) -> u64 {
+        get_u64(self.payload, 0)
+    }
+
+    /// Register `index` (see [`reg`]); 0 past the last.
+    #[must_use]
+    pub fn reg(&self, index: usize) -> u64 {
+        if index < SAMPLE_REGS {
+            get_u64(self.payload, 8 + 8 * index)
+        } else {
+            0
+        }
+    }
+
+    /// See [`AccessSample::gs_base`].
+    #[must_use]
+    pub fn gs_base(&self) -> u64 {
+        get_u64(self.payload, 136)
+    }
+
+    /// See [`AccessSample::insn`].
+    #[must_use]
+    pub fn insn(&self) -> [u8; SAMPLE_INSN_BYTES] {
+        let mut insn = [0; SAMPLE_INSN_BYTES];
+        insn.copy_from_slice(&self.payload[152..168]);
+        insn
+    }
+
+    /// See [`AccessSample::insn_len`].
+    #[must_use]
+    pub fn insn_len(&self) -> u8 {
+        self.payload[168]
+    }
+
+    /// See [`AccessSample::flags`].
+    #[must_use]
+    pub fn flags(&self) -> u8 {
+        self.payload[169]
+    }
+
+    /// See [`AccessSample::sampler`].
+    #[must_use]
+    pub fn sampler(&self) -> u8 {
+        self.payload[170]
+    }
+
+    /// The whole sample, copied.
+    #[must_use]
+    pub fn to_sample(&self) -> AccessSample {
+        let mut sample = AccessSample::default();
+        sample.fill_from(self.payload);
+        sample.ibs = if self.ibs.is_empty() {
+            None
+        } else {
+            IbsRegs::decode(self.ibs).ok()
+        };
+        sample
+    }
+}
+
+/// A record as [`Record::decode_view`] gives it.
+#[derive(Clone, Copy, Debug)]
+pub enum RecordView<'a> {
+    /// An access sample (IBS or not), read in place.
+    AccessSample(AccessSampleView<'a>),
+    /// Any other record, decoded.
+    Decoded(&'a Record),
+}
+
 /// Index in [`IbsRegs::regs`]: `IbsOpCtl` (MSR 0xC0011033).
 pub const IBS_OP_CTL: usize = 0;
 /// Index in [`IbsRegs::regs`]: `IbsOpRip`.
@@ -1268,6 +1374,27 @@ impl Record {
             }
         }
         Ok(header)
+    }
+    /// [`Record::decode_into`], except that an access sample is checked but not copied: it
+    /// comes back as a view into `buf` (and `out` is left alone); other records are decoded
+    /// into `out`.
+    ///
+    /// # Errors
+    /// As [`Record::decode`].
+    pub fn decode_view<'a>(
+        buf: &'a [u8],
+        out: &'a mut Self,
+    ) -> Result<(RecordHeader, RecordView<'a>), AbiError> {
+        let header = RecordHeader::decode(buf)?;
+        let kind = header.validate()?;
+        if matches!(kind, RecordKind::AccessSample | RecordKind::IbsSample) {
+            check_len(buf, usize::from(header.size))?;
+            let payload = &buf[RECORD_HEADER_SIZE..usize::from(header.size)];
+            let view = AccessSampleView::new(kind, payload)?;
+            return Ok((header, RecordView::AccessSample(view)));
+        }
+        let header = Self::decode_into(buf, out)?;
+        Ok((header, RecordView::Decoded(out)))
     }
 }
 

@@ -30,9 +30,9 @@ mod hw_tests;
 #[cfg(test)]
 mod tests;
 
-use dprof_abi::{AccessSample, Alloc, Record, RecordHeader, SAMPLER_KIND_SOFTWARE, SAMPLE_USER};
+use dprof_abi::{Alloc, Record, RecordHeader, RecordView, SAMPLER_KIND_SOFTWARE, SAMPLE_USER};
 
-use crate::decode::{AccessKind, DecodeOutcome, Decoder, MemAccess};
+use crate::decode::{AccessKind, DecodeOutcome, Decoder, MemAccess, SampleFields};
 use crate::hardware::{HwAccess, MemSource};
 use crate::profile::{Profile, ProfileError, ProfileHeader};
 use crate::report::{
@@ -119,7 +119,9 @@ pub fn analyze_with_progress(
         records_total: profile.record_count(),
     };
     progress(now);
-    while let Some(pushed) = records.next_with(|header, record| analyzer.push(header, record)) {
+    while let Some(pushed) =
+        records.next_view_with(|header, record| analyzer.push_view(header, record))
+    {
         pushed?;
         now.records_done += 1;
         if now.records_done.is_multiple_of(PROGRESS_EVERY) {
@@ -524,11 +526,78 @@ impl<'s> Analyzer<'s> {
 
     /// Feeds one record, in file order.
     pub fn push(&mut self, header: &RecordHeader, record: &Record) {
+        if let Record::AccessSample(sample) = record {
+            // Software samples, the common case, carry nothing from the hardware: skip
+            // building an empty answer.
+            let hw = if sample.sampler == SAMPLER_KIND_SOFTWARE {
+                None
+            } else {
+                HwAccess::of_on(sample, self.amd_cpu)
+            };
+            self.push_sample(header, sample, hw);
+        } else {
+            self.push_other(header, record);
+        }
+    }
+
+    /// [`Analyzer::push`] of a record as [`crate::profile::Records::next_view_with`] gives
+    /// it: access samples are read in place.
+    #[inline]
+    pub fn push_view(&mut self, header: &RecordHeader, record: RecordView<'_>) {
+        match record {
+            RecordView::AccessSample(view) => {
+                let hw = if view.sampler() == SAMPLER_KIND_SOFTWARE {
+                    None
+                } else {
+                    HwAccess::of_on(&view.to_sample(), self.amd_cpu)
+                };
+                self.push_sample(header, &view, hw);
+            }
+            RecordView::Decoded(record) => self.push(header, record),
+        }
+    }
+
+    /// Counts a record's time.
+    #[inline]
+    fn count_record(&mut self, t: u64) {
         let st = &mut self.state;
         st.records += 1;
-        let t = header.time_ns;
         st.first_time = Some(st.first_time.map_or(t, |f| f.min(t)));
         st.last_time = Some(st.last_time.map_or(t, |l| l.max(t)));
+    }
+
+    /// Feeds an access sample; `hw` is what its hardware sampler said.
+    #[inline]
+    fn push_sample<S: SampleFields>(
+        &mut self,
+        header: &RecordHeader,
+        sample: &S,
+        hw: Option<HwAccess>,
+    ) {
+        self.count_record(header.time_ns);
+        if let Some(event) = self.sample_event(header.cpu, sample, hw) {
+            self.reorder_push(header, event);
+        }
+    }
+
+    /// Hands an event to the reorder buffer, replaying what leaves it.
+    #[inline]
+    fn reorder_push(&mut self, header: &RecordHeader, event: Event) {
+        let (resolver, state) = (&mut self.resolver, &mut self.state);
+        self.reorder.push(
+            header.cpu,
+            header.time_ns,
+            (header.cpu, event),
+            |time, &(cpu, ref event)| {
+                replay(resolver, state, time, cpu, event);
+            },
+        );
+    }
+
+    /// Feeds a record other than an access sample.
+    fn push_other(&mut self, header: &RecordHeader, record: &Record) {
+        self.count_record(header.time_ns);
+        let st = &mut self.state;
         let event = match record {
             Record::CacheInfo(info) => {
                 self.resolver.cache_info(info);
@@ -554,16 +623,10 @@ impl<'s> Analyzer<'s> {
                 st.history_records += 1;
                 return;
             }
-            Record::AccessSample(sample) => match self.sample_event(header.cpu, sample) {
-                Some(event) => event,
-                None => return,
-            },
+            // Taken by `push`.
+            Record::AccessSample(_) => return,
         };
-        let (resolver, state) = (&mut self.resolver, &mut self.state);
-        self.reorder
-            .push(header.cpu, t, (header.cpu, event), |time, (cpu, event)| {
-                replay(resolver, state, time, cpu, &event);
-            });
+        self.reorder_push(header, event);
     }
 
     /// Decodes a sample; counts it at once when it has no data address.
@@ -572,26 +635,26 @@ impl<'s> Analyzer<'s> {
     /// for the access size and read/write, and a decoded address that differs is counted
     /// (PEBS reports registers as they were after the load, so some differences are
     /// expected). An IBS op that is neither a load nor a store accessed no memory.
-    fn sample_event(&mut self, cpu: u32, sample: &AccessSample) -> Option<Event> {
-        if sample.flags & SAMPLE_USER != 0 {
+    #[inline]
+    fn sample_event<S: SampleFields>(
+        &mut self,
+        cpu: u32,
+        sample: &S,
+        hw: Option<HwAccess>,
+    ) -> Option<Event> {
+        if sample.flags() & SAMPLE_USER != 0 {
             self.state.buckets[Bucket::UserMode.index()] += 1;
             return None;
         }
-        self.resolver.learn_gs_base(cpu, sample.gs_base);
-        // Software samples, the common case, carry nothing from the hardware: skip building
-        // an empty answer.
-        let hw = if sample.sampler == SAMPLER_KIND_SOFTWARE {
-            None
-        } else {
-            HwAccess::of_on(sample, self.amd_cpu)
-        };
+        let gs_base = sample.gs_base();
+        self.resolver.learn_gs_base(cpu, gs_base);
         if let Some(h) = &hw {
             if !h.memory_op {
                 self.state.buckets[Bucket::NoMemoryOperand.index()] += 1;
                 return None;
             }
             self.state.hw_samples += 1;
-            self.state.hw_kinds |= 1u8.checked_shl(u32::from(sample.sampler)).unwrap_or(0);
+            self.state.hw_kinds |= 1u8.checked_shl(u32::from(sample.sampler())).unwrap_or(0);
         }
         let hw_addr = hw.as_ref().and_then(|h| h.addr);
         let access = match (self.decoder.access(sample), hw_addr) {
@@ -620,13 +683,13 @@ impl<'s> Analyzer<'s> {
         if access.gs_relative {
             self.state.gs_relative_samples += 1;
         }
-        let rsp = sample.regs[dprof_abi::reg::RSP];
+        let rsp = sample.reg(dprof_abi::reg::RSP);
         let region = !(crate::resolve::THREAD_SIZE - 1);
         let (hw, latency) = hw_bits(hw.as_ref());
         Some(Event::Sample(SampleAccess {
-            ip: sample.ip,
+            ip: sample.ip(),
             addr: access.addr,
-            gs_offset: access.addr.wrapping_sub(sample.gs_base),
+            gs_offset: access.addr.wrapping_sub(gs_base),
             size: u16::try_from(access.size).unwrap_or(u16::MAX),
             kind: access.kind,
             gs_relative: access.gs_relative,
@@ -647,8 +710,8 @@ impl<'s> Analyzer<'s> {
     #[must_use]
     pub fn finish_with_accesses(mut self) -> (Report, SampledAccesses) {
         let (resolver, state) = (&mut self.resolver, &mut self.state);
-        self.reorder.finish(|time, (cpu, event)| {
-            replay(resolver, state, time, cpu, &event);
+        self.reorder.finish(|time, &(cpu, ref event)| {
+            replay(resolver, state, time, cpu, event);
         });
         let report = build_report(&self);
         let mut sampled = SampledAccesses {

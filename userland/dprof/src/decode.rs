@@ -17,7 +17,7 @@
 //! [`NoAccess::MultipleMemoryOperands`]: they are real accesses, but not to one address this
 //! decoder can name.
 
-use dprof_abi::{AccessSample, SAMPLE_INSN_BYTES, SAMPLE_REGS, SAMPLE_USER};
+use dprof_abi::{AccessSample, AccessSampleView, SAMPLE_INSN_BYTES, SAMPLE_REGS, SAMPLE_USER};
 use iced_x86::{
     DecoderOptions, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register,
 };
@@ -26,6 +26,109 @@ use std::collections::hash_map::Entry;
 
 #[cfg(test)]
 mod tests;
+
+/// What the decoder reads of a sample: an [`AccessSample`], or an [`AccessSampleView`] of one
+/// still in its record (no copy of the other registers and fields).
+pub trait SampleFields {
+    /// The sampled instruction's address.
+    fn ip(&self) -> u64;
+    /// `SAMPLE_*` flags.
+    fn flags(&self) -> u8;
+    /// `SAMPLER_KIND_*` that took the sample.
+    fn sampler(&self) -> u8;
+    /// Base of `%gs`.
+    fn gs_base(&self) -> u64;
+    /// Valid bytes of [`SampleFields::insn`].
+    fn insn_len(&self) -> u8;
+    /// The instruction bytes.
+    fn insn(&self) -> [u8; SAMPLE_INSN_BYTES];
+    /// General-purpose register `index` (see `dprof_abi::reg`); 0 past the last.
+    fn reg(&self, index: usize) -> u64;
+}
+
+impl SampleFields for AccessSample {
+    #[inline]
+    fn ip(&self) -> u64 {
+        self.ip
+    }
+    #[inline]
+    fn flags(&self) -> u8 {
+        self.flags
+    }
+    #[inline]
+    fn sampler(&self) -> u8 {
+        self.sampler
+    }
+    #[inline]
+    fn gs_base(&self) -> u64 {
+        self.gs_base
+    }
+    #[inline]
+    fn insn_len(&self) -> u8 {
+        self.insn_len
+    }
+    #[inline]
+    fn insn(&self) -> [u8; SAMPLE_INSN_BYTES] {
+        self.insn
+    }
+    #[inline]
+    fn reg(&self, index: usize) -> u64 {
+        self.regs.get(index).copied().unwrap_or(0)
+    }
+}
+
+impl SampleFields for AccessSampleView<'_> {
+    #[inline]
+    fn ip(&self) -> u64 {
+        AccessSampleView::ip(self)
+    }
+    #[inline]
+    fn flags(&self) -> u8 {
+        AccessSampleView::flags(self)
+    }
+    #[inline]
+    fn sampler(&self) -> u8 {
+        AccessSampleView::sampler(self)
+    }
+    #[inline]
+    fn gs_base(&self) -> u64 {
+        AccessSampleView::gs_base(self)
+    }
+    #[inline]
+    fn insn_len(&self) -> u8 {
+        AccessSampleView::insn_len(self)
+    }
+    #[inline]
+    fn insn(&self) -> [u8; SAMPLE_INSN_BYTES] {
+        AccessSampleView::insn(self)
+    }
+    #[inline]
+    fn reg(&self, index: usize) -> u64 {
+        AccessSampleView::reg(self, index)
+    }
+}
+
+/// Register values as [`Template::apply`] reads them.
+trait Regs {
+    fn reg(&self, index: usize) -> u64;
+}
+
+impl Regs for [u64; SAMPLE_REGS] {
+    #[inline]
+    fn reg(&self, index: usize) -> u64 {
+        self.get(index).copied().unwrap_or(0)
+    }
+}
+
+/// A sample's registers.
+struct SampleRegs<'s, S: ?Sized>(&'s S);
+
+impl<S: SampleFields + ?Sized> Regs for SampleRegs<'_, S> {
+    #[inline]
+    fn reg(&self, index: usize) -> u64 {
+        self.0.reg(index)
+    }
+}
 
 /// Whether the instruction reads, writes or both at its memory operand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -307,9 +410,9 @@ impl RegRef {
         })
     }
 
-    fn value(self, regs: &[u64; SAMPLE_REGS]) -> u64 {
-        regs.get(usize::from(self.index))
-            .map_or(0, |v| (v >> self.shift) & self.mask)
+    #[inline]
+    fn value(self, regs: &impl Regs) -> u64 {
+        (regs.reg(usize::from(self.index)) >> self.shift) & self.mask
     }
 }
 
@@ -333,7 +436,8 @@ enum Template {
 }
 
 impl Template {
-    fn apply(&self, regs: &[u64; SAMPLE_REGS], gs_base: u64) -> DecodeOutcome {
+    #[inline]
+    fn apply(&self, regs: &impl Regs, gs_base: u64) -> DecodeOutcome {
         match *self {
             Self::None(reason) => DecodeOutcome::None(reason),
             Self::Mem {
@@ -455,9 +559,9 @@ impl CachedInsn {
     /// One masked 16-byte comparison: a slice comparison of a few bytes is a `memcmp` call,
     /// and this runs for every sample.
     #[inline]
-    fn matches(&self, sample: &AccessSample) -> bool {
-        sample.insn_len >= self.insn.len
-            && u128::from_le_bytes(sample.insn) & len_mask(self.insn.len) == self.bytes
+    fn matches(&self, sample: &(impl SampleFields + ?Sized)) -> bool {
+        sample.insn_len() >= self.insn.len
+            && u128::from_le_bytes(sample.insn()) & len_mask(self.insn.len) == self.bytes
     }
 }
 
@@ -512,9 +616,12 @@ impl Decoder {
 
     /// The memory access of `sample`'s instruction, or why there is none. Counted in
     /// [`Decoder::stats`].
-    pub fn access(&mut self, sample: &AccessSample) -> DecodeOutcome {
+    pub fn access(&mut self, sample: &(impl SampleFields + ?Sized)) -> DecodeOutcome {
         let outcome = match self.cached(sample) {
-            Ok(cached) => cached.insn.access(&sample.regs, sample.gs_base),
+            Ok(cached) => cached
+                .insn
+                .template
+                .apply(&SampleRegs(sample), sample.gs_base()),
             Err(reason) => DecodeOutcome::None(reason),
         };
         self.stats.record(&outcome);
@@ -523,7 +630,7 @@ impl Decoder {
 
     /// The instruction `sample` executed (length and mnemonic), decoded or from the cache;
     /// `None` for user-mode samples and when it does not decode. Not counted in the stats.
-    pub fn instruction(&mut self, sample: &AccessSample) -> Option<Insn> {
+    pub fn instruction(&mut self, sample: &(impl SampleFields + ?Sized)) -> Option<Insn> {
         let cached = self.cached(sample).ok()?;
         Some(Insn {
             len: cached.insn.len,
@@ -543,18 +650,19 @@ impl Decoder {
         self.cache.len()
     }
 
-    fn cached(&mut self, sample: &AccessSample) -> Result<&CachedInsn, NoAccess> {
-        if sample.flags & SAMPLE_USER != 0 {
+    #[inline]
+    fn cached(&mut self, sample: &(impl SampleFields + ?Sized)) -> Result<&CachedInsn, NoAccess> {
+        if sample.flags() & SAMPLE_USER != 0 {
             return Err(NoAccess::UserMode);
         }
-        if sample.insn_len == 0 {
+        if sample.insn_len() == 0 {
             return Err(NoAccess::NoBytes);
         }
         if self.cache.len() >= MAX_CACHED {
             return self.cached_when_full(sample);
         }
         // One hash probe per sample.
-        match self.cache.entry(sample.ip) {
+        match self.cache.entry(sample.ip()) {
             Entry::Occupied(mut e) => {
                 if !e.get().matches(sample) {
                     *e.get_mut() = decode_one(&mut self.info, sample)?;
@@ -572,30 +680,34 @@ impl Decoder {
 
     /// [`Decoder::cached`] once the cache is full: a miss that decodes starts it over.
     #[cold]
-    fn cached_when_full(&mut self, sample: &AccessSample) -> Result<&CachedInsn, NoAccess> {
+    fn cached_when_full(
+        &mut self,
+        sample: &(impl SampleFields + ?Sized),
+    ) -> Result<&CachedInsn, NoAccess> {
         let hit = self
             .cache
-            .get(&sample.ip)
+            .get(&sample.ip())
             .is_some_and(|c| c.matches(sample));
         if !hit {
             let insn = decode_one(&mut self.info, sample)?;
             self.stats.decoded += 1;
             self.cache.clear();
-            self.cache.insert(sample.ip, insn);
+            self.cache.insert(sample.ip(), insn);
         }
-        self.cache.get(&sample.ip).ok_or(NoAccess::Undecodable)
+        self.cache.get(&sample.ip()).ok_or(NoAccess::Undecodable)
     }
 }
 
 /// Decodes the instruction of `sample` into a cache entry.
 fn decode_one(
     factory: &mut InstructionInfoFactory,
-    sample: &AccessSample,
+    sample: &(impl SampleFields + ?Sized),
 ) -> Result<CachedInsn, NoAccess> {
-    let bytes = sample.insn_bytes();
-    let insn = decode_insn_with(factory, bytes, sample.ip)?;
+    let all = sample.insn();
+    let bytes = &all[..usize::from(sample.insn_len()).min(SAMPLE_INSN_BYTES)];
+    let insn = decode_insn_with(factory, bytes, sample.ip())?;
     Ok(CachedInsn {
-        bytes: u128::from_le_bytes(sample.insn) & len_mask(insn.len),
+        bytes: u128::from_le_bytes(all) & len_mask(insn.len),
         insn,
     })
 }

@@ -134,6 +134,29 @@ pub(crate) fn check_record(
     Ok((header, record, size))
 }
 
+/// [`check_record_into`] with access samples read in place (see
+/// [`dprof_abi::Record::decode_view`]).
+pub(crate) fn check_record_view<'a>(
+    buf: &'a [u8],
+    nr_cpu_ids: u32,
+    out: &'a mut dprof_abi::Record,
+) -> Result<(dprof_abi::RecordHeader, dprof_abi::RecordView<'a>), RecordProblem> {
+    let (header, view) = match dprof_abi::Record::decode_view(buf, out) {
+        Ok(found) => found,
+        Err(dprof_abi::AbiError::Truncated { needed, available }) => {
+            return Err(RecordProblem::Straddles { needed, available })
+        }
+        Err(other) => return Err(RecordProblem::Abi(other)),
+    };
+    if header.cpu >= nr_cpu_ids {
+        return Err(RecordProblem::Cpu {
+            cpu: header.cpu,
+            nr_cpu_ids,
+        });
+    }
+    Ok((header, view))
+}
+
 /// [`check_record`] decoding into `out` (left alone on error), for readers that decode
 /// millions of records into one place.
 pub(crate) fn check_record_into(

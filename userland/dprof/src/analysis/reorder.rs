@@ -25,24 +25,30 @@
 //! watermark is lower, hence still safe, and the scan over CPUs stays off the hot path.
 //!
 //! # Structure
-//! Records wait in one FIFO queue per CPU (a record older than its queue's tail, rare, is
-//! inserted in order), and a small heap holds each queue's head time, so the oldest record
-//! overall is found in O(log CPUs) and records move once, rather than sifting through one big
-//! heap. A heap entry whose queue's head has changed since is stale and skipped when it comes
-//! up; every non-empty queue always has an entry with its head's time, so the top entry that
-//! matches its queue's head is the oldest record. Records of equal time leave in arrival order
-//! within a CPU, and by CPU number across CPUs.
-
-use std::cmp::Reverse;
-use std::collections::binary_heap::PeekMut;
-use std::collections::{BinaryHeap, VecDeque};
+//! Records wait in one FIFO queue per CPU (a vector read from a head index; a record older
+//! than its queue's tail, rare, is inserted in order), and a winner tree (a tournament over
+//! the queues' head keys) names the queue whose head is the oldest record overall: emitting a
+//! record replays one leaf-to-root path of log2(queues) comparisons, with no stale entries and
+//! no record moved until it is emitted (by reference). A head key is `(time, queue)` packed
+//! into a `u128`, so records of equal time leave in arrival order within a CPU, and by CPU
+//! number across CPUs.
 
 /// How often (in records pushed) the per-CPU watermark is recomputed.
 pub const RECOMPUTE_EVERY: u64 = 256;
 
+/// Bits of a head key below the time: the queue number.
+const QUEUE_BITS: u32 = 12;
+
 /// Queues kept for CPU numbers up to this; records of higher CPU numbers share the last one
 /// (the profile reader already bounds CPU numbers by `nr_cpu_ids`).
-const MAX_QUEUES: usize = 1 << 12;
+const MAX_QUEUES: usize = 1 << QUEUE_BITS;
+
+/// The head key of an empty queue: above every real key (a real key is below 2^76).
+const EMPTY: u128 = u128::MAX;
+
+/// A queue's consumed prefix is dropped (the rest moved to the front) once it is at least this
+/// long and at least half the queue, so that a queue that never empties stays bounded.
+const COMPACT_MIN: usize = 1024;
 
 /// Counters of reordering.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -57,8 +63,10 @@ pub struct ReorderCounts {
 
 /// One CPU's records.
 struct Queue<T> {
-    /// (time, item), sorted by time, arrival order among equal times.
-    items: VecDeque<(u64, T)>,
+    /// (time, item) from `head` on, sorted by time, arrival order among equal times; the
+    /// items before `head` have been emitted.
+    items: Vec<(u64, T)>,
+    head: usize,
     /// Newest time seen from this CPU (`None`: not seen).
     latest: Option<u64>,
 }
@@ -66,17 +74,27 @@ struct Queue<T> {
 impl<T> Default for Queue<T> {
     fn default() -> Self {
         Self {
-            items: VecDeque::new(),
+            items: Vec::new(),
+            head: 0,
             latest: None,
         }
     }
 }
 
+/// `(time, queue)` as one comparable number.
+#[inline]
+fn key(time: u64, q: usize) -> u128 {
+    (u128::from(time) << QUEUE_BITS) | q as u128
+}
+
 /// Reorders items tagged with (cpu, time).
 pub struct ReorderBuffer<T> {
     queues: Vec<Queue<T>>,
-    /// (time, queue) of queue heads; see the module doc for stale entries.
-    heads: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Leaves: the queues' head keys ([`EMPTY`] when empty), padded to a power of two.
+    leaves: usize,
+    /// Winner tree: node `leaves + q` is queue `q`'s head key, node `j` in `1..leaves` the
+    /// smallest key under it, so node 1 is the oldest head overall (node 0 is unused).
+    tree: Vec<u128>,
     len: usize,
     cpus_seen: usize,
     expected_cpus: usize,
@@ -97,7 +115,8 @@ impl<T> ReorderBuffer<T> {
     pub fn new(expected_cpus: usize, window_ns: u64, capacity: usize) -> Self {
         Self {
             queues: Vec::new(),
-            heads: BinaryHeap::new(),
+            leaves: 1,
+            tree: vec![EMPTY, EMPTY],
             len: 0,
             cpus_seen: 0,
             expected_cpus: expected_cpus.max(1),
@@ -113,7 +132,8 @@ impl<T> ReorderBuffer<T> {
     }
 
     /// Adds an item, then hands every item that may leave to `emit`, oldest first.
-    pub fn push(&mut self, cpu: u32, time: u64, item: T, mut emit: impl FnMut(u64, T)) {
+    #[inline]
+    pub fn push(&mut self, cpu: u32, time: u64, item: T, mut emit: impl FnMut(u64, &T)) {
         if self.last_emitted.is_some_and(|last| time < last) {
             self.counts.late += 1;
         }
@@ -121,30 +141,30 @@ impl<T> ReorderBuffer<T> {
         self.first_time.get_or_insert(time);
         let q = (cpu as usize).min(MAX_QUEUES - 1);
         if q >= self.queues.len() {
-            self.queues.resize_with(q + 1, Queue::default);
+            self.grow(q + 1);
         }
-        let Some(queue) = self.queues.get_mut(q) else {
-            return;
-        };
+        let queue = &mut self.queues[q];
         if let Some(latest) = &mut queue.latest {
             *latest = (*latest).max(time);
         } else {
             queue.latest = Some(time);
             self.cpus_seen += 1;
         }
-        // MAX_QUEUES fits in u32.
-        let key = Reverse((time, q as u32));
-        if queue.items.back().is_none_or(|&(t, _)| t <= time) {
-            queue.items.push_back((time, item));
-            if queue.items.len() == 1 {
-                self.heads.push(key);
+        let head = queue.head;
+        let back = queue.items.last().map(|&(t, _)| t);
+        let new_head = match back {
+            Some(t) if t > time => {
+                let at = head + queue.items[head..].partition_point(|&(t, _)| t <= time);
+                queue.items.insert(at, (time, item));
+                at == head
             }
-        } else {
-            let at = queue.items.partition_point(|&(t, _)| t <= time);
-            queue.items.insert(at, (time, item));
-            if at == 0 {
-                self.heads.push(key);
+            _ => {
+                queue.items.push((time, item));
+                back.is_none()
             }
+        };
+        if new_head {
+            self.update(q, key(time, q));
         }
         self.len += 1;
         self.counts.max_buffered = self.counts.max_buffered.max(self.len as u64);
@@ -156,55 +176,83 @@ impl<T> ReorderBuffer<T> {
             .newest
             .saturating_sub(self.window_ns)
             .max(self.watermark);
-        // Most pushes emit nothing: say so without entering the loop.
-        let oldest_due = self.heads.peek().is_some_and(|Reverse((t, _))| *t <= floor);
-        if oldest_due || self.len > self.capacity {
+        // Most pushes emit nothing: say so without entering the loop. The buffer holds the
+        // item just pushed, so the winner is a real key.
+        let oldest = (self.tree[1] >> QUEUE_BITS) as u64;
+        if oldest <= floor || self.len > self.capacity {
             self.drain(Some(floor), &mut emit);
         }
     }
 
     /// Hands every buffered item to `emit`, oldest first (at the end of the input).
-    pub fn finish(&mut self, mut emit: impl FnMut(u64, T)) {
+    pub fn finish(&mut self, mut emit: impl FnMut(u64, &T)) {
         self.drain(None, &mut emit);
+    }
+
+    /// Makes room for `queues` queues, rebuilding the tree when it needs more leaves.
+    #[cold]
+    fn grow(&mut self, queues: usize) {
+        self.queues.resize_with(queues, Queue::default);
+        let n = queues.next_power_of_two();
+        if n <= self.leaves {
+            return;
+        }
+        let mut tree = vec![EMPTY; 2 * n];
+        tree[n..n + self.leaves].copy_from_slice(&self.tree[self.leaves..]);
+        for j in (1..n).rev() {
+            tree[j] = tree[2 * j].min(tree[2 * j + 1]);
+        }
+        self.tree = tree;
+        self.leaves = n;
+    }
+
+    /// Sets queue `q`'s head key and replays the path from its leaf to the root.
+    #[inline]
+    fn update(&mut self, q: usize, mut key: u128) {
+        let mut j = self.leaves + q;
+        self.tree[j] = key;
+        while j > 1 {
+            let sibling = self.tree[j ^ 1];
+            let min = key.min(sibling);
+            j >>= 1;
+            self.tree[j] = min;
+            key = min;
+        }
     }
 
     /// Emits items while the oldest is at or below `floor` (all with `None`), or the buffer
     /// is over capacity.
-    fn drain(&mut self, floor: Option<u64>, emit: &mut impl FnMut(u64, T)) {
-        while let Some(mut top) = self.heads.peek_mut() {
-            let Reverse((time, q)) = *top;
-            let Some(queue) = self.queues.get_mut(q as usize) else {
-                PeekMut::pop(top);
-                continue;
-            };
-            if queue.items.front().is_none_or(|&(t, _)| t != time) {
-                // Stale: the queue's head changed since this entry was pushed.
-                PeekMut::pop(top);
-                continue;
-            }
+    fn drain(&mut self, floor: Option<u64>, emit: &mut impl FnMut(u64, &T)) {
+        while self.len > 0 {
+            // Not empty, so the winner is a real key, below 2^76.
+            let winner = self.tree[1];
+            let q = (winner as usize) & (MAX_QUEUES - 1);
+            let time = (winner >> QUEUE_BITS) as u64;
             let over = self.len > self.capacity;
             let due = floor.is_none_or(|f| time <= f);
             if !due && !over {
                 break;
             }
-            let Some((time, item)) = queue.items.pop_front() else {
-                PeekMut::pop(top);
-                continue;
-            };
-            // The queue's next record replaces its head in place (one sift instead of a pop
-            // and a push).
-            match queue.items.front() {
-                Some(&(t, _)) => *top = Reverse((t, q)),
-                None => {
-                    PeekMut::pop(top);
+            let queue = &mut self.queues[q];
+            emit(time, &queue.items[queue.head].1);
+            queue.head += 1;
+            let next = if queue.head == queue.items.len() {
+                queue.items.clear();
+                queue.head = 0;
+                EMPTY
+            } else {
+                if queue.head >= COMPACT_MIN && queue.head * 2 >= queue.items.len() {
+                    queue.items.drain(..queue.head);
+                    queue.head = 0;
                 }
-            }
+                key(queue.items[queue.head].0, q)
+            };
+            self.update(q, next);
             self.len -= 1;
             if !due {
                 self.counts.forced += 1;
             }
             self.last_emitted = Some(self.last_emitted.map_or(time, |l| l.max(time)));
-            emit(time, item);
         }
     }
 

@@ -467,7 +467,7 @@ mod reordering {
     fn run(buf: &mut ReorderBuffer<u64>, items: &[(u32, u64)]) -> Vec<u64> {
         let mut out = Vec::new();
         for &(cpu, t) in items {
-            buf.push(cpu, t, t, |time, item| {
+            buf.push(cpu, t, t, |time, &item| {
                 assert_eq!(time, item);
                 out.push(time);
             });
@@ -644,11 +644,11 @@ mod reordering_model {
                     1 => {}
                     _ => *c += rng.next() % (100 + round * 10),
                 }
-                buf.push(cpu, *c, i, |t, item| got.push((t, item)));
+                buf.push(cpu, *c, i, |t, &item| got.push((t, item)));
                 model.push(cpu, *c, i, &mut want);
                 assert_eq!(buf.len(), model.len(), "round {round}, item {i}");
             }
-            buf.finish(|t, item| got.push((t, item)));
+            buf.finish(|t, &item| got.push((t, item)));
             model.drain(None, &mut want);
             assert_eq!(got, want, "round {round}");
             assert_eq!(buf.counts(), model.counts, "round {round}");

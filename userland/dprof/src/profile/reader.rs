@@ -19,11 +19,12 @@ use std::iter::FusedIterator;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use dprof_abi::{Record, RecordHeader};
+use dprof_abi::{Record, RecordHeader, RecordView};
 
 use super::{
-    check_record_into, KernelText, ProfileError, ProfileHeader, SectionKind, StopInfo, END_SIZE,
-    FILE_HEADER_SIZE, FORMAT_VERSION, MAGIC, MAX_RECORDS_CHUNK, SECTION_HEADER_SIZE,
+    check_record_into, check_record_view, KernelText, ProfileError, ProfileHeader, SectionKind,
+    StopInfo, END_SIZE, FILE_HEADER_SIZE, FORMAT_VERSION, MAGIC, MAX_RECORDS_CHUNK,
+    SECTION_HEADER_SIZE,
 };
 
 /// A profile whose structure has been checked: the small sections are in memory, the records
@@ -384,6 +385,48 @@ impl Records<'_> {
                         self.pos += size;
                         self.yielded += 1;
                         Some(Ok(f(&header, &self.record)))
+                    }
+                    Err(problem) => Some(self.fail(ProfileError::BadRecord {
+                        offset: self.payload_offset + self.pos as u64,
+                        problem,
+                    })),
+                };
+            }
+            if self.chunks_left == 0 {
+                self.done = true;
+                return self.finish().err().map(Err);
+            }
+            if let Err(e) = self.load_chunk() {
+                return Some(self.fail(e));
+            }
+        }
+    }
+}
+
+impl Records<'_> {
+    /// [`Records::next_with`], handing access samples over in place ([`RecordView`]): a
+    /// reader that needs a few fields of each sample does not copy the whole sample.
+    ///
+    /// # Errors
+    /// As [`Iterator::next`]: the first problem found, once.
+    pub fn next_view_with<R>(
+        &mut self,
+        f: impl FnOnce(&RecordHeader, RecordView<'_>) -> R,
+    ) -> Option<Result<R, ProfileError>> {
+        if self.done {
+            return None;
+        }
+        loop {
+            if let Some(rest) = self
+                .buf
+                .get(self.pos..self.chunk_len)
+                .filter(|r| !r.is_empty())
+            {
+                return match check_record_view(rest, self.nr_cpu_ids, &mut self.record) {
+                    Ok((header, view)) => {
+                        self.pos += usize::from(header.size);
+                        self.yielded += 1;
+                        Some(Ok(f(&header, view)))
                     }
                     Err(problem) => Some(self.fail(ProfileError::BadRecord {
                         offset: self.payload_offset + self.pos as u64,
