@@ -88,6 +88,13 @@ impl kernel::Module for Dprof {
         if !cache_walk {
             pr_warn!("dprof: cannot list existing slab caches; only caches seen in use get named\n");
         }
+        // SAFETY: process context (module init).
+        if !unsafe { ffi::dprof_shim_init_debugreg_copy() } {
+            pr_warn!(
+                "dprof: cpu_debugreg not found: a text poke (static key, kprobe) during a history \
+                 puts that CPU's debug registers back on the dummy address until the next one\n"
+            );
+        }
         let device = KBox::pin_init(
             kernel::new_mutex!(
                 DeviceState {

@@ -150,6 +150,21 @@ static unsigned long dprof_lookup_name(const char *name)
 	return lookup ? lookup(name) : 0;
 }
 
+/*
+ * The kernel's per-CPU copy of DR0..DR3 (arch/x86/kernel/hw_breakpoint.c, static): text
+ * poking (static keys, jump labels, kprobes: use_temporary_mm) disables the breakpoints and
+ * then rewrites DR0..DR3 from it, which would silently put a re-pointed register back on
+ * dprof's dummy address. dprof_shim_bp_point keeps it in step when it can be found.
+ */
+static unsigned long __percpu *dprof_cpu_debugreg;
+
+/* Returns true when the kernel's per-CPU debug-register copy was found. */
+bool dprof_shim_init_debugreg_copy(void)
+{
+	dprof_cpu_debugreg = (unsigned long __percpu *)dprof_lookup_name("cpu_debugreg");
+	return dprof_cpu_debugreg != NULL;
+}
+
 /* Returns true when existing caches can be listed. */
 bool dprof_shim_init_cache_walk(void)
 {
@@ -436,23 +451,27 @@ static struct perf_event *dprof_bp_here(void *events)
 }
 
 /*
- * The debug register (0..3) that holds this CPU's event of `events`, found by the address the
- * event installed (each of dprof's breakpoints has its own address); -1 when none does.
+ * The debug register (0..3) that holds this CPU's event of `events`: the enabled one holding
+ * the address the event installed (each of dprof's breakpoints has its own address). Only
+ * enabled registers count: uninstalling a breakpoint clears its DR7 enable bit but leaves
+ * its address register as it was, so an earlier session's register may still hold the same
+ * dummy address. -1 when none does.
  */
 int dprof_shim_bp_slot(void *events)
 {
 	struct perf_event *bp = dprof_bp_here(events);
-	unsigned long addr;
+	unsigned long addr, dr7;
 
 	if (!bp)
 		return -1;
 	addr = counter_arch_bp(bp)->address;
-#define DPROF_CHECK_DR(n)                       \
-	do {                                     \
-		unsigned long v;                 \
-		get_debugreg(v, n);              \
-		if (v == addr)                   \
-			return n;                \
+	dr7 = this_cpu_read(cpu_dr7);
+#define DPROF_CHECK_DR(n)                                                  \
+	do {                                                                \
+		unsigned long v;                                            \
+		get_debugreg(v, n);                                         \
+		if (v == addr && (dr7 & (DR_GLOBAL_ENABLE << ((n) * DR_ENABLE_SIZE)))) \
+			return n;                                           \
 	} while (0)
 	DPROF_CHECK_DR(0);
 	DPROF_CHECK_DR(1);
@@ -479,7 +498,7 @@ void dprof_shim_bp_point(void *events, int slot, unsigned long addr, unsigned in
 {
 	struct perf_event *bp = dprof_bp_here(events);
 	struct arch_hw_breakpoint *info;
-	unsigned long flags;
+	unsigned long flags, old;
 	u8 x86_len;
 
 	if (!bp || slot < 0 || slot > 3)
@@ -492,8 +511,20 @@ void dprof_shim_bp_point(void *events, int slot, unsigned long addr, unsigned in
 	}
 	info = counter_arch_bp(bp);
 	local_irq_save(flags);
+	old = info->address;
 	info->address = addr;
 	info->len = x86_len;
+	/*
+	 * Written only where it holds what this register held (the event's address before this
+	 * change): a check, read without faulting, that the symbol found is the copy.
+	 */
+	if (dprof_cpu_debugreg) {
+		unsigned long *copy = this_cpu_ptr(dprof_cpu_debugreg) + slot;
+		unsigned long held;
+
+		if (!copy_from_kernel_nofault(&held, copy, sizeof(held)) && held == old)
+			*copy = addr;
+	}
 	switch (slot) {
 	case 0: set_debugreg(addr, 0); break;
 	case 1: set_debugreg(addr, 1); break;

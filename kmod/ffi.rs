@@ -63,6 +63,7 @@ extern "C" {
     pub(crate) fn dprof_shim_tracepoint_name(tp: *const Tracepoint) -> *const c_char;
     pub(crate) fn dprof_shim_tracepoint_sync();
     pub(crate) fn dprof_shim_init_cache_walk() -> bool;
+    pub(crate) fn dprof_shim_init_debugreg_copy() -> bool;
     pub(crate) fn dprof_shim_cpu_online(cpu: c_uint) -> bool;
     pub(crate) fn dprof_shim_sampler_create(
         cpu: c_int,
