@@ -250,6 +250,8 @@ impl Histories {
     /// Reserves the debug registers on every CPU. Process context. On failure nothing stays
     /// reserved (ENOSPC: another user holds the debug registers).
     pub(crate) fn start(&self) -> Result {
+        // A start that failed earlier shut the engine down; this one starts afresh.
+        self.stopping.store(false, Ordering::SeqCst);
         let me = core::ptr::from_ref::<Self>(self).cast_mut().cast::<c_void>();
         // SAFETY: `sync_this_cpu` gets `me` back; this object outlives the csd (freed in
         // `shutdown`, which drains it first).
