@@ -91,16 +91,7 @@ impl SortKey {
 }
 
 /// A type's hardware statistics, zero when it has none.
-static NO_HARDWARE: TypeHardware = TypeHardware {
-    samples: 0,
-    misses: 0,
-    miss_rate: 0.0,
-    miss_share: 0.0,
-    hitm: 0,
-    latency_samples: 0,
-    mean_latency_cycles: None,
-    sources: Vec::new(),
-};
+static NO_HARDWARE: TypeHardware = TypeHardware::NONE;
 
 fn hardware(t: &TypeProfile) -> &TypeHardware {
     t.hardware.as_ref().unwrap_or(&NO_HARDWARE)

@@ -98,19 +98,7 @@ pub(super) fn render(app: &App, report: &Report, area: Rect, buf: &mut Buffer) {
 
 /// What the type is, its samples, objects and, with a hardware sampler, misses.
 fn header_lines(report: &Report, t: &TypeProfile, width: usize) -> Vec<Line<'static>> {
-    let mut what = vec![format!("{} #{}", t.kind.name(), t.rank)];
-    if let Some(c) = &t.cache {
-        what.push(format!("cache {c}"));
-    }
-    if let Some(s) = &t.site {
-        what.push(format!("allocated in {s}"));
-    }
-    if let Some(s) = &t.struct_name {
-        what.push(format!("struct {s}"));
-    }
-    if let Some(n) = t.object_size {
-        what.push(format!("object size {n}"));
-    }
+    let what = t.description();
     let mut lines = vec![Line::from(vec![
         Span::styled(type_label(t), HEADING),
         Span::raw(format!(" · {}", what.join(" · "))),

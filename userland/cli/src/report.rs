@@ -615,16 +615,7 @@ fn hardware_table(
         ("top function", false),
         ("top offset", false),
     ]);
-    let none = TypeHardware {
-        samples: 0,
-        misses: 0,
-        miss_rate: 0.0,
-        miss_share: 0.0,
-        hitm: 0,
-        latency_samples: 0,
-        mean_latency_cycles: None,
-        sources: Vec::new(),
-    };
+    let none = TypeHardware::NONE;
     for t in dp.types.iter().take(top) {
         let h = t.hardware.as_ref().unwrap_or(&none);
         let bounce = if t.bounce {
@@ -730,19 +721,7 @@ fn type_text(
 fn type_summary(report: &Report, t: &TypeProfile, out: &mut impl Write) -> io::Result<()> {
     header_lines(report, out)?;
     writeln!(out)?;
-    let mut what = vec![format!("{} #{}", t.kind.name(), t.rank)];
-    if let Some(c) = &t.cache {
-        what.push(format!("cache {c}"));
-    }
-    if let Some(s) = &t.site {
-        what.push(format!("allocated in {s}"));
-    }
-    if let Some(s) = &t.struct_name {
-        what.push(format!("struct {s}"));
-    }
-    if let Some(n) = t.object_size {
-        what.push(format!("object size {n}"));
-    }
+    let what = t.description();
     writeln!(out, "Type {} ({})", t.name, what.join(", "))?;
     writeln!(
         out,

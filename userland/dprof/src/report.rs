@@ -147,6 +147,20 @@ pub struct TypeHardware {
     pub sources: Vec<SourceCount>,
 }
 
+impl TypeHardware {
+    /// A type the hardware sampler did not see: every count zero.
+    pub const NONE: TypeHardware = TypeHardware {
+        samples: 0,
+        misses: 0,
+        miss_rate: 0.0,
+        miss_share: 0.0,
+        hitm: 0,
+        latency_samples: 0,
+        mean_latency_cycles: None,
+        sources: Vec::new(),
+    };
+}
+
 /// Samples served from one source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SourceCount {
@@ -209,6 +223,28 @@ pub struct TypeProfile {
     pub fields: Vec<FieldCount>,
     /// CPUs whose samples touched the type, most first.
     pub cpus: Vec<CpuCount>,
+}
+
+impl TypeProfile {
+    /// What the type is, in short phrases: kind and rank, cache, allocation site, struct,
+    /// object size (the line above a type's tables in the report and the browser).
+    #[must_use]
+    pub fn description(&self) -> Vec<String> {
+        let mut what = vec![format!("{} #{}", self.kind.name(), self.rank)];
+        if let Some(c) = &self.cache {
+            what.push(format!("cache {c}"));
+        }
+        if let Some(s) = &self.site {
+            what.push(format!("allocated in {s}"));
+        }
+        if let Some(s) = &self.struct_name {
+            what.push(format!("struct {s}"));
+        }
+        if let Some(n) = self.object_size {
+            what.push(format!("object size {n}"));
+        }
+        what
+    }
 }
 
 /// Samples of one function.
