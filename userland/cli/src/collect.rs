@@ -926,19 +926,24 @@ impl<'s> Tap<'s> {
         }
     }
 
+    /// Looks at whole records as the device returned them, each decoded once.
     fn see(&mut self, bytes: &[u8]) {
-        if let Some(traps) = &mut self.traps {
-            traps.scan(bytes);
+        let mut analyzer = self.planner.as_mut().and_then(|p| p.analyzer.as_mut());
+        if self.traps.is_none() && analyzer.is_none() {
+            return;
         }
-        if let Some(analyzer) = self.planner.as_mut().and_then(|p| p.analyzer.as_mut()) {
-            let mut pos = 0;
-            while let Some(rest) = bytes.get(pos..).filter(|r| !r.is_empty()) {
-                let Ok((header, record)) = dprof_abi::Record::decode(rest) else {
-                    return; // the writer reports bad records
-                };
-                analyzer.push(&header, &record);
-                pos += usize::from(header.size).max(dprof_abi::RECORD_ALIGN);
+        let mut pos = 0;
+        while let Some(rest) = bytes.get(pos..).filter(|r| !r.is_empty()) {
+            let Ok((header, record)) = dprof_abi::Record::decode(rest) else {
+                return; // the writer reports bad records
+            };
+            if let Some(traps) = &mut self.traps {
+                traps.note(&record);
             }
+            if let Some(analyzer) = analyzer.as_mut() {
+                analyzer.push(&header, &record);
+            }
+            pos += usize::from(header.size).max(dprof_abi::RECORD_ALIGN);
         }
     }
 }

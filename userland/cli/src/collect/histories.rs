@@ -313,17 +313,10 @@ pub fn choose_types(
 pub struct TrapIps(BTreeSet<u64>);
 
 impl TrapIps {
-    /// Notes the trap ips in `bytes`, whole records as the device returned them.
-    pub fn scan(&mut self, bytes: &[u8]) {
-        let mut pos = 0;
-        while let Some(rest) = bytes.get(pos..).filter(|r| !r.is_empty()) {
-            let Ok((header, record)) = Record::decode(rest) else {
-                return; // the writer reports bad records
-            };
-            if let Record::HistoryHit(hit) = record {
-                self.0.insert(hit.ip);
-            }
-            pos += usize::from(header.size).max(dprof_abi::RECORD_ALIGN);
+    /// Notes the trap ip of a `HistoryHit`; other records are ignored.
+    pub fn note(&mut self, record: &Record) {
+        if let Record::HistoryHit(hit) = record {
+            self.0.insert(hit.ip);
         }
     }
 
