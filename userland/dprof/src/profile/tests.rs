@@ -499,7 +499,7 @@ fn encoder_refuses_bad_records_and_writes_nothing() {
 fn encoder_splits_large_reads_into_chunks() {
     let mut enc = ProfileEncoder::new(Vec::new(), &example_header(), b"", b"").expect("vec");
     let one = alloc_record(1);
-    let n = MAX_RECORDS_CHUNK / one.len() * 2 + 3;
+    let n = WRITTEN_RECORDS_CHUNK / one.len() * 2 + 3;
     let big: Vec<u8> = one.iter().copied().cycle().take(one.len() * n).collect();
     enc.records(&big).expect("valid");
     enc.records(&[]).expect("nothing");
@@ -740,7 +740,7 @@ fn reading_a_file_holds_one_chunk_at_a_time() {
     let path = dir.path().join("big.dprof");
     let mut w = ProfileWriter::create(&path, &example_header(), b"k", b"m").expect("create");
     let one = alloc_record(1);
-    let n = MAX_RECORDS_CHUNK / one.len() * 3 + 5;
+    let n = WRITTEN_RECORDS_CHUNK / one.len() * 3 + 5;
     let big: Vec<u8> = one.iter().copied().cycle().take(one.len() * n).collect();
     w.write_records(&big).expect("valid");
     drop(big);
@@ -753,7 +753,7 @@ fn reading_a_file_holds_one_chunk_at_a_time() {
     .expect("finish");
     let profile = Profile::open(&path).expect("valid");
     assert_eq!(profile.chunk_count(), 4);
-    assert!(profile.file_size() > 3 * MAX_RECORDS_CHUNK as u64);
+    assert!(profile.file_size() > 3 * WRITTEN_RECORDS_CHUNK as u64);
     let mut records = profile.records();
     let mut count = 0;
     let mut most = 0;
@@ -764,7 +764,7 @@ fn reading_a_file_holds_one_chunk_at_a_time() {
     }
     assert_eq!(count, n);
     assert!(
-        most <= MAX_RECORDS_CHUNK + SECTION_HEADER_SIZE,
+        most <= WRITTEN_RECORDS_CHUNK + SECTION_HEADER_SIZE,
         "the iterator held {most} bytes"
     );
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::{
     check_record, KernelText, ProfileHeader, SectionKind, StopInfo, WriteError, FORMAT_VERSION,
-    MAGIC, MAX_RECORDS_CHUNK,
+    MAGIC, WRITTEN_RECORDS_CHUNK,
 };
 
 /// Writes a profile section by section to `W`. The Header, Kallsyms and Modules sections go
@@ -56,7 +56,7 @@ impl<W: Write> ProfileEncoder<W> {
     }
 
     /// Appends whole records, as read from the device, in Records sections of at most
-    /// [`MAX_RECORDS_CHUNK`] bytes. Every record is checked first, so that a malformed read
+    /// [`WRITTEN_RECORDS_CHUNK`] bytes. Every record is checked first, so that a malformed read
     /// writes nothing and the file stays readable up to it.
     ///
     /// # Errors
@@ -79,7 +79,7 @@ impl<W: Write> ProfileEncoder<W> {
         let mut pos = 0;
         while pos < bytes.len() {
             let size = record_size_at(bytes, pos);
-            if pos + size - start > MAX_RECORDS_CHUNK {
+            if pos + size - start > WRITTEN_RECORDS_CHUNK {
                 self.chunk(&bytes[start..pos])?;
                 start = pos;
             }
