@@ -6,6 +6,7 @@
 //! system; nothing in the profile side depends on it.
 
 pub mod analysis;
+pub mod cache;
 pub mod debuginfo;
 pub mod decode;
 pub mod device;
