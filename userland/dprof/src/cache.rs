@@ -8,6 +8,10 @@
 //! is at least 1 GiB aligned: virtual and physical addresses agree in their low 30 bits, so in
 //! every set bit of a cache whose `sets x line` is at most 1 GiB ([`MAX_WAY_BYTES`]). Memory
 //! from vmalloc is mapped page by page and is the exception.
+//!
+//! [`sim`] is a set-associative LRU simulator over these levels.
+
+pub mod sim;
 
 #[cfg(test)]
 mod tests;

@@ -45,6 +45,10 @@ pub struct Report {
     /// history (collected without `--histories`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histories: Option<crate::histories::HistoryReport>,
+    /// Live objects over time, cache residency and set histograms per type; absent unless
+    /// the views were asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_set: Option<crate::views::WorkingSetReport>,
 }
 
 /// The profile the report is about.
@@ -545,6 +549,8 @@ pub enum WarningCode {
     NoPercpuLayout,
     /// Many samples hit addresses outside the address set.
     ManyUnknown,
+    /// The views need cache geometry and the profile gives none.
+    NoCacheGeometry,
 }
 
 impl Report {

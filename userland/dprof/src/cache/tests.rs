@@ -1,5 +1,7 @@
-//! Geometry from headers, `--cache` parsing and its errors, and set indices.
+//! Geometry from headers, `--cache` parsing and its errors, set indices, and the LRU
+//! simulator on access sequences with known outcomes.
 
+use super::sim::{Hierarchy, Outcome, SetCache};
 use super::*;
 
 fn sysfs(
@@ -282,4 +284,52 @@ fn cpu_lists_parse_and_reject_reversed_ranges() {
     assert_eq!(cpu_list(" "), Some(vec![]));
     assert_eq!(cpu_list("3-1"), None);
     assert_eq!(cpu_list("x"), None);
+}
+
+#[test]
+fn lru_keeps_the_most_recent_lines_of_a_set() {
+    // One set of two ways: lines 0, 4, 8 (all set 0 of 4 sets).
+    let mut c = SetCache::new(4, 2);
+    assert_eq!(c.access(0, 1, 0), Outcome::Miss { evicted: None });
+    assert_eq!(c.access(4, 2, 0), Outcome::Miss { evicted: None });
+    assert_eq!(c.access(0, 1, 0), Outcome::Hit);
+    // 4 is now the least recently used: 8 replaces it.
+    assert_eq!(c.access(8, 3, 1), Outcome::Miss { evicted: Some(2) });
+    assert!(c.contains(0) && c.contains(8) && !c.contains(4));
+    // Another set is untouched by all this.
+    assert_eq!(c.access(1, 4, 1), Outcome::Miss { evicted: None });
+    assert_eq!((c.resident(0), c.resident(1), c.occupied()), (1, 2, 3));
+}
+
+#[test]
+fn a_freed_objects_lines_leave_and_free_their_way() {
+    let mut c = SetCache::new(1, 2);
+    c.access(10, 1, 0);
+    c.access(11, 2, 0);
+    // Only the owner's copy leaves: line 11 belongs to object 2.
+    assert!(!c.evict(11, 1));
+    assert!(c.evict(10, 1));
+    assert_eq!(c.resident(0), 1);
+    // The freed way is used before any live line is evicted.
+    assert_eq!(c.access(12, 3, 0), Outcome::Miss { evicted: None });
+    assert!(c.contains(11) && c.contains(12));
+}
+
+#[test]
+fn private_levels_are_per_cpu_and_shared_ones_are_not() {
+    let model = CacheModel::from_header(&guest());
+    let mut h = Hierarchy::new(&model.levels);
+    h.access(0, 0x1000, 7, 3);
+    h.access(1, 0x1000, 7, 3);
+    // L1d and L2 hold a copy per CPU, L3 one.
+    assert_eq!(
+        (h.resident(0, 3), h.resident(1, 3), h.resident(2, 3)),
+        (2, 2, 1)
+    );
+    assert_eq!(h.capacity(0), 2 * 1024);
+    h.free(7, &[0x1000, 0x1008]);
+    assert_eq!(
+        (h.resident(0, 3), h.resident(1, 3), h.resident(2, 3)),
+        (0, 0, 0)
+    );
 }
