@@ -1251,6 +1251,7 @@ fn build_report(a: &Analyzer<'_>) -> Report {
         ordering,
         warnings,
         histories: None,
+        misses: None,
         working_set: None,
     }
 }

@@ -21,6 +21,7 @@
 
 pub mod example;
 mod layout;
+mod misses;
 mod simulate;
 mod working_set;
 
@@ -36,6 +37,10 @@ use crate::profile::{Profile, ProfileError, ProfileHeader};
 use crate::report::{Report, Warning, WarningCode};
 use crate::resolve::{LiveObject, SymbolSource};
 
+pub use misses::{
+    CannotTellEvidence, CapacityEvidence, ClassCount, ConflictEvidence, HistoryJudgement,
+    MissClass, MissReport, SharingEvidence, SharingSite, TypeMisses, CAPACITY_COVERAGE,
+};
 pub use working_set::{
     is_conflicted, LinesPerSet, LiveIndex, ResidentLines, SetHistogram, SimulationStats,
     TypeWorkingSet, WorkingSetReport, CONFLICT_FACTOR,
@@ -208,7 +213,10 @@ impl Default for ViewOptions {
     }
 }
 
-/// Fills [`Report::working_set`] from what the main pass recorded and
+/// The line size sharing is judged with when the profile gives no geometry.
+pub const ASSUMED_LINE_BYTES: u32 = 64;
+
+/// Fills [`Report::misses`] and [`Report::working_set`] from what the main pass recorded and
 /// the profile's histories; a warning says when the profile gives no usable cache geometry
 /// (the cache-dependent parts are then empty).
 pub fn compute(
@@ -216,7 +224,7 @@ pub fn compute(
     recorded: &Recorded,
     histories: Option<&Histories>,
     header: &ProfileHeader,
-    _symbols: &dyn SymbolSource,
+    symbols: &dyn SymbolSource,
     options: &ViewOptions,
 ) {
     let model = CacheModel::from_header(&header.caches)
@@ -233,6 +241,15 @@ pub fn compute(
     let layout = layout::Layout::new(report, recorded, histories, &model, options.time_points);
     report.working_set = Some(working_set::report(
         report, recorded, &layout, &model, options,
+    ));
+    report.misses = Some(misses::report(
+        report,
+        recorded,
+        histories,
+        &layout,
+        &model,
+        header.online_cpus,
+        symbols,
     ));
 }
 

@@ -80,6 +80,7 @@ fn report(types: Vec<TypeProfile>) -> Report {
         ordering: OrderingStats::default(),
         warnings: Vec::new(),
         histories: None,
+        misses: None,
         working_set: None,
     }
 }

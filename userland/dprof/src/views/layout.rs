@@ -7,7 +7,8 @@
 //!
 //! From these counts: a set is flagged for a type at a level when the type's distinct lines
 //! in it exceed the level's ways and are at least twice the type's mean over all sets of the
-//! level (the paper's rule).
+//! level (the paper's rule); the working set of a level is the most lines of all sampled
+//! types live at once, in bytes.
 
 use rustc_hash::FxHashMap;
 
@@ -22,6 +23,17 @@ use crate::report::{Report, TypeKind};
 pub(super) struct TypeLevel {
     /// The report's histogram.
     pub(super) histogram: SetHistogram,
+    /// Sets holding at least one line / sets.
+    pub(super) covered_fraction: f64,
+    /// Distinct lines in the flagged sets.
+    pub(super) lines_in_flagged_sets: u64,
+}
+
+impl TypeLevel {
+    /// Whether `set` is flagged.
+    pub(super) fn is_flagged(&self, set: u64) -> bool {
+        self.histogram.flagged_sets.binary_search(&set).is_ok()
+    }
 }
 
 /// One slab type with objects in the address set.
@@ -56,6 +68,13 @@ impl TypeLayout {
     }
 }
 
+/// The working set of one level: the most lines of all sampled types live at once.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct LevelPeak {
+    /// In bytes.
+    pub(super) bytes: u64,
+}
+
 /// Every slab type's lines, and what both views derive from them.
 #[derive(Clone, Debug)]
 pub(super) struct Layout {
@@ -69,6 +88,8 @@ pub(super) struct Layout {
     pub(super) types: Vec<TypeLayout>,
     /// Recorded type id to index in `types`.
     pub(super) by_type_id: FxHashMap<u32, usize>,
+    /// Per level of the model.
+    pub(super) working_set: Vec<LevelPeak>,
 }
 
 impl Layout {
@@ -133,12 +154,18 @@ impl Layout {
             by_type_id.insert(id as u32, types.len());
             types.push(layout);
         }
+        let working_set = model
+            .levels
+            .iter()
+            .map(|level| level_peak(&types, &recorded.lifetimes, level))
+            .collect();
         Self {
             span,
             times: time_grid(span, time_points),
             live,
             types,
             by_type_id,
+            working_set,
         }
     }
 
@@ -203,10 +230,12 @@ pub(super) fn histogram(
     let mean = total as f64 / level.sets as f64;
     let mut buckets: FxHashMap<u64, u64> = FxHashMap::default();
     let mut flagged: Vec<u64> = Vec::new();
+    let mut in_flagged = 0;
     for (&set, &n) in per_set {
         *buckets.entry(n).or_default() += 1;
         if is_conflicted(n, level.ways, mean) {
             flagged.push(set);
+            in_flagged += n;
         }
     }
     let empty_sets = level.sets - per_set.len() as u64;
@@ -229,5 +258,48 @@ pub(super) fn histogram(
             lines_per_set,
             flagged_sets: flagged,
         },
+        covered_fraction: per_set.len() as f64 / level.sets as f64,
+        lines_in_flagged_sets: in_flagged,
+    }
+}
+
+/// The most bytes of lines that the sampled types' live objects touch at once.
+fn level_peak(types: &[TypeLayout], lifetimes: &[Lifetime], level: &CacheLevel) -> LevelPeak {
+    let shift = level.line_shift();
+    let line_bytes = u64::from(level.line_bytes);
+    // (time, is_alloc, lines): ends first at equal times, as lifetimes end exclusive.
+    let mut events: Vec<(u64, bool, u64)> = Vec::new();
+    let mut one = Vec::new();
+    for t in types.iter().filter(|t| !t.touched.is_empty()) {
+        // Lines per object depend only on the base's offset in its line.
+        let mut by_alignment: FxHashMap<u64, u64> = FxHashMap::default();
+        for &i in &t.objects {
+            let Some(l) = lifetimes.get(i as usize) else {
+                continue;
+            };
+            let n = *by_alignment
+                .entry(l.base & (line_bytes - 1))
+                .or_insert_with(|| {
+                    t.lines_of(l.base, shift, &mut one);
+                    one.len() as u64
+                });
+            events.push((l.alloc_ns, true, n));
+            if let Some(end) = l.end_ns {
+                events.push((end, false, n));
+            }
+        }
+    }
+    events.sort_unstable_by_key(|&(t, alloc, _)| (t, alloc));
+    let (mut now, mut peak) = (0u64, 0u64);
+    for (_, alloc, n) in events {
+        if alloc {
+            now += n;
+            peak = peak.max(now);
+        } else {
+            now = now.saturating_sub(n);
+        }
+    }
+    LevelPeak {
+        bytes: peak * line_bytes,
     }
 }

@@ -1,7 +1,7 @@
 //! The views on [`super::example`]'s synthetic profile, whose answers are known from how it
-//! was built.
+//! was built, and on hand-made lifetimes and histories for the judgement's edge cases.
 
-use super::example::{self, PAGE, PAGE_OBJECTS, PAIR, SWEEP, SWEEP_OBJECTS};
+use super::example::{self, PAGE, PAGE_OBJECTS, PAIR, SMALL, SWEEP, SWEEP_OBJECTS};
 use super::*;
 use crate::analysis::{self, Options};
 use crate::profile::Profile;
@@ -19,8 +19,16 @@ fn example_report() -> Report {
     analyzed(example::profile(), &ViewOptions::default())
 }
 
+fn misses(report: &Report) -> &MissReport {
+    report.misses.as_ref().expect("misses computed")
+}
+
 fn working_set(report: &Report) -> &WorkingSetReport {
     report.working_set.as_ref().expect("working set computed")
+}
+
+fn classes(t: &TypeMisses) -> Vec<(MissClass, f64)> {
+    t.classes.iter().map(|c| (c.class, c.count)).collect()
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -31,7 +39,131 @@ fn close(a: f64, b: f64) -> bool {
 fn without_views_the_report_has_neither_section() {
     let profile = Profile::from_vec(example::profile()).expect("valid profile");
     let report = analysis::analyze(&profile, &Options::default()).expect("analysis");
+    assert!(report.misses.is_none());
     assert!(report.working_set.is_none());
+}
+
+#[test]
+fn false_and_true_sharing_of_two_counters_on_one_line() {
+    let report = example_report();
+    let m = misses(&report);
+    assert!(m.inferred, "the software sampler has no miss bits");
+    let pair = m.find_type(PAIR).expect("pair classified");
+    assert_eq!(
+        pair.history_accesses,
+        Some(HistoryJudgement {
+            accesses: 6,
+            true_sharing: 1,
+            false_sharing: 2,
+            cannot_tell: 0,
+        })
+    );
+    // Evidence: who wrote, who missed.
+    let evidence: Vec<String> = pair
+        .sharing
+        .iter()
+        .map(|e| {
+            format!(
+                "{}: {} on {} at +{} -> {} on {} at +{}, {} time(s)",
+                e.class.name(),
+                e.writer.function,
+                e.writer.cpu,
+                e.writer.offset,
+                e.missing.function,
+                e.missing.cpu,
+                e.missing.offset,
+                e.count
+            )
+        })
+        .collect();
+    assert_eq!(
+        evidence,
+        [
+            "true sharing: vw_write_a on 1 at +0 -> vw_read_a on 0 at +0, 1 time(s)",
+            "false sharing: vw_write_a on 0 at +0 -> vw_write_b on 1 at +8, 1 time(s)",
+            "false sharing: vw_write_b on 1 at +8 -> vw_read_a on 0 at +0, 1 time(s)",
+        ]
+    );
+    assert_eq!(pair.sharing[1].writer.ip, example::VW_WRITE_A);
+    assert_eq!(pair.sharing[1].missing.ip, example::VW_WRITE_B);
+    assert_eq!(pair.sharing[1].missing.size, 8);
+    // Samples: vw_write_a at +0 matches two accesses with no invalidation (unclassified);
+    // vw_write_b at +8 twice, one false-sharing access; vw_read_a at +0, one false, one
+    // true, one neither.
+    assert_eq!(pair.total, 4);
+    let c = classes(pair);
+    let want = [
+        (MissClass::TrueSharing, 1.0 / 3.0),
+        (MissClass::FalseSharing, 2.0 + 1.0 / 3.0),
+        (MissClass::Conflict, 0.0),
+        (MissClass::Capacity, 0.0),
+        (MissClass::CannotTell, 0.0),
+        (MissClass::Unclassified, 1.0 + 1.0 / 3.0),
+    ];
+    for ((class, got), (want_class, want_count)) in c.iter().zip(want) {
+        assert_eq!(*class, want_class);
+        assert!(close(*got, want_count), "{class:?}: {got} vs {want_count}");
+    }
+    let percent: f64 = pair.classes.iter().map(|c| c.percent).sum();
+    assert!(close(percent, 100.0), "{percent}");
+    assert_eq!(pair.dominant, MissClass::FalseSharing);
+    assert!(close(pair.margin, 25.0), "{}", pair.margin);
+    assert!(pair.conflict.is_empty());
+    assert!(pair.capacity.is_none());
+}
+
+#[test]
+fn a_line_shared_with_a_neighbour_object_is_cannot_tell_not_false_sharing() {
+    let report = example_report();
+    let small = misses(&report).find_type(SMALL).expect("small classified");
+    assert_eq!(
+        small.history_accesses,
+        Some(HistoryJudgement {
+            accesses: 2,
+            true_sharing: 0,
+            false_sharing: 0,
+            cannot_tell: 2,
+        })
+    );
+    assert!(small.sharing.is_empty(), "{:?}", small.sharing);
+    assert_eq!(small.cannot_tell.len(), 2);
+    assert!(small.cannot_tell.iter().all(|e| e.neighbour_type == SMALL));
+    assert_eq!(small.total, 2);
+    assert!(close(small.count(MissClass::CannotTell), 2.0));
+    assert!(close(small.count(MissClass::FalseSharing), 0.0));
+    assert_eq!(small.dominant, MissClass::CannotTell);
+    assert!(close(small.margin, 100.0));
+}
+
+#[test]
+fn a_single_cpu_profile_has_no_invalidations() {
+    let report = analyzed(
+        example::profile_with(1, example::guest_caches()),
+        &ViewOptions::default(),
+    );
+    let m = misses(&report);
+    for name in [PAIR, SMALL] {
+        let t = m.find_type(name).expect("classified");
+        let h = t.history_accesses.expect("histories judged");
+        assert_eq!(
+            (h.true_sharing, h.false_sharing, h.cannot_tell),
+            (0, 0, 0),
+            "{name}"
+        );
+        assert!(t.sharing.is_empty() && t.cannot_tell.is_empty(), "{name}");
+        for class in [
+            MissClass::TrueSharing,
+            MissClass::FalseSharing,
+            MissClass::CannotTell,
+        ] {
+            assert!(close(t.count(class), 0.0), "{name} {class:?}");
+        }
+        assert_eq!(t.dominant, MissClass::Unclassified, "{name}");
+    }
+    assert!(m
+        .notes
+        .iter()
+        .any(|n| n == "a single CPU: no invalidations"));
 }
 
 #[test]
@@ -64,6 +196,16 @@ fn a_page_stride_is_flagged_in_exactly_the_sets_it_reaches() {
     // L2 has 16 ways: 4 lines per set are no conflict. L3's 16384 sets spread them out.
     assert!(page.histograms[1].flagged_sets.is_empty());
     assert_eq!(page.histograms[2].max_lines_per_set, 1);
+    let m = misses(&report).find_type(PAGE).expect("page classified");
+    assert_eq!(m.total, PAGE_OBJECTS);
+    assert!(close(m.count(MissClass::Conflict), PAGE_OBJECTS as f64));
+    assert_eq!(m.dominant, MissClass::Conflict);
+    assert_eq!(m.conflict.len(), 1);
+    assert_eq!(m.conflict[0].level, "L1d");
+    assert_eq!(m.conflict[0].flagged_sets, expected);
+    assert_eq!(m.conflict[0].lines_in_flagged_sets, PAGE_OBJECTS);
+    assert!(close(m.conflict[0].samples, PAGE_OBJECTS as f64));
+    assert!(m.capacity.is_none(), "8 of 512 sets is no capacity problem");
 }
 
 #[test]
@@ -80,6 +222,23 @@ fn a_sweep_larger_than_l1d_is_capacity_not_conflict() {
         }]
     );
     assert!(l1.flagged_sets.is_empty());
+    let m = misses(&report).find_type(SWEEP).expect("sweep classified");
+    assert!(m.conflict.is_empty());
+    let cap = m.capacity.as_ref().expect("capacity");
+    assert_eq!(cap.level, "L1d");
+    assert_eq!(cap.cache_bytes, 64 << 10);
+    assert!(close(cap.sets_covered_fraction, 1.0));
+    // Every sampled type's touched lines at once: the sweep, the pages, the pair and the two
+    // small objects (one line).
+    let lines = SWEEP_OBJECTS + PAGE_OBJECTS;
+    assert!(
+        cap.working_set_bytes >= lines * 64 && cap.working_set_bytes <= (lines + 2) * 64,
+        "{}",
+        cap.working_set_bytes
+    );
+    assert!(close(m.count(MissClass::Capacity), 64.0));
+    assert_eq!(m.dominant, MissClass::Capacity);
+    assert!(close(m.margin, 100.0));
 }
 
 #[test]
@@ -137,7 +296,7 @@ fn live_objects_are_exact_at_any_time() {
     assert_eq!(live.live_objects("no_such_type", 19_999), 0);
     let mut names: Vec<&str> = live.type_names().collect();
     names.sort_unstable();
-    assert_eq!(names, [PAGE, PAIR, example::SMALL, SWEEP]);
+    assert_eq!(names, [PAGE, PAIR, SMALL, SWEEP]);
 }
 
 #[test]
@@ -235,6 +394,15 @@ fn a_profile_without_geometry_warns_and_leaves_the_cache_parts_empty() {
         ws.find_type(SWEEP).map(|t| t.peak_objects),
         Some(SWEEP_OBJECTS)
     );
+    let m = misses(&report);
+    assert!(m
+        .types
+        .iter()
+        .all(|t| t.conflict.is_empty() && t.capacity.is_none()));
+    // Sharing needs only a line size, assumed.
+    let pair = m.find_type(PAIR).expect("pair");
+    assert_eq!(pair.history_accesses.map(|h| h.false_sharing), Some(2));
+    assert!(m.notes.iter().any(|n| n.contains("64-byte lines (assumed")));
     // --cache supplies what the profile lacks.
     let overridden = analyzed(
         example::profile_with(2, Vec::new()),
@@ -247,12 +415,27 @@ fn a_profile_without_geometry_warns_and_leaves_the_cache_parts_empty() {
         .warnings
         .iter()
         .any(|w| w.code == crate::report::WarningCode::NoCacheGeometry));
-    let page = working_set(&overridden).find_type(PAGE).expect("page");
-    assert_eq!(page.histograms[0].flagged_sets.len(), 8);
+    let page = misses(&overridden).find_type(PAGE).expect("page");
+    assert_eq!(page.conflict[0].flagged_sets.len(), 8);
     assert_eq!(
         working_set(&overridden).geometry[0].source,
         crate::cache::GeometrySource::Override
     );
+}
+
+#[test]
+fn a_what_if_cache_moves_the_answer() {
+    // Eight ways per L1d set hold the 4 lines the page stride puts in each: no conflict.
+    let report = analyzed(
+        example::profile(),
+        &ViewOptions {
+            overrides: crate::cache::parse_overrides("L1d=256K/8/64").expect("valid"),
+            ..ViewOptions::default()
+        },
+    );
+    let page = misses(&report).find_type(PAGE).expect("page");
+    assert!(page.conflict.is_empty());
+    assert_eq!(page.dominant, MissClass::Unclassified);
 }
 
 #[test]
@@ -262,8 +445,12 @@ fn reports_with_views_survive_json() {
     let back: Report = serde_json::from_str(&text).expect("deserializes");
     assert_eq!(back, report);
     let v: serde_json::Value = serde_json::from_str(&text).expect("json");
-    assert_eq!(v["working_set"]["geometry"][0]["name"], "L1d");
-    assert_eq!(v["working_set"]["geometry"][0]["source"], "profile");
+    assert_eq!(
+        v["misses"]["types"][0]["classes"].as_array().map(Vec::len),
+        Some(6)
+    );
+    assert_eq!(v["misses"]["geometry"][0]["name"], "L1d");
+    assert_eq!(v["misses"]["geometry"][0]["source"], "profile");
     assert_eq!(
         v["working_set"]["types"][0]["histograms"][0]["level"],
         "L1d"
@@ -271,8 +458,9 @@ fn reports_with_views_survive_json() {
     // A report from before the views still reads.
     let mut old = v.clone();
     if let Some(o) = old.as_object_mut() {
+        o.remove("misses");
         o.remove("working_set");
     }
     let old: Report = serde_json::from_value(old).expect("old report");
-    assert!(old.working_set.is_none());
+    assert!(old.misses.is_none() && old.working_set.is_none());
 }
