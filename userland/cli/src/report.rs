@@ -71,9 +71,10 @@ use crate::units::format_bytes;
 /// --view working-set shows each slab type's live objects and bytes over time (peak and mean,
 /// exact from the address set), the mean number of its lines each cache level holds (a cache
 /// simulation driven by the address set and the path traces: --sim-objects N caps the objects
-/// simulated, a seeded random choice) and, with --type NAME, the live objects over time and
-/// per level the histogram of its distinct lines per associativity set, conflicted sets
-/// flagged. --format csv prints the histograms (type, level, lines per set, sets, flagged).
+/// simulated, a seeded random share, in caches shrunk alike) and, with --type NAME, the live
+/// objects over time and per level the histogram of its distinct lines per associativity set,
+/// conflicted sets flagged. --format csv prints the histograms (type, level, lines per set,
+/// sets, flagged).
 ///
 /// Both views use the cache geometry in the profile (sysfs of the profiled machine); --cache
 /// NAME=SIZE/WAYS/LINE[,...] replaces or adds levels for what-if analysis: NAME is L1d, L2,
@@ -113,8 +114,8 @@ pub struct ReportArgs {
     /// NAME=SIZE/WAYS/LINE[,...], e.g. L1d=48K/12/64,L2=2M/16/64.
     #[arg(long, value_name = "SPEC")]
     cache: Option<String>,
-    /// Objects the working set's cache simulation takes at most (a seeded random choice when
-    /// the profile has more).
+    /// Objects the working set's cache simulation takes at most: with more in the profile, a
+    /// seeded random half, quarter, ... of them, in caches with as small a share of their sets.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_SIM_OBJECTS as u64,
           value_parser = clap::value_parser!(u64).range(1..))]
     sim_objects: u64,

@@ -12,19 +12,6 @@ use super::CacheLevel;
 /// An empty way.
 const EMPTY: u64 = u64::MAX;
 
-/// One line held by a cache.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Way {
-    /// Line number (address / line size), [`EMPTY`] when free.
-    line: u64,
-    /// Last use, for LRU.
-    stamp: u64,
-    /// The object that brought the line in.
-    owner: u32,
-    /// Its type.
-    type_index: u32,
-}
-
 /// What one access did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -37,12 +24,19 @@ pub enum Outcome {
     },
 }
 
-/// One set-associative cache with LRU replacement.
+/// One set-associative cache with LRU replacement. The ways are kept as parallel arrays, so
+/// that the search of a set reads its line numbers only (two host cache lines for 16 ways):
+/// the simulation's time goes into these reads.
 #[derive(Clone, Debug)]
 pub struct SetCache {
     ways: usize,
     set_mask: u64,
-    slots: Vec<Way>,
+    /// Line number held by each way (set by set), [`EMPTY`] when free.
+    lines: Vec<u64>,
+    /// Last use of each way, for LRU (0: free).
+    stamps: Vec<u64>,
+    /// `(owner, type index)` of each way: the object that brought the line in, and its type.
+    owners: Vec<(u32, u32)>,
     clock: u64,
     /// Resident lines per type index.
     resident: Vec<u64>,
@@ -54,18 +48,13 @@ impl SetCache {
     pub fn new(sets: u64, ways: u32) -> Self {
         let ways = ways.max(1) as usize;
         let sets = sets.max(1).next_power_of_two();
+        let n = sets as usize * ways;
         Self {
             ways,
             set_mask: sets - 1,
-            slots: vec![
-                Way {
-                    line: EMPTY,
-                    stamp: 0,
-                    owner: 0,
-                    type_index: 0,
-                };
-                sets as usize * ways
-            ],
+            lines: vec![EMPTY; n],
+            stamps: vec![0; n],
+            owners: vec![(0, 0); n],
             clock: 0,
             resident: Vec::new(),
         }
@@ -77,50 +66,61 @@ impl SetCache {
         Self::new(level.sets, level.ways)
     }
 
-    fn set(&mut self, line: u64) -> &mut [Way] {
+    /// The ways of `line`'s set, as a range of the arrays.
+    fn set(&self, line: u64) -> std::ops::Range<usize> {
         let start = (line & self.set_mask) as usize * self.ways;
-        &mut self.slots[start..start + self.ways]
+        start..start + self.ways
     }
 
     /// Accesses `line` for `owner` of type `type_index`: a hit refreshes it, a miss brings it
     /// in over the least recently used way.
     pub fn access(&mut self, line: u64, owner: u32, type_index: u32) -> Outcome {
         self.clock += 1;
-        let stamp = self.clock;
         let set = self.set(line);
-        if let Some(way) = set.iter_mut().find(|w| w.line == line) {
-            way.stamp = stamp;
+        let start = set.start;
+        let lines = &self.lines[set.clone()];
+        if let Some(w) = lines.iter().position(|&l| l == line) {
+            self.stamps[start + w] = self.clock;
             return Outcome::Hit;
         }
-        // A free way, else the least recently used (free ways have stamp 0 and come first).
-        let Some(victim) = set.iter_mut().min_by_key(|w| (w.line != EMPTY, w.stamp)) else {
-            return Outcome::Miss { evicted: None };
-        };
-        let old = *victim;
-        *victim = Way {
-            line,
-            stamp,
-            owner,
-            type_index,
-        };
-        let evicted = (old.line != EMPTY).then_some(old.owner);
-        if evicted.is_some() {
-            self.count(old.type_index, false);
+        // A free way (stamp 0), else the least recently used.
+        let mut victim = start;
+        let mut oldest = u64::MAX;
+        for (i, &stamp) in self.stamps[set].iter().enumerate() {
+            if stamp < oldest {
+                oldest = stamp;
+                victim = start + i;
+            }
+        }
+        let evicted = (self.lines[victim] != EMPTY).then(|| self.owners[victim]);
+        self.lines[victim] = line;
+        self.stamps[victim] = self.clock;
+        self.owners[victim] = (owner, type_index);
+        if let Some((_, old_type)) = evicted {
+            self.count(old_type, false);
         }
         self.count(type_index, true);
-        Outcome::Miss { evicted }
+        Outcome::Miss {
+            evicted: evicted.map(|(o, _)| o),
+        }
     }
 
     /// Drops `line` if `owner` brought it in (its object was freed). Returns whether it was
     /// there.
     pub fn evict(&mut self, line: u64, owner: u32) -> bool {
         let set = self.set(line);
-        let Some(way) = set.iter_mut().find(|w| w.line == line && w.owner == owner) else {
+        let start = set.start;
+        let Some(w) = self.lines[set]
+            .iter()
+            .enumerate()
+            .position(|(i, &l)| l == line && self.owners[start + i].0 == owner)
+        else {
             return false;
         };
-        let type_index = way.type_index;
-        way.line = EMPTY;
-        way.stamp = 0;
+        let way = start + w;
+        let (_, type_index) = self.owners[way];
+        self.lines[way] = EMPTY;
+        self.stamps[way] = 0;
         self.count(type_index, false);
         true
     }
@@ -150,10 +150,7 @@ impl SetCache {
     /// Whether `line` is held.
     #[must_use]
     pub fn contains(&self, line: u64) -> bool {
-        let start = (line & self.set_mask) as usize * self.ways;
-        self.slots[start..start + self.ways]
-            .iter()
-            .any(|w| w.line == line)
+        self.lines[self.set(line)].contains(&line)
     }
 }
 

@@ -6,8 +6,11 @@
 //! free. Residency per type and level is sampled at the live series' times and averaged.
 //!
 //! With more eligible objects than [`super::ViewOptions::sim_objects`], a seeded random
-//! subset is simulated and each type's resident lines are scaled by the inverse of its share
-//! simulated (then capped, all types together, at what the level can hold).
+//! `1/2^k` of them is simulated (the largest such share within the cap) in caches with `1/2^k`
+//! of each level's sets and the same ways: each simulated set then sees about as many lines
+//! as a set of the whole simulation, so the pressure that decides what stays is kept (fewer
+//! objects in a full-size cache would all fit). Each type's resident lines are scaled by the
+//! inverse of its share simulated (then capped, all types together, at what the level holds).
 
 use std::time::Instant;
 
@@ -97,15 +100,18 @@ pub(super) fn simulate(
     let started = Instant::now();
     let mut stats = SimulationStats {
         seed: options.seed,
+        sets_fraction: 1.0,
         ..SimulationStats::default()
     };
     let Some(min_shift) = model.levels.iter().map(CacheLevel::line_shift).min() else {
         return (Vec::new(), stats);
     };
     let mut rng = Rng::new(options.seed);
-    let (chosen, eligible_per_type) = choose_objects(layout, options.sim_objects, &mut rng);
+    let (chosen, eligible_per_type, share_shift) =
+        choose_objects(layout, options.sim_objects, &mut rng);
     stats.eligible_objects = eligible_per_type.iter().sum();
     stats.objects = chosen.len() as u64;
+    stats.sets_fraction = 1.0 / f64::from(1u32 << share_shift.min(31));
     let mut simulated_per_type = vec![0u64; layout.types.len()];
     for &(ti, _) in &chosen {
         simulated_per_type[ti] += 1;
@@ -114,7 +120,19 @@ pub(super) fn simulate(
     let events = make_events(
         report, recorded, layout, &models, &chosen, min_shift, &mut rng, &mut stats,
     );
-    let mut caches = Hierarchy::new(&model.levels);
+    let shrunk: Vec<CacheLevel> = model
+        .levels
+        .iter()
+        .map(|l| {
+            let sets = (l.sets >> share_shift).max(1);
+            CacheLevel {
+                sets,
+                size_bytes: sets * u64::from(l.ways) * u64::from(l.line_bytes),
+                ..l.clone()
+            }
+        })
+        .collect();
+    let mut caches = Hierarchy::new(&shrunk);
     let sums = run(
         recorded,
         layout,
@@ -124,12 +142,20 @@ pub(super) fn simulate(
         &mut caches,
         &mut stats,
     );
+    // What each level of the whole hierarchy holds: the shrunk caches' capacity, scaled back.
+    let capacities: Vec<f64> = model
+        .levels
+        .iter()
+        .zip(&shrunk)
+        .enumerate()
+        .map(|(i, (full, small))| caches.capacity(i) as f64 * full.sets as f64 / small.sets as f64)
+        .collect();
     let means = scaled_means(
         &sums,
         layout.times.len(),
         &eligible_per_type,
         &simulated_per_type,
-        &caches,
+        &capacities,
     );
     stats.seconds = started.elapsed().as_secs_f64();
     stats.accesses_per_second = if stats.seconds > 0.0 {
@@ -141,9 +167,13 @@ pub(super) fn simulate(
 }
 
 /// `(type index, lifetime)` of the objects to simulate, in allocation order: every object
-/// whose lines are known, or a uniform random choice of `cap` of them; and how many were
-/// eligible per type.
-fn choose_objects(layout: &Layout, cap: usize, rng: &mut Rng) -> (Vec<(usize, u32)>, Vec<u64>) {
+/// whose lines are known, or a uniform random choice of `1/2^k` of them, the largest such
+/// share within `cap`; how many were eligible per type; and `k`.
+fn choose_objects(
+    layout: &Layout,
+    cap: usize,
+    rng: &mut Rng,
+) -> (Vec<(usize, u32)>, Vec<u64>, u32) {
     let mut eligible: Vec<(usize, u32)> = layout
         .types
         .iter()
@@ -155,16 +185,21 @@ fn choose_objects(layout: &Layout, cap: usize, rng: &mut Rng) -> (Vec<(usize, u3
     for &(ti, _) in &eligible {
         per_type[ti] += 1;
     }
-    if eligible.len() > cap {
-        // A partial Fisher-Yates shuffle: the first `cap` are a uniform choice.
-        for i in 0..cap {
+    let mut shift = 0;
+    while eligible.len() >> shift > cap.max(1) {
+        shift += 1;
+    }
+    let keep = eligible.len() >> shift;
+    if keep < eligible.len() {
+        // A partial Fisher-Yates shuffle: the first `keep` are a uniform choice.
+        for i in 0..keep {
             let j = i + rng.below((eligible.len() - i) as u64) as usize;
             eligible.swap(i, j);
         }
-        eligible.truncate(cap);
+        eligible.truncate(keep);
         eligible.sort_unstable_by_key(|&(_, o)| o);
     }
-    (eligible, per_type)
+    (eligible, per_type, shift)
 }
 
 /// Paths, CPUs and rounds of each layout type.
@@ -325,13 +360,14 @@ fn run(
 }
 
 /// Mean resident lines from the sums over `points` snapshots, scaled by each type's share
-/// simulated, then capped, all types together, at what each level holds.
+/// simulated, then capped, all types together, at what each level holds (`capacities`, in
+/// lines).
 fn scaled_means(
     sums: &[Vec<u64>],
     points: usize,
     eligible_per_type: &[u64],
     simulated_per_type: &[u64],
-    caches: &Hierarchy,
+    capacities: &[f64],
 ) -> Vec<Vec<f64>> {
     let points = points.max(1) as f64;
     let mut means: Vec<Vec<f64>> = sums
@@ -349,10 +385,8 @@ fn scaled_means(
                 .collect()
         })
         .collect();
-    let levels = sums.first().map_or(0, Vec::len);
-    for level in 0..levels {
+    for (level, &capacity) in capacities.iter().enumerate() {
         let total: f64 = means.iter().map(|m| m[level]).sum();
-        let capacity = caches.capacity(level) as f64;
         if total > capacity && total > 0.0 {
             for m in &mut means {
                 m[level] *= capacity / total;

@@ -346,7 +346,9 @@ fn capped_simulations_are_reproducible_and_scaled() {
     let a = analyzed(example::profile(), &capped);
     let b = analyzed(example::profile(), &capped);
     let sim = &working_set(&a).simulation;
-    assert_eq!(sim.objects, 500);
+    // The largest 1/2^k of 2083 objects within 500: 2083 / 8.
+    assert_eq!(sim.objects, 260);
+    assert!(close(sim.sets_fraction, 1.0 / 8.0));
     assert_eq!(sim.eligible_objects, SWEEP_OBJECTS + PAGE_OBJECTS + 3);
     let lines = |r: &Report| -> Vec<(String, String, f64)> {
         working_set(r)
@@ -366,10 +368,9 @@ fn capped_simulations_are_reproducible_and_scaled() {
         .find(|(t, l, _)| t == SWEEP && l == "L2")
         .map_or(0.0, |x| x.2);
     assert!((1700.0..2200.0).contains(&sweep_l2), "{sweep_l2}");
-    assert!(working_set(&a)
-        .notes
-        .iter()
-        .any(|n| n.starts_with("500 of 2083 objects simulated")));
+    assert!(working_set(&a).notes.iter().any(|n| n.starts_with(
+        "260 of 2083 objects simulated (--sim-objects), in caches with 1/8 of each level's sets"
+    )));
 }
 
 #[test]

@@ -142,6 +142,10 @@ pub struct SimulationStats {
     /// Objects whose accesses came from path traces (the others from sampled offsets).
     #[serde(default)]
     pub objects_from_paths: u64,
+    /// The share of each level's sets simulated: 1, or the share of objects simulated when
+    /// `--sim-objects` capped them (a power of two, see `objects`).
+    #[serde(default)]
+    pub sets_fraction: f64,
     /// The seed of its random choices.
     #[serde(default)]
     pub seed: u64,
@@ -387,9 +391,11 @@ pub(super) fn report(
     ));
     if simulation.objects < simulation.eligible_objects {
         notes.push(format!(
-            "{} of {} objects simulated (--sim-objects): resident lines are scaled up by each \
-             type's share simulated",
-            simulation.objects, simulation.eligible_objects
+            "{} of {} objects simulated (--sim-objects), in caches with 1/{} of each level's \
+             sets: resident lines are scaled up by each type's share simulated",
+            simulation.objects,
+            simulation.eligible_objects,
+            (1.0 / simulation.sets_fraction).round()
         ));
     }
     WorkingSetReport {
