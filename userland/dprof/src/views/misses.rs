@@ -296,6 +296,16 @@ impl<'r> Neighbours<'r> {
         Self { by_base, lifetimes }
     }
 
+    /// The object starting at `base` live at `t`.
+    fn starting_at(&self, base: u64, t: u64) -> Option<&'r Lifetime> {
+        let from = self.by_base.partition_point(|&(b, _)| b < base);
+        self.by_base[from..]
+            .iter()
+            .take_while(|&&(b, _)| b == base)
+            .filter_map(|&(_, i)| self.lifetimes.get(i as usize))
+            .find(|l| l.live_at(t))
+    }
+
     /// A live object at `t` other than the one at `object` with bytes in `[start, end)`.
     fn at(&self, object: u64, start: u64, end: u64, t: u64) -> Option<&'r Lifetime> {
         let upto = self.by_base.partition_point(|&(b, _)| b < end);
@@ -327,9 +337,7 @@ fn judge_history(
     let h = history.without_mismatches();
     let object_end = h.object.saturating_add(
         neighbours
-            .lifetimes
-            .iter()
-            .find(|l| l.base == h.object && l.live_at(h.start_ns))
+            .starting_at(h.object, h.start_ns)
             .map_or(0, |l| u64::from(l.size)),
     );
     let mut last_write: FxHashMap<u64, usize> = FxHashMap::default();

@@ -465,3 +465,27 @@ fn reports_with_views_survive_json() {
     let old: Report = serde_json::from_value(old).expect("old report");
     assert!(old.misses.is_none() && old.working_set.is_none());
 }
+
+#[test]
+fn with_a_hardware_sampler_the_observed_misses_are_classified() {
+    use crate::analysis::hw_example::{self, Sampler};
+    let report = analyzed(hw_example::profile(Sampler::Ibs), &ViewOptions::default());
+    let m = misses(&report);
+    assert!(!m.inferred);
+    assert!(m.basis.starts_with("L1 data-cache misses"), "{}", m.basis);
+    let (mut checked, mut classified_total, mut samples) = (0, 0, 0);
+    for t in &report.data_profile.types {
+        let Some(classified) = m.find_type(&t.name) else {
+            continue;
+        };
+        let observed = t.hardware.as_ref().map_or(0, |h| h.misses);
+        assert_eq!(classified.total, observed, "{}", t.name);
+        let sum: f64 = classified.classes.iter().map(|c| c.count).sum();
+        assert!(close(sum, observed as f64), "{}", t.name);
+        checked += 1;
+        classified_total += classified.total;
+        samples += t.samples;
+    }
+    assert!(checked >= 2, "{checked}");
+    assert!(classified_total < samples, "hits are not classified");
+}
