@@ -17,6 +17,13 @@
 //! analyzes an existing one, `--breakdown` also times reading the records, and reading plus
 //! decoding the samples' instructions, alone.
 //!
+//! `--views` also times the analysis with the miss classification and working-set views
+//! (`dprof report --json`, `--view misses`, `--view working-set`) and prints the cache
+//! simulation's throughput (simulated accesses per second); `--convergence 1000,10000,...`
+//! then recomputes the views from one recorded pass with each `--sim-objects` cap and prints
+//! the answer (mean lines resident per level of the types holding most) against the largest
+//! cap's, to show how many simulated objects the answer needs.
+//!
 //! Run it from a release build: `cargo run --release -p dprof-cli --bin dprof-bench`.
 
 use std::io::{BufWriter, Write as _};
@@ -25,12 +32,14 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Parser;
-use dprof::analysis::{self, Options};
+use dprof::analysis::{self, Analyzer, Options};
 use dprof::profile::{
     example::example_header, CpuCounters, DeviceCounters, Profile, ProfileEncoder, StopInfo,
     StopReason,
 };
 use dprof::report::Bucket;
+use dprof::symbols::Kallsyms;
+use dprof::views::{self, ViewOptions, WorkingSetReport};
 use dprof_abi::{
     reg, AccessSample, Alloc, CacheInfo, Free, Record, ALLOC_KMALLOC, CACHE_NAME_BYTES,
     SAMPLER_KIND_SOFTWARE, SAMPLE_USER,
@@ -79,6 +88,14 @@ struct Args {
     /// machine one run can be several times slower than the next.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     repeat: u32,
+    /// Also time the analysis with the miss classification and working-set views, and the
+    /// cache simulation's throughput.
+    #[arg(long)]
+    views: bool,
+    /// With --views: recompute the views with each of these --sim-objects caps
+    /// (comma-separated) and print the answer for each, against the largest cap's.
+    #[arg(long, value_name = "N,...", value_delimiter = ',', requires = "views")]
+    convergence: Vec<usize>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -103,7 +120,13 @@ fn main() -> anyhow::Result<()> {
             bytes as f64 / f64::from(1 << 20)
         );
     }
-    let result = bench(&path, args.breakdown, args.repeat);
+    let result = bench(&path, args.breakdown, args.repeat).and_then(|()| {
+        if args.views {
+            bench_views(&path, &args.convergence)
+        } else {
+            Ok(())
+        }
+    });
     if temporary {
         let _ = std::fs::remove_file(&path);
     }
@@ -201,6 +224,147 @@ fn bench(path: &Path, breakdown: bool, repeat: u32) -> anyhow::Result<()> {
         samples == 0 || slab > 0,
         "no sample resolved to a slab object: the benchmark profile is broken"
     );
+    Ok(())
+}
+
+/// Times the analysis with the views, the simulation alone, and with `caps` the answer's
+/// convergence.
+fn bench_views(path: &Path, caps: &[usize]) -> anyhow::Result<()> {
+    let profile = Profile::open(path)?;
+    let kallsyms = Kallsyms::parse(profile.kallsyms());
+    let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
+    let started = Instant::now();
+    let cpu = thread_cpu_ns();
+    let report = analysis::analyze_views(
+        &profile,
+        &kallsyms,
+        &Options::default(),
+        &ViewOptions::default(),
+        &mut |_| {},
+    )?;
+    say!(
+        "views: the analysis with the miss classification and working-set views takes {:.2} \
+         s{} (the main pass also records lifetimes and slab samples; then layout and \
+         simulation){}",
+        started.elapsed().as_secs_f64(),
+        on_cpu_since(cpu),
+        match status_kib("VmHWM:") {
+            Some(peak) if reset => format!(", peak resident {} MiB", peak / 1024),
+            _ => String::new(),
+        }
+    );
+    let ws = report
+        .working_set
+        .context("the analysis made no working set")?;
+    let sim = &ws.simulation;
+    say!(
+        "simulation: {} objects of {} eligible, {} accesses in {:.3} s: {:.2} M simulated \
+         accesses/s ({} cache levels)",
+        sim.objects,
+        sim.eligible_objects,
+        sim.accesses,
+        sim.seconds,
+        sim.accesses_per_second / 1e6,
+        ws.geometry.len()
+    );
+    if caps.is_empty() {
+        return Ok(());
+    }
+    convergence(&profile, &kallsyms, caps)
+}
+
+/// The views recomputed from one recorded main pass with each `--sim-objects` cap in `caps`:
+/// the simulation's throughput and answer against the largest cap's.
+fn convergence(profile: &Profile, kallsyms: &Kallsyms, caps: &[usize]) -> anyhow::Result<()> {
+    let mut analyzer = Analyzer::new(profile.header(), kallsyms, &Options::default());
+    analyzer.record_views();
+    let mut records = profile.records();
+    while let Some(pushed) =
+        records.next_view_with(|header, record| analyzer.push_view(header, record))
+    {
+        pushed?;
+    }
+    let (base, _, recorded) = analyzer.finish_with_views();
+    let recorded = recorded.context("nothing recorded for the views")?;
+    let mut runs: Vec<(usize, WorkingSetReport, Option<f64>)> = Vec::new();
+    let mut sorted = caps.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    for &cap in &sorted {
+        let mut r = base.clone();
+        let options = ViewOptions {
+            sim_objects: cap.max(1),
+            ..ViewOptions::default()
+        };
+        let cpu = thread_cpu_ns();
+        views::compute(
+            &mut r,
+            &recorded,
+            None,
+            profile.header(),
+            kallsyms,
+            &options,
+        );
+        let on_cpu = thread_cpu_ns()
+            .zip(cpu)
+            .map(|(after, before)| after.saturating_sub(before) as f64 / 1e9);
+        runs.push((cap, r.working_set.context("no working set")?, on_cpu));
+    }
+    let Some((_, reference, _)) = runs.last() else {
+        return Ok(());
+    };
+    let lines = |ws: &WorkingSetReport, name: &str, level: &str| {
+        ws.find_type(name)
+            .and_then(|t| t.resident_lines.iter().find(|r| r.level == level))
+            .map_or(0.0, |r| r.mean_lines)
+    };
+    // The types holding most lines in the farthest level of the reference.
+    let levels: Vec<String> = reference.geometry.iter().map(|l| l.name.clone()).collect();
+    let mut top: Vec<(f64, String)> = reference
+        .types
+        .iter()
+        .map(|t| {
+            let far = levels.last().map_or(0.0, |l| lines(reference, &t.name, l));
+            (far, t.name.clone())
+        })
+        .collect();
+    top.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    top.truncate(3);
+    say!(
+        "convergence: mean lines resident per level of the {} types holding most, each with \
+         its error against the largest cap ({}); the same seed throughout",
+        top.len(),
+        sorted.last().copied().unwrap_or(0)
+    );
+    for (cap, ws, on_cpu) in &runs {
+        let s = &ws.simulation;
+        let mut cells = Vec::new();
+        let mut worst = 0f64;
+        for (_, name) in &top {
+            for level in &levels {
+                let (got, want) = (lines(ws, name, level), lines(reference, name, level));
+                let error = if want > 0.0 { (got - want) / want } else { 0.0 };
+                worst = worst.max(error.abs());
+                cells.push(format!("{name} {level} {got:.0} ({:+.1}%)", error * 100.0));
+            }
+        }
+        let per_core = on_cpu.map_or_else(String::new, |c| {
+            format!(
+                "; the views {c:.3} s on-CPU, {:.2} M accesses/s per core",
+                s.accesses as f64 / c / 1e6
+            )
+        });
+        say!(
+            "  --sim-objects {cap}: {} objects, {} accesses simulated in {:.3} s ({:.2} M/s\
+             {per_core}); worst error {:.1}%: {}",
+            s.objects,
+            s.accesses,
+            s.seconds,
+            s.accesses_per_second / 1e6,
+            worst * 100.0,
+            cells.join(", ")
+        );
+    }
     Ok(())
 }
 
