@@ -24,6 +24,12 @@ collect falseshare --histories dprof_selftest_pair:0+8:32+8 --history-rate 200 -
 collect trueshare --histories dprof_selftest_shared:0+8 --history-rate 200 -- \
   sh -c "echo 'trueshare 4000' > $run"
 collect conflict -- sh -c "echo 'conflict 3000' > $run"
+# The sampler refuses a cache that does not exist, naming it, and writes nothing.
+if dprof-slabinfo-sample no_such_cache 20 /tmp/none.samples 2> /tmp/sampler.err; then
+  echo "FAIL: the slabinfo sampler accepted a missing cache"; exit 1
+fi
+grep -q "no slab cache named no_such_cache" /tmp/sampler.err || { echo "FAIL: unclear error:"; cat /tmp/sampler.err; exit 1; }
+[ ! -e /tmp/none.samples ] || { echo "FAIL: the sampler left a file"; exit 1; }
 dprof-slabinfo-sample dprof_selftest_sweep 20 /tmp/slabinfo.samples &
 sampler=$!
 collect capacity -- sh -c "echo 'capacity 8000' > $run"

@@ -17,6 +17,7 @@
 //! profile's records (`ktime_get_mono_fast_ns`).
 
 use std::io::Write as _;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -64,7 +65,15 @@ fn main() -> Result<()> {
     let [_, cache, interval_ms, out] = &args[..] else {
         bail!("usage: dprof-slabinfo-sample CACHE INTERVAL_MS OUT");
     };
-    let interval = Duration::from_millis(interval_ms.parse().context("INTERVAL_MS")?);
+    let interval = Duration::from_millis(
+        interval_ms
+            .parse()
+            .with_context(|| format!("INTERVAL_MS {interval_ms:?} is not a number of ms"))?,
+    );
+    ensure!(
+        Path::new(&format!("/sys/kernel/slab/{cache}")).is_dir(),
+        "no slab cache named {cache} (no /sys/kernel/slab/{cache})"
+    );
     let objs_per_slab = sysfs_number(cache, "objs_per_slab")?;
     let cpu_partial = sysfs_number(cache, "cpu_partial")?;
     // Checked before the first sample: a wrong name fails at once, not at the end.
