@@ -1,7 +1,10 @@
 //! `dprof report`: the data profile of a profile, as a table, a drill-down into one type, or
-//! JSON; and the data flow of a type's object access histories ([`data_flow`]).
+//! JSON; the data flow of a type's object access histories ([`data_flow`]); the miss
+//! classification ([`misses`]) and the working set ([`working_set`]).
 
 mod data_flow;
+mod misses;
+mod working_set;
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -9,6 +12,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use dprof::analysis::{self, Options};
+use dprof::cache::{parse_overrides, CacheLevel, GeometrySource};
 use dprof::debuginfo::{DebugInfo, MatchedBy};
 use dprof::profile::{Profile, ProfileError};
 use dprof::report::{
@@ -17,6 +21,7 @@ use dprof::report::{
 };
 use dprof::resolve::{SymbolSource, WithDebugInfo};
 use dprof::symbols::Kallsyms;
+use dprof::views::{ViewOptions, DEFAULT_SIM_OBJECTS};
 
 use crate::units::format_bytes;
 
@@ -52,6 +57,31 @@ use crate::units::format_bytes;
 /// allocation of each access and the samples that hit the same instruction and offsets.
 /// --format dot prints the graph for Graphviz (dot -Tsvg); --json the type's histories.
 ///
+/// --view misses classifies each slab type's misses (paper section 3.3): true sharing (another
+/// CPU wrote the same bytes before), false sharing (another CPU wrote other bytes of the line,
+/// within the object), conflict (the line's associativity set holds more of the type's lines
+/// than it has ways, and at least twice the type's mean), capacity (the working set exceeds
+/// a cache and the type's lines cover at least half its sets), cannot tell (the line is shared
+/// with a neighbour object the history cannot see) and unclassified; the percentages of a type
+/// add up to 100%. Sharing is seen in object access histories (collect --histories), with the
+/// writing and the missing instruction as evidence. With a hardware sampler the misses it saw
+/// are classified; with the software sampler every sample, as the access that would miss
+/// (labelled inferred). --type NAME shows the evidence for one type.
+///
+/// --view working-set shows each slab type's live objects and bytes over time (peak and mean,
+/// exact from the address set), the mean number of its lines each cache level holds (a cache
+/// simulation driven by the address set and the path traces: --sim-objects N caps the objects
+/// simulated, a seeded random choice) and, with --type NAME, the live objects over time and
+/// per level the histogram of its distinct lines per associativity set, conflicted sets
+/// flagged. --format csv prints the histograms (type, level, lines per set, sets, flagged).
+///
+/// Both views use the cache geometry in the profile (sysfs of the profiled machine); --cache
+/// NAME=SIZE/WAYS/LINE[,...] replaces or adds levels for what-if analysis: NAME is L1d, L2,
+/// L3 (data and unified levels), SIZE in bytes with an optional K or M suffix, WAYS the
+/// associativity, LINE the line size; size / (ways x line) must be a power of two, e.g.
+/// --cache L1d=48K/12/64,L2=2M/16/64. --json prints the report model with both views
+/// (misses, working_set), as plain --json does.
+///
 /// Field names need the vmlinux of the profiled kernel (--vmlinux, checked against the
 /// profile's build id) and, for modules, a directory of their .ko files (--debug-dir). Cache
 /// names map to structs through a built-in table (skbuff_head_cache=sk_buff, TCP=tcp_sock,
@@ -75,9 +105,19 @@ pub struct ReportArgs {
     /// Which view.
     #[arg(long, value_enum, default_value = "data-profile")]
     view: View,
-    /// Output format of --view data-flow: text, or Graphviz DOT.
+    /// Output format: text; Graphviz DOT (--view data-flow); CSV (--view working-set: the
+    /// set histograms).
     #[arg(long, value_enum, default_value = "text", conflicts_with = "json")]
     format: Format,
+    /// Cache levels over the profile's, for --view misses, --view working-set and --json:
+    /// NAME=SIZE/WAYS/LINE[,...], e.g. L1d=48K/12/64,L2=2M/16/64.
+    #[arg(long, value_name = "SPEC")]
+    cache: Option<String>,
+    /// Objects the working set's cache simulation takes at most (a seeded random choice when
+    /// the profile has more).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_SIM_OBJECTS as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    sim_objects: u64,
     #[command(flatten)]
     analysis: AnalysisArgs,
     /// Rows per table (types; fields, functions and CPUs of --type). Text: 20 by default;
@@ -107,15 +147,21 @@ enum View {
     DataProfile,
     /// Functions from alloc to free of one type, from object access histories (section 3.4).
     DataFlow,
+    /// Why each type's accesses miss: sharing, conflict, capacity (section 3.3).
+    Misses,
+    /// Live objects over time, cache residency and set histograms per type (section 3.2).
+    WorkingSet,
 }
 
-/// Output formats of the graph views.
+/// Output formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum Format {
     /// For the terminal.
     Text,
-    /// Graphviz DOT.
+    /// Graphviz DOT (--view data-flow).
     Dot,
+    /// Comma-separated values (--view working-set).
+    Csv,
 }
 
 /// Rows per table in text when --top is not given.
@@ -125,14 +171,32 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     if args.format == Format::Dot && args.view != View::DataFlow {
         bail!("--format dot goes with --view data-flow");
     }
-    // Histories stand without samples (samples only add costs to them); the data profile
-    // needs them.
+    if args.format == Format::Csv && args.view != View::WorkingSet {
+        bail!("--format csv goes with --view working-set");
+    }
+    let with_views = matches!(args.view, View::Misses | View::WorkingSet)
+        || (args.json && args.view == View::DataProfile);
+    if !with_views && args.cache.is_some() {
+        bail!("--cache goes with --view misses, --view working-set or --json");
+    }
+    let overrides = match &args.cache {
+        Some(spec) => parse_overrides(spec).context("--cache")?,
+        None => Vec::new(),
+    };
+    let views = with_views.then(|| ViewOptions {
+        overrides,
+        sim_objects: usize::try_from(args.sim_objects).unwrap_or(usize::MAX),
+        ..ViewOptions::default()
+    });
+    // Histories stand without samples (samples only add costs to them), and the working set
+    // without either; the data profile needs samples.
     let need_samples = args.view == View::DataProfile;
     let Analyzed {
         report,
         have_debug_info,
     } = open_profile(&args.file, &args.analysis)?.analyze(
         need_samples,
+        views.as_ref(),
         &mut |_| {},
         &mut |warning| {
             eprintln!("dprof: warning: {warning}");
@@ -150,6 +214,11 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     }
     for w in &report.warnings {
         eprintln!("dprof: warning: {}", w.message);
+    }
+    match args.view {
+        View::Misses => return misses::run(args, &report),
+        View::WorkingSet => return working_set::run(args, &report),
+        View::DataProfile | View::DataFlow => {}
     }
     let selected = match &args.type_name {
         Some(name) => Some(find_type(&report, name)?),
@@ -236,9 +305,11 @@ impl OpenedProfile {
     /// profile without access samples is an error when `need_samples`.
     /// `progress` hears what is being done; `warn` gets one sentence for each thing that
     /// limits the report beyond the report's own warnings (the caller prints or shows it).
+    /// With `views`, the report has the miss classification and working-set views.
     pub fn analyze(
         self,
         need_samples: bool,
+        views: Option<&ViewOptions>,
         progress: &mut dyn FnMut(Stage),
         warn: &mut dyn FnMut(String),
     ) -> anyhow::Result<Analyzed> {
@@ -260,17 +331,16 @@ impl OpenedProfile {
         let mut on_records = |p| progress(Stage::Records(p));
         // The records are read and checked during the analysis: a bad one is an error, and no
         // report is made.
-        let mut report = match &debug {
-            Some(debug) => {
-                let symbols = WithDebugInfo::new(&kallsyms, debug);
-                analysis::analyze_with_progress(
-                    &profile,
-                    &symbols as &dyn SymbolSource,
-                    &options,
-                    &mut on_records,
-                )
+        let with_debug = debug.as_ref().map(|d| WithDebugInfo::new(&kallsyms, d));
+        let symbols: &dyn SymbolSource = match &with_debug {
+            Some(s) => s,
+            None => &kallsyms,
+        };
+        let mut report = match views {
+            Some(views) => {
+                analysis::analyze_views(&profile, symbols, &options, views, &mut on_records)
             }
-            None => analysis::analyze_with_progress(&profile, &kallsyms, &options, &mut on_records),
+            None => analysis::analyze_with_progress(&profile, symbols, &options, &mut on_records),
         }
         .map_err(|e| with_file(&file, e))?;
         if need_samples && report.coverage.total_samples == 0 {
@@ -449,6 +519,74 @@ fn type_label(t: &TypeProfile) -> String {
     match &t.struct_name {
         Some(s) if *s != t.name => format!("{} ({s})", t.name),
         _ => t.name.clone(),
+    }
+}
+
+/// Writes to standard output through `write`; a closed pipe (`| head`) is no error.
+fn to_stdout(
+    write: impl FnOnce(&mut io::BufWriter<io::StdoutLock<'_>>) -> io::Result<()>,
+) -> anyhow::Result<ExitCode> {
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    match write(&mut out).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        other => other
+            .context("cannot write to standard output")
+            .map(|()| ExitCode::SUCCESS),
+    }
+}
+
+/// The report model as JSON.
+fn report_json(report: &Report, out: &mut impl Write) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, report).map_err(io::Error::other)?;
+    writeln!(out)
+}
+
+/// `caches: L1d 64 KiB 2-way, 64-byte lines, 512 sets (per CPU); ...` with where each came
+/// from when --cache changed any.
+fn geometry_line(levels: &[CacheLevel], out: &mut impl Write) -> io::Result<()> {
+    if levels.is_empty() {
+        return writeln!(out, "caches: none known (--cache gives them)");
+    }
+    let overridden = levels.iter().any(|l| l.source == GeometrySource::Override);
+    let parts: Vec<String> = levels
+        .iter()
+        .map(|l| {
+            let sharing = if l.is_private() {
+                "per CPU".to_owned()
+            } else {
+                format!("CPUs {}", l.shared_cpus)
+            };
+            let source = match (overridden, l.source) {
+                (false, _) => "",
+                (true, GeometrySource::Override) => ", --cache",
+                (true, GeometrySource::Profile) => ", profile",
+            };
+            format!("{} {} ({sharing}{source})", l.name, l.describe())
+        })
+        .collect();
+    writeln!(out, "caches: {}", parts.join("; "))
+}
+
+/// The notes of a view, under "could not see".
+fn notes_text(notes: &[String], out: &mut impl Write) -> io::Result<()> {
+    writeln!(out, "could not see:")?;
+    for n in notes {
+        writeln!(out, "  - {n}")?;
+    }
+    Ok(())
+}
+
+/// "no type NAME in the VIEW; types there: ..." for a --type the view does not show.
+fn no_such_type(name: &str, view: &str, names: &[&str]) -> anyhow::Error {
+    let shown: Vec<&str> = names.iter().take(10).copied().collect();
+    if shown.is_empty() {
+        anyhow::anyhow!("no type {name:?} in the {view}: it shows no type")
+    } else {
+        anyhow::anyhow!(
+            "no type {name:?} in the {view}; types there: {}",
+            shown.join(", ")
+        )
     }
 }
 

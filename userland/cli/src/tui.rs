@@ -63,6 +63,7 @@ pub fn run(args: &TuiArgs) -> anyhow::Result<ExitCode> {
             opened
                 .analyze(
                     true,
+                    None,
                     &mut |stage| (progress.borrow_mut())(load_event(stage)),
                     &mut |warning| (progress.borrow_mut())(LoadEvent::Warning(warning)),
                 )

@@ -3,6 +3,10 @@
 //! the golden files under tests/golden/.
 
 #[path = "support/cli_test.rs"]
+#[allow(
+    dead_code,
+    reason = "helpers shared by the CLI tests; this file needs only some"
+)]
 mod support;
 use support::{dir_with, dprof, golden, one_line_error, records_sections, stdout_of};
 

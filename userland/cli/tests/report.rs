@@ -7,7 +7,7 @@
 mod support;
 use std::path::PathBuf;
 
-use support::{dir_with, dprof, golden, one_line_error, records_sections, stdout_of};
+use support::{dir_with, dprof, golden, one_line_error, records_sections, stdout_of, steady_json};
 
 use dprof::analysis::example;
 
@@ -44,7 +44,7 @@ fn report_json() {
     assert_eq!(v["coverage"]["total_samples"], 26);
     assert_eq!(v["data_profile"]["types"][0]["name"], "skbuff_head_cache");
     assert_eq!(v["data_profile"]["types"][0]["struct_name"], "sk_buff");
-    golden("report.json", &text);
+    golden("report.json", &steady_json(&text));
 }
 
 #[test]
@@ -299,7 +299,7 @@ fn report_ibs_json() {
     assert_eq!(dp["types"][2]["name"], "task_struct");
     assert_eq!(dp["types"][2]["samples"], 9);
     assert_eq!(v["unknown_functions"][0]["misses"], 1);
-    golden("report_ibs.json", &text);
+    golden("report_ibs.json", &steady_json(&text));
     // One type, cut to one field and function.
     let text = stdout_of(&dprof(
         dir.path(),

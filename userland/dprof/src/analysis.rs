@@ -112,7 +112,36 @@ pub fn analyze_with_progress(
     options: &Options,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Report, ProfileError> {
+    analyze_inner(profile, symbols, options, None, progress)
+}
+
+/// [`analyze_with_progress`] with the miss classification and working-set views
+/// ([`Report::misses`], [`Report::working_set`]; see [`crate::views`]): the main pass also
+/// records object lifetimes and slab samples, and the views are computed after it.
+///
+/// # Errors
+/// As [`analyze`].
+pub fn analyze_views(
+    profile: &Profile,
+    symbols: &dyn SymbolSource,
+    options: &Options,
+    views: &crate::views::ViewOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Report, ProfileError> {
+    analyze_inner(profile, symbols, options, Some(views), progress)
+}
+
+fn analyze_inner(
+    profile: &Profile,
+    symbols: &dyn SymbolSource,
+    options: &Options,
+    views: Option<&crate::views::ViewOptions>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Report, ProfileError> {
     let mut analyzer = Analyzer::new(profile.header(), symbols, options);
+    if views.is_some() {
+        analyzer.record_views();
+    }
     let mut records = profile.records();
     let mut now = Progress {
         records_done: 0,
@@ -130,10 +159,25 @@ pub fn analyze_with_progress(
     }
     progress(now);
     let saw_histories = analyzer.saw_histories();
-    let (mut report, sampled) = analyzer.finish_with_accesses();
-    if saw_histories {
-        // A second pass, over history records only: profiles without histories pay nothing.
-        report.histories = crate::histories::analyze(profile, symbols, Some(&sampled))?;
+    let (mut report, sampled, recorded) = analyzer.finish_with_views();
+    // A second pass, over history records only: profiles without histories pay nothing.
+    let histories = if saw_histories {
+        Some(crate::histories::assemble(profile, symbols)?)
+    } else {
+        None
+    };
+    if let Some(h) = histories.as_ref().filter(|h| !h.histories.is_empty()) {
+        report.histories = Some(crate::histories::report(h, symbols, Some(&sampled)));
+    }
+    if let (Some(views), Some(recorded)) = (views, recorded) {
+        crate::views::compute(
+            &mut report,
+            &recorded,
+            histories.as_ref(),
+            profile.header(),
+            symbols,
+            views,
+        );
     }
     Ok(report)
 }
@@ -194,6 +238,18 @@ const HW_HAS_LATENCY: u8 = 0x80;
 
 const _: () = assert!(MemSource::ALL.len() <= HW_SOURCE_MASK as usize + 1);
 const _: () = assert!(std::mem::size_of::<SampleAccess>() == 32);
+
+/// What [`SampleAccess::hw`] says about a miss, for the views.
+fn miss_bit(hw: u8) -> crate::views::MissBit {
+    use crate::views::MissBit;
+    if hw & HW_KNOWN == 0 {
+        MissBit::Unknown
+    } else if hw & HW_MISS != 0 {
+        MissBit::Miss
+    } else {
+        MissBit::Hit
+    }
+}
 
 /// Packs what the hardware said into [`SampleAccess::hw`] and its latency.
 fn hw_bits(hw: Option<&HwAccess>) -> (u8, u16) {
@@ -486,6 +542,9 @@ struct State {
     hw_kinds: u8,
     /// History records seen (they are analysed apart, see [`crate::histories`]).
     history_records: u64,
+    /// What the miss classification and working-set views need; `None` unless asked for
+    /// ([`Analyzer::record_views`]).
+    views: Option<Box<crate::views::Recorded>>,
 }
 
 impl std::fmt::Debug for Analyzer<'_> {
@@ -699,10 +758,43 @@ impl<'s> Analyzer<'s> {
         }))
     }
 
+    /// Also records, from now on, what the miss classification and working-set views need:
+    /// every object's lifetime and every sample that resolves to a slab object (see
+    /// [`crate::views`]). Call before the first record.
+    pub fn record_views(&mut self) {
+        self.state.views = Some(Box::default());
+    }
+
     /// Replays what is still buffered and builds the report.
     #[must_use]
     pub fn finish(self) -> Report {
         self.finish_with_accesses().0
+    }
+
+    /// [`Analyzer::finish_with_accesses`], also handing back what [`Analyzer::record_views`]
+    /// recorded (`None` unless it was called).
+    #[must_use]
+    pub fn finish_with_views(
+        mut self,
+    ) -> (Report, SampledAccesses, Option<crate::views::Recorded>) {
+        // What the reorder buffer still holds is replayed with recording on.
+        let (resolver, state) = (&mut self.resolver, &mut self.state);
+        self.reorder.finish(|time, &(cpu, ref event)| {
+            replay(resolver, state, time, cpu, event);
+        });
+        let span = self.state.first_time.zip(self.state.last_time);
+        let recorded = self.state.views.take().map(|mut r| {
+            r.span = span;
+            r.type_names = self
+                .resolver
+                .types()
+                .iter()
+                .map(|(_, info)| info.name.clone())
+                .collect();
+            *r
+        });
+        let (report, sampled) = self.finish_with_accesses();
+        (report, sampled, recorded)
     }
 
     /// [`Analyzer::finish`], also handing back the sampled accesses by (type, instruction,
@@ -790,6 +882,9 @@ fn replay(resolver: &mut Resolver<'_>, st: &mut State, time: u64, cpu: u32, even
             if let Some(obj) = resolver.free(ptr) {
                 st.live = st.live.saturating_sub(1);
                 on_gone(&mut st.types, &obj, true);
+                if let Some(views) = st.views.as_deref_mut() {
+                    views.end(obj.serial, time);
+                }
             }
         }
         Event::Sample(access) => replay_sample(resolver, st, cpu, &access),
@@ -797,14 +892,22 @@ fn replay(resolver: &mut Resolver<'_>, st: &mut State, time: u64, cpu: u32, even
 }
 
 fn replay_alloc(resolver: &mut Resolver<'_>, st: &mut State, time: u64, cpu: u32, alloc: &Alloc) {
-    let types = &mut st.types;
+    let (types, views) = (&mut st.types, &mut st.views);
     let mut replaced = 0u64;
-    let Some((_, type_id)) = resolver.alloc(alloc, time, cpu, |old| {
+    let Some((slot, type_id)) = resolver.alloc(alloc, time, cpu, |old| {
         on_gone(types, old, false);
         replaced += 1;
+        if let Some(views) = views.as_deref_mut() {
+            views.end(old.serial, time);
+        }
     }) else {
         return;
     };
+    if let Some(views) = st.views.as_deref_mut() {
+        if let Some(obj) = resolver.objects().get(slot) {
+            views.alloc(obj);
+        }
+    }
     st.live = st.live.saturating_sub(replaced) + 1;
     st.peak_live = st.peak_live.max(st.live);
     let acc = type_acc(&mut st.types, type_id);
@@ -813,6 +916,24 @@ fn replay_alloc(resolver: &mut Resolver<'_>, st: &mut State, time: u64, cpu: u32
     acc.live_bytes += u64::from(alloc.bytes_alloc);
     acc.peak_objects = acc.peak_objects.max(acc.live_objects);
     acc.peak_bytes = acc.peak_bytes.max(acc.live_bytes);
+}
+
+/// Hands a sample that resolved to the object in `slot` to the views, when recording.
+#[inline]
+fn record_slab_sample(
+    resolver: &Resolver<'_>,
+    st: &mut State,
+    slot: crate::resolve::Slot,
+    offset: u64,
+    cpu: u32,
+    access: &SampleAccess,
+) {
+    if let Some(views) = st.views.as_deref_mut() {
+        if let Some(obj) = resolver.objects().get(slot) {
+            let miss = miss_bit(access.hw);
+            views.sample(obj, offset, cpu, access.ip, access.size, access.kind, miss);
+        }
+    }
 }
 
 #[inline]
@@ -828,10 +949,13 @@ fn replay_sample(resolver: &mut Resolver<'_>, st: &mut State, cpu: u32, access: 
     let (resolution, touch) = resolver.resolve_touch(access.addr, access.gs_relative, &ctx);
     let (bucket, type_id, offset, instance) = match resolution {
         Resolution::Slab {
-            slot: _,
+            slot,
             type_id,
             offset,
-        } => (Bucket::Slab, type_id, offset, None),
+        } => {
+            record_slab_sample(resolver, st, slot, offset, cpu, access);
+            (Bucket::Slab, type_id, offset, None)
+        }
         Resolution::Global {
             type_id,
             symbol,
@@ -1127,6 +1251,8 @@ fn build_report(a: &Analyzer<'_>) -> Report {
         ordering,
         warnings,
         histories: None,
+        misses: None,
+        working_set: None,
     }
 }
 

@@ -6,6 +6,7 @@
 //! system; nothing in the profile side depends on it.
 
 pub mod analysis;
+pub mod cache;
 pub mod debuginfo;
 pub mod decode;
 pub mod device;
@@ -20,6 +21,7 @@ pub mod summary;
 pub mod symbols;
 pub mod system;
 pub mod units;
+pub mod views;
 
 /// Version of this library, written into every profile.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -45,6 +45,14 @@ pub struct Report {
     /// history (collected without `--histories`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histories: Option<crate::histories::HistoryReport>,
+    /// Miss classification per type; absent unless the views were asked for
+    /// ([`crate::analysis::analyze_views`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub misses: Option<crate::views::MissReport>,
+    /// Live objects over time, cache residency and set histograms per type; absent unless
+    /// the views were asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_set: Option<crate::views::WorkingSetReport>,
 }
 
 /// The profile the report is about.
@@ -545,6 +553,8 @@ pub enum WarningCode {
     NoPercpuLayout,
     /// Many samples hit addresses outside the address set.
     ManyUnknown,
+    /// The views need cache geometry and the profile gives none.
+    NoCacheGeometry,
 }
 
 impl Report {
@@ -598,6 +608,28 @@ impl Report {
                 for f in &mut t.fields {
                     f.field = fields.field_at(st, f.offset);
                 }
+            }
+        }
+        let (Some(misses), Some(fields)) = (&mut self.misses, fields) else {
+            return;
+        };
+        for m in &mut misses.types {
+            let Some(st) = self
+                .data_profile
+                .types
+                .iter()
+                .find(|t| t.name == m.name)
+                .and_then(|t| t.struct_name.as_deref())
+            else {
+                continue;
+            };
+            let sites = m
+                .sharing
+                .iter_mut()
+                .flat_map(|e| [&mut e.writer, &mut e.missing])
+                .chain(m.cannot_tell.iter_mut().map(|e| &mut e.missing));
+            for site in sites {
+                site.field = fields.field_at(st, site.offset);
             }
         }
     }

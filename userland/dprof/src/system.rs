@@ -131,40 +131,14 @@ pub fn online_cpus(root: &Path) -> Result<u32, SystemError> {
 /// The number of CPUs in a kernel CPU list such as "0-3,8,10-11"; `None` if malformed.
 #[must_use]
 pub fn cpu_list_len(list: &str) -> Option<u32> {
-    let list = list.trim();
-    if list.is_empty() {
-        return Some(0);
-    }
     let mut n = 0u32;
-    for part in list.split(',') {
-        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
-        let (lo, hi) = (
-            lo.trim().parse::<u32>().ok()?,
-            hi.trim().parse::<u32>().ok()?,
-        );
-        n = n.checked_add(hi.checked_sub(lo)?.checked_add(1)?)?;
+    for range in crate::cache::cpu_list(list)? {
+        n = n.checked_add(range.end().checked_sub(*range.start())?.checked_add(1)?)?;
     }
     Some(n)
 }
 
-/// A sysfs cache size such as "32K", "1024K", "16M" or "512", in bytes.
-#[must_use]
-pub fn parse_cache_size(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let (digits, unit) = match s.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
-        Some((i, _)) => (&s[..i], &s[i..]),
-        None => (s, ""),
-    };
-    let n: u64 = digits.parse().ok()?;
-    let mult = match unit {
-        "" => 1,
-        "K" => 1 << 10,
-        "M" => 1 << 20,
-        "G" => 1 << 30,
-        _ => return None,
-    };
-    n.checked_mul(mult)
-}
+pub use crate::units::parse_cache_size;
 
 /// Entries of `dir` named `prefix` followed by a number, sorted by that number.
 fn numbered(dir: &Path, prefix: &str) -> Vec<(u32, PathBuf)> {

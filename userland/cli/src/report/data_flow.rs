@@ -47,7 +47,7 @@ pub(super) fn run(args: &ReportArgs, report: &Report) -> anyhow::Result<ExitCode
                 }
                 out.write_all(selected.data_flow.to_dot().as_bytes())
             }
-            Format::Text => text(histories, selected, picked, top, &mut out),
+            Format::Text | Format::Csv => text(histories, selected, picked, top, &mut out),
         }
     }
     .and_then(|()| out.flush());

@@ -46,6 +46,21 @@ pub fn golden(name: &str, actual: &str) {
     );
 }
 
+/// A `dprof report --json` text with the working set's simulation time and throughput (which
+/// vary from run to run) zeroed, for golden files.
+pub fn steady_json(text: &str) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(text).expect("valid JSON");
+    if let Some(sim) = v
+        .get_mut("working_set")
+        .and_then(|w| w.get_mut("simulation"))
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        sim.insert("seconds".to_owned(), 0.0.into());
+        sim.insert("accesses_per_second".to_owned(), 0.0.into());
+    }
+    serde_json::to_string_pretty(&v).expect("serializes") + "\n"
+}
+
 /// Standard output of a run that succeeded quietly.
 pub fn stdout_of(out: &Output) -> String {
     assert!(

@@ -458,6 +458,8 @@ fn data_report(mut types: Vec<TypeProfile>) -> crate::report::Report {
         ordering: OrderingStats::default(),
         warnings: Vec::new(),
         histories: None,
+        misses: None,
+        working_set: None,
     }
 }
 

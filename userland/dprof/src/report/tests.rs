@@ -80,6 +80,8 @@ fn report(types: Vec<TypeProfile>) -> Report {
         ordering: OrderingStats::default(),
         warnings: Vec::new(),
         histories: None,
+        misses: None,
+        working_set: None,
     }
 }
 
