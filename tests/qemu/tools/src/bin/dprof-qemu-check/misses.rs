@@ -19,19 +19,22 @@
 //! - the conflict type's lines lie in exactly the sets its objects' addresses map to (from
 //!   the stride and the report's geometry), and the sets holding more lines than ways and at
 //!   least twice the mean are exactly the flagged ones; the capacity type has no flagged set;
-//! - the live-object count of the sweep type agrees with /proc/slabinfo's active objects,
-//!   sampled in the guest during the run, within SLUB's per-CPU slack (see
-//!   [`check_slabinfo`]).
+//! - the library's exact live-object count of the sweep type ([`LiveIndex`], what the working
+//!   set view is drawn from) agrees with /proc/slabinfo's active objects, sampled in the guest
+//!   during the run, within SLUB's per-CPU slack (see [`check_slabinfo`]); the view's series
+//!   agrees with a count made here from the allocation and free records.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{bail, ensure, Context, Result};
+use dprof::analysis::{Analyzer, Options};
 use dprof::decode::{DecodeOutcome, Decoder};
 use dprof::histories::HitCheck;
 use dprof::profile::Profile;
 use dprof::symbols::Kallsyms;
+use dprof::views::LiveIndex;
 use dprof_abi::Record;
 use serde_json::Value;
 
@@ -496,12 +499,12 @@ fn check_classification(
         .collect();
     writeln!(
         report,
-        "  classification of {total:.0} samples: {}; dominant {} by {} points (reported); {} \
+        "  classification of {total:.0} samples: {}; dominant {} by {:.1} points (reported); {} \
          leads by {margin:.1} points (want {} >= {MIN_DOMINANT_PERCENT}% and a lead >= \
          {MIN_MARGIN_POINTS} points)",
         listed.join(", "),
         ty["dominant"],
-        ty["margin"],
+        ty["margin"].as_f64().unwrap_or(f64::NAN),
         case.class,
         case.class
     )?;
@@ -569,7 +572,7 @@ fn check_sharing_evidence(
     for e in evidence.iter().take(4) {
         writeln!(
             report,
-            "  evidence ({} samples): {} wrote, then {} missed",
+            "  evidence (seen {} times in histories): {} wrote, then {} missed",
             e["count"],
             site(&e["writer"]),
             site(&e["missing"])
@@ -988,21 +991,35 @@ impl LiveCount {
         after.checked_sub(1).map_or(0, |i| self.steps[i].1)
     }
 
-    /// Fewest and most live objects at any moment of `[begin, end]`.
-    fn range(&self, begin: u64, end: u64) -> (i64, i64) {
-        let start = self.at(begin);
+    /// `begin`, then the time of every allocation or free in `(begin, end]`: where the count
+    /// can take each of the values it has in `[begin, end]`.
+    fn times_in(&self, begin: u64, end: u64) -> impl Iterator<Item = u64> + '_ {
         let from = self.steps.partition_point(|&(s, _)| s <= begin);
         let to = self.steps.partition_point(|&(s, _)| s <= end);
-        self.steps[from..to]
-            .iter()
-            .fold((start, start), |(lo, hi), &(_, n)| (lo.min(n), hi.max(n)))
+        std::iter::once(begin).chain(self.steps[from..to].iter().map(|&(t, _)| t))
     }
 }
 
+/// The library's exact live-object index of a profile, as the working set view computes it.
+fn library_live_index(profile: &Profile) -> Result<LiveIndex> {
+    let kallsyms = Kallsyms::parse(profile.kallsyms());
+    let mut analyzer = Analyzer::new(profile.header(), &kallsyms, &Options::default());
+    analyzer.record_views();
+    for item in profile.records() {
+        let (header, record) = item.context("reading the profile")?;
+        analyzer.push(&header, &record);
+    }
+    let (_, _, recorded) = analyzer.finish_with_views();
+    Ok(LiveIndex::from_recorded(
+        &recorded.context("the analysis recorded nothing for the views")?,
+    ))
+}
+
 /// /proc/slabinfo's active objects, sampled in the guest while the capacity workload grew and
-/// shrank, against the live count: `live_min <= active <= live_max + slack` over each
-/// sample's clock bracket (SLUB counts free objects of per-CPU slabs as active, never fewer
-/// than the live ones).
+/// shrank, against the library's exact live count: `live_min <= active <= live_max + slack`
+/// over each sample's clock bracket, the count taken at both ends and at every allocation or
+/// free between (SLUB counts free objects of per-CPU slabs as active, never fewer than the
+/// live ones). The library's count must also equal the one made here from the records.
 fn check_slabinfo(
     dir: &Path,
     profile: &Profile,
@@ -1016,20 +1033,32 @@ fn check_slabinfo(
     let (Some(&(first, _)), Some(&(last, _))) = (live.steps.first(), live.steps.last()) else {
         bail!("{name}: no allocation in the profile");
     };
+    let index = library_live_index(profile)?;
     let peak = live.peak();
     let (mut compared, mut outside, mut max_excess, mut moving) = (0, Vec::new(), 0i64, 0);
+    let mut disagreements = 0;
     for s in samples
         .iter()
         .filter(|s| s.begin_ns >= first && s.end_ns <= last)
     {
         compared += 1;
-        let (lo, hi) = live.range(s.begin_ns, s.end_ns);
+        let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+        for t in live.times_in(s.begin_ns, s.end_ns) {
+            let n = i64::try_from(index.live_objects(name, t))?;
+            disagreements += usize::from(n != live.at(t));
+            (lo, hi) = (lo.min(n), hi.max(n));
+        }
         moving += usize::from(lo != hi);
         let active = i64::try_from(s.active)?;
         max_excess = max_excess.max(active - hi);
         if active < lo || active > hi + i64::try_from(slack)? {
             outside.push(format!("t={} active {active} live {lo}..{hi}", s.begin_ns));
         }
+    }
+    if disagreements > 0 {
+        failures.push(format!(
+            "{name}: the library's live count differs from the records' at {disagreements} moments"
+        ));
     }
     let distinct: BTreeSet<u64> = samples.iter().map(|s| s.active).collect();
     writeln!(
