@@ -23,11 +23,52 @@ struct dprof_selftest_local {
 	u64 pad[6];
 };
 
+/*
+ * Miss classification and working set (misses.rs). Each type has its own cache, named like
+ * the struct.
+ */
+
+/* Two counters on one 64-byte line, each written by a thread on its own CPU: false sharing. */
+struct dprof_selftest_pair {
+	u64 left;	/* 0: written by CPU 0 only */
+	u64 pad0[3];
+	u64 right;	/* 32: written by CPU 1 only */
+	u64 pad1[3];
+};
+
+/* A mailbox: `value` posted by CPU 0, taken by CPU 1: true sharing. */
+struct dprof_selftest_shared {
+	u64 value;	/* 0 */
+	u64 pad[7];
+};
+
+/*
+ * 64 bytes in a cache aligned to a page: every object starts a page, so their lines fall in
+ * the few associativity sets whose index is a multiple of PAGE_SIZE / 64: conflict.
+ */
+struct dprof_selftest_stride {
+	u64 key;	/* 0: the only field touched */
+	u64 pad[7];
+};
+
+/* One KiB swept line by line, in a working set several times the last-level cache: capacity. */
+struct dprof_selftest_sweep {
+	u64 line[16][8];
+};
+
 /* Called from Rust (selftest_main.rs). */
 struct dprof_selftest_obj *dprof_selftest_shim_alloc_obj(void);
 void dprof_selftest_shim_free_obj(struct dprof_selftest_obj *obj);
 struct dprof_selftest_local *dprof_selftest_shim_alloc_local(void);
 void dprof_selftest_shim_free_local(struct dprof_selftest_local *obj);
+struct dprof_selftest_pair *dprof_selftest_shim_alloc_pair(void);
+void dprof_selftest_shim_free_pair(struct dprof_selftest_pair *obj);
+struct dprof_selftest_shared *dprof_selftest_shim_alloc_shared(void);
+void dprof_selftest_shim_free_shared(struct dprof_selftest_shared *obj);
+struct dprof_selftest_stride *dprof_selftest_shim_alloc_stride(void);
+void dprof_selftest_shim_free_stride(struct dprof_selftest_stride *obj);
+struct dprof_selftest_sweep *dprof_selftest_shim_alloc_sweep(void);
+void dprof_selftest_shim_free_sweep(struct dprof_selftest_sweep *obj);
 void dprof_selftest_shim_cond_resched(void);
 void dprof_selftest_shim_pause_us(unsigned long us);
 int dprof_selftest_shim_run_threads(int n, const int *cpus, int (*const *fns)(void *), void *arg);

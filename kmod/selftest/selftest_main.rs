@@ -13,7 +13,10 @@
 //! - `local MS`: one thread on CPU 0 allocates `dprof_selftest_local` objects, touches `count`
 //!   and `value` (in `dprof_selftest_local_touch`) and frees them. It never bounces.
 //!
-//! New workloads (false sharing, conflict, capacity, causal) are new commands beside these.
+//! - `falseshare MS`, `trueshare MS`, `conflict MS`, `capacity MS`: one known cause of cache
+//!   misses each, for the miss classification and working set views (misses.rs).
+//!
+//! New workloads are new commands beside these.
 //!
 //! The access functions are straight-line inline assembly, so which instruction touches which
 //! field is known exactly. Each access is followed by a jump: QEMU's TCG takes interrupts only
@@ -236,6 +239,8 @@ pub extern "C" fn dprof_selftest_local_touch(obj: *mut SelftestLocal, count: u64
     value
 }
 
+mod misses;
+
 /// Ends a TCG translation block right before a call to an access function. Under TCG a sample
 /// lands on the first instruction of a block, weighted by how long the block before it ran:
 /// without this, the function's entry (`endbr64`, no data access) would inherit the weight of
@@ -382,9 +387,10 @@ unsafe extern "C" fn local_worker(arg: *mut c_void) -> c_int {
     0
 }
 
-fn run_threads(run: &Run, cpus: &[c_int], fns: &[unsafe extern "C" fn(*mut c_void) -> c_int]) -> Result {
-    let arg = core::ptr::from_ref(run).cast_mut().cast::<c_void>();
-    // SAFETY: the shim waits for every thread before returning, so `run` outlives them.
+/// Runs `fns[i](arg)` on CPU `cpus[i]`, each in its own kernel thread, and waits for all.
+fn run_threads<T>(arg: &T, cpus: &[c_int], fns: &[unsafe extern "C" fn(*mut c_void) -> c_int]) -> Result {
+    let arg = core::ptr::from_ref(arg).cast_mut().cast::<c_void>();
+    // SAFETY: the shim waits for every thread before returning, so `arg` outlives them.
     let ret = unsafe {
         dprof_selftest_shim_run_threads(cpus.len() as c_int, cpus.as_ptr(), fns.as_ptr(), arg)
     };
@@ -427,6 +433,10 @@ extern "C" fn dprof_selftest_rs_run(cmd: *const c_char, len: usize) -> c_int {
     let result = match name {
         b"handoff" => run_threads(&run, &[0, 1], &[handoff_producer, handoff_consumer]),
         b"local" => run_threads(&run, &[0], &[local_worker]),
+        b"falseshare" => misses::falseshare(ms),
+        b"trueshare" => misses::trueshare(ms),
+        b"conflict" => misses::conflict(ms),
+        b"capacity" => misses::capacity(ms),
         _ => Err(EINVAL),
     };
     match result {

@@ -21,6 +21,11 @@ int dprof_selftest_rs_run(const char *cmd, size_t len);
 static struct kmem_cache *obj_cache;
 static struct kmem_cache *local_cache;
 static struct dentry *debugfs_dir;
+/* The miss classification and working set workloads (misses.rs). */
+static struct kmem_cache *pair_cache;
+static struct kmem_cache *shared_cache;
+static struct kmem_cache *stride_cache;
+static struct kmem_cache *sweep_cache;
 
 struct dprof_selftest_obj *dprof_selftest_shim_alloc_obj(void)
 {
@@ -40,6 +45,72 @@ struct dprof_selftest_local *dprof_selftest_shim_alloc_local(void)
 void dprof_selftest_shim_free_local(struct dprof_selftest_local *obj)
 {
 	kmem_cache_free(local_cache, obj);
+}
+
+struct dprof_selftest_pair *dprof_selftest_shim_alloc_pair(void)
+{
+	return kmem_cache_zalloc(pair_cache, GFP_KERNEL);
+}
+
+void dprof_selftest_shim_free_pair(struct dprof_selftest_pair *obj)
+{
+	kmem_cache_free(pair_cache, obj);
+}
+
+struct dprof_selftest_shared *dprof_selftest_shim_alloc_shared(void)
+{
+	return kmem_cache_zalloc(shared_cache, GFP_KERNEL);
+}
+
+void dprof_selftest_shim_free_shared(struct dprof_selftest_shared *obj)
+{
+	kmem_cache_free(shared_cache, obj);
+}
+
+/*
+ * Not zeroed: a memset would touch every line of the object (stride: its whole page slot)
+ * before the allocation is traced, and the workloads set what they read.
+ */
+struct dprof_selftest_stride *dprof_selftest_shim_alloc_stride(void)
+{
+	return kmem_cache_alloc(stride_cache, GFP_KERNEL);
+}
+
+void dprof_selftest_shim_free_stride(struct dprof_selftest_stride *obj)
+{
+	kmem_cache_free(stride_cache, obj);
+}
+
+struct dprof_selftest_sweep *dprof_selftest_shim_alloc_sweep(void)
+{
+	return kmem_cache_alloc(sweep_cache, GFP_KERNEL | __GFP_NOWARN);
+}
+
+void dprof_selftest_shim_free_sweep(struct dprof_selftest_sweep *obj)
+{
+	kmem_cache_free(sweep_cache, obj);
+}
+
+static int misses_caches_create(void)
+{
+	pair_cache = kmem_cache_create("dprof_selftest_pair", sizeof(struct dprof_selftest_pair),
+				       64, 0, NULL);
+	shared_cache = kmem_cache_create("dprof_selftest_shared",
+					 sizeof(struct dprof_selftest_shared), 64, 0, NULL);
+	/* Aligned to a page: each 64-byte object takes a page-sized slot. */
+	stride_cache = kmem_cache_create("dprof_selftest_stride",
+					 sizeof(struct dprof_selftest_stride), PAGE_SIZE, 0, NULL);
+	sweep_cache = kmem_cache_create("dprof_selftest_sweep",
+					sizeof(struct dprof_selftest_sweep), 64, 0, NULL);
+	return pair_cache && shared_cache && stride_cache && sweep_cache ? 0 : -ENOMEM;
+}
+
+static void misses_caches_destroy(void)
+{
+	kmem_cache_destroy(pair_cache);
+	kmem_cache_destroy(shared_cache);
+	kmem_cache_destroy(stride_cache);
+	kmem_cache_destroy(sweep_cache);
 }
 
 void dprof_selftest_shim_cond_resched(void)
@@ -130,7 +201,7 @@ int dprof_selftest_shim_init(void)
 				      64, 0, NULL);
 	local_cache = kmem_cache_create("dprof_selftest_local",
 					sizeof(struct dprof_selftest_local), 64, 0, NULL);
-	if (!obj_cache || !local_cache)
+	if (!obj_cache || !local_cache || misses_caches_create())
 		goto fail;
 	debugfs_dir = debugfs_create_dir("dprof_selftest", NULL);
 	if (IS_ERR(debugfs_dir))
@@ -140,6 +211,7 @@ int dprof_selftest_shim_init(void)
 fail:
 	kmem_cache_destroy(obj_cache);
 	kmem_cache_destroy(local_cache);
+	misses_caches_destroy();
 	return -ENOMEM;
 }
 
@@ -148,4 +220,5 @@ void dprof_selftest_shim_exit(void)
 	debugfs_remove(debugfs_dir);
 	kmem_cache_destroy(obj_cache);
 	kmem_cache_destroy(local_cache);
+	misses_caches_destroy();
 }

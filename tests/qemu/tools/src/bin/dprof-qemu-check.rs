@@ -27,6 +27,10 @@
 //! loopback TCP (decoded accesses agree with the debug registers; the cost per history) and a
 //! 60 s stress run at the highest rate (no debug register left armed or reserved).
 //!
+//! `dprof-qemu-check selftest-misses DIR` checks the miss classification and working set views
+//! against the `dprof_selftest.ko` workloads with one known cause of misses each, and the
+//! working set's live objects against /proc/slabinfo (`misses.rs` beside this file).
+//!
 //! The report is printed and saved as DIR/check.txt.
 
 use std::collections::BTreeMap;
@@ -39,6 +43,10 @@ use dprof::profile::Profile;
 use dprof::symbols::Kallsyms;
 use dprof_abi::Record;
 use serde_json::Value;
+
+// A binary's modules sit beside it in src/bin, where Cargo would take them for binaries.
+#[path = "dprof-qemu-check/misses.rs"]
+mod misses;
 
 /// /proc/uptime has centisecond resolution; one more millisecond covers the gap between a
 /// counter's increment and the tracepoint's timestamp.
@@ -636,7 +644,7 @@ fn main() -> Result<()> {
     let (Some(check), Some(dir)) = (args.get(1), args.get(2)) else {
         bail!(
             "usage: dprof-qemu-check slab-workload|selftest-data-profile|workload-data-profile|\
-             selftest-histories|kernel-histories DIR"
+             selftest-histories|kernel-histories|selftest-misses DIR"
         );
     };
     let dir = Path::new(dir);
@@ -646,6 +654,7 @@ fn main() -> Result<()> {
         "workload-data-profile" => check_workload(dir),
         "selftest-histories" => check_histories(dir),
         "kernel-histories" => check_kernel_histories(dir),
+        "selftest-misses" => misses::check(dir),
         other => bail!("unknown check {other:?}"),
     };
     match report {
