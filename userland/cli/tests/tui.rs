@@ -85,6 +85,26 @@ fn one_type_of_json_is_refused_with_what_to_do() {
 }
 
 #[test]
+fn a_bad_cache_spec_or_cache_on_json_is_refused_before_the_terminal() {
+    let dir = dir_with(&[("dp.dprof", example::profile())]);
+    let err = refused(&dprof(
+        dir.path(),
+        &["tui", "dp.dprof", "--cache", "L1d=banana"],
+    ));
+    assert!(err.contains("--cache"), "{err}");
+    let whole = stdout_of(&dprof(dir.path(), &["report", "dp.dprof", "--json"]));
+    std::fs::write(dir.path().join("dp.json"), whole).expect("write");
+    let err = refused(&dprof(
+        dir.path(),
+        &["tui", "dp.json", "--cache", "L1d=48K/12/64"],
+    ));
+    assert!(
+        err.contains("dp.json is a JSON report: its views were computed when it was written"),
+        "{err}"
+    );
+}
+
+#[test]
 fn without_a_terminal_it_says_what_to_use() {
     let dir = dir_with(&[("dp.dprof", example::profile())]);
     let err = refused(&dprof(dir.path(), &["tui", "dp.dprof"]));
