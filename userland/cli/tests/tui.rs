@@ -372,6 +372,29 @@ fn browses_a_saved_json_report() {
     tmux.assert_terminal_restored(&pathbuf(&dir));
 }
 
+/// A profile is analyzed with the miss classification and working-set views: their tabs show
+/// the views example's types, and the geometry line says which levels --cache gave.
+#[test]
+fn browses_the_misses_and_working_set_of_a_profile() {
+    if !Tmux::available() {
+        return;
+    }
+    let dir = dir_with(&[("vw.dprof", dprof::views::example::profile())]);
+    let tmux = Tmux::run_dprof(dir.path(), "tui vw.dprof --cache L2=1M/16/64", 100, 30);
+    tmux.wait_for("vw_sweep");
+    tmux.keys(&["3"]);
+    let screen = tmux.wait_for("dominant");
+    assert!(screen.contains("Misses · vw_"), "{screen}");
+    assert!(screen.contains("false sharing +25.0"), "{screen}");
+    tmux.keys(&["4"]);
+    let screen = tmux.wait_for("Live objects");
+    assert!(screen.contains("caches (profile and --cache)"), "{screen}");
+    assert!(screen.contains("L2 1 MiB 16-way"), "{screen}");
+    tmux.keys(&["q"]);
+    tmux.wait_for("dprof exited 0");
+    tmux.assert_terminal_restored(&pathbuf(&dir));
+}
+
 /// A large profile: the progress shows while it is analyzed, keys work meanwhile, and q quits
 /// without waiting for the analysis.
 #[test]
