@@ -456,3 +456,50 @@ fn misses_without_the_views_ignores_moves() {
     assert_eq!(shown_type(&app).map(str::to_owned), before);
     assert_eq!(app.view_type(View::MissClassification), None);
 }
+
+/// Misses with a hardware sampler are counted as misses and not labelled inferred; a report
+/// whose views found no slab type says so in each tab.
+#[test]
+fn measured_misses_and_views_without_types() {
+    let mut report = views_report();
+    let misses = report.misses.as_mut().expect("views computed");
+    misses.inferred = false;
+    misses.basis = "L1 data-cache misses of slab types seen by the hardware sampler".to_owned();
+    let mut app = App::with_report(SOURCE, report);
+    press(&mut app, [KeyCode::Char('3')]);
+    let s = screen(&app, 80, 24);
+    assert!(!s.contains("inferred"), "{s}");
+    assert!(s.contains("misses  dominant"), "{s}");
+    assert!(s.contains("L1 data-cache misses of slab types"), "{s}");
+
+    let mut report = views_report();
+    report
+        .misses
+        .as_mut()
+        .expect("views computed")
+        .types
+        .clear();
+    report
+        .working_set
+        .as_mut()
+        .expect("views computed")
+        .types
+        .clear();
+    let mut app = App::with_report(SOURCE, report);
+    press(&mut app, [KeyCode::Char('3')]);
+    assert_eq!(app.view_type(View::MissClassification), None);
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("no miss classification in this profile"), "{s}");
+    assert!(
+        s.contains("no slab type had samples or history accesses"),
+        "{s}"
+    );
+    press(&mut app, [KeyCode::Char('4')]);
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("no working set in this profile"), "{s}");
+    assert!(
+        s.contains("no slab object was allocated during collection"),
+        "{s}"
+    );
+    assert_eq!(app.handle(key(KeyCode::Down)), EventState::NotConsumed);
+}

@@ -119,7 +119,9 @@ fn views_without_cache_geometry() {
         View::MissClassification,
         "vw_pair",
     );
-    assert_screen("views_misses_no_geometry", &app, 80, 24);
+    for (w, h) in SIZES {
+        assert_screen("views_misses_no_geometry", &app, w, h);
+    }
 }
 
 #[test]
