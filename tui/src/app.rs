@@ -10,6 +10,7 @@ mod data_flow;
 mod data_profile;
 mod list;
 mod type_detail;
+mod view_types;
 
 use dprof::report::{FunctionCount, Report, TypeProfile};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -19,6 +20,7 @@ pub use data_flow::{DataFlowState, FlowLayout, FlowSubject};
 pub use data_profile::{field_label, type_label, Column, DataProfileState};
 pub use list::{ListState, Nav};
 pub use type_detail::{Pane, PaneSort, TypeDetailState};
+pub use view_types::{view_type_names, ViewTypesState};
 
 use crate::event::{Event, EventState, LoadEvent};
 
@@ -107,6 +109,10 @@ pub struct App {
     data_profile: DataProfileState,
     type_detail: TypeDetailState,
     data_flow: DataFlowState,
+    /// The miss classification view's type list.
+    misses: ViewTypesState,
+    /// The working-set view's type list.
+    working_set: ViewTypesState,
     /// The function the data flow view was opened at (Enter on a function of a type).
     data_flow_function: Option<String>,
     help: bool,
@@ -127,6 +133,8 @@ impl App {
             data_profile: DataProfileState::default(),
             type_detail: TypeDetailState::default(),
             data_flow: DataFlowState::default(),
+            misses: ViewTypesState::default(),
+            working_set: ViewTypesState::default(),
             data_flow_function: None,
             help: false,
             quit: false,
@@ -262,11 +270,48 @@ impl App {
                     return self.open_selected_node();
                 }
             }
-            // Nothing to navigate in these until the report has their sections (see
-            // `Absence`).
-            View::MissClassification | View::WorkingSet | View::Causal => {}
+            View::MissClassification | View::WorkingSet => return self.handle_type_list_key(key),
+            // Nothing to navigate in this until the report has its section (see `Absence`).
+            View::Causal => {}
         }
         EventState::NotConsumed
+    }
+
+    /// Keys of the miss classification and working-set views: moves in their type list (the
+    /// data profile's selection follows, so every per-type view shows the same type), Enter
+    /// opens the type's Type view.
+    fn handle_type_list_key(&mut self, key: KeyEvent) -> EventState {
+        let Some(report) = &self.report else {
+            return EventState::NotConsumed;
+        };
+        let names = view_type_names(report, self.view);
+        let state = match self.view {
+            View::MissClassification => &mut self.misses,
+            _ => &mut self.working_set,
+        };
+        let moved = state.handle_key(key, names.len()).is_consumed();
+        let enter = key.code == KeyCode::Enter;
+        if !moved && !enter {
+            return EventState::NotConsumed;
+        }
+        let index = names.get(state.selected()).and_then(|&name| {
+            report
+                .data_profile
+                .types
+                .iter()
+                .position(|t| t.name == name)
+        });
+        // A type the filter hides stays unselected there; the list keeps its own selection.
+        let selected = index.is_some_and(|i| self.data_profile.select_type(i));
+        if enter {
+            if !selected {
+                return EventState::NotConsumed;
+            }
+            self.go(View::TypeDetail);
+        } else {
+            self.sync_views();
+        }
+        EventState::Consumed
     }
 
     /// Enter on a data flow node: the type view, its functions pane on that function. Only
@@ -362,6 +407,11 @@ impl App {
             let index = self.data_profile.selected_type();
             self.type_detail
                 .show(index, index.map(|i| &report.data_profile.types[i]));
+            let name = index.map(|i| report.data_profile.types[i].name.as_str());
+            self.misses
+                .follow(&view_type_names(report, View::MissClassification), name);
+            self.working_set
+                .follow(&view_type_names(report, View::WorkingSet), name);
         }
         let shown = self
             .report
@@ -421,6 +471,31 @@ impl App {
             .data_profile
             .types
             .get(self.data_profile.selected_type()?)
+    }
+
+    /// The miss classification view's type list.
+    #[must_use]
+    pub const fn misses(&self) -> &ViewTypesState {
+        &self.misses
+    }
+
+    /// The working-set view's type list.
+    #[must_use]
+    pub const fn working_set(&self) -> &ViewTypesState {
+        &self.working_set
+    }
+
+    /// The type selected in `view`'s own type list (miss classification, working set).
+    #[must_use]
+    pub fn view_type(&self, view: View) -> Option<&str> {
+        let state = match view {
+            View::MissClassification => &self.misses,
+            View::WorkingSet => &self.working_set,
+            _ => return None,
+        };
+        view_type_names(self.report.as_ref()?, view)
+            .get(state.selected())
+            .copied()
     }
 
     /// The data flow view's state: layers and the selected node.

@@ -2,12 +2,15 @@
 //! never change it.
 
 mod absence;
+mod cache_views;
 mod data_flow;
 mod data_profile;
 mod heat_strip;
 mod help;
 mod loading;
+mod misses;
 mod type_detail;
+mod working_set;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -53,7 +56,9 @@ impl Widget for &App {
                     View::DataProfile => data_profile::render(self, report, body, buf),
                     View::TypeDetail => type_detail::render(self, report, body, buf),
                     View::DataFlow => data_flow::render(self, body, buf),
-                    View::MissClassification | View::WorkingSet | View::Causal => {
+                    View::MissClassification => misses::render(self, body, buf),
+                    View::WorkingSet => working_set::render(self, body, buf),
+                    View::Causal => {
                         absence::render(self, body, buf);
                     }
                 }
@@ -141,6 +146,18 @@ fn status_bar(app: &App, area: Rect, buf: &mut Buffer) {
                 &[
                     ("↑↓", "node"),
                     ("Enter", "accesses"),
+                    ("Tab", "view"),
+                    ("Esc", "back"),
+                    ("?", "help"),
+                    ("q", "quit"),
+                ]
+            }
+            (Some(_), view @ (View::MissClassification | View::WorkingSet))
+                if app.view_type(view).is_some() =>
+            {
+                &[
+                    ("↑↓", "type"),
+                    ("Enter", "open"),
                     ("Tab", "view"),
                     ("Esc", "back"),
                     ("?", "help"),

@@ -4,7 +4,7 @@
 mod fixture;
 
 use dprof_tui::{App, Column, Event, EventState, LoadEvent, Pane, View};
-use fixture::{history_report, key, press, report, screen, type_text, SOURCE};
+use fixture::{history_report, key, press, report, screen, type_text, views_report, SOURCE};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 fn shown_type(app: &App) -> Option<&str> {
@@ -164,6 +164,10 @@ fn tab_visits_every_view_and_each_says_why_it_is_empty() {
     assert_eq!(app.view(), View::Causal);
     for (digit, why) in [
         ('3', "no miss classification in this profile"),
+        (
+            '3',
+            "made without the miss classification and working-set views",
+        ),
         ('4', "no working set in this profile"),
         ('5', "no data flow in this profile"),
         ('6', "no causal ranking in this profile"),
@@ -385,4 +389,117 @@ fn data_flow_of_a_type_without_histories_and_of_no_type() {
         s.contains("no type selected: showing st_obj, the type with the most"),
         "{s}"
     );
+}
+
+/// The Misses and Working set views move through their own type list; the data profile's
+/// selection follows, so each per-type view shows the type last chosen in any of them, and
+/// Enter opens it in the Type view.
+#[test]
+fn misses_and_working_set_lists_follow_one_selection() {
+    let mut app = App::with_report(SOURCE, views_report());
+    let report = app.report().expect("loaded");
+    let misses: Vec<String> = report
+        .misses
+        .as_ref()
+        .expect("views computed")
+        .types
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    assert!(misses.len() >= 2, "{misses:?}");
+    press(&mut app, [KeyCode::Char('3'), KeyCode::Home]);
+    assert_eq!(app.view(), View::MissClassification);
+    assert_eq!(app.view_type(View::MissClassification), Some(&*misses[0]));
+    assert_eq!(shown_type(&app), Some(&*misses[0]));
+    press(&mut app, [KeyCode::Char('j')]);
+    assert_eq!(app.view_type(View::MissClassification), Some(&*misses[1]));
+    assert_eq!(
+        shown_type(&app),
+        Some(&*misses[1]),
+        "the data profile follows"
+    );
+    let s = screen(&app, 80, 24);
+    assert!(s.contains(&format!("Misses · {}", misses[1])), "{s}");
+    assert!(s.contains("↑↓ type · Enter open"), "{s}");
+    // The working set shows the same type.
+    press(&mut app, [KeyCode::Tab]);
+    assert_eq!(app.view(), View::WorkingSet);
+    assert_eq!(app.view_type(View::WorkingSet), Some(&*misses[1]));
+    let s = screen(&app, 80, 24);
+    assert!(s.contains(&format!("Working set · {}", misses[1])), "{s}");
+    // End, then past the end, stays on the last.
+    press(&mut app, [KeyCode::End, KeyCode::Down]);
+    let last = app
+        .report()
+        .and_then(|r| r.working_set.as_ref())
+        .and_then(|w| w.types.last())
+        .map(|t| t.name.clone());
+    assert_eq!(app.view_type(View::WorkingSet), last.as_deref());
+    // Enter: the Type view of that type; Esc comes back.
+    press(&mut app, [KeyCode::Enter]);
+    assert_eq!(app.view(), View::TypeDetail);
+    assert_eq!(shown_type(&app), last.as_deref());
+    press(&mut app, [KeyCode::Esc]);
+    assert_eq!(app.view(), View::WorkingSet);
+    assert_eq!(app.view_type(View::WorkingSet), last.as_deref());
+}
+
+/// Keys in a view with no type list (an old report) fall through to the global keys.
+#[test]
+fn misses_without_the_views_ignores_moves() {
+    let mut app = App::with_report(SOURCE, report());
+    press(&mut app, [KeyCode::Char('3')]);
+    let before = shown_type(&app).map(str::to_owned);
+    assert_eq!(app.handle(key(KeyCode::Down)), EventState::NotConsumed);
+    assert_eq!(app.handle(key(KeyCode::Enter)), EventState::NotConsumed);
+    assert_eq!(app.view(), View::MissClassification);
+    assert_eq!(shown_type(&app).map(str::to_owned), before);
+    assert_eq!(app.view_type(View::MissClassification), None);
+}
+
+/// Misses with a hardware sampler are counted as misses and not labelled inferred; a report
+/// whose views found no slab type says so in each tab.
+#[test]
+fn measured_misses_and_views_without_types() {
+    let mut report = views_report();
+    let misses = report.misses.as_mut().expect("views computed");
+    misses.inferred = false;
+    misses.basis = "L1 data-cache misses of slab types seen by the hardware sampler".to_owned();
+    let mut app = App::with_report(SOURCE, report);
+    press(&mut app, [KeyCode::Char('3')]);
+    let s = screen(&app, 80, 24);
+    assert!(!s.contains("inferred"), "{s}");
+    assert!(s.contains("misses  dominant"), "{s}");
+    assert!(s.contains("L1 data-cache misses of slab types"), "{s}");
+
+    let mut report = views_report();
+    report
+        .misses
+        .as_mut()
+        .expect("views computed")
+        .types
+        .clear();
+    report
+        .working_set
+        .as_mut()
+        .expect("views computed")
+        .types
+        .clear();
+    let mut app = App::with_report(SOURCE, report);
+    press(&mut app, [KeyCode::Char('3')]);
+    assert_eq!(app.view_type(View::MissClassification), None);
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("no miss classification in this profile"), "{s}");
+    assert!(
+        s.contains("no slab type had samples or history accesses"),
+        "{s}"
+    );
+    press(&mut app, [KeyCode::Char('4')]);
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("no working set in this profile"), "{s}");
+    assert!(
+        s.contains("no slab object was allocated during collection"),
+        "{s}"
+    );
+    assert_eq!(app.handle(key(KeyCode::Down)), EventState::NotConsumed);
 }

@@ -6,7 +6,10 @@
 mod fixture;
 
 use dprof_tui::{App, Event, LoadEvent, View, MIN_HEIGHT, MIN_WIDTH};
-use fixture::{draw, history_report, ibs_report, press, report, screen, SOURCE};
+use fixture::{
+    draw, history_report, ibs_report, press, report, screen, views_report,
+    views_report_without_geometry, SOURCE,
+};
 use ratatui::crossterm::event::KeyCode;
 
 /// Sizes every view is drawn at.
@@ -68,6 +71,59 @@ fn data_flow_of_a_profile_with_histories() {
     }
 }
 
+/// The app showing `view` of `report` with its type `name` selected in the view's own list.
+fn showing_type(report: dprof::report::Report, view: View, name: &str) -> App {
+    let mut app = App::with_report(SOURCE, report);
+    let digit = char::from(b'1' + view.index() as u8);
+    press(&mut app, [KeyCode::Char(digit), KeyCode::Home]);
+    for _ in 0..8 {
+        if app.view_type(view) == Some(name) {
+            break;
+        }
+        press(&mut app, [KeyCode::Down]);
+    }
+    assert_eq!(app.view(), view);
+    assert_eq!(app.view_type(view), Some(name));
+    app
+}
+
+/// The miss classification of the views example: `vw_pair`'s classes as bars (false sharing
+/// dominant), its sharing pairs writer → missing; `vw_page`'s flagged L1d sets.
+#[test]
+fn misses_of_the_views_example() {
+    let app = showing_type(views_report(), View::MissClassification, "vw_pair");
+    for (w, h) in SIZES {
+        assert_screen("views_misses_pair", &app, w, h);
+    }
+    let app = showing_type(views_report(), View::MissClassification, "vw_page");
+    assert_screen("views_misses_page", &app, 160, 48);
+}
+
+/// The working set of the views example: `vw_page`'s 32 live objects over time, its resident
+/// lines, and per level the histogram with the 8 flagged L1d sets marked.
+#[test]
+fn working_set_of_the_views_example() {
+    let app = showing_type(views_report(), View::WorkingSet, "vw_page");
+    for (w, h) in SIZES {
+        assert_screen("views_working_set_page", &app, w, h);
+    }
+}
+
+/// Without cache geometry, both views say what they cannot show and show the rest.
+#[test]
+fn views_without_cache_geometry() {
+    let app = showing_type(views_report_without_geometry(), View::WorkingSet, "vw_page");
+    assert_screen("views_working_set_no_geometry", &app, 80, 24);
+    let app = showing_type(
+        views_report_without_geometry(),
+        View::MissClassification,
+        "vw_pair",
+    );
+    for (w, h) in SIZES {
+        assert_screen("views_misses_no_geometry", &app, w, h);
+    }
+}
+
 #[test]
 fn type_view_of_a_stack_folds_untouched_lines() {
     let mut app = App::with_report(SOURCE, report());
@@ -122,7 +178,13 @@ fn no_size_panics() {
         (120, 30),
         (300, 100),
     ];
-    for make in [report, ibs_report, history_report] {
+    for make in [
+        report,
+        ibs_report,
+        history_report,
+        views_report,
+        views_report_without_geometry,
+    ] {
         for view in View::ALL {
             let mut app = App::with_report(SOURCE, make());
             let digit = char::from(b'1' + view.index() as u8);

@@ -30,6 +30,11 @@ impl Absence {
     }
 }
 
+/// Why the miss classification and working-set sections are missing from a report.
+const NO_VIEWS: &str = "this report was made without the miss classification and working-set \
+     views (a report saved by an older dprof): open the profile itself with dprof tui, or save \
+     the report again with dprof report --json";
+
 /// Why `view` has nothing to show for `report`, or `None` when it has something.
 pub(crate) fn absence(view: View, report: &Report) -> Option<Absence> {
     let dp = &report.data_profile;
@@ -40,37 +45,54 @@ pub(crate) fn absence(view: View, report: &Report) -> Option<Absence> {
             instead: Some(format!("coverage: {}", report.coverage.summary)),
         }),
         View::DataProfile | View::TypeDetail => None,
-        View::MissClassification => Some(Absence {
-            what: "miss classification",
-            why: "the analysis does not classify misses yet (invalidation by true or false \
-                  sharing, conflict, capacity, each with its evidence)"
-                .to_owned(),
-            instead: Some(match &dp.hardware {
-                Some(hw) => format!(
-                    "{} samples give misses, miss rates, HITM and data sources per type: see \
-                     the Data profile and Type views",
-                    hw.samplers.join("+").to_ascii_uppercase()
-                ),
-                None => "this profile has no hardware miss data either: collect with \
-                         --sampler ibs or pebs on a machine that has one"
+        View::MissClassification => match &report.misses {
+            Some(m) if !m.types.is_empty() => None,
+            Some(_) => Some(Absence {
+                what: "miss classification",
+                why: "no slab type had samples or history accesses to classify: only objects \
+                      of the address set (slab allocations seen during collection) are \
+                      classified"
                     .to_owned(),
+                instead: Some(format!("coverage: {}", report.coverage.summary)),
             }),
-        }),
-        View::WorkingSet => Some(Absence {
-            what: "working set",
-            why: "the analysis does not compute live objects over time or the \
-                  associativity-set histogram yet"
-                .to_owned(),
-            instead: Some(if report.address_set.allocs > 0 {
-                format!(
-                    "peak live objects and bytes per type are in the Data profile and Type \
+            None => Some(Absence {
+                what: "miss classification",
+                why: NO_VIEWS.to_owned(),
+                instead: Some(match &dp.hardware {
+                    Some(hw) => format!(
+                        "{} samples give misses, miss rates, HITM and data sources per type: see \
+                     the Data profile and Type views",
+                        hw.samplers.join("+").to_ascii_uppercase()
+                    ),
+                    None => "this profile has no hardware miss data either: collect with \
+                         --sampler ibs or pebs on a machine that has one"
+                        .to_owned(),
+                }),
+            }),
+        },
+        View::WorkingSet => match &report.working_set {
+            Some(w) if !w.types.is_empty() => None,
+            Some(_) => Some(Absence {
+                what: "working set",
+                why: "no slab object was allocated during collection: live objects come from \
+                      the address set"
+                    .to_owned(),
+                instead: Some("collect with --events slab".to_owned()),
+            }),
+            None => Some(Absence {
+                what: "working set",
+                why: NO_VIEWS.to_owned(),
+                instead: Some(if report.address_set.allocs > 0 {
+                    format!(
+                        "peak live objects and bytes per type are in the Data profile and Type \
                      views ({} allocations replayed)",
-                    report.address_set.allocs
-                )
-            } else {
-                "this profile has no allocations either: collect with --events slab".to_owned()
+                        report.address_set.allocs
+                    )
+                } else {
+                    "this profile has no allocations either: collect with --events slab".to_owned()
+                }),
             }),
-        }),
+        },
         View::DataFlow if report.histories.is_some() => None,
         View::DataFlow => Some(Absence {
             what: "data flow",

@@ -9,7 +9,10 @@ use super::{ACCENT, DIM, HEADING};
 
 /// Every key, and what it does.
 pub(crate) const KEYS: &[(&str, &str)] = &[
-    ("↑ ↓  k j", "move the selection (a node in the Data flow)"),
+    (
+        "↑ ↓  k j",
+        "move the selection: a row, a type, a Data flow node",
+    ),
     ("PgUp PgDn", "move a page"),
     ("Home End  g G", "first, last row"),
     ("← →  h l", "previous, next pane (Type view)"),

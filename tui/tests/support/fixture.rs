@@ -56,6 +56,31 @@ pub fn history_report() -> Report {
     analyzed(dprof::histories::example::profile())
 }
 
+/// The views example (`dprof::views::example`, the QEMU guest's caches): four slab types
+/// whose miss classes and working sets are known from how it was built, analyzed with the
+/// miss classification and working-set views.
+pub fn views_report() -> Report {
+    views_report_with(dprof::views::example::profile())
+}
+
+/// The views example on a machine whose profile lists no cache: the views without geometry.
+pub fn views_report_without_geometry() -> Report {
+    views_report_with(dprof::views::example::profile_with(2, Vec::new()))
+}
+
+fn views_report_with(bytes: Vec<u8>) -> Report {
+    let profile = Profile::from_vec(bytes).expect("the views example is a valid profile");
+    let kallsyms = dprof::symbols::Kallsyms::parse(profile.kallsyms());
+    analysis::analyze_views(
+        &profile,
+        &kallsyms,
+        &Options::default(),
+        &dprof::views::ViewOptions::default(),
+        &mut |_| {},
+    )
+    .expect("valid records")
+}
+
 /// A key press.
 pub fn key(code: KeyCode) -> Event {
     Event::Key(KeyEvent::new(code, KeyModifiers::NONE))

@@ -6,8 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
+use dprof::cache::parse_overrides;
 use dprof::profile::MAGIC;
 use dprof::report::Report;
+use dprof::views::ViewOptions;
 use dprof_tui::{LoadEvent, Outcome};
 
 use crate::report::{open_profile, AnalysisArgs, OpenedProfile, Stage};
@@ -22,7 +24,10 @@ use crate::report::{open_profile, AnalysisArgs, OpenedProfile, Stage};
 ///
 /// Views (Tab, or 1 to 6): Data profile (sort by any column with s, filter as you type with
 /// /), Type (the type's bytes as a heat strip per cache line, its offsets, functions and
-/// CPUs), Misses, Working set, Data flow (with --histories: the type's functions from alloc
+/// CPUs), Misses (each slab type's misses by class: true or false sharing, conflict,
+/// capacity, with the evidence), Working set (live objects over time, lines each cache level
+/// holds, lines per associativity set; the cache geometry is the profile's, or --cache's),
+/// Data flow (with --histories: the type's functions from alloc
 /// to free, path traces, cross-check) and Causal. A view the profile has no data for says
 /// why. Enter opens the selected type, a function's data flow, a node's sampled accesses;
 /// Esc goes back, ? lists every key, q quits.
@@ -36,6 +41,10 @@ pub struct TuiArgs {
     file: PathBuf,
     #[command(flatten)]
     analysis: AnalysisArgs,
+    /// Cache levels replacing or adding to the profile's for the Misses and Working set views:
+    /// NAME=SIZE/WAYS/LINE[,...], e.g. L1d=48K/12/64,L2=2M/16/64.
+    #[arg(long, value_name = "SPEC")]
+    cache: Option<String>,
 }
 
 /// What FILE holds.
@@ -49,6 +58,13 @@ enum Input {
 pub fn run(args: &TuiArgs) -> anyhow::Result<ExitCode> {
     // Everything a person can fix in the command line or the file fails here, on a normal
     // screen, before the terminal is taken.
+    let views = ViewOptions {
+        overrides: match &args.cache {
+            Some(spec) => parse_overrides(spec).context("--cache")?,
+            None => Vec::new(),
+        },
+        ..ViewOptions::default()
+    };
     let input = open(args)?;
     if !io::stdin().is_terminal() || !io::stdout().is_terminal() {
         bail!(
@@ -63,7 +79,7 @@ pub fn run(args: &TuiArgs) -> anyhow::Result<ExitCode> {
             opened
                 .analyze(
                     true,
-                    None,
+                    Some(&views),
                     &mut |stage| (progress.borrow_mut())(load_event(stage)),
                     &mut |warning| (progress.borrow_mut())(LoadEvent::Warning(warning)),
                 )
@@ -106,6 +122,14 @@ fn open(args: &TuiArgs) -> anyhow::Result<Input> {
         return open_profile(file, &args.analysis).map(|p| Input::Profile(Box::new(p)));
     }
     if head.trim_ascii_start().first() == Some(&b'{') {
+        if args.cache.is_some() {
+            bail!(
+                "{} is a JSON report: its views were computed when it was written; --cache \
+                 applies to profiles (dprof report --json --cache SPEC PROFILE writes one with \
+                 it)",
+                file.display()
+            );
+        }
         return open_json(file, &args.analysis).map(Input::Report);
     }
     bail!(

@@ -85,6 +85,26 @@ fn one_type_of_json_is_refused_with_what_to_do() {
 }
 
 #[test]
+fn a_bad_cache_spec_or_cache_on_json_is_refused_before_the_terminal() {
+    let dir = dir_with(&[("dp.dprof", example::profile())]);
+    let err = refused(&dprof(
+        dir.path(),
+        &["tui", "dp.dprof", "--cache", "L1d=banana"],
+    ));
+    assert!(err.contains("--cache"), "{err}");
+    let whole = stdout_of(&dprof(dir.path(), &["report", "dp.dprof", "--json"]));
+    std::fs::write(dir.path().join("dp.json"), whole).expect("write");
+    let err = refused(&dprof(
+        dir.path(),
+        &["tui", "dp.json", "--cache", "L1d=48K/12/64"],
+    ));
+    assert!(
+        err.contains("dp.json is a JSON report: its views were computed when it was written"),
+        "{err}"
+    );
+}
+
+#[test]
 fn without_a_terminal_it_says_what_to_use() {
     let dir = dir_with(&[("dp.dprof", example::profile())]);
     let err = refused(&dprof(dir.path(), &["tui", "dp.dprof"]));
@@ -347,6 +367,29 @@ fn browses_a_saved_json_report() {
     let tmux = Tmux::run_dprof(dir.path(), "tui dp.json", 100, 30);
     let screen = tmux.wait_for("percpu:runqueues");
     assert!(screen.contains("skbuff_head_cache (sk_buff)"), "{screen}");
+    tmux.keys(&["q"]);
+    tmux.wait_for("dprof exited 0");
+    tmux.assert_terminal_restored(&pathbuf(&dir));
+}
+
+/// A profile is analyzed with the miss classification and working-set views: their tabs show
+/// the views example's types, and the geometry line says which levels --cache gave.
+#[test]
+fn browses_the_misses_and_working_set_of_a_profile() {
+    if !Tmux::available() {
+        return;
+    }
+    let dir = dir_with(&[("vw.dprof", dprof::views::example::profile())]);
+    let tmux = Tmux::run_dprof(dir.path(), "tui vw.dprof --cache L2=1M/16/64", 100, 30);
+    tmux.wait_for("vw_sweep");
+    // Each needle waited for: a capture can catch the screen half drawn.
+    tmux.keys(&["3"]);
+    tmux.wait_for("Misses · vw_");
+    tmux.wait_for("false sharing +25.0");
+    tmux.keys(&["4"]);
+    tmux.wait_for("Live objects");
+    tmux.wait_for("caches (profile and --cache)");
+    tmux.wait_for("L2 1 MiB 16-way");
     tmux.keys(&["q"]);
     tmux.wait_for("dprof exited 0");
     tmux.assert_terminal_restored(&pathbuf(&dir));
