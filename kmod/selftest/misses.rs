@@ -75,6 +75,14 @@ extern "C" {
     fn dprof_selftest_shim_free_sweep(obj: *mut SelftestSweep);
 }
 
+// The access functions and their loops, in a page-aligned section of their own (see the
+// comment on `.text.dprof_selftest_main` in selftest_main.rs).
+core::arch::global_asm!(
+    ".pushsection .text.dprof_selftest_misses, \"ax\", @progbits",
+    ".balign 4096",
+    ".popsection",
+);
+
 // Each access function's assembly starts with a comment naming it: without it, LLVM would
 // merge functions whose code is identical (`dprof_selftest_write_left` and
 // `dprof_selftest_share_write`) into one symbol, and samples would name the wrong one.
@@ -82,6 +90,7 @@ extern "C" {
 /// Writes `obj.left` (offset 0) once.
 #[no_mangle]
 #[inline(never)]
+#[link_section = ".text.dprof_selftest_misses"]
 pub(crate) extern "C" fn dprof_selftest_write_left(obj: *mut SelftestPair, value: u64) {
     // SAFETY: `obj` is a live pair of this round; the store stays inside it. The leading jump
     // makes the store start a TCG translation block, where samples land.
@@ -99,6 +108,7 @@ pub(crate) extern "C" fn dprof_selftest_write_left(obj: *mut SelftestPair, value
 /// Writes `obj.right` (offset 32) once.
 #[no_mangle]
 #[inline(never)]
+#[link_section = ".text.dprof_selftest_misses"]
 pub(crate) extern "C" fn dprof_selftest_write_right(obj: *mut SelftestPair, value: u64) {
     // SAFETY: as for `dprof_selftest_write_left`.
     unsafe {
@@ -115,6 +125,7 @@ pub(crate) extern "C" fn dprof_selftest_write_right(obj: *mut SelftestPair, valu
 /// Posts `value` into the mailbox `obj.value` (offset 0).
 #[no_mangle]
 #[inline(never)]
+#[link_section = ".text.dprof_selftest_misses"]
 pub(crate) extern "C" fn dprof_selftest_share_write(obj: *mut SelftestShared, value: u64) {
     // SAFETY: `obj` is a live mailbox of this round; the store stays inside it.
     unsafe {
@@ -137,6 +148,7 @@ pub(crate) extern "C" fn dprof_selftest_share_write(obj: *mut SelftestShared, va
 /// watchpoint trap nor the sample; the turns already keep the two CPUs apart.
 #[no_mangle]
 #[inline(never)]
+#[link_section = ".text.dprof_selftest_misses"]
 pub(crate) extern "C" fn dprof_selftest_share_read(obj: *mut SelftestShared, expected: u64) -> u64 {
     let mut held = expected;
     // SAFETY: `obj` is a live mailbox of this round; the exchange stays inside it.
@@ -161,6 +173,7 @@ pub(crate) extern "C" fn dprof_selftest_share_read(obj: *mut SelftestShared, exp
 /// object's load instead of on the return.
 #[no_mangle]
 #[inline(never)]
+#[link_section = ".text.dprof_selftest_misses"]
 pub(crate) extern "C" fn dprof_selftest_stride_touch(
     a: *const SelftestStride,
     b: *const SelftestStride,
@@ -191,6 +204,7 @@ pub(crate) extern "C" fn dprof_selftest_stride_touch(
 /// Reads the first word of each of the 16 lines of `obj`, in order; returns their sum.
 #[no_mangle]
 #[inline(never)]
+#[link_section = ".text.dprof_selftest_misses"]
 pub(crate) extern "C" fn dprof_selftest_sweep_touch(obj: *const SelftestSweep) -> u64 {
     let (a, b): (u64, u64);
     // SAFETY: `obj` is a live object of the capacity workload; the loads stay inside it.
@@ -298,6 +312,7 @@ impl PingPong {
     }
 }
 
+#[link_section = ".text.dprof_selftest_misses"]
 unsafe extern "C" fn pingpong_first(arg: *mut c_void) -> c_int {
     // SAFETY: `arg` is the PingPong of this run, alive until all its threads are done.
     let pp = unsafe { &*arg.cast::<PingPong>() };
@@ -338,6 +353,7 @@ unsafe extern "C" fn pingpong_first(arg: *mut c_void) -> c_int {
     0
 }
 
+#[link_section = ".text.dprof_selftest_misses"]
 unsafe extern "C" fn pingpong_second(arg: *mut c_void) -> c_int {
     // SAFETY: as for the first.
     let pp = unsafe { &*arg.cast::<PingPong>() };
@@ -377,10 +393,12 @@ fn pair_free(obj: *mut c_void) {
     unsafe { dprof_selftest_shim_free_pair(obj.cast()) }
 }
 
+#[link_section = ".text.dprof_selftest_misses"]
 fn pair_left(obj: *mut c_void, i: u64) {
     dprof_selftest_write_left(obj.cast(), i);
 }
 
+#[link_section = ".text.dprof_selftest_misses"]
 fn pair_right(obj: *mut c_void, i: u64) -> bool {
     dprof_selftest_write_right(obj.cast(), i);
     true
@@ -396,11 +414,13 @@ fn shared_free(obj: *mut c_void) {
     unsafe { dprof_selftest_shim_free_shared(obj.cast()) }
 }
 
+#[link_section = ".text.dprof_selftest_misses"]
 fn shared_post(obj: *mut c_void, i: u64) {
     dprof_selftest_share_write(obj.cast(), i);
 }
 
 /// Takes the mailbox's number: CPU 0 posted `i` in this turn.
+#[link_section = ".text.dprof_selftest_misses"]
 fn shared_take(obj: *mut c_void, i: u64) -> bool {
     dprof_selftest_share_read(obj.cast(), i) == i
 }
@@ -441,6 +461,7 @@ fn solo_result(solo: &Solo) -> Result {
     }
 }
 
+#[link_section = ".text.dprof_selftest_misses"]
 unsafe extern "C" fn conflict_worker(arg: *mut c_void) -> c_int {
     // SAFETY: `arg` is the Solo of this run, alive until its thread is done.
     let solo = unsafe { &*arg.cast::<Solo>() };
@@ -484,6 +505,8 @@ unsafe extern "C" fn conflict_worker(arg: *mut c_void) -> c_int {
 }
 
 /// Reads every line of every object of `objects`, then lets others run.
+#[inline(never)]
+#[link_section = ".text.dprof_selftest_misses"]
 fn sweep(objects: &[*mut SelftestSweep]) {
     for (i, &obj) in objects.iter().enumerate() {
         block_boundary();
