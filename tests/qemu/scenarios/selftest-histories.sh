@@ -18,10 +18,11 @@ cp /tmp/bad.err "$OUT/bad-plan.err"
   sh -c "echo 'handoff 3000' > $run"
 cp /tmp/histories.dprof "$OUT/"
 # The type without ranges: dprof samples for --plan-time, then watches the offsets the samples
-# show in use.
+# show in use. The workload outlasts planning by several seconds even when a loaded host slows
+# the guest's planning pause (measured up to 2.5 s), so histories still start while it runs.
 "$DPROF" collect -o /tmp/planned.dprof --period 200us --ring-size 32M \
   --histories dprof_selftest_obj --plan-time 1500ms -- \
-  sh -c "echo 'handoff 4000' > $run"
+  sh -c "echo 'handoff 8000' > $run"
 cp /tmp/planned.dprof "$OUT/"
 cp /lib/dprof/dprof_selftest.ko "$OUT/"
 rmmod dprof_selftest
