@@ -43,22 +43,12 @@ pub(super) fn geometry_text(levels: &[CacheLevel], short: bool) -> String {
     let parts: Vec<String> = levels
         .iter()
         .map(|l| {
-            let sharing = if l.is_private() {
-                "per CPU".to_owned()
-            } else {
-                format!("CPUs {}", l.shared_cpus)
-            };
-            let source = match (overridden, l.source) {
-                (false, _) => "",
-                (true, GeometrySource::Override) => ", --cache",
-                (true, GeometrySource::Profile) => ", profile",
-            };
             let what = if short {
                 format!("{} {}-way", bytes(l.size_bytes), l.ways)
             } else {
                 l.describe()
             };
-            format!("{} {what} ({sharing}{source})", l.name)
+            format!("{} {what} ({})", l.name, l.sharing_and_source(overridden))
         })
         .collect();
     let from = if overridden {

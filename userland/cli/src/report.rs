@@ -553,17 +553,12 @@ fn geometry_line(levels: &[CacheLevel], out: &mut impl Write) -> io::Result<()> 
     let parts: Vec<String> = levels
         .iter()
         .map(|l| {
-            let sharing = if l.is_private() {
-                "per CPU".to_owned()
-            } else {
-                format!("CPUs {}", l.shared_cpus)
-            };
-            let source = match (overridden, l.source) {
-                (false, _) => "",
-                (true, GeometrySource::Override) => ", --cache",
-                (true, GeometrySource::Profile) => ", profile",
-            };
-            format!("{} {} ({sharing}{source})", l.name, l.describe())
+            format!(
+                "{} {} ({})",
+                l.name,
+                l.describe(),
+                l.sharing_and_source(overridden)
+            )
         })
         .collect();
     writeln!(out, "caches: {}", parts.join("; "))

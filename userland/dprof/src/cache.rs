@@ -136,6 +136,23 @@ impl CacheLevel {
             self.sets
         )
     }
+
+    /// Which CPUs share the level ("per CPU" or "CPUs 0-3"), and where its numbers came from
+    /// when `--cache` changed any level (`any_override`): how every front end labels a level.
+    #[must_use]
+    pub fn sharing_and_source(&self, any_override: bool) -> String {
+        let sharing = if self.is_private() {
+            "per CPU".to_owned()
+        } else {
+            format!("CPUs {}", self.shared_cpus)
+        };
+        let source = match (any_override, self.source) {
+            (false, _) => "",
+            (true, GeometrySource::Override) => ", --cache",
+            (true, GeometrySource::Profile) => ", profile",
+        };
+        format!("{sharing}{source}")
+    }
 }
 
 /// Why a cache's numbers cannot describe a set-associative cache the views can index.
