@@ -835,3 +835,220 @@ fn decode_view_reads_samples_in_place_and_checks_like_decode() {
         Record::decode(&buf[..size - 8]).map(|(h, _)| h)
     );
 }
+
+fn good_causal_plan() -> CausalPlan {
+    let mut plan = CausalPlan {
+        struct_size: CausalPlan::SIZE as u32,
+        point_count: 3,
+        flags: 0,
+        ..CausalPlan::default()
+    };
+    plan.points[0] = ProgressPoint::new(PROGRESS_KPROBE, b"udp_sendmsg");
+    plan.points[1] = ProgressPoint::new(PROGRESS_TRACEPOINT, b"net_dev_xmit");
+    plan.points[2] = ProgressPoint::new(PROGRESS_USER, b"requests");
+    plan
+}
+
+#[test]
+fn causal_plan_round_trips_and_rejects_every_bad_field() {
+    let mut buf = [0u8; CausalPlan::SIZE];
+    let plan = good_causal_plan();
+    plan.encode(&mut buf);
+    assert_eq!(CausalPlan::decode(&buf), Ok(plan));
+    assert_eq!(plan.used_points()[2].name_bytes(), b"requests");
+    let with = |f: &dyn Fn(&mut CausalPlan)| {
+        let mut p = good_causal_plan();
+        f(&mut p);
+        p
+    };
+    for p in [
+        with(&|p| p.struct_size = 16),
+        with(&|p| p.point_count = 0),
+        with(&|p| p.point_count = MAX_PROGRESS_POINTS as u32 + 1),
+        with(&|p| p.flags = 2),
+        with(&|p| p.points[0].kind = 0),
+        with(&|p| p.points[0].kind = 4),
+        with(&|p| p.points[1] = ProgressPoint::new(PROGRESS_USER, b"")),
+        with(&|p| p.points[1] = ProgressPoint::new(PROGRESS_USER, b"has space")),
+        with(&|p| p.points[1].name[40] = b'x'),
+        with(&|p| p.points[1].name = [b'a'; PROGRESS_NAME_BYTES]),
+        // The same name twice for one kind.
+        with(&|p| p.points[1] = ProgressPoint::new(PROGRESS_KPROBE, b"udp_sendmsg")),
+    ] {
+        p.encode(&mut buf);
+        assert_eq!(CausalPlan::decode(&buf), Err(AbiError::OutOfRange), "{p:?}");
+    }
+    // The same name for two kinds is two points.
+    let p = with(&|p| p.points[1] = ProgressPoint::new(PROGRESS_USER, b"udp_sendmsg"));
+    p.encode(&mut buf);
+    assert_eq!(CausalPlan::decode(&buf), Ok(p));
+    with(&|p| p.points[5] = ProgressPoint::new(PROGRESS_USER, b"x")).encode(&mut buf);
+    assert_eq!(CausalPlan::decode(&buf), Err(AbiError::NonZeroReserved));
+    good_causal_plan().encode(&mut buf);
+    buf[12] = 1;
+    assert_eq!(CausalPlan::decode(&buf), Err(AbiError::NonZeroReserved));
+    assert!(matches!(
+        CausalPlan::decode(&buf[..100]),
+        Err(AbiError::Truncated { .. })
+    ));
+}
+
+#[test]
+fn causal_type_and_experiment_control_are_validated() {
+    let good = CausalType {
+        struct_size: CausalType::SIZE as u32,
+        index: 3,
+        ips_ptr: 0x7fff_0000,
+        ip_count: 12,
+        ..CausalType::default()
+    }
+    .with_name(b"dprof_selftest_x");
+    let mut buf = [0u8; CausalType::SIZE];
+    good.encode(&mut buf);
+    assert_eq!(CausalType::decode(&buf), Ok(good));
+    assert_eq!(good.name_bytes(), b"dprof_selftest_x");
+    // A cache test alone is allowed; neither ips nor a cache is not.
+    let cache_only = CausalType {
+        ips_ptr: 0,
+        ip_count: 0,
+        ..good
+    };
+    cache_only.encode(&mut buf);
+    assert_eq!(CausalType::decode(&buf), Ok(cache_only));
+    for t in [
+        CausalType {
+            struct_size: 8,
+            ..good
+        },
+        CausalType {
+            index: MAX_CAUSAL_TYPES as u32,
+            ..good
+        },
+        CausalType {
+            ip_count: MAX_CAUSAL_TYPE_IPS + 1,
+            ..good
+        },
+        CausalType { ips_ptr: 0, ..good },
+        CausalType {
+            ip_count: 0,
+            ..good
+        },
+        CausalType {
+            ips_ptr: 0,
+            ip_count: 0,
+            ..good.with_name(b"")
+        },
+    ] {
+        t.encode(&mut buf);
+        assert_eq!(CausalType::decode(&buf), Err(AbiError::OutOfRange), "{t:?}");
+    }
+
+    let control = ExperimentControl {
+        experiment: 7,
+        type_index: 1,
+        speedup_percent: 35,
+    };
+    let mut buf = [0u8; ExperimentControl::SIZE];
+    control.encode(&mut buf);
+    assert_eq!(ExperimentControl::decode(&buf), Ok(control));
+    for c in [
+        ExperimentControl {
+            speedup_percent: 101,
+            ..control
+        },
+        ExperimentControl {
+            type_index: MAX_CAUSAL_TYPES as u32,
+            ..control
+        },
+    ] {
+        c.encode(&mut buf);
+        assert_eq!(ExperimentControl::decode(&buf), Err(AbiError::OutOfRange));
+    }
+    control.encode(&mut buf);
+    buf[13] = 1;
+    assert_eq!(
+        ExperimentControl::decode(&buf),
+        Err(AbiError::NonZeroReserved)
+    );
+}
+
+fn good_experiment_end() -> ExperimentEnd {
+    let mut end = ExperimentEnd {
+        control: ExperimentControl {
+            experiment: 4,
+            type_index: 2,
+            speedup_percent: 50,
+        },
+        flags: 0,
+        point_count: 2,
+        wall_ns: 500_000_000,
+        delay_ns: 40_000_000,
+        paused_ns: 39_000_000,
+        credited_ns: 2_000_000,
+        type_samples: 80,
+        samples: 1000,
+        ..ExperimentEnd::default()
+    };
+    end.points[0] = PointVisits {
+        visits: 100,
+        time_sum_ns: 25_000_000_000,
+        total: 900,
+    };
+    end.points[1] = PointVisits {
+        visits: 99,
+        time_sum_ns: 25_100_000_000,
+        total: 898,
+    };
+    end
+}
+
+#[test]
+fn experiment_records_round_trip_and_reject_bad_fields() {
+    let start = ExperimentStart {
+        control: good_experiment_end().control,
+        global_delay_ns: 123,
+    };
+    let mut p = [0u8; ExperimentStart::SIZE];
+    start.encode(&mut p);
+    let buf = encode_record(RecordKind::ExperimentStart, 1, 99, &p);
+    assert_eq!(
+        Record::decode(&buf).map(|(_, r)| r),
+        Ok(Record::ExperimentStart(start))
+    );
+
+    let end = good_experiment_end();
+    let mut out = [0u8; MAX_RECORD_SIZE];
+    let size = Record::ExperimentEnd(end).encode(0, 5, &mut out);
+    assert_eq!(size, RecordKind::ExperimentEnd.record_size());
+    let (header, record) = Record::decode(&out[..size]).expect("decodes");
+    assert_eq!((header.cpu, header.time_ns), (0, 5));
+    assert_eq!(record, Record::ExperimentEnd(end));
+    assert_eq!(RecordKind::ExperimentEnd.name(), "experiment_end");
+
+    let mut payload = [0u8; ExperimentEnd::SIZE];
+    let with = |f: &dyn Fn(&mut ExperimentEnd)| {
+        let mut e = good_experiment_end();
+        f(&mut e);
+        e
+    };
+    for e in [
+        with(&|e| e.flags = 2),
+        with(&|e| e.point_count = 0),
+        with(&|e| e.point_count = MAX_PROGRESS_POINTS as u32 + 1),
+        with(&|e| e.type_samples = 1001),
+        with(&|e| e.points[0].visits = 901),
+        with(&|e| e.points[3].visits = 1),
+        with(&|e| e.control.speedup_percent = 105),
+    ] {
+        e.encode(&mut payload);
+        assert_eq!(
+            ExperimentEnd::decode(&payload),
+            Err(AbiError::OutOfRange),
+            "{e:?}"
+        );
+    }
+    assert!(matches!(
+        ExperimentEnd::decode(&payload[..40]),
+        Err(AbiError::Truncated { .. })
+    ));
+}

@@ -21,6 +21,24 @@
 //! | [`IOC_STOP`] | none | - |
 //! | [`IOC_STATUS`] | read/write | [`Status`] (+ an array of [`CpuStatus`] it points to) |
 //! | [`IOC_HISTORY_PLAN`] | write | [`HistoryPlan`]; after `IOC_CONFIGURE` with [`EVENT_HISTORIES`] |
+//! | [`IOC_CAUSAL_PLAN`] | write | [`CausalPlan`]; after `IOC_CONFIGURE` with [`EVENT_SAMPLES`], before `IOC_START` |
+//! | [`IOC_CAUSAL_TYPE`] | write | [`CausalType`] (+ the array of instruction addresses it points to); after `IOC_CAUSAL_PLAN`, no experiment running |
+//! | [`IOC_EXPERIMENT_START`] | write | [`ExperimentControl`]; while running, no experiment running |
+//! | [`IOC_EXPERIMENT_END`] | none | - ; ends the running experiment |
+//!
+//! # Causal experiments and progress points
+//! A causal session is a sampling session with a [`CausalPlan`] (its progress points) and a
+//! table of [`CausalType`]s. Each experiment virtually speeds up one type's accesses: every
+//! sample that the O(1) type test puts on that type adds `speedup x sample weight` of delay
+//! that every other CPU must serve (Coz's rule), and `IOC_EXPERIMENT_END` writes an
+//! [`ExperimentEnd`] with the experiment's wall time, inserted delay and progress visits.
+//!
+//! User programs signal a `user` progress point by writing its name to `/dev/dprof` through
+//! a write-only open, which the exclusive collector does not block:
+//! ```text
+//! fd = open("/dev/dprof", O_WRONLY);
+//! write(fd, "requests", 8);    // ENOENT: no running causal session has a user point of that name
+//! ```
 //!
 //! A session, from user space (error handling left out):
 //! ```text
@@ -36,7 +54,7 @@
 //! ```
 
 /// Version of this ABI; bumped on any incompatible change.
-pub const ABI_VERSION: u32 = 4;
+pub const ABI_VERSION: u32 = 5;
 /// Path of the device the module creates.
 pub const DEVICE_PATH: &str = "/dev/dprof";
 /// Every record size is a multiple of this.
@@ -161,6 +179,10 @@ pub enum RecordKind {
     HistoryHit = 9,
     /// An object access history ended ([`HistoryEnd`]).
     HistoryEnd = 10,
+    /// A causal experiment began ([`ExperimentStart`]).
+    ExperimentStart = 11,
+    /// A causal experiment ended, with its measurements ([`ExperimentEnd`]).
+    ExperimentEnd = 12,
 }
 
 impl RecordKind {
@@ -178,6 +200,8 @@ impl RecordKind {
             8 => Some(Self::HistoryArm),
             9 => Some(Self::HistoryHit),
             10 => Some(Self::HistoryEnd),
+            11 => Some(Self::ExperimentStart),
+            12 => Some(Self::ExperimentEnd),
             _ => None,
         }
     }
@@ -197,6 +221,8 @@ impl RecordKind {
                 Self::HistoryArm => HistoryArm::SIZE,
                 Self::HistoryHit => HistoryHit::SIZE,
                 Self::HistoryEnd => HistoryEnd::SIZE,
+                Self::ExperimentStart => ExperimentStart::SIZE,
+                Self::ExperimentEnd => ExperimentEnd::SIZE,
             }
     }
 
@@ -214,6 +240,8 @@ impl RecordKind {
             Self::HistoryArm => "history_arm",
             Self::HistoryHit => "history_hit",
             Self::HistoryEnd => "history_end",
+            Self::ExperimentStart => "experiment_start",
+            Self::ExperimentEnd => "experiment_end",
         }
     }
 }
@@ -1228,6 +1256,8 @@ pub enum Record {
     HistoryHit(HistoryHit),
     /// See [`HistoryEnd`].
     HistoryEnd(HistoryEnd),
+    ExperimentStart(ExperimentStart),
+    ExperimentEnd(ExperimentEnd),
 }
 
 impl Record {
@@ -1245,6 +1275,8 @@ impl Record {
             Self::HistoryArm(_) => RecordKind::HistoryArm,
             Self::HistoryHit(_) => RecordKind::HistoryHit,
             Self::HistoryEnd(_) => RecordKind::HistoryEnd,
+            Self::ExperimentStart(_) => RecordKind::ExperimentStart,
+            Self::ExperimentEnd(_) => RecordKind::ExperimentEnd,
         }
     }
 
@@ -1315,6 +1347,16 @@ impl Record {
                 r.encode(&mut p);
                 payload[..HistoryEnd::SIZE].copy_from_slice(&p);
             }
+            Self::ExperimentStart(r) => {
+                let mut p = [0u8; ExperimentStart::SIZE];
+                r.encode(&mut p);
+                payload[..ExperimentStart::SIZE].copy_from_slice(&p);
+            }
+            Self::ExperimentEnd(r) => {
+                let mut p = [0u8; ExperimentEnd::SIZE];
+                r.encode(&mut p);
+                payload[..ExperimentEnd::SIZE].copy_from_slice(&p);
+            }
         }
         size
     }
@@ -1349,6 +1391,12 @@ impl Record {
             RecordKind::HistoryArm => *out = Self::HistoryArm(HistoryArm::decode(payload)?),
             RecordKind::HistoryHit => *out = Self::HistoryHit(HistoryHit::decode(payload)?),
             RecordKind::HistoryEnd => *out = Self::HistoryEnd(HistoryEnd::decode(payload)?),
+            RecordKind::ExperimentStart => {
+                *out = Self::ExperimentStart(ExperimentStart::decode(payload)?);
+            }
+            RecordKind::ExperimentEnd => {
+                *out = Self::ExperimentEnd(ExperimentEnd::decode(payload)?);
+            }
             RecordKind::AccessSample | RecordKind::IbsSample => {
                 let ibs = kind == RecordKind::IbsSample;
                 let (sample, regs) = payload.split_at(AccessSample::SIZE);
@@ -1427,6 +1475,13 @@ const _: () = {
         .record_size()
         .is_multiple_of(RECORD_ALIGN));
     assert!(MAX_RECORD_SIZE >= RecordKind::HistoryHit.record_size());
+    assert!(RecordKind::ExperimentStart
+        .record_size()
+        .is_multiple_of(RECORD_ALIGN));
+    assert!(RecordKind::ExperimentEnd
+        .record_size()
+        .is_multiple_of(RECORD_ALIGN));
+    assert!(MAX_RECORD_SIZE >= RecordKind::ExperimentEnd.record_size());
     assert!(MAX_RECORD_SIZE == RecordKind::IbsSample.record_size());
     assert!(MAX_RECORD_SIZE < u16::MAX as usize);
     assert!(MAX_RECORD_SIZE >= RecordKind::Alloc.record_size());
@@ -1463,6 +1518,14 @@ pub const IOC_STATUS: u32 = ioc(IOC_READ | IOC_WRITE, 4, Status::SIZE);
 /// `IOC_START`. ENOENT when a target's cache does not exist, EINVAL when a range lies beyond
 /// its objects.
 pub const IOC_HISTORY_PLAN: u32 = ioc(IOC_WRITE, 5, HistoryPlan::SIZE);
+/// Sets the causal session's progress points ([`CausalPlan`]).
+pub const IOC_CAUSAL_PLAN: u32 = ioc(IOC_WRITE, 6, CausalPlan::SIZE);
+/// Sets one entry of the causal type table ([`CausalType`]).
+pub const IOC_CAUSAL_TYPE: u32 = ioc(IOC_WRITE, 7, CausalType::SIZE);
+/// Starts an experiment ([`ExperimentControl`]).
+pub const IOC_EXPERIMENT_START: u32 = ioc(IOC_WRITE, 8, ExperimentControl::SIZE);
+/// Ends the running experiment and writes its [`ExperimentEnd`] record.
+pub const IOC_EXPERIMENT_END: u32 = ioc(IOC_NONE, 9, 0);
 
 /// `VersionInfo.samplers` bit: software cpu-clock sampler.
 pub const SAMPLER_SOFTWARE: u32 = 1;
@@ -1479,6 +1542,8 @@ pub const FEATURE_CACHE_WALK: u32 = 2;
 /// `VersionInfo.features` bit: object access histories ([`EVENT_HISTORIES`]) are available
 /// (the kernel has hardware breakpoints and the kmem tracepoints were found).
 pub const FEATURE_HISTORIES: u32 = 4;
+/// `VersionInfo.features`: causal experiments and progress points.
+pub const FEATURE_CAUSAL: u32 = 8;
 
 /// What the module is and can do (`IOC_VERSION`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -1839,6 +1904,491 @@ impl HistoryPlan {
             return Err(AbiError::NonZeroReserved);
         }
         Ok(plan)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Causal experiments (virtual speedups of a data type's accesses) and progress points
+
+/// Most progress points in one [`CausalPlan`].
+pub const MAX_PROGRESS_POINTS: usize = 8;
+/// Bytes of a progress point's name (NUL-padded, at least one NUL).
+pub const PROGRESS_NAME_BYTES: usize = 64;
+/// `ProgressPoint.kind`: a kprobe on the kernel function named `name`.
+pub const PROGRESS_KPROBE: u32 = 1;
+/// `ProgressPoint.kind`: the kernel tracepoint named `name` (the event name, e.g.
+/// `net_dev_xmit`; a `system:` prefix is the collector's to strip).
+pub const PROGRESS_TRACEPOINT: u32 = 2;
+/// `ProgressPoint.kind`: user programs write `name` to `/dev/dprof`.
+pub const PROGRESS_USER: u32 = 3;
+/// Most entries in the causal type table.
+pub const MAX_CAUSAL_TYPES: usize = 32;
+/// Most instruction addresses one [`CausalType`] may list.
+pub const MAX_CAUSAL_TYPE_IPS: u32 = 16384;
+/// Largest virtual speedup, in percent.
+pub const MAX_SPEEDUP_PERCENT: u32 = 100;
+/// `CausalPlan.flags`: keep writing access samples to the rings during experiments (off:
+/// experiments only count, so that long causal runs do not fill the rings).
+pub const CAUSAL_RECORD_SAMPLES: u32 = 1;
+
+/// One progress point of a [`CausalPlan`]: its index in the plan is its index in
+/// [`ExperimentEnd::points`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProgressPoint {
+    /// `PROGRESS_*`.
+    pub kind: u32,
+    /// The function, tracepoint or user point name, NUL-padded.
+    pub name: [u8; PROGRESS_NAME_BYTES],
+}
+
+impl Default for ProgressPoint {
+    fn default() -> Self {
+        Self {
+            kind: 0,
+            name: [0; PROGRESS_NAME_BYTES],
+        }
+    }
+}
+
+impl ProgressPoint {
+    /// Size on the wire.
+    pub const SIZE: usize = 8 + PROGRESS_NAME_BYTES;
+
+    /// A point of `kind` named `name` (cut to fit, keeping a NUL).
+    #[must_use]
+    pub fn new(kind: u32, name: &[u8]) -> Self {
+        let mut point = Self {
+            kind,
+            ..Self::default()
+        };
+        let len = name.len().min(PROGRESS_NAME_BYTES - 1);
+        point.name[..len].copy_from_slice(&name[..len]);
+        point
+    }
+
+    /// The name without its NUL padding.
+    #[must_use]
+    pub fn name_bytes(&self) -> &[u8] {
+        let len = self
+            .name
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(PROGRESS_NAME_BYTES);
+        &self.name[..len]
+    }
+
+    fn encode(&self, out: &mut [u8], off: usize) {
+        put_u32(out, off, self.kind);
+        put_u32(out, off + 4, 0);
+        out[off + 8..off + 8 + PROGRESS_NAME_BYTES].copy_from_slice(&self.name);
+    }
+
+    fn decode(buf: &[u8], off: usize) -> Result<Self, AbiError> {
+        if get_u32(buf, off + 4) != 0 {
+            return Err(AbiError::NonZeroReserved);
+        }
+        let mut name = [0u8; PROGRESS_NAME_BYTES];
+        name.copy_from_slice(&buf[off + 8..off + 8 + PROGRESS_NAME_BYTES]);
+        Ok(Self {
+            kind: get_u32(buf, off),
+            name,
+        })
+    }
+
+    /// A known kind, a non-empty name of printable ASCII without spaces, NUL-padded with at
+    /// least one NUL.
+    fn is_valid(&self) -> bool {
+        let name = self.name_bytes();
+        (PROGRESS_KPROBE..=PROGRESS_USER).contains(&self.kind)
+            && !name.is_empty()
+            && name.len() < PROGRESS_NAME_BYTES
+            && name.iter().all(|b| b.is_ascii_graphic())
+            && self.name[name.len()..].iter().all(|&b| b == 0)
+    }
+}
+
+/// The progress points of a causal session (`IOC_CAUSAL_PLAN`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct CausalPlan {
+    /// [`CausalPlan::SIZE`].
+    pub struct_size: u32,
+    /// Points in use, 1 to [`MAX_PROGRESS_POINTS`].
+    pub point_count: u32,
+    /// `CAUSAL_*` flags.
+    pub flags: u32,
+    /// The points; unused ones all zero.
+    pub points: [ProgressPoint; MAX_PROGRESS_POINTS],
+}
+
+impl CausalPlan {
+    /// Size on the wire.
+    pub const SIZE: usize = 16 + MAX_PROGRESS_POINTS * ProgressPoint::SIZE;
+
+    /// The points in use.
+    #[must_use]
+    pub fn used_points(&self) -> &[ProgressPoint] {
+        &self.points[..(self.point_count as usize).min(MAX_PROGRESS_POINTS)]
+    }
+
+    /// Encodes the structure.
+    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
+        put_u32(out, 0, self.struct_size);
+        put_u32(out, 4, self.point_count);
+        put_u32(out, 8, self.flags);
+        put_u32(out, 12, 0);
+        for (i, p) in self.points.iter().enumerate() {
+            p.encode(out, 16 + i * ProgressPoint::SIZE);
+        }
+    }
+
+    /// Decodes and validates the structure: a known size and flags, 1 to
+    /// [`MAX_PROGRESS_POINTS`] valid points with distinct names per kind.
+    ///
+    /// # Errors
+    /// [`AbiError::Truncated`], [`AbiError::NonZeroReserved`] (padding, or an unused point that
+    /// is not all zero), or [`AbiError::OutOfRange`].
+    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
+        check_len(buf, Self::SIZE)?;
+        if get_u32(buf, 12) != 0 {
+            return Err(AbiError::NonZeroReserved);
+        }
+        let mut plan = Self {
+            struct_size: get_u32(buf, 0),
+            point_count: get_u32(buf, 4),
+            flags: get_u32(buf, 8),
+            points: [ProgressPoint::default(); MAX_PROGRESS_POINTS],
+        };
+        for (i, p) in plan.points.iter_mut().enumerate() {
+            *p = ProgressPoint::decode(buf, 16 + i * ProgressPoint::SIZE)?;
+        }
+        let count = plan.point_count as usize;
+        let ok = plan.struct_size as usize == Self::SIZE
+            && (1..=MAX_PROGRESS_POINTS).contains(&count)
+            && plan.flags & !CAUSAL_RECORD_SAMPLES == 0
+            && plan.points[..count].iter().all(ProgressPoint::is_valid);
+        if !ok {
+            return Err(AbiError::OutOfRange);
+        }
+        let used = &plan.points[..count];
+        for (i, a) in used.iter().enumerate() {
+            if used[i + 1..]
+                .iter()
+                .any(|b| b.kind == a.kind && b.name == a.name)
+            {
+                return Err(AbiError::OutOfRange);
+            }
+        }
+        if plan.points[count..]
+            .iter()
+            .any(|p| *p != ProgressPoint::default())
+        {
+            return Err(AbiError::NonZeroReserved);
+        }
+        Ok(plan)
+    }
+}
+
+/// One entry of the causal type table (`IOC_CAUSAL_TYPE`): what the sampler's O(1) type test
+/// counts as an access to this type.
+///
+/// - `ips`: the instructions that accessed the type in a first profiling phase. The software
+///   sampler cannot see data addresses, so a sample is of this type when its ip is in this
+///   set (the module keeps it in a hash table).
+/// - `cache_name`: with a hardware sampler's data address, a sample is also of this type when
+///   the address lies in a slab page of this cache. Empty: ips only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CausalType {
+    /// [`CausalType::SIZE`].
+    pub struct_size: u32,
+    /// Index in the table, below [`MAX_CAUSAL_TYPES`]; setting an index again replaces it.
+    pub index: u32,
+    /// The slab cache's name, NUL-padded (may be empty).
+    pub cache_name: [u8; CACHE_NAME_BYTES],
+    /// User pointer to `ip_count` little-endian u64 instruction addresses.
+    pub ips_ptr: u64,
+    /// Number of addresses at `ips_ptr`, 0 to [`MAX_CAUSAL_TYPE_IPS`] (not 0 with an empty
+    /// `cache_name`).
+    pub ip_count: u32,
+}
+
+impl Default for CausalType {
+    fn default() -> Self {
+        Self {
+            struct_size: 0,
+            index: 0,
+            cache_name: [0; CACHE_NAME_BYTES],
+            ips_ptr: 0,
+            ip_count: 0,
+        }
+    }
+}
+
+impl CausalType {
+    /// Size on the wire.
+    pub const SIZE: usize = 8 + CACHE_NAME_BYTES + 16;
+
+    /// The cache name without its NUL padding.
+    #[must_use]
+    pub fn name_bytes(&self) -> &[u8] {
+        let len = self
+            .cache_name
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(CACHE_NAME_BYTES);
+        &self.cache_name[..len]
+    }
+
+    /// The entry with `name` as its cache name (cut to fit, keeping a NUL).
+    #[must_use]
+    pub fn with_name(mut self, name: &[u8]) -> Self {
+        self.cache_name = [0; CACHE_NAME_BYTES];
+        let len = name.len().min(CACHE_NAME_BYTES - 1);
+        self.cache_name[..len].copy_from_slice(&name[..len]);
+        self
+    }
+
+    /// Encodes the structure.
+    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
+        put_u32(out, 0, self.struct_size);
+        put_u32(out, 4, self.index);
+        out[8..8 + CACHE_NAME_BYTES].copy_from_slice(&self.cache_name);
+        put_u64(out, 56, self.ips_ptr);
+        put_u32(out, 64, self.ip_count);
+        put_u32(out, 68, 0);
+    }
+
+    /// Decodes and validates the structure.
+    ///
+    /// # Errors
+    /// [`AbiError::Truncated`], [`AbiError::NonZeroReserved`] or [`AbiError::OutOfRange`].
+    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
+        check_len(buf, Self::SIZE)?;
+        if get_u32(buf, 68) != 0 {
+            return Err(AbiError::NonZeroReserved);
+        }
+        let mut cache_name = [0u8; CACHE_NAME_BYTES];
+        cache_name.copy_from_slice(&buf[8..8 + CACHE_NAME_BYTES]);
+        let entry = Self {
+            struct_size: get_u32(buf, 0),
+            index: get_u32(buf, 4),
+            cache_name,
+            ips_ptr: get_u64(buf, 56),
+            ip_count: get_u32(buf, 64),
+        };
+        let name = entry.name_bytes();
+        let ok = entry.struct_size as usize == Self::SIZE
+            && (entry.index as usize) < MAX_CAUSAL_TYPES
+            && name.len() < CACHE_NAME_BYTES
+            && entry.cache_name[name.len()..].iter().all(|&b| b == 0)
+            && entry.ip_count <= MAX_CAUSAL_TYPE_IPS
+            && (entry.ip_count != 0 || !name.is_empty())
+            && (entry.ip_count == 0) == (entry.ips_ptr == 0);
+        if ok {
+            Ok(entry)
+        } else {
+            Err(AbiError::OutOfRange)
+        }
+    }
+}
+
+/// The experiment to start (`IOC_EXPERIMENT_START`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ExperimentControl {
+    /// The collector's number for the experiment, echoed in its records.
+    pub experiment: u32,
+    /// Index of a type set with `IOC_CAUSAL_TYPE`.
+    pub type_index: u32,
+    /// Virtual speedup of the type's accesses, 0 to [`MAX_SPEEDUP_PERCENT`].
+    pub speedup_percent: u32,
+}
+
+impl ExperimentControl {
+    /// Size on the wire.
+    pub const SIZE: usize = 16;
+
+    /// Encodes the structure.
+    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
+        put_u32(out, 0, self.experiment);
+        put_u32(out, 4, self.type_index);
+        put_u32(out, 8, self.speedup_percent);
+        put_u32(out, 12, 0);
+    }
+
+    /// Decodes and validates the structure (whether the type is set is the module's check).
+    ///
+    /// # Errors
+    /// [`AbiError::Truncated`], [`AbiError::NonZeroReserved`] or [`AbiError::OutOfRange`].
+    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
+        check_len(buf, Self::SIZE)?;
+        if get_u32(buf, 12) != 0 {
+            return Err(AbiError::NonZeroReserved);
+        }
+        let control = Self {
+            experiment: get_u32(buf, 0),
+            type_index: get_u32(buf, 4),
+            speedup_percent: get_u32(buf, 8),
+        };
+        if (control.type_index as usize) < MAX_CAUSAL_TYPES
+            && control.speedup_percent <= MAX_SPEEDUP_PERCENT
+        {
+            Ok(control)
+        } else {
+            Err(AbiError::OutOfRange)
+        }
+    }
+}
+
+/// An experiment began: written when `IOC_EXPERIMENT_START` succeeds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ExperimentStart {
+    /// What the collector asked for.
+    pub control: ExperimentControl,
+    /// The global delay count (ns) when the experiment began.
+    pub global_delay_ns: u64,
+}
+
+impl ExperimentStart {
+    /// Size of the payload.
+    pub const SIZE: usize = ExperimentControl::SIZE + 8;
+
+    /// Encodes the payload.
+    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
+        let mut control = [0u8; ExperimentControl::SIZE];
+        self.control.encode(&mut control);
+        out[..ExperimentControl::SIZE].copy_from_slice(&control);
+        put_u64(out, 16, self.global_delay_ns);
+    }
+
+    /// Decodes and validates the payload.
+    ///
+    /// # Errors
+    /// As [`ExperimentControl::decode`].
+    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
+        check_len(buf, Self::SIZE)?;
+        Ok(Self {
+            control: ExperimentControl::decode(buf)?,
+            global_delay_ns: get_u64(buf, 16),
+        })
+    }
+}
+
+/// Visits of one progress point during an experiment.
+///
+/// Latency by Little's law needs the mean number of requests in flight between a begin and an
+/// end point: over an experiment of length `T`, `integral = in_flight_at_start * T +
+/// (visits * T - time_sum_ns) of the begin point - (the same) of the end point`, where
+/// `in_flight_at_start` comes from the `total` counts of the experiment before.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct PointVisits {
+    /// Visits during the experiment.
+    pub visits: u64,
+    /// Sum over those visits of the time since the experiment began (ns).
+    pub time_sum_ns: u64,
+    /// Visits since the session started, this experiment's included.
+    pub total: u64,
+}
+
+impl PointVisits {
+    /// Size on the wire.
+    pub const SIZE: usize = 24;
+}
+
+/// `ExperimentEnd.flags`: the experiment was ended by `IOC_STOP` or the collector's close,
+/// not by `IOC_EXPERIMENT_END`: its length is not the one the collector chose.
+pub const EXPERIMENT_CUT_SHORT: u32 = 1;
+
+/// An experiment ended: its measurements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ExperimentEnd {
+    /// The experiment, as started.
+    pub control: ExperimentControl,
+    /// `EXPERIMENT_*` flags.
+    pub flags: u32,
+    /// Number of progress points in the plan (entries of `points` in use).
+    pub point_count: u32,
+    /// Wall time from start to end (ns).
+    pub wall_ns: u64,
+    /// Growth of the global delay count: the delay every CPU was asked to serve (ns). The
+    /// effective duration is `wall_ns - delay_ns`.
+    pub delay_ns: u64,
+    /// Sum over CPUs of the pauses actually served (ns).
+    pub paused_ns: u64,
+    /// Sum over CPUs of the delay forgiven because the CPU was idle when it fell behind (ns).
+    pub credited_ns: u64,
+    /// Samples the type test put on the experiment's type.
+    pub type_samples: u64,
+    /// All samples during the experiment.
+    pub samples: u64,
+    /// Visits of each progress point, in plan order.
+    pub points: [PointVisits; MAX_PROGRESS_POINTS],
+}
+
+impl ExperimentEnd {
+    /// Size of the payload.
+    pub const SIZE: usize =
+        ExperimentControl::SIZE + 8 + 48 + MAX_PROGRESS_POINTS * PointVisits::SIZE;
+
+    /// Encodes the payload.
+    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
+        let mut control = [0u8; ExperimentControl::SIZE];
+        self.control.encode(&mut control);
+        out[..ExperimentControl::SIZE].copy_from_slice(&control);
+        put_u32(out, 16, self.flags);
+        put_u32(out, 20, self.point_count);
+        put_u64(out, 24, self.wall_ns);
+        put_u64(out, 32, self.delay_ns);
+        put_u64(out, 40, self.paused_ns);
+        put_u64(out, 48, self.credited_ns);
+        put_u64(out, 56, self.type_samples);
+        put_u64(out, 64, self.samples);
+        for (i, p) in self.points.iter().enumerate() {
+            let off = 72 + i * PointVisits::SIZE;
+            put_u64(out, off, p.visits);
+            put_u64(out, off + 8, p.time_sum_ns);
+            put_u64(out, off + 16, p.total);
+        }
+    }
+
+    /// Decodes and validates the payload: known flags, a point count the plan allows, unused
+    /// points zero, counts that fit (type samples within samples, visits within totals).
+    ///
+    /// # Errors
+    /// As [`ExperimentControl::decode`], or [`AbiError::OutOfRange`].
+    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
+        check_len(buf, Self::SIZE)?;
+        let mut end = Self {
+            control: ExperimentControl::decode(buf)?,
+            flags: get_u32(buf, 16),
+            point_count: get_u32(buf, 20),
+            wall_ns: get_u64(buf, 24),
+            delay_ns: get_u64(buf, 32),
+            paused_ns: get_u64(buf, 40),
+            credited_ns: get_u64(buf, 48),
+            type_samples: get_u64(buf, 56),
+            samples: get_u64(buf, 64),
+            points: [PointVisits::default(); MAX_PROGRESS_POINTS],
+        };
+        for (i, p) in end.points.iter_mut().enumerate() {
+            let off = 72 + i * PointVisits::SIZE;
+            *p = PointVisits {
+                visits: get_u64(buf, off),
+                time_sum_ns: get_u64(buf, off + 8),
+                total: get_u64(buf, off + 16),
+            };
+        }
+        let count = end.point_count as usize;
+        let ok = end.flags & !EXPERIMENT_CUT_SHORT == 0
+            && (1..=MAX_PROGRESS_POINTS).contains(&count)
+            && end.type_samples <= end.samples
+            && end.points[..count].iter().all(|p| p.visits <= p.total)
+            && end.points[count..]
+                .iter()
+                .all(|p| *p == PointVisits::default());
+        if ok {
+            Ok(end)
+        } else {
+            Err(AbiError::OutOfRange)
+        }
     }
 }
 

@@ -682,6 +682,8 @@ impl<'s> Analyzer<'s> {
                 st.history_records += 1;
                 return;
             }
+            // Causal experiments have their own analysis (the causal view).
+            Record::ExperimentStart(_) | Record::ExperimentEnd(_) => return,
             // Taken by `push`.
             Record::AccessSample(_) => return,
         };

@@ -82,6 +82,8 @@ pub struct KindCounts {
     pub history: u64,
     /// `HistoryHit` records.
     pub history_hit: u64,
+    /// Causal experiment records (start and end).
+    pub experiment: u64,
 }
 
 impl KindCounts {
@@ -99,6 +101,7 @@ impl KindCounts {
             Record::HistoryStart(_) | Record::HistoryArm(_) | Record::HistoryEnd(_) => {
                 &mut self.history
             }
+            Record::ExperimentStart(_) | Record::ExperimentEnd(_) => &mut self.experiment,
         };
         *counter += 1;
     }
@@ -211,7 +214,9 @@ impl Summary {
                 Record::HistoryStart(_)
                 | Record::HistoryArm(_)
                 | Record::HistoryHit(_)
-                | Record::HistoryEnd(_) => {}
+                | Record::HistoryEnd(_)
+                | Record::ExperimentStart(_)
+                | Record::ExperimentEnd(_) => {}
                 Record::AccessSample(a) => {
                     decoder.access(&a);
                     if a.flags & SAMPLE_USER != 0 {
@@ -303,6 +308,7 @@ mod tests {
                 sample: 3,
                 history: 0,
                 history_hit: 0,
+                experiment: 0,
             }
         );
         assert_eq!((s.samples.kernel, s.samples.user), (2, 1));

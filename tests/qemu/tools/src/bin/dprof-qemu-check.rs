@@ -167,7 +167,9 @@ fn check_slab_workload(dir: &Path) -> Result<String> {
             | Record::HistoryStart(_)
             | Record::HistoryArm(_)
             | Record::HistoryHit(_)
-            | Record::HistoryEnd(_) => {}
+            | Record::HistoryEnd(_)
+            | Record::ExperimentStart(_)
+            | Record::ExperimentEnd(_) => {}
         }
     }
     let unnamed: u64 = records_per_cache
