@@ -672,6 +672,7 @@ pub fn run(args: &CollectArgs) -> anyhow::Result<ExitCode> {
         target,
         sampling: plan.sampling.as_ref().map(Sampling::header_config),
         histories: history_header(args),
+        causal: None,
     };
     let header = system::gather_header(root, collect_config, version.into(), now_unix_s())
         .context("cannot describe this system in the profile header")?;

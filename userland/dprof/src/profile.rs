@@ -44,9 +44,9 @@ mod tests;
 
 pub use error::{ProfileError, RecordProblem, WriteError};
 pub use header::{
-    CacheGeometry, CollectConfig, CpuCounters, CpuId, DeviceCounters, HistoryCollectConfig,
-    HistoryCounters, ModuleInfo, PeriodEvents, PmuEvent, ProfileHeader, SamplingConfig, StopInfo,
-    StopReason, Target,
+    CacheGeometry, CausalCollectConfig, CausalTypeSpec, CollectConfig, CpuCounters, CpuId,
+    DeviceCounters, HistoryCollectConfig, HistoryCounters, ModuleInfo, PeriodEvents, PmuEvent,
+    ProfileHeader, ProgressPointSpec, SamplingConfig, StopInfo, StopReason, Target,
 };
 pub use reader::{Profile, Records};
 pub use text::KernelText;

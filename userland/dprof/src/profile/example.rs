@@ -86,6 +86,7 @@ pub fn example_header() -> ProfileHeader {
                 pmu: None,
             }),
             histories: None,
+            causal: None,
         },
         module: ModuleInfo {
             abi_version: dprof_abi::ABI_VERSION,

@@ -77,6 +77,64 @@ pub struct CollectConfig {
     /// Object access histories, when asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histories: Option<HistoryCollectConfig>,
+    /// Causal experiments (`dprof causal`), when asked for: what the `ExperimentStart` and
+    /// `ExperimentEnd` records' indices mean.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub causal: Option<CausalCollectConfig>,
+}
+
+/// What `dprof causal` set up: the progress points and the type table the experiments' records
+/// refer to by index.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CausalCollectConfig {
+    /// Progress points in the module's plan order (`ExperimentEnd.points` index).
+    pub points: Vec<ProgressPointSpec>,
+    /// Latency mode: indices in `points` of the begin and the end point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<(usize, usize)>,
+    /// The type table (`ExperimentControl.type_index` is an index in it).
+    pub types: Vec<CausalTypeSpec>,
+    /// Length of the profiling phase that chose the types and their instructions (ns); `None`
+    /// when none ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_ns: Option<u64>,
+    /// Experiment length the collector aimed for at the start (ns); Coz's doubling rule may
+    /// lengthen later ones.
+    pub experiment_ns: u64,
+    /// Pause between experiments (ns).
+    pub cooloff_ns: u64,
+}
+
+/// A progress point as the user named it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgressPointSpec {
+    /// "kprobe", "tracepoint" or "user".
+    pub kind: String,
+    /// Function, tracepoint (`system:event`) or user point name.
+    pub name: String,
+}
+
+impl ProgressPointSpec {
+    /// `kind:name`, as `--progress` takes it.
+    #[must_use]
+    pub fn label(&self) -> String {
+        format!("{}:{}", self.kind, self.name)
+    }
+}
+
+/// One entry of the causal type table.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CausalTypeSpec {
+    /// The type's name as the data profile names it (e.g. `kmalloc-1k@__alloc_skb`).
+    pub name: String,
+    /// The slab cache the module tests hardware data addresses against; `None` for types that
+    /// are not a whole cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<String>,
+    /// Instruction addresses the module's software type test matches.
+    pub ips: u32,
+    /// Samples of the type in the profiling phase (its data-profile rank's basis).
+    pub plan_samples: u64,
 }
 
 /// What `dprof collect --histories` asked for.

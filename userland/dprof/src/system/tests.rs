@@ -176,6 +176,7 @@ fn gathers_a_whole_header() {
         target: Target::Duration { ns: 1_000_000_000 },
         sampling: None,
         histories: None,
+        causal: None,
     };
     let module = ModuleInfo::from(dprof_abi::VersionInfo {
         abi_version: 1,
