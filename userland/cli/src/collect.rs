@@ -1,5 +1,6 @@
 //! `dprof collect`: drive `/dev/dprof` and stream its records into a profile file.
 
+mod causal;
 mod histories;
 
 use std::ffi::OsString;
@@ -25,6 +26,12 @@ use dprof_abi::{Config, VersionInfo};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::units::{self, format_bytes, format_ns};
+pub use causal::CausalArgs;
+
+/// `dprof causal`.
+pub fn run_causal(args: &CausalArgs) -> anyhow::Result<ExitCode> {
+    causal::run(args)
+}
 
 /// Collect a profile from the dprof kernel module into a file.
 ///

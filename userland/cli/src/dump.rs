@@ -531,31 +531,56 @@ fn record_line(
             e.control.speedup_percent,
             e.global_delay_ns,
         ),
-        Record::ExperimentEnd(e) => {
-            write!(
-                out,
-                " experiment={} type_index={} speedup={}% wall_ns={} delay_ns={} paused_ns={} credited_ns={} type_samples={} samples={}{}",
-                e.control.experiment,
-                e.control.type_index,
-                e.control.speedup_percent,
-                e.wall_ns,
-                e.delay_ns,
-                e.paused_ns,
-                e.credited_ns,
-                e.type_samples,
-                e.samples,
-                if e.flags & dprof_abi::EXPERIMENT_CUT_SHORT == 0 {
-                    ""
-                } else {
-                    " cut_short"
-                },
-            )?;
-            for (i, p) in e.points[..e.point_count as usize].iter().enumerate() {
-                write!(out, " point{i}={}/{}", p.visits, p.total)?;
-            }
-            writeln!(out)
-        }
+        Record::ExperimentEnd(e) => experiment_end_line(e, out),
     }
+}
+
+/// The text of an experiment's end record (after the common prefix).
+fn experiment_end_line(e: &dprof_abi::ExperimentEnd, out: &mut impl Write) -> io::Result<()> {
+    write!(
+        out,
+        " experiment={} type_index={} speedup={}% wall_ns={} delay_ns={} paused_ns={} \
+         credited_ns={} type_samples={} samples={}{}",
+        e.control.experiment,
+        e.control.type_index,
+        e.control.speedup_percent,
+        e.wall_ns,
+        e.delay_ns,
+        e.paused_ns,
+        e.credited_ns,
+        e.type_samples,
+        e.samples,
+        if e.flags & dprof_abi::EXPERIMENT_CUT_SHORT == 0 {
+            ""
+        } else {
+            " cut_short"
+        },
+    )?;
+    for (i, p) in e.points[..e.point_count as usize].iter().enumerate() {
+        write!(out, " point{i}={}/{}", p.visits, p.total)?;
+    }
+    writeln!(out)
+}
+
+/// The JSON fields of an experiment's end record.
+fn experiment_end_json(e: &dprof_abi::ExperimentEnd) -> serde_json::Value {
+    json!({
+        "experiment": e.control.experiment,
+        "type_index": e.control.type_index,
+        "speedup_percent": e.control.speedup_percent,
+        "cut_short": e.flags & dprof_abi::EXPERIMENT_CUT_SHORT != 0,
+        "wall_ns": e.wall_ns,
+        "delay_ns": e.delay_ns,
+        "paused_ns": e.paused_ns,
+        "credited_ns": e.credited_ns,
+        "type_samples": e.type_samples,
+        "samples": e.samples,
+        "points": e.points[..e.point_count as usize].iter().map(|p| json!({
+            "visits": p.visits,
+            "time_sum_ns": p.time_sum_ns,
+            "total": p.total,
+        })).collect::<Vec<_>>(),
+    })
 }
 
 /// `offset+len` for each watched range in use.
@@ -725,23 +750,7 @@ fn record_json(
             "speedup_percent": e.control.speedup_percent,
             "global_delay_ns": e.global_delay_ns,
         }),
-        Record::ExperimentEnd(e) => json!({
-            "experiment": e.control.experiment,
-            "type_index": e.control.type_index,
-            "speedup_percent": e.control.speedup_percent,
-            "cut_short": e.flags & dprof_abi::EXPERIMENT_CUT_SHORT != 0,
-            "wall_ns": e.wall_ns,
-            "delay_ns": e.delay_ns,
-            "paused_ns": e.paused_ns,
-            "credited_ns": e.credited_ns,
-            "type_samples": e.type_samples,
-            "samples": e.samples,
-            "points": e.points[..e.point_count as usize].iter().map(|p| json!({
-                "visits": p.visits,
-                "time_sum_ns": p.time_sum_ns,
-                "total": p.total,
-            })).collect::<Vec<_>>(),
-        }),
+        Record::ExperimentEnd(e) => experiment_end_json(e),
     };
     let mut full = json!({
         "cpu": h.cpu,

@@ -3,6 +3,7 @@
 mod collect;
 mod dump;
 mod ibs_decode;
+mod progress;
 mod report;
 mod tui;
 mod units;
@@ -28,9 +29,11 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    Causal(collect::CausalArgs),
     Collect(collect::CollectArgs),
     Dump(dump::DumpArgs),
     IbsDecode(ibs_decode::IbsDecodeArgs),
+    Progress(progress::ProgressArgs),
     Report(report::ReportArgs),
     Tui(tui::TuiArgs),
 }
@@ -38,9 +41,11 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Causal(args) => collect::run_causal(&args),
         Command::Collect(args) => collect::run(&args),
         Command::Dump(args) => dump::run(&args),
         Command::IbsDecode(args) => ibs_decode::run(&args),
+        Command::Progress(args) => progress::run(&args),
         Command::Report(args) => report::run(&args),
         Command::Tui(args) => tui::run(&args),
     };

@@ -482,6 +482,14 @@ impl SampledAccesses {
         self.hardware
     }
 
+    /// Samples per (type name, instruction), over all offsets, in no particular order.
+    pub fn samples_by_type_and_ip(&self) -> impl Iterator<Item = (&str, u64, u64)> + '_ {
+        self.by_ip.iter().map(|((type_name, ip), list)| {
+            let samples = list.iter().map(|(_, stats)| stats.samples).sum();
+            (type_name.as_str(), *ip, samples)
+        })
+    }
+
     /// Adds the stats of one (type, instruction, offset): for tests and other producers.
     pub fn insert(&mut self, type_name: &str, ip: u64, offset: u64, stats: AccessStats) {
         self.hardware |= stats.hw_samples > 0;
@@ -682,10 +690,11 @@ impl<'s> Analyzer<'s> {
                 st.history_records += 1;
                 return;
             }
-            // Causal experiments have their own analysis (the causal view).
-            Record::ExperimentStart(_) | Record::ExperimentEnd(_) => return,
-            // Taken by `push`.
-            Record::AccessSample(_) => return,
+            // Causal experiments have their own analysis (the causal view); samples are
+            // taken by `push`.
+            Record::ExperimentStart(_) | Record::ExperimentEnd(_) | Record::AccessSample(_) => {
+                return
+            }
         };
         self.reorder_push(header, event);
     }

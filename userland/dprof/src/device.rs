@@ -93,6 +93,30 @@ pub enum DeviceError {
         /// What the ABI decoder said.
         problem: dprof_abi::AbiError,
     },
+    /// The module refused the causal plan or a type of its table.
+    #[error("the module refused {what}: {why}")]
+    CausalRefused {
+        /// What was refused ("progress point kprobe:foo", "the type table entry for X").
+        what: String,
+        /// The reason, from the errno.
+        why: &'static str,
+        /// What the system said.
+        #[source]
+        source: io::Error,
+    },
+    /// A user progress point could not be signalled.
+    #[error("cannot signal progress point `{name}` through {}: {why}", path.display())]
+    Progress {
+        /// The point's name.
+        name: String,
+        /// The device path.
+        path: PathBuf,
+        /// The reason, from the errno.
+        why: &'static str,
+        /// What the system said.
+        #[source]
+        source: io::Error,
+    },
     /// `read()` failed.
     #[error("reading {} failed", path.display())]
     Read {
@@ -258,6 +282,118 @@ impl Device {
         }
     }
 
+    /// Hands the module the causal session's progress points (`IOC_CAUSAL_PLAN`), after a
+    /// configuration with the samples event and before [`Device::start`]. `labels` name the
+    /// plan's points (`kind:name`) in plan order, for the error.
+    ///
+    /// # Errors
+    /// [`DeviceError::CausalRefused`], naming the points, else [`DeviceError::Ioctl`].
+    pub fn causal_plan(
+        &self,
+        plan: &dprof_abi::CausalPlan,
+        labels: &[String],
+    ) -> Result<(), DeviceError> {
+        let mut buf = [0u8; dprof_abi::CausalPlan::SIZE];
+        plan.encode(&mut buf);
+        match self.ioctl("CAUSAL_PLAN", dprof_abi::IOC_CAUSAL_PLAN, buf.as_mut_ptr()) {
+            Err(DeviceError::Ioctl { source, .. }) => {
+                let why = match source.raw_os_error() {
+                    Some(libc::ENOENT) => {
+                        "a kprobe's function or a tracepoint does not exist in this kernel                          (check /proc/kallsyms and /sys/kernel/tracing/events)"
+                    }
+                    Some(libc::EINVAL) => "the plan is malformed or comes at the wrong time",
+                    Some(libc::EBUSY) => "this session already has a causal plan",
+                    Some(libc::EOPNOTSUPP | 524) => {
+                        "this kernel cannot attach such a point (no kprobes or tracepoints)"
+                    }
+                    _ => "it said no",
+                };
+                Err(DeviceError::CausalRefused {
+                    what: format!("the progress points {}", labels.join(", ")),
+                    why,
+                    source,
+                })
+            }
+            other => other,
+        }
+    }
+
+    /// Sets entry `index` of the causal type table (`IOC_CAUSAL_TYPE`): the instructions
+    /// that access the type and, for hardware data addresses, its slab cache (may be empty).
+    ///
+    /// # Errors
+    /// [`DeviceError::CausalRefused`], naming the type, else [`DeviceError::Ioctl`].
+    pub fn causal_type(
+        &self,
+        index: u32,
+        type_name: &str,
+        cache: &str,
+        ips: &[u64],
+    ) -> Result<(), DeviceError> {
+        let ip_bytes: Vec<u8> = ips.iter().flat_map(|ip| ip.to_le_bytes()).collect();
+        let entry = dprof_abi::CausalType {
+            struct_size: dprof_abi::CausalType::SIZE as u32,
+            index,
+            ips_ptr: if ips.is_empty() {
+                0
+            } else {
+                ip_bytes.as_ptr() as u64
+            },
+            ip_count: u32::try_from(ips.len()).unwrap_or(u32::MAX),
+            ..dprof_abi::CausalType::default()
+        }
+        .with_name(cache.as_bytes());
+        let mut buf = [0u8; dprof_abi::CausalType::SIZE];
+        entry.encode(&mut buf);
+        match self.ioctl("CAUSAL_TYPE", dprof_abi::IOC_CAUSAL_TYPE, buf.as_mut_ptr()) {
+            Err(DeviceError::Ioctl { source, .. }) => {
+                let why = match source.raw_os_error() {
+                    Some(libc::ENOENT) => "its slab cache does not exist in this kernel",
+                    Some(libc::EINVAL) => {
+                        "too many instructions, or no causal plan, or an experiment is running"
+                    }
+                    Some(libc::EFAULT) => "the instruction list could not be read",
+                    _ => "it said no",
+                };
+                Err(DeviceError::CausalRefused {
+                    what: format!("the type table entry for {type_name}"),
+                    why,
+                    source,
+                })
+            }
+            other => other,
+        }
+    }
+
+    /// Starts an experiment (`IOC_EXPERIMENT_START`).
+    ///
+    /// # Errors
+    /// [`DeviceError::Ioctl`].
+    pub fn experiment_start(
+        &self,
+        control: &dprof_abi::ExperimentControl,
+    ) -> Result<(), DeviceError> {
+        let mut buf = [0u8; dprof_abi::ExperimentControl::SIZE];
+        control.encode(&mut buf);
+        self.ioctl(
+            "EXPERIMENT_START",
+            dprof_abi::IOC_EXPERIMENT_START,
+            buf.as_mut_ptr(),
+        )
+    }
+
+    /// Ends the running experiment (`IOC_EXPERIMENT_END`); its record follows in the rings.
+    ///
+    /// # Errors
+    /// [`DeviceError::Ioctl`].
+    pub fn experiment_end(&self) -> Result<(), DeviceError> {
+        self.ioctl(
+            "EXPERIMENT_END",
+            dprof_abi::IOC_EXPERIMENT_END,
+            std::ptr::null_mut(),
+        )
+    }
+
     /// Starts collecting (`IOC_START`).
     ///
     /// # Errors
@@ -328,9 +464,87 @@ impl Device {
     }
 }
 
+/// A write-only handle on `/dev/dprof` for signalling user progress points. Write-only
+/// opens do not take the collector's exclusive slot, so a workload can signal while
+/// `dprof causal` collects.
+#[derive(Debug)]
+pub struct ProgressSignal {
+    file: File,
+    path: PathBuf,
+}
+
+impl ProgressSignal {
+    /// Opens [`dprof_abi::DEVICE_PATH`] write-only.
+    ///
+    /// # Errors
+    /// [`DeviceError::Missing`], [`DeviceError::Permission`] or [`DeviceError::Open`].
+    pub fn open() -> Result<Self, DeviceError> {
+        Self::open_path(Path::new(dprof_abi::DEVICE_PATH))
+    }
+
+    /// Opens the device at `path` write-only.
+    ///
+    /// # Errors
+    /// As [`ProgressSignal::open`].
+    pub fn open_path(path: &Path) -> Result<Self, DeviceError> {
+        let path = path.to_path_buf();
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(&path)
+        {
+            Ok(file) => Ok(Self { file, path }),
+            Err(e) => Err(match e.raw_os_error() {
+                Some(libc::ENOENT | libc::ENXIO | libc::ENODEV) => DeviceError::Missing { path },
+                Some(libc::EACCES | libc::EPERM) => DeviceError::Permission { path },
+                _ => DeviceError::Open { path, source: e },
+            }),
+        }
+    }
+
+    /// Counts one visit of the user progress point `name` in the running causal session.
+    ///
+    /// # Errors
+    /// [`DeviceError::Progress`]: no causal session with a user point of that name (ENOENT),
+    /// a name the module cannot take (EINVAL), or another failure.
+    pub fn signal(&mut self, name: &str) -> Result<(), DeviceError> {
+        use std::io::Write;
+        let error = |source: io::Error, path: &Path| {
+            let why = match source.raw_os_error() {
+                Some(libc::ENOENT) => {
+                    "no running `dprof causal` session has a user progress point of that name"
+                }
+                Some(libc::EINVAL) => "the name is empty, too long or not printable ASCII",
+                _ => "the module refused the write",
+            };
+            DeviceError::Progress {
+                name: name.to_owned(),
+                path: path.to_path_buf(),
+                why,
+                source,
+            }
+        };
+        match self.file.write(name.as_bytes()) {
+            Ok(n) if n == name.len() => Ok(()),
+            Ok(_) => Err(error(
+                io::Error::new(io::ErrorKind::WriteZero, "short write"),
+                &self.path,
+            )),
+            Err(e) => Err(error(e, &self.path)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_signal_on_a_missing_device_says_to_load_the_module() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let err = ProgressSignal::open_path(&dir.path().join("dprof")).expect_err("no device");
+        assert!(matches!(err, DeviceError::Missing { .. }), "{err}");
+    }
 
     #[test]
     fn missing_device_says_to_load_the_module() {

@@ -1,0 +1,172 @@
+use dprof::analysis::{example, AccessStats, Analyzer, Options, SampledAccesses};
+use dprof::symbols::Kallsyms;
+
+use super::*;
+
+fn point(kind: &str, name: &str) -> ProgressPointSpec {
+    ProgressPointSpec {
+        kind: kind.to_owned(),
+        name: name.to_owned(),
+    }
+}
+
+#[test]
+fn progress_points_parse_by_kind_and_refuse_the_rest() {
+    assert_eq!(
+        parse_point("kprobe:udp_sendmsg"),
+        Ok(point("kprobe", "udp_sendmsg"))
+    );
+    let tp = parse_point("tracepoint:net:net_dev_xmit").expect("a tracepoint");
+    assert_eq!(tp, point("tracepoint", "net:net_dev_xmit"));
+    // The module looks tracepoints up by event name.
+    assert_eq!(module_point(&tp).name_bytes(), b"net_dev_xmit");
+    assert_eq!(module_point(&tp).kind, dprof_abi::PROGRESS_TRACEPOINT);
+    assert_eq!(
+        module_point(&point("user", "req")).kind,
+        dprof_abi::PROGRESS_USER
+    );
+    for (bad, why) in [
+        ("udp_sendmsg", "is not KIND:NAME"),
+        ("uprobe:foo", "unknown progress point kind `uprobe`"),
+        ("user:", "printable ASCII"),
+        ("user:two words", "printable ASCII"),
+        ("tracepoint:net:", "printable ASCII"),
+    ] {
+        let err = parse_point(bad).expect_err(bad);
+        assert!(err.contains(why), "{bad}: {err}");
+    }
+    let long = format!("user:{}", "x".repeat(dprof_abi::PROGRESS_NAME_BYTES));
+    assert!(parse_point(&long)
+        .expect_err("too long")
+        .contains("longer than 63"));
+}
+
+#[test]
+fn latency_takes_two_different_points_and_adds_them_to_the_plan() {
+    assert!(parse_latency("user:a").is_err());
+    assert!(parse_latency("user:a,user:a")
+        .expect_err("same point")
+        .contains("same point"));
+    let (begin, end) = parse_latency("kprobe:f,user:done").expect("two points");
+    assert_eq!((begin.kind.as_str(), end.name.as_str()), ("kprobe", "done"));
+}
+
+#[test]
+fn type_lists_parse_and_are_bounded() {
+    assert_eq!(parse_types("auto"), Ok(TypeChoice::Auto));
+    assert_eq!(
+        parse_types("TCP, skbuff_head_cache"),
+        Ok(TypeChoice::Named(vec![
+            "TCP".to_owned(),
+            "skbuff_head_cache".to_owned()
+        ]))
+    );
+    assert!(parse_types("TCP,,UDP").is_err());
+    let many = vec!["t"; dprof_abi::MAX_CAUSAL_TYPES + 1].join(",");
+    assert!(parse_types(&many)
+        .expect_err("too many")
+        .contains("at most"));
+}
+
+/// The data profile of the analysis example (sk_buffs, a task_struct, kmalloc-1k by site).
+fn example_report() -> (Report, Vec<String>) {
+    let header = example::header();
+    let symbols = Kallsyms::parse(example::KALLSYMS.as_bytes());
+    let mut analyzer = Analyzer::new(&header, &symbols, &Options::default());
+    for chunk in example::records() {
+        for (cpu, time_ns, record) in chunk {
+            let header = dprof_abi::RecordHeader {
+                kind: record.kind() as u16,
+                size: record.kind().record_size() as u16,
+                cpu,
+                time_ns,
+            };
+            analyzer.push(&header, &record);
+        }
+    }
+    let (report, _) = analyzer.finish_with_accesses();
+    let names = report
+        .data_profile
+        .types
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    (report, names)
+}
+
+fn samples(n: u64) -> AccessStats {
+    AccessStats {
+        samples: n,
+        ..AccessStats::default()
+    }
+}
+
+#[test]
+fn instructions_go_to_the_type_most_of_their_samples_touched() {
+    let (report, names) = example_report();
+    assert!(names.len() >= 3, "{names:?}");
+    let (a, b, c) = (names[0].as_str(), names[1].as_str(), names[2].as_str());
+    let mut accesses = SampledAccesses::default();
+    // 0x10: mostly a's. 0x20: b's alone, at two offsets. 0x30: shared three ways (no owner).
+    accesses.insert(a, 0x10, 0, samples(3));
+    accesses.insert(b, 0x10, 0, samples(1));
+    accesses.insert(b, 0x20, 0, samples(2));
+    accesses.insert(b, 0x20, 8, samples(2));
+    accesses.insert(a, 0x30, 0, samples(1));
+    accesses.insert(b, 0x30, 0, samples(1));
+    accesses.insert(c, 0x30, 0, samples(1));
+    let choice = TypeChoice::Named(vec![a.to_owned(), b.to_owned(), c.to_owned()]);
+    let (chosen, notes) = choose_types(&choice, 6, &report, &accesses).expect("a and b");
+    let ips: Vec<(&str, &[u64])> = chosen
+        .iter()
+        .map(|t| (t.spec.name.as_str(), t.ips.as_slice()))
+        .collect();
+    assert_eq!(ips, [(a, &[0x10][..]), (b, &[0x20][..])]);
+    assert_eq!(chosen[0].spec.ips, 1);
+    // c's only instruction is shared: it is left out, and the note says why.
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].contains(c) && notes[0].contains("cannot be told apart"));
+    // The data profile's samples come along for the report's side-by-side ranking.
+    let a_samples = report.data_profile.types[0].samples;
+    assert_eq!(chosen[0].spec.plan_samples, a_samples);
+}
+
+#[test]
+fn a_type_never_sampled_or_no_type_at_all_is_a_clear_error() {
+    let (report, names) = example_report();
+    let accesses = SampledAccesses::default();
+    let err = choose_types(
+        &TypeChoice::Named(vec!["no_such_type".to_owned()]),
+        6,
+        &report,
+        &accesses,
+    )
+    .expect_err("unknown type");
+    let text = err.to_string();
+    assert!(text.contains("`no_such_type` was never sampled"), "{text}");
+    assert!(text.contains(&names[0]), "names the sampled types: {text}");
+    // The example's types have fewer than MIN_PLAN_SAMPLES samples each.
+    let err = choose_types(&TypeChoice::Auto, 6, &report, &accesses).expect_err("too few");
+    assert!(err.to_string().contains("no type had 20 samples"), "{err}");
+    // A named type whose instructions are all unknown is left out, and with nothing left
+    // that is an error too.
+    let err = choose_types(
+        &TypeChoice::Named(vec![names[0].clone()]),
+        6,
+        &report,
+        &accesses,
+    )
+    .expect_err("no instructions");
+    assert!(err.to_string().contains("no type is left"), "{err}");
+}
+
+#[test]
+fn plans_list_each_point_once_in_order() {
+    let points = [point("kprobe", "f"), point("user", "done")];
+    let plan = causal_plan(&points, dprof_abi::CAUSAL_RECORD_SAMPLES);
+    let mut buf = [0u8; CausalPlan::SIZE];
+    plan.encode(&mut buf);
+    let decoded = CausalPlan::decode(&buf).expect("a valid plan");
+    assert_eq!(decoded.used_points().len(), 2);
+    assert_eq!(decoded.used_points()[1].name_bytes(), b"done");
+}
