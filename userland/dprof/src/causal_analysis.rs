@@ -1064,9 +1064,10 @@ fn unseen(report: &CausalReport) -> Vec<String> {
     }
     for analysis in &report.analyses {
         if !analysis.discarded.is_empty() {
+            let n = analysis.discarded.len();
             lines.push(format!(
-                "{} more experiments could not be used for {}",
-                analysis.discarded.len(),
+                "{n} more experiment{} could not be used for {} (see the reasons above)",
+                if n == 1 { "" } else { "s" },
                 analysis.name
             ));
         }

@@ -298,3 +298,33 @@ pub fn example_planned() -> Vec<Planned> {
 pub fn profile() -> Vec<u8> {
     profile_of(&example_config(), &example_planned())
 }
+
+/// [`profile`]'s experiments after the records of the data-profile example
+/// ([`crate::analysis::example`]): a causal session whose planning phase kept its samples.
+#[must_use]
+pub fn profile_with_samples() -> Vec<u8> {
+    let mut chunks: Vec<Vec<(u32, u64, Record)>> = crate::analysis::example::records().to_vec();
+    let last = chunks
+        .iter()
+        .flatten()
+        .map(|(_, t, _)| *t)
+        .max()
+        .unwrap_or(0);
+    let experiments: Vec<(u32, u64, Record)> = records(&example_planned())
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let record = match r {
+                ExperimentRecord::Start(s) => Record::ExperimentStart(s),
+                ExperimentRecord::End(e) => Record::ExperimentEnd(e),
+            };
+            (0, last + 1_000 * (i as u64 + 1), record)
+        })
+        .collect();
+    chunks.push(experiments);
+    crate::analysis::example::profile_with(
+        &header(&example_config()),
+        crate::analysis::example::KALLSYMS,
+        &chunks,
+    )
+}
