@@ -525,6 +525,8 @@ pub struct Slope {
     /// Program speedup per unit of virtual speedup (0.5: a 10% faster type, a 5% faster
     /// program).
     pub slope: f64,
+    /// Program speedup the fitted line gives at 0% (near 0 when the baseline is sound).
+    pub intercept: f64,
     /// Lower end of the 95% confidence interval.
     pub low: f64,
     /// Upper end.
@@ -1013,6 +1015,7 @@ fn fit(points: &[ExperimentPoint], distinct_speedups: usize) -> Fit {
     let (low, high) = (line.slope - half, line.slope + half);
     Fit::Slope(Slope {
         slope: line.slope,
+        intercept: line.intercept,
         low,
         high,
         std_error: line.slope_std_error,
