@@ -88,3 +88,57 @@ impl CausalState {
         EventState::Consumed
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use dprof::causal_analysis::example::{self, Planned};
+    use ratatui::crossterm::event::KeyModifiers;
+
+    use super::*;
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    /// Two points and their latency pair: three analyses; ←→ cycle through them and keep the
+    /// selected type.
+    #[test]
+    fn left_and_right_change_the_analysis_and_keep_the_type() {
+        let config = example::config(
+            &[("a", 10), ("b", 5)],
+            &["user:begin", "user:end"],
+            Some((0, 1)),
+        );
+        let planned: Vec<Planned> = (0..6)
+            .map(|i| {
+                Planned::even(
+                    i,
+                    i % 2,
+                    [0, 50, 100][(i / 2) as usize],
+                    1_000_000,
+                    0,
+                    &[100, 100],
+                )
+            })
+            .collect();
+        let report = dprof::causal_analysis::analyze(&config, &example::records(&planned));
+        assert_eq!(report.analyses.len(), 3);
+        let mut state = CausalState::default();
+        state.follow(&report, Some("b"));
+        assert_eq!(state.selected_type_index(&report), Some(1));
+        assert!(state.handle_key(key(KeyCode::Right), &report).is_consumed());
+        assert_eq!(state.analysis(), 1);
+        assert_eq!(state.selected_type_index(&report), Some(1));
+        assert!(state
+            .handle_key(key(KeyCode::Char('h')), &report)
+            .is_consumed());
+        assert!(state.handle_key(key(KeyCode::Left), &report).is_consumed());
+        assert_eq!(state.analysis(), 2);
+        assert_eq!(state.selected_type_index(&report), Some(1));
+        assert!(state.handle_key(key(KeyCode::Home), &report).is_consumed());
+        assert_eq!(state.list().selected(), 0);
+        assert!(!state
+            .handle_key(key(KeyCode::Char('x')), &report)
+            .is_consumed());
+    }
+}
