@@ -6,6 +6,7 @@
 //! [`EventState`]; the first that consumes a key ends its handling.
 
 mod absence;
+mod causal;
 mod data_flow;
 mod data_profile;
 mod list;
@@ -16,6 +17,7 @@ use dprof::report::{FunctionCount, Report, TypeProfile};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 pub use absence::Absence;
+pub use causal::CausalState;
 pub use data_flow::{DataFlowState, FlowLayout, FlowSubject};
 pub use data_profile::{field_label, type_label, Column, DataProfileState};
 pub use list::{ListState, Nav};
@@ -113,6 +115,8 @@ pub struct App {
     misses: ViewTypesState,
     /// The working-set view's type list.
     working_set: ViewTypesState,
+    /// The causal view's analysis and ranking selection.
+    causal: CausalState,
     /// The function the data flow view was opened at (Enter on a function of a type).
     data_flow_function: Option<String>,
     help: bool,
@@ -135,6 +139,7 @@ impl App {
             data_flow: DataFlowState::default(),
             misses: ViewTypesState::default(),
             working_set: ViewTypesState::default(),
+            causal: CausalState::default(),
             data_flow_function: None,
             help: false,
             quit: false,
@@ -271,10 +276,46 @@ impl App {
                 }
             }
             View::MissClassification | View::WorkingSet => return self.handle_type_list_key(key),
-            // Nothing to navigate in this until the report has its section (see `Absence`).
-            View::Causal => {}
+            View::Causal => return self.handle_causal_key(key),
         }
         EventState::NotConsumed
+    }
+
+    /// Keys of the causal view: moves in the ranking and between progress points (the data
+    /// profile's selection follows when it has the type), Enter opens the type's Type view.
+    fn handle_causal_key(&mut self, key: KeyEvent) -> EventState {
+        let Some(causal) = self.report.as_ref().and_then(|r| r.causal.as_ref()) else {
+            return EventState::NotConsumed;
+        };
+        let moved = self.causal.handle_key(key, causal).is_consumed();
+        let enter = key.code == KeyCode::Enter;
+        if !moved && !enter {
+            return EventState::NotConsumed;
+        }
+        let name = self
+            .causal
+            .selected_type_index(causal)
+            .and_then(|i| causal.types.get(i))
+            .map(|t| t.name.clone());
+        let index = self.report.as_ref().and_then(|r| {
+            r.data_profile
+                .types
+                .iter()
+                .position(|t| Some(&t.name) == name.as_ref())
+        });
+        // A type the data profile lacks (or its filter hides) leaves its selection alone.
+        let selected = index.is_some_and(|i| self.data_profile.select_type(i));
+        if enter {
+            if !selected {
+                return EventState::NotConsumed;
+            }
+            self.go(View::TypeDetail);
+        } else if selected {
+            // The other views follow; a type the data profile lacks keeps the ranking's
+            // selection where the keys put it.
+            self.sync_views();
+        }
+        EventState::Consumed
     }
 
     /// Keys of the miss classification and working-set views: moves in their type list (the
@@ -412,6 +453,9 @@ impl App {
                 .follow(&view_type_names(report, View::MissClassification), name);
             self.working_set
                 .follow(&view_type_names(report, View::WorkingSet), name);
+            if let Some(causal) = &report.causal {
+                self.causal.follow(causal, name);
+            }
         }
         let shown = self
             .report
@@ -496,6 +540,12 @@ impl App {
         view_type_names(self.report.as_ref()?, view)
             .get(state.selected())
             .copied()
+    }
+
+    /// The causal view's state: the analysis shown and the selected type.
+    #[must_use]
+    pub const fn causal(&self) -> &CausalState {
+        &self.causal
     }
 
     /// The data flow view's state: layers and the selected node.

@@ -12,7 +12,7 @@
 //! The report is made once, by the loader the caller hands to [`run`] (the CLI's analysis of a
 //! profile, or a saved JSON report), in a background thread; the browser only navigates it.
 //!
-//! Views the report has no data for (causal: a section the analysis does not produce yet;
+//! Views the report has no data for (causal: a profile without causal experiments;
 //! miss classification and working set of a report saved without them; data flow of a profile
 //! collected without histories) say so and why, instead of showing anything made up (see
 //! [`app::Absence`]).

@@ -3,6 +3,7 @@
 
 mod absence;
 mod cache_views;
+mod causal;
 mod data_flow;
 mod data_profile;
 mod heat_strip;
@@ -58,9 +59,7 @@ impl Widget for &App {
                     View::DataFlow => data_flow::render(self, body, buf),
                     View::MissClassification => misses::render(self, body, buf),
                     View::WorkingSet => working_set::render(self, body, buf),
-                    View::Causal => {
-                        absence::render(self, body, buf);
-                    }
+                    View::Causal => causal::render(self, body, buf),
                 }
             }
         }
@@ -109,68 +108,7 @@ fn status_bar(app: &App, area: Rect, buf: &mut Buffer) {
             Span::styled("  Enter keeps · Esc clears", DIM),
         ])
     } else {
-        let keys: &[(&str, &str)] = match (app.report(), app.view()) {
-            (None, _) => &[("q", "quit"), ("?", "help")],
-            (Some(_), View::DataProfile) => &[
-                ("↑↓", "move"),
-                ("Enter", "open"),
-                ("/", "filter"),
-                ("s", "sort"),
-                ("Tab", "view"),
-                ("?", "help"),
-                ("q", "quit"),
-            ],
-            // Enter opens the data flow from a function only.
-            (Some(_), View::TypeDetail) if app.type_detail().pane() == Pane::Functions => &[
-                ("↑↓", "move"),
-                ("←→", "pane"),
-                ("Enter", "data flow"),
-                ("s", "sort"),
-                ("Esc", "back"),
-                ("?", "help"),
-            ],
-            (Some(_), View::TypeDetail) => &[
-                ("↑↓", "move"),
-                ("←→", "pane"),
-                ("s", "sort"),
-                ("Esc", "back"),
-                ("?", "help"),
-                ("q", "quit"),
-            ],
-            (Some(_), View::DataFlow)
-                if app
-                    .data_flow_subject()
-                    .and_then(FlowSubject::histories)
-                    .is_some() =>
-            {
-                &[
-                    ("↑↓", "node"),
-                    ("Enter", "accesses"),
-                    ("Tab", "view"),
-                    ("Esc", "back"),
-                    ("?", "help"),
-                    ("q", "quit"),
-                ]
-            }
-            (Some(_), view @ (View::MissClassification | View::WorkingSet))
-                if app.view_type(view).is_some() =>
-            {
-                &[
-                    ("↑↓", "type"),
-                    ("Enter", "open"),
-                    ("Tab", "view"),
-                    ("Esc", "back"),
-                    ("?", "help"),
-                    ("q", "quit"),
-                ]
-            }
-            (Some(_), _) => &[
-                ("Tab", "view"),
-                ("Esc", "back"),
-                ("?", "help"),
-                ("q", "quit"),
-            ],
-        };
+        let keys = status_keys(app);
         let mut spans = Vec::new();
         for (i, (key, what)) in keys.iter().enumerate() {
             if i > 0 {
@@ -196,6 +134,80 @@ fn status_bar(app: &App, area: Rect, buf: &mut Buffer) {
         format!("…{tail}")
     };
     Paragraph::new(Line::styled(name, DIM).right_aligned()).render(right, buf);
+}
+
+/// The keys that matter in the view shown, for the status bar.
+fn status_keys(app: &App) -> &'static [(&'static str, &'static str)] {
+    match (app.report(), app.view()) {
+        (None, _) => &[("q", "quit"), ("?", "help")],
+        (Some(_), View::DataProfile) => &[
+            ("↑↓", "move"),
+            ("Enter", "open"),
+            ("/", "filter"),
+            ("s", "sort"),
+            ("Tab", "view"),
+            ("?", "help"),
+            ("q", "quit"),
+        ],
+        // Enter opens the data flow from a function only.
+        (Some(_), View::TypeDetail) if app.type_detail().pane() == Pane::Functions => &[
+            ("↑↓", "move"),
+            ("←→", "pane"),
+            ("Enter", "data flow"),
+            ("s", "sort"),
+            ("Esc", "back"),
+            ("?", "help"),
+        ],
+        (Some(_), View::TypeDetail) => &[
+            ("↑↓", "move"),
+            ("←→", "pane"),
+            ("s", "sort"),
+            ("Esc", "back"),
+            ("?", "help"),
+            ("q", "quit"),
+        ],
+        (Some(_), View::DataFlow)
+            if app
+                .data_flow_subject()
+                .and_then(FlowSubject::histories)
+                .is_some() =>
+        {
+            &[
+                ("↑↓", "node"),
+                ("Enter", "accesses"),
+                ("Tab", "view"),
+                ("Esc", "back"),
+                ("?", "help"),
+                ("q", "quit"),
+            ]
+        }
+        (Some(_), view @ (View::MissClassification | View::WorkingSet))
+            if app.view_type(view).is_some() =>
+        {
+            &[
+                ("↑↓", "type"),
+                ("Enter", "open"),
+                ("Tab", "view"),
+                ("Esc", "back"),
+                ("?", "help"),
+                ("q", "quit"),
+            ]
+        }
+        (Some(report), View::Causal) if report.causal.is_some() => &[
+            ("↑↓", "type"),
+            ("←→", "point"),
+            ("Enter", "open"),
+            ("Tab", "view"),
+            ("Esc", "back"),
+            ("?", "help"),
+        ],
+        (Some(_), _) => &[
+            ("Tab", "view"),
+            ("Esc", "back"),
+            ("?", "help"),
+            ("q", "quit"),
+        ],
+    }
 }
 
 /// Greedy word wrap to `width` columns; words longer than a line are cut.

@@ -4,7 +4,9 @@
 mod fixture;
 
 use dprof_tui::{App, Column, Event, EventState, LoadEvent, Pane, View};
-use fixture::{history_report, key, press, report, screen, type_text, views_report, SOURCE};
+use fixture::{
+    causal_report, history_report, key, press, report, screen, type_text, views_report, SOURCE,
+};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 fn shown_type(app: &App) -> Option<&str> {
@@ -502,4 +504,49 @@ fn measured_misses_and_views_without_types() {
         "{s}"
     );
     assert_eq!(app.handle(key(KeyCode::Down)), EventState::NotConsumed);
+}
+
+/// The causal view: the ranking follows the data profile's selection, moves in it select the
+/// type there too, Enter opens its Type view; a report without experiments says so.
+#[test]
+fn causal_ranking_moves_and_opens_types() {
+    let mut app = App::with_report(SOURCE, causal_report());
+    press(&mut app, [KeyCode::Char('6')]);
+    assert_eq!(app.view(), View::Causal);
+    let causal = app
+        .report()
+        .and_then(|r| r.causal.as_ref())
+        .expect("causal");
+    let selected = |app: &App| {
+        let causal = app
+            .report()
+            .and_then(|r| r.causal.as_ref())
+            .expect("causal");
+        app.causal()
+            .selected_type_index(causal)
+            .map(|i| causal.types[i].name.clone())
+    };
+    assert_eq!(causal.analyses.len(), 1);
+    // The data profile's first type is skbuff_head_cache: the ranking starts on it.
+    assert_eq!(selected(&app).as_deref(), Some("skbuff_head_cache"));
+    press(&mut app, [KeyCode::Down, KeyCode::Down]);
+    assert_eq!(selected(&app).as_deref(), Some("task_struct"));
+    assert_eq!(shown_type(&app), Some("task_struct"));
+    // One progress point: ←→ have nowhere to go.
+    assert_eq!(app.handle(key(KeyCode::Right)), EventState::NotConsumed);
+    press(&mut app, [KeyCode::Enter]);
+    assert_eq!(app.view(), View::TypeDetail);
+    assert_eq!(shown_type(&app), Some("task_struct"));
+    press(&mut app, [KeyCode::Esc]);
+    assert_eq!(app.view(), View::Causal);
+    // dentry is not in the data profile: Enter does nothing.
+    press(&mut app, [KeyCode::Down]);
+    assert_eq!(selected(&app).as_deref(), Some("dentry"));
+    assert_eq!(app.handle(key(KeyCode::Enter)), EventState::NotConsumed);
+    assert_eq!(app.view(), View::Causal);
+
+    let mut plain = App::with_report(SOURCE, report());
+    press(&mut plain, [KeyCode::Char('6')]);
+    let s = screen(&plain, 80, 24);
+    assert!(s.contains("the profile has no causal experiments"), "{s}");
 }

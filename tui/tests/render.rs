@@ -7,7 +7,7 @@ mod fixture;
 
 use dprof_tui::{App, Event, LoadEvent, View, MIN_HEIGHT, MIN_WIDTH};
 use fixture::{
-    draw, history_report, ibs_report, press, report, screen, views_report,
+    causal_report, draw, history_report, ibs_report, press, report, screen, views_report,
     views_report_without_geometry, SOURCE,
 };
 use ratatui::crossterm::event::KeyCode;
@@ -202,4 +202,23 @@ fn no_size_panics() {
     for (w, h) in sizes {
         let _ = screen(&loading, w, h);
     }
+}
+
+/// The causal ranking of the causal example: three slopes (helps, within noise, hurts), two
+/// types never selected; the chart of the first type, then of `task_struct`'s falling line.
+#[test]
+fn causal_ranking_and_chart() {
+    let mut app = App::with_report(SOURCE, causal_report());
+    press(&mut app, [KeyCode::Char('6'), KeyCode::Home]);
+    assert_eq!(app.view(), View::Causal);
+    for (w, h) in SIZES {
+        assert_screen("causal_ranking", &app, w, h);
+    }
+    press(&mut app, [KeyCode::Down, KeyCode::Down]);
+    assert_screen("causal_hurts", &app, 160, 48);
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("task_struct: slope -0.398"), "{s}");
+    press(&mut app, [KeyCode::Down]);
+    let s = screen(&app, 160, 48);
+    assert!(s.contains("nothing to plot: never selected"), "{s}");
 }

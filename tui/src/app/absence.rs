@@ -1,9 +1,8 @@
 //! Views the report has no data for, and why.
 //!
-//! The report model holds the data profile, and the histories behind the data flow when the
-//! profile was collected with them (an `Option`: absent without `--histories`). Miss
-//! classification, the working set and causal ranking are sections the analysis does not fill
-//! in yet; each will join the model as an `Option` too. A view renders its section when
+//! The report model holds the data profile, and as `Option`s the histories behind the data
+//! flow (absent without `--histories`), the miss classification and working set (absent in a
+//! report saved without them) and the causal ranking (absent without causal experiments). A view renders its section when
 //! present and, when not, the reason returned here, which is where a reason that depends on
 //! the profile goes. Nothing is ever made up to fill a view.
 
@@ -104,9 +103,13 @@ pub(crate) fn absence(view: View, report: &Report) -> Option<Absence> {
                 "the functions and CPUs that touched the type are in the Type view".to_owned(),
             ),
         }),
+        View::Causal if report.causal.is_some() => None,
         View::Causal => Some(Absence {
             what: "causal ranking",
-            why: "no causal experiments were run: dprof collect does not run them yet".to_owned(),
+            why: "the profile has no causal experiments: dprof causal runs them, virtually \
+                  speeding up one type's accesses at a time and measuring the program's \
+                  progress, to rank types by what speeding them up would gain"
+                .to_owned(),
             instead: Some(format!(
                 "types are ranked by {} in the Data profile",
                 match dp.metric {

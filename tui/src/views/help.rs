@@ -15,7 +15,10 @@ pub(crate) const KEYS: &[(&str, &str)] = &[
     ),
     ("PgUp PgDn", "move a page"),
     ("Home End  g G", "first, last row"),
-    ("← →  h l", "previous, next pane (Type view)"),
+    (
+        "← →  h l",
+        "previous, next pane (Type); progress point (Causal)",
+    ),
     ("Tab  Shift-Tab", "next, previous view"),
     ("1 … 6", "go to a view"),
     (

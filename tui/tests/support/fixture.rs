@@ -56,6 +56,13 @@ pub fn history_report() -> Report {
     analyzed(dprof::histories::example::profile())
 }
 
+/// The causal example (`dprof::causal_analysis::example`) after the data-profile example's
+/// records: types ranked by slope (`skbuff_head_cache` helps, `kmalloc-1k@__alloc_skb` is
+/// within noise, `task_struct` hurts, two never selected), four experiments discarded.
+pub fn causal_report() -> Report {
+    analyzed(dprof::causal_analysis::example::profile_with_samples())
+}
+
 /// The views example (`dprof::views::example`, the QEMU guest's caches): four slab types
 /// whose miss classes and working sets are known from how it was built, analyzed with the
 /// miss classification and working-set views.

@@ -1,7 +1,9 @@
 //! `dprof report`: the data profile of a profile, as a table, a drill-down into one type, or
 //! JSON; the data flow of a type's object access histories ([`data_flow`]); the miss
-//! classification ([`misses`]) and the working set ([`working_set`]).
+//! classification ([`misses`]) and the working set ([`working_set`]); the causal ranking
+//! ([`causal`]).
 
+mod causal;
 mod data_flow;
 mod misses;
 mod working_set;
@@ -83,6 +85,19 @@ use crate::units::format_bytes;
 /// --cache L1d=48K/12/64,L2=2M/16/64. --json prints the report model with both views
 /// (misses, working_set), as plain --json does.
 ///
+/// --view causal ranks the types of a causal session (dprof causal) by their effect on each
+/// progress point: every experiment virtually sped up one type's accesses by 0 to 100%; the
+/// program speedup (throughput: visits per second of effective time, wall time minus the
+/// delay inserted; latency: Little's law from a begin and an end point) against the type's
+/// 0% experiments is fitted against the virtual speedup by least squares. The table gives
+/// per type the slope with its 95% interval, the flags "hurts" (the interval is below 0:
+/// speeding the type up slows the program, a sign of contention) and "within noise" (it
+/// contains 0), the experiments used, the distinct speedups, the baseline and the type's rank
+/// in the data profile of the planning phase; then the experiments left out, by reason, and
+/// what the view could not see. --type NAME shows one type's program speedup per virtual
+/// speedup. --json prints the causal report; --format coz writes Coz's profile format
+/// (selected=TYPE), which Coz's viewer plots.
+///
 /// Field names need the vmlinux of the profiled kernel (--vmlinux, checked against the
 /// profile's build id) and, for modules, a directory of their .ko files (--debug-dir). Cache
 /// names map to structs through a built-in table (skbuff_head_cache=sk_buff, TCP=tcp_sock,
@@ -107,7 +122,7 @@ pub struct ReportArgs {
     #[arg(long, value_enum, default_value = "data-profile")]
     view: View,
     /// Output format: text; Graphviz DOT (--view data-flow); CSV (--view working-set: the
-    /// set histograms).
+    /// set histograms); Coz's profile format (--view causal).
     #[arg(long, value_enum, default_value = "text", conflicts_with = "json")]
     format: Format,
     /// Cache levels over the profile's, for --view misses, --view working-set and --json:
@@ -152,6 +167,8 @@ enum View {
     Misses,
     /// Live objects over time, cache residency and set histograms per type (section 3.2).
     WorkingSet,
+    /// Types ranked by their effect on progress in causal experiments.
+    Causal,
 }
 
 /// Output formats.
@@ -163,6 +180,8 @@ enum Format {
     Dot,
     /// Comma-separated values (--view working-set).
     Csv,
+    /// Coz's profile format, for Coz's viewer (--view causal).
+    Coz,
 }
 
 /// Rows per table in text when --top is not given.
@@ -175,10 +194,18 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     if args.format == Format::Csv && args.view != View::WorkingSet {
         bail!("--format csv goes with --view working-set");
     }
+    if args.format == Format::Coz && args.view != View::Causal {
+        bail!("--format coz goes with --view causal");
+    }
     let with_views = matches!(args.view, View::Misses | View::WorkingSet)
         || (args.json && args.view == View::DataProfile);
     if !with_views && args.cache.is_some() {
         bail!("--cache goes with --view misses, --view working-set or --json");
+    }
+    if args.view == View::Causal {
+        // The causal view reads the experiment records only: no samples, no symbols.
+        let profile = Profile::open(&args.file).map_err(|e| with_file(&args.file, e))?;
+        return causal::run(args, &profile);
     }
     let overrides = match &args.cache {
         Some(spec) => parse_overrides(spec).context("--cache")?,
@@ -219,7 +246,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     match args.view {
         View::Misses => return misses::run(args, &report),
         View::WorkingSet => return working_set::run(args, &report),
-        View::DataProfile | View::DataFlow => {}
+        View::DataProfile | View::DataFlow | View::Causal => {}
     }
     let selected = match &args.type_name {
         Some(name) => Some(find_type(&report, name)?),
@@ -302,6 +329,11 @@ fn with_file(file: &Path, e: ProfileError) -> anyhow::Error {
 }
 
 impl OpenedProfile {
+    /// Whether the profile is a causal session's (its header names the experiments' types).
+    pub fn has_causal(&self) -> bool {
+        self.profile.header().config.causal.is_some()
+    }
+
     /// Reads the debug info (--vmlinux), analyzes the records and names the fields; a
     /// profile without access samples is an error when `need_samples`.
     /// `progress` hears what is being done; `warn` gets one sentence for each thing that
@@ -345,6 +377,13 @@ impl OpenedProfile {
         }
         .map_err(|e| with_file(&file, e))?;
         if need_samples && report.coverage.total_samples == 0 {
+            if report.causal.is_some() {
+                bail!(
+                    "{}: the profile has no access samples, only causal experiments: see them \
+                     with dprof report --view causal",
+                    file.display()
+                );
+            }
             bail!(
                 "{}: the profile has no access samples: collect with --events samples",
                 file.display()

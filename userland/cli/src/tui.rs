@@ -76,9 +76,11 @@ pub fn run(args: &TuiArgs) -> anyhow::Result<ExitCode> {
     let outcome = match input {
         Input::Profile(opened) => dprof_tui::run(source, move |progress| {
             let progress = RefCell::new(progress);
+            // A causal session may have no samples: its Causal view still has much to show.
+            let need_samples = !opened.has_causal();
             opened
                 .analyze(
-                    true,
+                    need_samples,
                     Some(&views),
                     &mut |stage| (progress.borrow_mut())(load_event(stage)),
                     &mut |warning| (progress.borrow_mut())(LoadEvent::Warning(warning)),

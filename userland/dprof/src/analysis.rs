@@ -550,6 +550,9 @@ struct State {
     hw_kinds: u8,
     /// History records seen (they are analysed apart, see [`crate::histories`]).
     history_records: u64,
+    /// Experiment records, in file order: few (two per experiment), analysed at the end (see
+    /// [`crate::causal_analysis`]) rather than in a second pass over the records.
+    experiments: Vec<crate::causal_analysis::ExperimentRecord>,
     /// What the miss classification and working-set views need; `None` unless asked for
     /// ([`Analyzer::record_views`]).
     views: Option<Box<crate::views::Recorded>>,
@@ -690,11 +693,14 @@ impl<'s> Analyzer<'s> {
                 st.history_records += 1;
                 return;
             }
-            // Causal experiments have their own analysis (the causal view); samples are
-            // taken by `push`.
-            Record::ExperimentStart(_) | Record::ExperimentEnd(_) | Record::AccessSample(_) => {
-                return
+            // Causal experiments have their own analysis (the causal view).
+            Record::ExperimentStart(_) | Record::ExperimentEnd(_) => {
+                st.experiments
+                    .extend(crate::causal_analysis::ExperimentRecord::of(record));
+                return;
             }
+            // Taken by `push`.
+            Record::AccessSample(_) => return,
         };
         self.reorder_push(header, event);
     }
@@ -1264,6 +1270,13 @@ fn build_report(a: &Analyzer<'_>) -> Report {
         histories: None,
         misses: None,
         working_set: None,
+        causal: a
+            .header
+            .config
+            .causal
+            .as_ref()
+            .filter(|_| !st.experiments.is_empty())
+            .map(|config| crate::causal_analysis::analyze(config, &st.experiments)),
     }
 }
 

@@ -7,6 +7,7 @@
 
 pub mod analysis;
 pub mod cache;
+pub mod causal_analysis;
 pub mod debuginfo;
 pub mod decode;
 pub mod device;

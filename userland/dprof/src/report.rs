@@ -53,6 +53,10 @@ pub struct Report {
     /// the views were asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub working_set: Option<crate::views::WorkingSetReport>,
+    /// Types ranked by their effect on progress in causal experiments; absent when the
+    /// profile has none (collected without `dprof causal`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub causal: Option<crate::causal_analysis::CausalReport>,
 }
 
 /// The profile the report is about.

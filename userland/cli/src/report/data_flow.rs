@@ -47,7 +47,9 @@ pub(super) fn run(args: &ReportArgs, report: &Report) -> anyhow::Result<ExitCode
                 }
                 out.write_all(selected.data_flow.to_dot().as_bytes())
             }
-            Format::Text | Format::Csv => text(histories, selected, picked, top, &mut out),
+            Format::Text | Format::Csv | Format::Coz => {
+                text(histories, selected, picked, top, &mut out)
+            }
         }
     }
     .and_then(|()| out.flush());

@@ -460,6 +460,7 @@ fn data_report(mut types: Vec<TypeProfile>) -> crate::report::Report {
         histories: None,
         misses: None,
         working_set: None,
+        causal: None,
     }
 }
 

@@ -82,6 +82,7 @@ fn report(types: Vec<TypeProfile>) -> Report {
         histories: None,
         misses: None,
         working_set: None,
+        causal: None,
     }
 }
 

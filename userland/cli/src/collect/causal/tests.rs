@@ -68,7 +68,7 @@ fn type_lists_parse_and_are_bounded() {
         .contains("at most"));
 }
 
-/// The data profile of the analysis example (sk_buffs, a task_struct, kmalloc-1k by site).
+/// The data profile of the analysis example (`sk_buff`s, a `task_struct`, kmalloc-1k by site).
 fn example_report() -> (Report, Vec<String>) {
     let header = example::header();
     let symbols = Kallsyms::parse(example::KALLSYMS.as_bytes());

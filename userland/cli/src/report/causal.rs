@@ -1,0 +1,221 @@
+//! `dprof report --view causal`: the types ranked by their causal effect on each progress
+//! point (slope of program speedup against virtual speedup, with its 95% interval and flags,
+//! beside the data-profile rank), the experiments left out by reason, and what the view could
+//! not see; `--json` prints the causal report, `--format coz` Coz's profile format.
+//!
+//! Only the experiment records are read: the view needs neither samples nor symbols.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use dprof::causal_analysis::{self, Analysis, CausalReport, Fit, TypeSlope};
+use dprof::profile::Profile;
+
+use super::{more, notes_text, to_stdout, Format, ReportArgs, Table, DEFAULT_TOP};
+
+pub(super) fn run(args: &ReportArgs, profile: &Profile) -> anyhow::Result<ExitCode> {
+    let report = causal_analysis::analyze_profile(profile)
+        .map_err(|e| anyhow::Error::new(e).context(args.file.display().to_string()))?;
+    let selected = match &args.type_name {
+        Some(name) => Some(find_type(&report, name)?),
+        None => None,
+    };
+    let top = args.top.unwrap_or(DEFAULT_TOP);
+    to_stdout(|out| {
+        if args.format == Format::Coz {
+            return causal_analysis::write_coz(&report, out);
+        }
+        if args.json {
+            serde_json::to_writer_pretty(&mut *out, &report).map_err(io::Error::other)?;
+            return writeln!(out);
+        }
+        summary(&report, out)?;
+        for analysis in &report.analyses {
+            writeln!(out)?;
+            match selected {
+                Some(index) => type_points(analysis, index, out)?,
+                None => ranking(analysis, top, out)?,
+            }
+        }
+        writeln!(out)?;
+        discarded(&report, out)?;
+        writeln!(out)?;
+        if report.unseen.is_empty() {
+            writeln!(
+                out,
+                "could not see: nothing left out (every type selected, every experiment used)"
+            )
+        } else {
+            notes_text(&report.unseen, out)
+        }
+    })
+}
+
+/// The index of the type `name` in the type table.
+fn find_type(report: &CausalReport, name: &str) -> anyhow::Result<usize> {
+    report
+        .types
+        .iter()
+        .position(|t| t.name == name)
+        .ok_or_else(|| {
+            let names: Vec<&str> = report.types.iter().map(|t| t.name.as_str()).collect();
+            super::no_such_type(name, "causal type table", &names)
+        })
+}
+
+fn summary(report: &CausalReport, out: &mut impl Write) -> io::Result<()> {
+    let used = report.experiments.len() - report.discarded_experiments();
+    writeln!(
+        out,
+        "Causal experiments: {} ({used} usable), {} types in the table, progress points: {}; \
+         experiments of {} ms",
+        report.experiments.len(),
+        report.types.len(),
+        report.points.join(", "),
+        report.experiment_ns / 1_000_000
+    )?;
+    writeln!(
+        out,
+        "slope: program speedup per unit of virtual speedup of the type's accesses, least \
+         squares over its experiments, 95% interval (Student t)"
+    )
+}
+
+/// "+0.487".
+fn signed(v: f64) -> String {
+    format!("{v:+.3}")
+}
+
+fn rank(r: Option<usize>) -> String {
+    r.map_or_else(|| "-".to_owned(), |r| r.to_string())
+}
+
+/// The measure in its unit: `200012 visits/s`, `4000 ns`.
+fn measure(analysis: &Analysis, v: f64) -> String {
+    format!("{v:.0} {}", analysis.target.unit())
+}
+
+fn what(analysis: &Analysis) -> String {
+    match analysis.target {
+        causal_analysis::Target::Throughput { .. } => format!("Throughput of {}", analysis.name),
+        causal_analysis::Target::Latency { .. } => {
+            format!("Latency of {} (Little's law)", analysis.name)
+        }
+    }
+}
+
+fn flags(t: &TypeSlope) -> String {
+    match &t.fit {
+        Fit::Slope(s) if s.hurts => "hurts (contention)".to_owned(),
+        Fit::Slope(s) if s.within_noise => "within noise".to_owned(),
+        Fit::Slope(_) => String::new(),
+        Fit::NoSlope {
+            reason,
+            distinct_speedups,
+        } => format!("no slope: {}", reason.describe(*distinct_speedups)),
+    }
+}
+
+fn ranking(analysis: &Analysis, top: usize, out: &mut impl Write) -> io::Result<()> {
+    writeln!(out, "{}: types ranked by slope", what(analysis))?;
+    let mut table = Table::new(&[
+        ("rank", true),
+        ("type", false),
+        ("slope", true),
+        ("95% interval", false),
+        ("flags", false),
+        ("experiments", true),
+        ("speedups", true),
+        ("baseline", true),
+        ("data rank", true),
+    ]);
+    for t in analysis.types.iter().take(top) {
+        let (slope, interval) = match t.fit.slope() {
+            Some(s) => (
+                signed(s.slope),
+                format!("[{}, {}]", signed(s.low), signed(s.high)),
+            ),
+            None => ("-".to_owned(), "-".to_owned()),
+        };
+        let experiments = if t.experiments == 0 {
+            "0".to_owned()
+        } else {
+            format!("{} ({} at 0%)", t.experiments, t.baseline_experiments)
+        };
+        table.row(vec![
+            rank(t.rank),
+            t.name.clone(),
+            slope,
+            interval,
+            flags(t),
+            experiments,
+            t.speedups.len().to_string(),
+            t.baseline
+                .map_or_else(|| "-".to_owned(), |b| measure(analysis, b)),
+            rank(t.data_profile_rank),
+        ]);
+    }
+    table.write(out)?;
+    more(out, analysis.types.len(), top, "types")
+}
+
+/// One type's pooled points per virtual speedup (`--type`).
+fn type_points(analysis: &Analysis, index: usize, out: &mut impl Write) -> io::Result<()> {
+    let Some(t) = analysis.types.iter().find(|t| t.type_index == index) else {
+        return Ok(());
+    };
+    let verdict = match t.fit.slope() {
+        Some(s) => format!(
+            "slope {} [{}, {}], rank {}",
+            signed(s.slope),
+            signed(s.low),
+            signed(s.high),
+            rank(t.rank)
+        ),
+        None => flags(t),
+    };
+    writeln!(
+        out,
+        "{}: {} ({verdict}; data rank {})",
+        what(analysis),
+        t.name,
+        rank(t.data_profile_rank)
+    )?;
+    let mut table = Table::new(&[
+        ("virtual speedup", true),
+        ("experiments", true),
+        ("measure", true),
+        ("program speedup", true),
+    ]);
+    for p in &t.speedups {
+        table.row(vec![
+            format!("{}%", p.speedup_percent),
+            p.experiments.to_string(),
+            measure(analysis, p.value),
+            format!("{:+.1}%", p.program_speedup * 100.0),
+        ]);
+    }
+    table.write(out)
+}
+
+fn discarded(report: &CausalReport, out: &mut impl Write) -> io::Result<()> {
+    let groups = report.discard_groups();
+    if groups.is_empty() {
+        return writeln!(out, "Discarded experiments: none");
+    }
+    writeln!(out, "Discarded experiments, by reason:")?;
+    for g in groups {
+        let numbers: Vec<String> = g.experiments.iter().map(u32::to_string).collect();
+        let whose = g
+            .analysis
+            .map_or_else(String::new, |a| format!(" (for {a})"));
+        writeln!(
+            out,
+            "  {}{whose}: {} (experiment {})",
+            g.reason.describe(),
+            g.experiments.len(),
+            numbers.join(", ")
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,169 @@
+//! `dprof report --view causal` end to end on the library's causal example
+//! (`dprof::causal_analysis::example`): golden text and Coz format, JSON, and the errors a
+//! person meets. `DPROF_BLESS=1 cargo test -p dprof-cli --test causal` rewrites the golden
+//! files under tests/golden/.
+
+#[path = "support/cli_test.rs"]
+#[allow(
+    dead_code,
+    reason = "helpers shared by the CLI tests; this file needs only some"
+)]
+mod support;
+
+use support::{dir_with, dprof, golden, one_line_error, stdout_of};
+
+use dprof::causal_analysis::example;
+
+fn example_dir() -> tempfile::TempDir {
+    dir_with(&[
+        ("c.dprof", example::profile()),
+        ("cs.dprof", example::profile_with_samples()),
+        (
+            "none.dprof",
+            example::profile_of(&example::example_config(), &[]),
+        ),
+        ("dp.dprof", dprof::analysis::example::profile()),
+    ])
+}
+
+#[test]
+fn causal_text() {
+    let dir = example_dir();
+    let text = stdout_of(&dprof(
+        dir.path(),
+        &["report", "c.dprof", "--view", "causal"],
+    ));
+    let squeezed = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        squeezed(&text).contains("3 task_struct -0.398 [-0.410, -0.386] hurts (contention)"),
+        "{text}"
+    );
+    assert!(text.contains("no slope: never selected"), "{text}");
+    assert!(text.contains("cut short by the end of the session: 1 (experiment 31)"));
+    assert!(text.contains("could not see:"), "{text}");
+    golden("causal.txt", &text);
+}
+
+#[test]
+fn causal_of_one_type() {
+    let dir = example_dir();
+    let text = stdout_of(&dprof(
+        dir.path(),
+        &[
+            "report",
+            "c.dprof",
+            "--view",
+            "causal",
+            "--type",
+            "skbuff_head_cache",
+        ],
+    ));
+    golden("causal_type.txt", &text);
+    let err = one_line_error(&dprof(
+        dir.path(),
+        &["report", "c.dprof", "--view", "causal", "--type", "inode"],
+    ));
+    assert!(
+        err.contains("no type \"inode\" in the causal type table"),
+        "{err}"
+    );
+}
+
+#[test]
+fn causal_json() {
+    let dir = example_dir();
+    let text = stdout_of(&dprof(
+        dir.path(),
+        &["report", "c.dprof", "--view", "causal", "--json"],
+    ));
+    let v: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    let first = &v["analyses"][0]["types"][0];
+    assert_eq!(first["name"], "skbuff_head_cache");
+    assert_eq!(first["fit"]["kind"], "slope");
+    let (low, high) = (
+        first["fit"]["low"].as_f64().expect("low"),
+        first["fit"]["high"].as_f64().expect("high"),
+    );
+    assert!(low <= 0.5 && 0.5 <= high, "{first}");
+    assert_eq!(
+        v["analyses"][0]["types"][3]["fit"]["reason"],
+        "never_selected"
+    );
+}
+
+/// Plain `--json` carries the causal section when the profile has experiments.
+#[test]
+fn report_json_includes_causal() {
+    let dir = example_dir();
+    let text = stdout_of(&dprof(dir.path(), &["report", "cs.dprof", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    assert_eq!(v["coverage"]["total_samples"], 26);
+    assert_eq!(
+        v["causal"]["analyses"][0]["types"][0]["name"],
+        "skbuff_head_cache"
+    );
+    let text = stdout_of(&dprof(dir.path(), &["report", "dp.dprof", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    assert!(v.get("causal").is_none());
+}
+
+#[test]
+fn causal_coz_format() {
+    let dir = example_dir();
+    let text = stdout_of(&dprof(
+        dir.path(),
+        &["report", "c.dprof", "--view", "causal", "--format", "coz"],
+    ));
+    for line in text.lines() {
+        let kind = line.split('\t').next().unwrap_or_default();
+        assert!(
+            ["startup", "experiment", "throughput-point", "samples"].contains(&kind),
+            "{line}"
+        );
+    }
+    golden("causal.coz", &text);
+}
+
+#[test]
+fn a_profile_without_experiments_is_one_sentence() {
+    let dir = example_dir();
+    let err = one_line_error(&dprof(
+        dir.path(),
+        &["report", "dp.dprof", "--view", "causal"],
+    ));
+    assert!(
+        err.contains(
+            "dp.dprof: the profile has no causal experiments: it was not collected by dprof causal"
+        ),
+        "{err}"
+    );
+    let err = one_line_error(&dprof(
+        dir.path(),
+        &["report", "none.dprof", "--view", "causal"],
+    ));
+    assert!(
+        err.contains("none.dprof: the profile has no causal experiments: dprof causal ended before the first one"),
+        "{err}"
+    );
+}
+
+#[test]
+fn coz_format_needs_the_causal_view() {
+    let dir = example_dir();
+    let err = one_line_error(&dprof(
+        dir.path(),
+        &["report", "c.dprof", "--format", "coz"],
+    ));
+    assert!(
+        err.contains("--format coz goes with --view causal"),
+        "{err}"
+    );
+}
+
+/// A causal session without samples: the data profile points at the causal view.
+#[test]
+fn a_causal_profile_without_samples_points_at_the_view() {
+    let dir = example_dir();
+    let err = one_line_error(&dprof(dir.path(), &["report", "c.dprof"]));
+    assert!(err.contains("dprof report --view causal"), "{err}");
+}

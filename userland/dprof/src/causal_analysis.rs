@@ -1,0 +1,1079 @@
+//! Causal experiments that rank data types (Coz's method, with data types in place of source
+//! lines): which type's accesses, made faster, would make the program faster, and by how much.
+//!
+//! The collector (`dprof causal`) runs experiments. Each picks a type of the profile's type
+//! table and a virtual speedup (0 to 100% in 5% steps, 0% about half of the time), and every
+//! sample on that type's accesses delays every other CPU by `speedup x sample period`. Its
+//! `ExperimentEnd` record gives the wall time, the delay inserted and the visits of each
+//! progress point. This module turns those records into a [`CausalReport`]; it does no I/O
+//! beyond [`read_experiments`], which takes the records out of a [`Profile`].
+//!
+//! # What is computed, and why
+//! - **Effective duration** = `wall_ns - delay_ns`: the time the program would have taken
+//!   without the inserted pauses (Coz's rule). Experiments whose effective duration is not
+//!   positive are discarded.
+//! - **Throughput** of a progress point = visits / effective duration (visits per second).
+//! - **Latency** (a begin and an end point) by Little's law. The module counts, per point,
+//!   the visits, the sum over them of the time since the experiment began (`time_sum_ns`) and
+//!   the visits since the session began (`total`). With `T` the experiment's wall time, the
+//!   integral over the experiment of the requests in flight is
+//!   `in_flight_at_start * T + (visits * T - time_sum_ns)(begin) - (visits * T -
+//!   time_sum_ns)(end)`, where `in_flight_at_start = (total - visits)(begin) - (total -
+//!   visits)(end)`: a request begun at time `t` is in flight for `T - t` of the experiment, one
+//!   that ended at `t` is missing for `T - t`. That integral is in wall time, inserted pauses
+//!   included, during which requests stay in flight. The pauses stand for time the program
+//!   would not have spent, spread over the experiment as the samples fall, so the integral is
+//!   scaled by `effective / wall` to put it in effective time, like the throughput's
+//!   denominator. The mean latency is then that effective integral divided by the end
+//!   point's visits (the departures): Little's law `L = N / lambda` with `N` the mean in
+//!   flight and `lambda` the departure rate, both over effective time. Experiments with no
+//!   departure, or with a non-positive integral (counts that cannot be), are discarded.
+//! - **Program speedup** of an experiment, against the same type's 0% experiments (Coz
+//!   measures a baseline per line so that the cost of the delay machinery itself, which
+//!   depends on the line, cancels out): `rate / baseline - 1` for throughput, `baseline /
+//!   latency - 1` for latency (positive: faster). The baseline pools the type's 0%
+//!   experiments as Coz combines experiments, summing visits (latency: integrals) and
+//!   effective durations (latency: departures): a mean weighted by effective duration, so a
+//!   short experiment counts less than a long one.
+//! - **Slope**: least squares of program speedup against virtual speedup (both fractions)
+//!   over the type's experiments, each experiment one point, the 0% ones included (each
+//!   against the pooled baseline, so that their scatter around 0 is part of the noise the
+//!   interval sees). Experiments are kept as points rather than averaged per speedup so that
+//!   the residuals measure the scatter between experiments; [`TypeSlope::speedups`] holds
+//!   the per-speedup pooled points for plots and Coz's format. The 95% confidence interval is
+//!   `slope +- t(0.975, n - 2) x standard error`, with Student's t computed here
+//!   ([`student_t_quantile`]). A slope needs a baseline and at least
+//!   [`MIN_DISTINCT_SPEEDUPS`] distinct virtual speedups (0% included); a type without is
+//!   listed with the reason, never with a made-up slope.
+//! - Types are ranked by slope, highest first. An interval wholly below 0 is flagged
+//!   [`Slope::hurts`] (speeding the type up slows the program: contention, Coz's downward
+//!   slopes); one that contains 0 [`Slope::within_noise`].
+//!
+//! Every experiment the analysis could not use is listed with its [`Discard`] reason.
+
+mod coz;
+pub mod example;
+mod stats;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use dprof_abi::{ExperimentEnd, ExperimentStart, Record, EXPERIMENT_CUT_SHORT};
+use serde::{Deserialize, Serialize};
+
+use crate::profile::{CausalCollectConfig, Profile, ProfileError, ProgressPointSpec};
+
+pub use coz::write_coz;
+pub use stats::{student_t_quantile, LineFit};
+
+/// Fewest distinct virtual speedups (0% included) a slope is fitted from.
+pub const MIN_DISTINCT_SPEEDUPS: usize = 3;
+
+/// The confidence of [`Slope`]'s interval.
+pub const CONFIDENCE: f64 = 0.95;
+
+/// Why a profile gives no causal report.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CausalError {
+    /// The header has no causal configuration: the profile was not collected by
+    /// `dprof causal`.
+    #[error(
+        "the profile has no causal experiments: it was not collected by dprof causal, which \
+         runs them"
+    )]
+    NotCausal,
+    /// The configuration is there but no experiment record is.
+    #[error(
+        "the profile has no causal experiments: dprof causal ended before the first one \
+         (collect for longer)"
+    )]
+    NoExperiments,
+    /// Reading the records failed.
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
+}
+
+/// One of the two experiment records, as the analysis takes them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "two records per experiment, a few thousand per session: boxing saves nothing"
+)]
+pub enum ExperimentRecord {
+    /// An experiment began.
+    Start(ExperimentStart),
+    /// An experiment ended, with its measurements.
+    End(ExperimentEnd),
+}
+
+impl ExperimentRecord {
+    /// The experiment record `record` is, if it is one.
+    #[must_use]
+    pub fn of(record: &Record) -> Option<Self> {
+        match record {
+            Record::ExperimentStart(start) => Some(Self::Start(*start)),
+            Record::ExperimentEnd(end) => Some(Self::End(*end)),
+            _ => None,
+        }
+    }
+}
+
+/// The experiment records of `profile`, in file order (a pass over its records).
+///
+/// # Errors
+/// The first problem found while reading the records (see [`Profile::records`]).
+pub fn read_experiments(profile: &Profile) -> Result<Vec<ExperimentRecord>, ProfileError> {
+    let mut found = Vec::new();
+    for record in profile.records() {
+        let (_, record) = record?;
+        found.extend(ExperimentRecord::of(&record));
+    }
+    Ok(found)
+}
+
+/// The causal report of `profile`: [`read_experiments`] then [`analyze`].
+///
+/// # Errors
+/// [`CausalError::NotCausal`] without a causal configuration, [`CausalError::NoExperiments`]
+/// without an experiment record, [`CausalError::Profile`] when the records cannot be read.
+pub fn analyze_profile(profile: &Profile) -> Result<CausalReport, CausalError> {
+    let config = profile
+        .header()
+        .config
+        .causal
+        .as_ref()
+        .ok_or(CausalError::NotCausal)?;
+    let records = read_experiments(profile)?;
+    if records.is_empty() {
+        return Err(CausalError::NoExperiments);
+    }
+    Ok(analyze(config, &records))
+}
+
+/// The causal report of a session: its configuration and its experiment records in file
+/// order. Records are paired by experiment number, so an end read before its start (they may
+/// sit in different CPUs' rings) still finds it.
+#[must_use]
+pub fn analyze(config: &CausalCollectConfig, records: &[ExperimentRecord]) -> CausalReport {
+    let experiments = pair_experiments(config, records);
+    let types = type_table(config, &experiments);
+    let analyses = targets(config)
+        .into_iter()
+        .map(|target| analyze_target(config, &types, &experiments, target))
+        .collect();
+    let mut report = CausalReport {
+        points: config.points.iter().map(ProgressPointSpec::label).collect(),
+        latency: config.latency,
+        experiment_ns: config.experiment_ns,
+        types,
+        experiments,
+        analyses,
+        unseen: Vec::new(),
+    };
+    report.unseen = unseen(&report);
+    report
+}
+
+/// The causal view of a profile's experiments.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CausalReport {
+    /// Progress points, `kind:name`, in plan order.
+    pub points: Vec<String>,
+    /// Latency mode: indices in `points` of the begin and the end point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<(usize, usize)>,
+    /// Experiment length the collector aimed for at the start (ns).
+    pub experiment_ns: u64,
+    /// The type table, in table order.
+    pub types: Vec<CausalType>,
+    /// Every experiment seen, by experiment number.
+    pub experiments: Vec<Experiment>,
+    /// One per progress point (throughput), then the latency pair if any.
+    pub analyses: Vec<Analysis>,
+    /// What the view could not see, one sentence each.
+    pub unseen: Vec<String>,
+}
+
+/// One entry of the type table.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CausalType {
+    /// Index in the table (`ExperimentControl.type_index`).
+    pub index: usize,
+    /// The type's name as the data profile names it.
+    pub name: String,
+    /// Samples of the type in the profiling phase that chose the types.
+    pub plan_samples: u64,
+    /// Rank by `plan_samples` among the table's types (1: most sampled); `None` for a type
+    /// with none.
+    pub data_profile_rank: Option<usize>,
+    /// Experiments that selected it, whatever became of them.
+    pub selected: usize,
+    /// Samples on its accesses during its experiments that ended: a type with none had no
+    /// delay inserted, so its experiments measure nothing but noise.
+    pub experiment_samples: u64,
+}
+
+/// One experiment, as its records say.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Experiment {
+    /// The collector's number for it.
+    pub experiment: u32,
+    /// Index in the type table (may be outside it: see [`Discard::TypeNotInTable`]).
+    pub type_index: u32,
+    /// Virtual speedup, percent.
+    pub speedup_percent: u32,
+    /// What its end record measured; `None` when it has none.
+    pub measured: Option<Measurement>,
+    /// Why no analysis uses it at all; `None` when it is usable.
+    pub discarded: Option<Discard>,
+}
+
+/// What an `ExperimentEnd` measured.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// Ended by the session's stop rather than by the collector.
+    pub cut_short: bool,
+    /// Wall time from start to end (ns).
+    pub wall_ns: u64,
+    /// Delay every CPU was asked to serve (ns).
+    pub delay_ns: u64,
+    /// Pauses actually served, all CPUs together (ns).
+    pub paused_ns: u64,
+    /// Delay forgiven to idle CPUs, all CPUs together (ns).
+    pub credited_ns: u64,
+    /// Samples on the experiment's type.
+    pub type_samples: u64,
+    /// All samples.
+    pub samples: u64,
+    /// Visits of each progress point, in plan order.
+    pub points: Vec<PointCount>,
+}
+
+/// Visits of one progress point during an experiment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PointCount {
+    /// Visits during the experiment.
+    pub visits: u64,
+    /// Sum over them of the time since the experiment began (ns).
+    pub time_sum_ns: u64,
+    /// Visits since the session began, this experiment's included.
+    pub total: u64,
+}
+
+impl Measurement {
+    /// Wall time minus inserted delay (ns); not positive for an unusable experiment.
+    #[must_use]
+    pub fn effective_ns(&self) -> i64 {
+        let effective = i128::from(self.wall_ns) - i128::from(self.delay_ns);
+        effective.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+    }
+
+    /// The integral over the experiment's wall time of the requests in flight between the
+    /// points `begin` and `end` (request x ns), by the formula in the module's doc; `None`
+    /// when a point is missing.
+    #[must_use]
+    pub fn in_flight_integral_wall(&self, begin: usize, end: usize) -> Option<f64> {
+        let (b, e) = (self.points.get(begin)?, self.points.get(end)?);
+        let wall = self.wall_ns as f64;
+        let before = |p: &PointCount| p.total.saturating_sub(p.visits) as f64;
+        let in_flight_at_start = before(b) - before(e);
+        let during = |p: &PointCount| p.visits as f64 * wall - p.time_sum_ns as f64;
+        Some(in_flight_at_start * wall + during(b) - during(e))
+    }
+
+    /// Mean requests in flight between `begin` and `end` over the experiment.
+    #[must_use]
+    pub fn mean_in_flight(&self, begin: usize, end: usize) -> Option<f64> {
+        if self.wall_ns == 0 {
+            return None;
+        }
+        Some(self.in_flight_integral_wall(begin, end)? / self.wall_ns as f64)
+    }
+}
+
+/// Why an experiment was left out, of every analysis or of one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Discard {
+    /// Its type index is not in the profile's type table.
+    TypeNotInTable,
+    /// An end record with no start record of its number.
+    EndWithoutStart,
+    /// An end record whose type or speedup differs from its start's.
+    ControlMismatch,
+    /// A start record with no end record (the records were lost, or the file was cut).
+    StartWithoutEnd,
+    /// Ended by the session's stop, not after the length the collector chose.
+    CutShort,
+    /// The inserted delay is not shorter than the wall time: no effective time to divide by.
+    NoEffectiveTime,
+    /// Its end record counts a different number of progress points than the header names.
+    PointCountMismatch,
+    /// No visit of the progress point analysed (latency: of the end point).
+    ZeroVisits,
+    /// Latency: no request in flight over the experiment by the counts.
+    NoRequestsInFlight,
+    /// Its type has no usable 0% experiment to compare with.
+    NoBaseline,
+}
+
+impl Discard {
+    /// Every reason, in report order.
+    pub const ALL: [Self; 10] = [
+        Self::TypeNotInTable,
+        Self::EndWithoutStart,
+        Self::ControlMismatch,
+        Self::StartWithoutEnd,
+        Self::CutShort,
+        Self::NoEffectiveTime,
+        Self::PointCountMismatch,
+        Self::ZeroVisits,
+        Self::NoRequestsInFlight,
+        Self::NoBaseline,
+    ];
+
+    /// The reason in a few words.
+    #[must_use]
+    pub const fn describe(self) -> &'static str {
+        match self {
+            Self::TypeNotInTable => "type index not in the type table",
+            Self::EndWithoutStart => "end record without its start",
+            Self::ControlMismatch => "end record does not match its start",
+            Self::StartWithoutEnd => "start record without an end",
+            Self::CutShort => "cut short by the end of the session",
+            Self::NoEffectiveTime => "too short: inserted delay not below wall time",
+            Self::PointCountMismatch => "progress point count differs from the header",
+            Self::ZeroVisits => "zero visits",
+            Self::NoRequestsInFlight => "no request in flight",
+            Self::NoBaseline => "no 0% baseline for its type",
+        }
+    }
+}
+
+/// What one analysis measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Target {
+    /// Visits per second of one progress point (higher is better).
+    Throughput {
+        /// Index in [`CausalReport::points`].
+        point: usize,
+    },
+    /// Mean time between a begin and an end point (lower is better).
+    Latency {
+        /// Index of the begin point.
+        begin: usize,
+        /// Index of the end point.
+        end: usize,
+    },
+}
+
+impl Target {
+    /// The unit of [`TypeSlope::baseline`] and [`SpeedupPoint::value`].
+    #[must_use]
+    pub const fn unit(self) -> &'static str {
+        match self {
+            Self::Throughput { .. } => "visits/s",
+            Self::Latency { .. } => "ns",
+        }
+    }
+}
+
+/// The ranking of the types by their effect on one progress measure.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Analysis {
+    /// What is measured.
+    pub target: Target,
+    /// The point's `kind:name`, or `begin -> end` for latency.
+    pub name: String,
+    /// Every type of the table: those with a slope by slope, highest first, then the others.
+    pub types: Vec<TypeSlope>,
+    /// Experiments usable in general that this analysis could not use, by experiment number.
+    pub discarded: Vec<Discarded>,
+}
+
+/// An experiment an analysis left out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Discarded {
+    /// The experiment's number.
+    pub experiment: u32,
+    /// Its type index.
+    pub type_index: u32,
+    /// Its virtual speedup, percent.
+    pub speedup_percent: u32,
+    /// Why.
+    pub reason: Discard,
+}
+
+/// One type's effect on one progress measure.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TypeSlope {
+    /// Index in the type table.
+    pub type_index: usize,
+    /// The type's name.
+    pub name: String,
+    /// Rank by slope (1: the steepest rise); `None` without a slope.
+    pub rank: Option<usize>,
+    /// Rank in the data profile of the planning phase ([`CausalType::data_profile_rank`]).
+    pub data_profile_rank: Option<usize>,
+    /// Samples in the planning phase.
+    pub plan_samples: u64,
+    /// Experiments used, the baseline's included.
+    pub experiments: usize,
+    /// Of them, at 0% virtual speedup.
+    pub baseline_experiments: usize,
+    /// The pooled 0% measure ([`Target::unit`]).
+    pub baseline: Option<f64>,
+    /// Experiments pooled per virtual speedup, by speedup: what plots and Coz's format show.
+    pub speedups: Vec<SpeedupPoint>,
+    /// Each experiment used: the points the slope is fitted to.
+    pub experiment_points: Vec<ExperimentPoint>,
+    /// The slope, or why there is none.
+    pub fit: Fit,
+}
+
+/// A type's experiments at one virtual speedup, pooled.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SpeedupPoint {
+    /// Virtual speedup, percent.
+    pub speedup_percent: u32,
+    /// Experiments pooled.
+    pub experiments: usize,
+    /// Pooled measure ([`Target::unit`]).
+    pub value: f64,
+    /// Against the baseline (0.1: 10% faster).
+    pub program_speedup: f64,
+}
+
+/// One experiment's program speedup.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentPoint {
+    /// The experiment's number.
+    pub experiment: u32,
+    /// Virtual speedup, percent.
+    pub speedup_percent: u32,
+    /// Its measure ([`Target::unit`]).
+    pub value: f64,
+    /// Against the type's pooled baseline.
+    pub program_speedup: f64,
+}
+
+/// A type's slope, or why it has none.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Fit {
+    /// Fitted.
+    Slope(Slope),
+    /// Not fitted.
+    NoSlope {
+        /// Why.
+        reason: NoSlope,
+        /// Distinct virtual speedups among the experiments used.
+        distinct_speedups: usize,
+    },
+}
+
+impl Fit {
+    /// The slope, if fitted.
+    #[must_use]
+    pub const fn slope(&self) -> Option<&Slope> {
+        match self {
+            Self::Slope(s) => Some(s),
+            Self::NoSlope { .. } => None,
+        }
+    }
+}
+
+/// Why a type has no slope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum NoSlope {
+    /// No experiment selected it.
+    NeverSelected,
+    /// Experiments selected it, and every one was discarded.
+    AllDiscarded,
+    /// None of its usable experiments was at 0%.
+    NoBaseline,
+    /// Fewer than [`MIN_DISTINCT_SPEEDUPS`] distinct virtual speedups.
+    TooFewSpeedups,
+}
+
+impl NoSlope {
+    /// The reason in a few words.
+    #[must_use]
+    pub fn describe(self, distinct_speedups: usize) -> String {
+        match self {
+            Self::NeverSelected => "never selected".to_owned(),
+            Self::AllDiscarded => "every experiment discarded".to_owned(),
+            Self::NoBaseline => "no 0% baseline".to_owned(),
+            Self::TooFewSpeedups => format!(
+                "{distinct_speedups} distinct speedup{}, {MIN_DISTINCT_SPEEDUPS} needed",
+                if distinct_speedups == 1 { "" } else { "s" }
+            ),
+        }
+    }
+}
+
+/// Program speedup against virtual speedup, fitted by least squares.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Slope {
+    /// Program speedup per unit of virtual speedup (0.5: a 10% faster type, a 5% faster
+    /// program).
+    pub slope: f64,
+    /// Program speedup the fitted line gives at 0% (near 0 when the baseline is sound).
+    pub intercept: f64,
+    /// Lower end of the 95% confidence interval.
+    pub low: f64,
+    /// Upper end.
+    pub high: f64,
+    /// Standard error of the slope.
+    pub std_error: f64,
+    /// Student's t at 97.5% with `points - 2` degrees of freedom.
+    pub t_critical: f64,
+    /// Points fitted (experiments).
+    pub points: usize,
+    /// Distinct virtual speedups among them.
+    pub distinct_speedups: usize,
+    /// The interval is wholly below 0: speeding the type up slows the program (contention).
+    pub hurts: bool,
+    /// The interval contains 0: no effect told apart from noise.
+    pub within_noise: bool,
+}
+
+/// Experiments discarded for one reason, in one analysis or in all.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiscardGroup {
+    /// The reason.
+    pub reason: Discard,
+    /// The analysis's name; `None` for experiments no analysis uses.
+    pub analysis: Option<String>,
+    /// The experiments' numbers.
+    pub experiments: Vec<u32>,
+}
+
+impl CausalReport {
+    /// Discarded experiments grouped by reason: those no analysis uses first, then each
+    /// analysis's own.
+    #[must_use]
+    pub fn discard_groups(&self) -> Vec<DiscardGroup> {
+        let mut groups = Vec::new();
+        for reason in Discard::ALL {
+            let experiments: Vec<u32> = self
+                .experiments
+                .iter()
+                .filter(|e| e.discarded == Some(reason))
+                .map(|e| e.experiment)
+                .collect();
+            if !experiments.is_empty() {
+                groups.push(DiscardGroup {
+                    reason,
+                    analysis: None,
+                    experiments,
+                });
+            }
+        }
+        for analysis in &self.analyses {
+            for reason in Discard::ALL {
+                let experiments: Vec<u32> = analysis
+                    .discarded
+                    .iter()
+                    .filter(|d| d.reason == reason)
+                    .map(|d| d.experiment)
+                    .collect();
+                if !experiments.is_empty() {
+                    groups.push(DiscardGroup {
+                        reason,
+                        analysis: Some(analysis.name.clone()),
+                        experiments,
+                    });
+                }
+            }
+        }
+        groups
+    }
+
+    /// Experiments that no analysis can use.
+    #[must_use]
+    pub fn discarded_experiments(&self) -> usize {
+        self.experiments
+            .iter()
+            .filter(|e| e.discarded.is_some())
+            .count()
+    }
+
+    /// The type table's entry `index`.
+    #[must_use]
+    pub fn causal_type(&self, index: usize) -> Option<&CausalType> {
+        self.types.get(index)
+    }
+}
+
+/// Pairs start and end records by experiment number and checks each experiment.
+fn pair_experiments(config: &CausalCollectConfig, records: &[ExperimentRecord]) -> Vec<Experiment> {
+    // Started and not yet ended, by number; a start whose number comes again before its end
+    // is kept as a start without an end.
+    let mut open: BTreeMap<u32, ExperimentStart> = BTreeMap::new();
+    // Ends read before their start (the two may sit in different CPUs' rings), by number.
+    let mut early_ends: BTreeMap<u32, ExperimentEnd> = BTreeMap::new();
+    // (number, arrival, experiment): sorted by number, a reused number in arrival order.
+    let mut done: Vec<(u32, usize, Experiment)> = Vec::new();
+    let mut push = |e: Experiment| {
+        let arrival = done.len();
+        done.push((e.experiment, arrival, e));
+    };
+    for record in records {
+        match record {
+            ExperimentRecord::Start(start) => {
+                let number = start.control.experiment;
+                if let Some(end) = early_ends.remove(&number) {
+                    push(paired(config, start, &end));
+                } else if let Some(previous) = open.insert(number, *start) {
+                    push(unmatched_start(&previous));
+                }
+            }
+            ExperimentRecord::End(end) => {
+                let number = end.control.experiment;
+                if let Some(start) = open.remove(&number) {
+                    push(paired(config, &start, end));
+                } else if let Some(previous) = early_ends.insert(number, *end) {
+                    push(unmatched_end(&previous));
+                }
+            }
+        }
+    }
+    for start in open.values() {
+        push(unmatched_start(start));
+    }
+    for end in early_ends.values() {
+        push(unmatched_end(end));
+    }
+    done.sort_by_key(|&(number, arrival, _)| (number, arrival));
+    done.into_iter().map(|(_, _, e)| e).collect()
+}
+
+fn paired(
+    config: &CausalCollectConfig,
+    start: &ExperimentStart,
+    end: &ExperimentEnd,
+) -> Experiment {
+    let discarded = if start.control == end.control {
+        check_end(config, end)
+    } else {
+        Some(Discard::ControlMismatch)
+    };
+    Experiment {
+        experiment: end.control.experiment,
+        type_index: end.control.type_index,
+        speedup_percent: end.control.speedup_percent,
+        measured: Some(measurement(end)),
+        discarded,
+    }
+}
+
+fn unmatched_end(end: &ExperimentEnd) -> Experiment {
+    Experiment {
+        experiment: end.control.experiment,
+        type_index: end.control.type_index,
+        speedup_percent: end.control.speedup_percent,
+        measured: Some(measurement(end)),
+        discarded: Some(Discard::EndWithoutStart),
+    }
+}
+
+fn unmatched_start(start: &ExperimentStart) -> Experiment {
+    Experiment {
+        experiment: start.control.experiment,
+        type_index: start.control.type_index,
+        speedup_percent: start.control.speedup_percent,
+        measured: None,
+        discarded: Some(Discard::StartWithoutEnd),
+    }
+}
+
+/// Why a paired experiment is unusable in every analysis, if it is.
+fn check_end(config: &CausalCollectConfig, end: &ExperimentEnd) -> Option<Discard> {
+    if end.control.type_index as usize >= config.types.len() {
+        Some(Discard::TypeNotInTable)
+    } else if end.flags & EXPERIMENT_CUT_SHORT != 0 {
+        Some(Discard::CutShort)
+    } else if end.delay_ns >= end.wall_ns {
+        Some(Discard::NoEffectiveTime)
+    } else if end.point_count as usize != config.points.len() {
+        Some(Discard::PointCountMismatch)
+    } else {
+        None
+    }
+}
+
+fn measurement(end: &ExperimentEnd) -> Measurement {
+    let count = (end.point_count as usize).min(end.points.len());
+    Measurement {
+        cut_short: end.flags & EXPERIMENT_CUT_SHORT != 0,
+        wall_ns: end.wall_ns,
+        delay_ns: end.delay_ns,
+        paused_ns: end.paused_ns,
+        credited_ns: end.credited_ns,
+        type_samples: end.type_samples,
+        samples: end.samples,
+        points: end.points[..count]
+            .iter()
+            .map(|p| PointCount {
+                visits: p.visits,
+                time_sum_ns: p.time_sum_ns,
+                total: p.total,
+            })
+            .collect(),
+    }
+}
+
+/// The type table with data-profile ranks and what the experiments did with each type.
+fn type_table(config: &CausalCollectConfig, experiments: &[Experiment]) -> Vec<CausalType> {
+    let mut by_samples: Vec<usize> = (0..config.types.len())
+        .filter(|&i| config.types[i].plan_samples > 0)
+        .collect();
+    by_samples.sort_by_key(|&i| (std::cmp::Reverse(config.types[i].plan_samples), i));
+    config
+        .types
+        .iter()
+        .enumerate()
+        .map(|(index, spec)| {
+            let mine = experiments
+                .iter()
+                .filter(|e| e.type_index as usize == index);
+            CausalType {
+                index,
+                name: spec.name.clone(),
+                plan_samples: spec.plan_samples,
+                data_profile_rank: by_samples.iter().position(|&i| i == index).map(|r| r + 1),
+                selected: mine.clone().count(),
+                experiment_samples: mine
+                    .filter_map(|e| e.measured.as_ref())
+                    .map(|m| m.type_samples)
+                    .sum(),
+            }
+        })
+        .collect()
+}
+
+/// The analyses the configuration asks for: each point's throughput, then the latency pair.
+fn targets(config: &CausalCollectConfig) -> Vec<Target> {
+    let mut targets: Vec<Target> = (0..config.points.len())
+        .map(|point| Target::Throughput { point })
+        .collect();
+    if let Some((begin, end)) = config.latency {
+        if begin < config.points.len() && end < config.points.len() {
+            targets.push(Target::Latency { begin, end });
+        }
+    }
+    targets
+}
+
+fn target_name(config: &CausalCollectConfig, target: Target) -> String {
+    let label = |i: usize| {
+        config
+            .points
+            .get(i)
+            .map_or_else(String::new, ProgressPointSpec::label)
+    };
+    match target {
+        Target::Throughput { point } => label(point),
+        Target::Latency { begin, end } => format!("{} -> {}", label(begin), label(end)),
+    }
+}
+
+/// One experiment's measure, as a ratio that pools by summing both parts (Coz's way of
+/// combining experiments).
+#[derive(Clone, Copy, Debug, Default)]
+struct Ratio {
+    /// Throughput: visits. Latency: in-flight integral in effective time (request x ns).
+    numerator: f64,
+    /// Throughput: effective duration (s). Latency: departures.
+    denominator: f64,
+}
+
+impl Ratio {
+    fn value(self) -> f64 {
+        self.numerator / self.denominator
+    }
+
+    fn add(self, other: Self) -> Self {
+        Self {
+            numerator: self.numerator + other.numerator,
+            denominator: self.denominator + other.denominator,
+        }
+    }
+}
+
+/// An experiment's measure for `target`, or why it has none.
+fn measure(m: &Measurement, target: Target) -> Result<Ratio, Discard> {
+    let effective_ns = m.effective_ns();
+    if effective_ns <= 0 {
+        return Err(Discard::NoEffectiveTime);
+    }
+    match target {
+        Target::Throughput { point } => {
+            let visits = m.points.get(point).map_or(0, |p| p.visits);
+            if visits == 0 {
+                return Err(Discard::ZeroVisits);
+            }
+            Ok(Ratio {
+                numerator: visits as f64,
+                denominator: effective_ns as f64 / 1e9,
+            })
+        }
+        Target::Latency { begin, end } => {
+            let departures = m.points.get(end).map_or(0, |p| p.visits);
+            if departures == 0 {
+                return Err(Discard::ZeroVisits);
+            }
+            let integral_wall = m
+                .in_flight_integral_wall(begin, end)
+                .ok_or(Discard::ZeroVisits)?;
+            if integral_wall <= 0.0 {
+                return Err(Discard::NoRequestsInFlight);
+            }
+            // Wall to effective time: the pauses are time the program would not have spent.
+            let integral_effective = integral_wall * effective_ns as f64 / m.wall_ns as f64;
+            Ok(Ratio {
+                numerator: integral_effective,
+                denominator: departures as f64,
+            })
+        }
+    }
+}
+
+/// Program speedup of `value` against `baseline` (positive: faster).
+fn program_speedup(target: Target, value: f64, baseline: f64) -> f64 {
+    match target {
+        Target::Throughput { .. } => value / baseline - 1.0,
+        Target::Latency { .. } => baseline / value - 1.0,
+    }
+}
+
+fn analyze_target(
+    config: &CausalCollectConfig,
+    types: &[CausalType],
+    experiments: &[Experiment],
+    target: Target,
+) -> Analysis {
+    let mut discarded = Vec::new();
+    // Per type: (experiment, speedup, ratio) of the experiments this target can use.
+    let mut usable: Vec<Vec<(&Experiment, Ratio)>> = vec![Vec::new(); types.len()];
+    for e in experiments.iter().filter(|e| e.discarded.is_none()) {
+        let (Some(m), Some(list)) = (&e.measured, usable.get_mut(e.type_index as usize)) else {
+            continue;
+        };
+        match measure(m, target) {
+            Ok(ratio) => list.push((e, ratio)),
+            Err(reason) => discarded.push(Discarded {
+                experiment: e.experiment,
+                type_index: e.type_index,
+                speedup_percent: e.speedup_percent,
+                reason,
+            }),
+        }
+    }
+    let mut slopes: Vec<TypeSlope> = types
+        .iter()
+        .zip(&usable)
+        .map(|(t, used)| type_slope(t, used, target, &mut discarded))
+        .collect();
+    slopes.sort_by(|a, b| match (a.fit.slope(), b.fit.slope()) {
+        (Some(x), Some(y)) => y.slope.total_cmp(&x.slope),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => (
+            a.data_profile_rank.is_none(),
+            a.data_profile_rank,
+            a.type_index,
+        )
+            .cmp(&(
+                b.data_profile_rank.is_none(),
+                b.data_profile_rank,
+                b.type_index,
+            )),
+    });
+    let mut rank = 0;
+    for s in &mut slopes {
+        if s.fit.slope().is_some() {
+            rank += 1;
+            s.rank = Some(rank);
+        }
+    }
+    discarded.sort_by_key(|d| d.experiment);
+    Analysis {
+        target,
+        name: target_name(config, target),
+        types: slopes,
+        discarded,
+    }
+}
+
+/// One type's points and slope from the experiments `used` for `target`; experiments left
+/// out for want of a baseline go to `discarded`.
+fn type_slope(
+    t: &CausalType,
+    used: &[(&Experiment, Ratio)],
+    target: Target,
+    discarded: &mut Vec<Discarded>,
+) -> TypeSlope {
+    let mut slope = TypeSlope {
+        type_index: t.index,
+        name: t.name.clone(),
+        rank: None,
+        data_profile_rank: t.data_profile_rank,
+        plan_samples: t.plan_samples,
+        experiments: 0,
+        baseline_experiments: 0,
+        baseline: None,
+        speedups: Vec::new(),
+        experiment_points: Vec::new(),
+        fit: Fit::NoSlope {
+            reason: NoSlope::NeverSelected,
+            distinct_speedups: 0,
+        },
+    };
+    let mut pooled: BTreeMap<u32, (usize, Ratio)> = BTreeMap::new();
+    for (e, ratio) in used {
+        let entry = pooled.entry(e.speedup_percent).or_default();
+        entry.0 += 1;
+        entry.1 = entry.1.add(*ratio);
+    }
+    let distinct_speedups = pooled.len();
+    let Some(&(baseline_experiments, baseline_ratio)) = pooled.get(&0) else {
+        let reason = if t.selected == 0 {
+            NoSlope::NeverSelected
+        } else if used.is_empty() {
+            NoSlope::AllDiscarded
+        } else {
+            NoSlope::NoBaseline
+        };
+        for (e, _) in used {
+            discarded.push(Discarded {
+                experiment: e.experiment,
+                type_index: e.type_index,
+                speedup_percent: e.speedup_percent,
+                reason: Discard::NoBaseline,
+            });
+        }
+        slope.fit = Fit::NoSlope {
+            reason,
+            distinct_speedups,
+        };
+        return slope;
+    };
+    let baseline = baseline_ratio.value();
+    slope.experiments = used.len();
+    slope.baseline_experiments = baseline_experiments;
+    slope.baseline = Some(baseline);
+    slope.speedups = pooled
+        .iter()
+        .map(|(&speedup_percent, &(experiments, ratio))| SpeedupPoint {
+            speedup_percent,
+            experiments,
+            value: ratio.value(),
+            program_speedup: program_speedup(target, ratio.value(), baseline),
+        })
+        .collect();
+    slope.experiment_points = used
+        .iter()
+        .map(|(e, ratio)| ExperimentPoint {
+            experiment: e.experiment,
+            speedup_percent: e.speedup_percent,
+            value: ratio.value(),
+            program_speedup: program_speedup(target, ratio.value(), baseline),
+        })
+        .collect();
+    slope.fit = fit(&slope.experiment_points, distinct_speedups);
+    slope
+}
+
+/// The slope of `points` with its interval, or why there is none.
+fn fit(points: &[ExperimentPoint], distinct_speedups: usize) -> Fit {
+    let too_few = Fit::NoSlope {
+        reason: NoSlope::TooFewSpeedups,
+        distinct_speedups,
+    };
+    if distinct_speedups < MIN_DISTINCT_SPEEDUPS {
+        return too_few;
+    }
+    let xy: Vec<(f64, f64)> = points
+        .iter()
+        .map(|p| (f64::from(p.speedup_percent) / 100.0, p.program_speedup))
+        .collect();
+    // `None` cannot happen with 3 distinct speedups; say so rather than make a slope up.
+    let Some(line) = LineFit::of(&xy) else {
+        return too_few;
+    };
+    let t_critical = student_t_quantile(0.5 + CONFIDENCE / 2.0, line.degrees_of_freedom());
+    let half = t_critical * line.slope_std_error;
+    let (low, high) = (line.slope - half, line.slope + half);
+    Fit::Slope(Slope {
+        slope: line.slope,
+        intercept: line.intercept,
+        low,
+        high,
+        std_error: line.slope_std_error,
+        t_critical,
+        points: line.points,
+        distinct_speedups,
+        hurts: high < 0.0,
+        within_noise: low <= 0.0 && high >= 0.0,
+    })
+}
+
+/// What the view could not see, one sentence each.
+fn unseen(report: &CausalReport) -> Vec<String> {
+    let mut lines = Vec::new();
+    let never: Vec<&str> = report
+        .types
+        .iter()
+        .filter(|t| t.selected == 0)
+        .map(|t| t.name.as_str())
+        .collect();
+    if !never.is_empty() {
+        lines.push(format!(
+            "{} of {} types were never selected by an experiment, so nothing is known of their \
+             effect: {} (run the session for longer)",
+            never.len(),
+            report.types.len(),
+            never.join(", ")
+        ));
+    }
+    let unsampled: Vec<&str> = report
+        .types
+        .iter()
+        .filter(|t| t.selected > 0 && t.experiment_samples == 0)
+        .map(|t| t.name.as_str())
+        .collect();
+    if !unsampled.is_empty() {
+        lines.push(format!(
+            "no sample fell on the accesses of {} during their experiments, so no delay was \
+             inserted and their slopes measure noise only",
+            unsampled.join(", ")
+        ));
+    }
+    let out = report.discarded_experiments();
+    if out > 0 {
+        lines.push(format!(
+            "{out} of {} experiments could not be used at all (see the reasons above)",
+            report.experiments.len()
+        ));
+    }
+    for analysis in &report.analyses {
+        if !analysis.discarded.is_empty() {
+            let n = analysis.discarded.len();
+            lines.push(format!(
+                "{n} more experiment{} could not be used for {} (see the reasons above)",
+                if n == 1 { "" } else { "s" },
+                analysis.name
+            ));
+        }
+    }
+    lines
+}
