@@ -2002,7 +2002,7 @@ impl ProgressPoint {
         (PROGRESS_KPROBE..=PROGRESS_USER).contains(&self.kind)
             && !name.is_empty()
             && name.len() < PROGRESS_NAME_BYTES
-            && name.iter().all(|b| b.is_ascii_graphic())
+            && name.iter().all(u8::is_ascii_graphic)
             && self.name[name.len()..].iter().all(|&b| b == 0)
     }
 }
