@@ -197,7 +197,8 @@ pub mod dev {
         unsafe { ioctl(fd, cmd, std::ptr::null_mut()) }
     }
 
-    /// Reads every record until `read()` returns 0 (collection stopped and drained) or EAGAIN.
+    /// Reads every record until `read()` returns 0 (collection stopped and drained) or EAGAIN,
+    /// in time order (`read()` hands them out ring by ring, one ring per CPU).
     ///
     /// # Errors
     /// A read error other than EAGAIN, or a record that does not decode.
@@ -208,12 +209,12 @@ pub mod dev {
             // SAFETY: `buf` is a valid buffer of its length.
             let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
             if n == 0 {
-                return Ok(records);
+                break;
             }
             if n < 0 {
                 let e = io::Error::last_os_error();
                 if e.raw_os_error() == Some(libc::EAGAIN) {
-                    return Ok(records);
+                    break;
                 }
                 return Err(e.into());
             }
@@ -223,9 +224,11 @@ pub mod dev {
                 let (header, record) = abi::Record::decode(&buf[off..n])
                     .map_err(|e| anyhow::anyhow!("record at {off}: {e}"))?;
                 off += usize::from(header.size);
-                records.push(record);
+                records.push((header.time_ns, record));
             }
         }
+        records.sort_by_key(|&(time, _)| time);
+        Ok(records.into_iter().map(|(_, record)| record).collect())
     }
 
     /// The name of an errno for messages.
