@@ -12,7 +12,9 @@
 #   6. a causal experiment at 50% on a spinning loop's instructions: a user point written N
 #      times through an O_WRONLY open counts exactly N visits, a kprobe on __x64_sys_getppid at
 #      least the getppid() calls made, and the pauses served plus the delay credited to idle
-#      CPUs are within 20% of delay x (CPUs - 1); a 0% experiment inserts no delay.
+#      CPUs are within 20% of delay x (CPUs - 1); a 0% experiment inserts no delay. Three
+#      times: other CPUs busy (pauses in the sampler's handler), idle (credited), and busy with
+#      pauses deferred to an irq_work (the NMI path).
 set -eu
 fail() { echo "FAIL: $*"; exit 1; }
 
@@ -76,6 +78,10 @@ dprof-ioctl-fuzz 10000 || fail "ioctl fuzz"
 "$DPROF" collect -o /tmp/after-fuzz.dprof --duration 1s || fail "collect after the fuzz"
 
 echo "== 6. causal experiment"
-dprof-causal-probe 1000 500 2000 || fail "causal experiment"
+dprof-causal-probe 1000 500 2000 busy || fail "causal experiment"
+# Idle CPUs are credited the delay instead of pausing.
+dprof-causal-probe 1000 500 2000 idle || fail "causal experiment, idle CPUs"
+# The same with every pause deferred to the irq_work, as hardware samplers' NMI handlers do.
+dprof-causal-probe 1000 500 2000 deferred || fail "causal experiment, deferred pauses"
 rmmod dprof || fail "final rmmod"
 echo "module robustness: all checks passed"

@@ -13,7 +13,13 @@
 //! delay credited to idle CPUs are within 20% of `delay x (cpus - 1)` (every CPU but the one
 //! whose sample added a delay owes it); the 0% experiment inserted none.
 //!
-//! Usage: `dprof-causal-probe [WRITES] [GETPPIDS] [EXPERIMENT_MS]`
+//! Modes (fourth argument): `busy` (the default) keeps the other CPUs busy; `idle` leaves
+//! them idle, so the delay is credited rather than paused (the idle rule); `deferred` is
+//! `busy` where the sampler is configured as a hardware (IBS) sampler
+//! on the software PMU's cpu-clock (PMU type 1, config 0, which perf accepts): the module then
+//! defers every pause to its `irq_work` as it does for NMI handlers, so that path runs too.
+//!
+//! Usage: `dprof-causal-probe [WRITES] [GETPPIDS] [EXPERIMENT_MS] [busy|idle|deferred]`
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,6 +58,17 @@ fn spin(stop: &AtomicBool) -> u64 {
     x
 }
 
+/// What the CPUs other than the spinner's do, and how pauses are served.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Busy with other work: they pause in the sampler's handler.
+    Busy,
+    /// Idle: they are credited.
+    Idle,
+    /// Busy, with pauses deferred to the `irq_work`.
+    Deferred,
+}
+
 fn errno(e: i32) -> anyhow::Error {
     anyhow::anyhow!(dev::errno_str(e))
 }
@@ -61,14 +78,25 @@ fn main() -> anyhow::Result<()> {
     let writes: u64 = args.get(1).map_or(Ok(1000), |s| s.parse())?;
     let getppids: u64 = args.get(2).map_or(Ok(500), |s| s.parse())?;
     let experiment_ms: u64 = args.get(3).map_or(Ok(2000), |s| s.parse())?;
-    let (cpus, records) = run(writes, getppids, experiment_ms)?;
-    check(&records, cpus, writes, getppids)?;
+    let mode = match args.get(4).map(String::as_str) {
+        None | Some("busy") => Mode::Busy,
+        Some("idle") => Mode::Idle,
+        Some("deferred") => Mode::Deferred,
+        Some(other) => bail!("unknown mode {other}: busy, idle or deferred"),
+    };
+    let (cpus, records) = run(writes, getppids, experiment_ms, mode)?;
+    check(&records, cpus, writes, getppids, mode)?;
     println!("causal probe: all checks passed");
     Ok(())
 }
 
 /// The session: two experiments; returns the online CPUs and the records.
-fn run(writes: u64, getppids: u64, experiment_ms: u64) -> anyhow::Result<(u64, Vec<abi::Record>)> {
+fn run(
+    writes: u64,
+    getppids: u64,
+    experiment_ms: u64,
+    mode: Mode,
+) -> anyhow::Result<(u64, Vec<abi::Record>)> {
     let fd = dev::open(libc::O_RDONLY).context("open /dev/dprof")?;
     let version = dev::version(fd).map_err(errno)?;
     ensure!(
@@ -76,9 +104,7 @@ fn run(writes: u64, getppids: u64, experiment_ms: u64) -> anyhow::Result<(u64, V
         "the module does not report FEATURE_CAUSAL"
     );
     let cpus = u64::from(version.online_cpus);
-    dev::configure_samples(fd, 1_000_000, 0)
-        .map_err(errno)
-        .context("configure")?;
+    configure(fd, mode == Mode::Deferred)?;
     let points = [
         (abi::PROGRESS_KPROBE, "__x64_sys_getppid"),
         (abi::PROGRESS_USER, "requests"),
@@ -102,7 +128,8 @@ fn run(writes: u64, getppids: u64, experiment_ms: u64) -> anyhow::Result<(u64, V
         std::thread::spawn(move || spin(&stop))
     };
     // Keeps the other CPUs busy (but not all the time: the writes and the 0% run share them).
-    let others: Vec<_> = (1..cpus)
+    let busy = if mode == Mode::Idle { 1 } else { cpus };
+    let others: Vec<_> = (1..busy)
         .map(|_| {
             let stop = Arc::clone(&stop);
             std::thread::spawn(move || other_work(&stop))
@@ -169,8 +196,40 @@ fn run(writes: u64, getppids: u64, experiment_ms: u64) -> anyhow::Result<(u64, V
     Ok((cpus, records))
 }
 
+/// Software sampling every 1 ms, or (`deferred`) the same clock as a "hardware" sampler.
+fn configure(fd: i32, deferred: bool) -> anyhow::Result<()> {
+    if deferred {
+        let config = abi::Config {
+            struct_size: abi::Config::SIZE as u32,
+            events: abi::EVENT_SAMPLES,
+            ring_bytes: abi::MIN_RING_BYTES * 4,
+            sampler: u32::from(abi::SAMPLER_KIND_IBS),
+            // cpu-clock: 1,000,000 ns (a multiple of 16, as IBS periods must be).
+            sample_period_ns: 1_000_000,
+            pmu_type: 1,
+            ..abi::Config::default()
+        };
+        let mut bytes = [0u8; abi::Config::SIZE];
+        config.encode(&mut bytes);
+        dev::ioctl_bytes(fd, abi::IOC_CONFIGURE, &mut bytes)
+            .map_err(errno)
+            .context("configure (deferred pauses)")?;
+    } else {
+        dev::configure_samples(fd, 1_000_000, 0)
+            .map_err(errno)
+            .context("configure")?;
+    }
+    Ok(())
+}
+
 /// The checks of the module comment, on the session's records.
-fn check(records: &[abi::Record], cpus: u64, writes: u64, getppids: u64) -> anyhow::Result<()> {
+fn check(
+    records: &[abi::Record],
+    cpus: u64,
+    writes: u64,
+    getppids: u64,
+    mode: Mode,
+) -> anyhow::Result<()> {
     let starts: Vec<_> = records
         .iter()
         .filter_map(|r| match r {
@@ -247,7 +306,14 @@ fn check(records: &[abi::Record], cpus: u64, writes: u64, getppids: u64) -> anyh
     ensure!(tracepoint.visits > 0, "no sched_switch visit");
     ensure!(e1.type_samples > 0, "no sample fell in the spin loop");
     ensure!(e1.delay_ns > 0, "no delay inserted at 50%");
-    ensure!(e1.paused_ns > 0, "no CPU paused although all were busy");
+    if mode == Mode::Idle {
+        ensure!(
+            e1.credited_ns > 0,
+            "no delay credited although the other CPUs were idle"
+        );
+    } else {
+        ensure!(e1.paused_ns > 0, "no CPU paused although all were busy");
+    }
     let expected = e1.delay_ns * (cpus - 1);
     let served = e1.paused_ns + e1.credited_ns;
     let ratio = served as f64 / expected.max(1) as f64;
