@@ -65,12 +65,7 @@ struct Point {
 
 impl Point {
     fn name_bytes(&self) -> &[u8] {
-        let len = self
-            .name
-            .iter()
-            .position(|&b| b == 0)
-            .unwrap_or(self.name.len());
-        &self.name[..len]
+        name_prefix(&self.name)
     }
 }
 
@@ -360,7 +355,7 @@ unsafe extern "C" fn tracepoint_visit(data: *mut c_void) {
     probe.visit();
 }
 
-/// What a kprobe or tracepoint probe gets as `data`: its point, and the clock origin.
+/// What a kprobe or tracepoint probe gets as `data`: the shared state and its point's index.
 struct ProbeData {
     causal: *const Causal,
     index: usize,
@@ -476,7 +471,7 @@ fn lookup_cache(name: &[u8]) -> Result<*const KmemCache> {
     }
 }
 
-/// `[u8]` prefix of a name array up to its NUL, with the NUL kept after it.
+/// A NUL-padded name without its padding.
 fn name_prefix(name: &[u8]) -> &[u8] {
     let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
     &name[..len]
