@@ -191,9 +191,10 @@ impl Causal {
 
     fn visit(&self, point: &Point) {
         point.visits.fetch_add(1, Ordering::Relaxed);
-        point
-            .time_sum
-            .fetch_add(ffi::now_ns().wrapping_sub(self.origin_ns), Ordering::Relaxed);
+        point.time_sum.fetch_add(
+            ffi::now_ns().wrapping_sub(self.origin_ns),
+            Ordering::Relaxed,
+        );
     }
 
     /// Counts a visit of the user point `name`; false when the plan has none of that name.
@@ -222,8 +223,10 @@ impl Causal {
         let epoch = self.epoch.load(Ordering::Relaxed);
         if cpu.epoch.load(Ordering::Relaxed) != epoch {
             // This CPU's first sample in the experiment: it owes nothing yet.
-            cpu.local
-                .store(self.global_at_start.load(Ordering::Relaxed), Ordering::Relaxed);
+            cpu.local.store(
+                self.global_at_start.load(Ordering::Relaxed),
+                Ordering::Relaxed,
+            );
             cpu.epoch.store(epoch, Ordering::Relaxed);
         }
         self.samples.fetch_add(1, Ordering::Relaxed);
@@ -244,9 +247,8 @@ impl Causal {
         // run with interrupts off or in NMI: RCU read-side critical sections).
         if let Some(ty) = unsafe { exp_type.as_ref() } {
             if ty.matches(ip, data_addr) {
-                let delay = weight
-                    .wrapping_mul(u64::from(self.speedup.load(Ordering::Relaxed)))
-                    / 100;
+                let delay =
+                    weight.wrapping_mul(u64::from(self.speedup.load(Ordering::Relaxed))) / 100;
                 cpu.local.fetch_add(delay, Ordering::Relaxed);
                 self.global.fetch_add(delay, Ordering::Relaxed);
                 self.type_samples.fetch_add(1, Ordering::Relaxed);
@@ -580,7 +582,9 @@ impl CausalSession {
                     if let Some(errno) = ffi::err_ptr(kp) {
                         return Err(Error::from_errno(errno));
                     }
-                    session.probes.push((Probe::Kprobe(kp), data_ptr), GFP_KERNEL)?;
+                    session
+                        .probes
+                        .push((Probe::Kprobe(kp), data_ptr), GFP_KERNEL)?;
                 }
                 abi::PROGRESS_TRACEPOINT => {
                     let tp = lookup_tracepoint(name_prefix(&point.name)).ok_or(ENOENT)?;
@@ -647,11 +651,7 @@ impl CausalSession {
             lookup_cache(name)?
         };
         let set = TypeSet::new(&ips, cache)?;
-        let slot = self
-            .shared
-            .types
-            .get(entry.index as usize)
-            .ok_or(EINVAL)?;
+        let slot = self.shared.types.get(entry.index as usize).ok_or(EINVAL)?;
         let old = slot.swap(KBox::into_raw(set), Ordering::AcqRel);
         if !old.is_null() {
             // SAFETY: made by KBox::into_raw here. No handler can hold it: handlers read type
@@ -744,7 +744,10 @@ impl CausalSession {
             wall_ns: end_ns.wrapping_sub(base.start_ns),
             delay_ns: c.global.load(Ordering::Relaxed).wrapping_sub(base.global),
             paused_ns: c.paused.load(Ordering::Relaxed).wrapping_sub(base.paused),
-            credited_ns: c.credited.load(Ordering::Relaxed).wrapping_sub(base.credited),
+            credited_ns: c
+                .credited
+                .load(Ordering::Relaxed)
+                .wrapping_sub(base.credited),
             type_samples: c
                 .type_samples
                 .load(Ordering::Relaxed)
@@ -816,7 +819,10 @@ impl Drop for CausalSession {
         // this also covers a caller that did not release it through the perf API's own wait.
         // SAFETY: process context.
         unsafe { ffi::synchronize_rcu() };
-        let works = self.shared.irq_works.swap(core::ptr::null_mut(), Ordering::Relaxed);
+        let works = self
+            .shared
+            .irq_works
+            .swap(core::ptr::null_mut(), Ordering::Relaxed);
         if !works.is_null() {
             // SAFETY: allocated in new(); synced before being freed, once.
             unsafe {
