@@ -53,7 +53,9 @@ pub(crate) const MAX_PAUSE_NS: u64 = 5_000_000;
 /// A sample's weight is at most this many nominal periods.
 pub(crate) const WEIGHT_CAP: u64 = 4;
 
-/// One progress point's counters. Its address is the probes' `data`.
+/// One progress point's counters. A cache line of its own: a hot kprobe's counters should
+/// not bounce another point's.
+#[repr(align(64))]
 struct Point {
     kind: u32,
     name: [u8; abi::PROGRESS_NAME_BYTES],
