@@ -14,7 +14,13 @@
 //!   registers, %gs base and instruction bytes; IbsSample from AMD IBS;
 //! - HistoryStart/Arm/Hit/End: object access histories from the debug registers
 //!   (history.rs), following a plan set with IOC_HISTORY_PLAN;
+//! - ExperimentStart/End: causal experiments (causal.rs), following a plan set with
+//!   IOC_CAUSAL_PLAN, with progress points counted by kprobes, tracepoints and user programs;
 //! - Lost when a ring was full.
+//!
+//! Besides the one collector, any number of write-only opens may exist: user programs that
+//! count visits of a causal session's user progress points with write() (see `dprof_rs_write`).
+//! They cannot read, their ioctls fail with EBADF, and closing them leaves the session alone.
 //!
 //! The ioctl and record ABI is documented in `abi/src/wire.rs` (crate `dprof-abi`), with a
 //! user-space example of a whole session.
@@ -39,12 +45,14 @@ mod abi;
 #[allow(dead_code, unreachable_pub)]
 #[path = "../debugreg/src/dr.rs"]
 mod debugreg;
+mod causal;
 mod ffi;
 mod history;
 mod ring;
 mod sampler;
 mod session;
 
+use causal::{Causal, CausalSession};
 use session::{Session, SlabTracepoints};
 
 module! {
@@ -61,8 +69,11 @@ struct DeviceState {
     state: u32,
     config: abi::Config,
     session: Option<KBox<Session>>,
-    /// The sampler's counters while collecting samples; dropped (released) before `session`.
+    /// The sampler's counters while collecting samples; dropped (released) before `session`
+    /// and `causal`.
     sampler: Option<sampler::Sampler>,
+    /// The causal plan, its probes and experiments (IOC_CAUSAL_PLAN until stop or close).
+    causal: Option<KBox<CausalSession>>,
     tracepoints: Option<SlabTracepoints>,
     cache_walk: bool,
     bytes_read: u64,
@@ -72,6 +83,14 @@ struct DeviceState {
 
 /// The device state for the file operations, published between module init and exit.
 static DEVICE: AtomicPtr<Mutex<DeviceState>> = AtomicPtr::new(core::ptr::null_mut());
+
+/// The running causal session's shared state, for write() on user progress points: set while
+/// collecting with a causal plan, null otherwise. RCU rather than the device mutex: writers
+/// may be many threads of a program under study, and serializing them on the collector's
+/// mutex (held across read() copies and synchronize_rcu() in the ioctls) would itself change
+/// the program's timing. Writers read it inside rcu_read_lock(); teardown clears it and waits
+/// with synchronize_rcu() before the session is freed.
+static USER_POINTS: AtomicPtr<Causal> = AtomicPtr::new(core::ptr::null_mut());
 
 struct Dprof {
     device: Pin<KBox<Mutex<DeviceState>>>,
@@ -103,6 +122,7 @@ impl kernel::Module for Dprof {
                     config: abi::Config::default(),
                     session: None,
                     sampler: None,
+                    causal: None,
                     tracepoints,
                     cache_walk,
                     bytes_read: 0,
@@ -136,8 +156,11 @@ impl Drop for Dprof {
         // SAFETY: registered in init. No file can be open: an open file holds a module reference.
         unsafe { ffi::dprof_shim_deregister_device() };
         DEVICE.store(core::ptr::null_mut(), Ordering::Release);
-        // Defensive: release() always ends a session, so this finds none.
-        stop_session(&mut self.device.lock());
+        // Defensive: release() always ends a session and its causal plan, so this finds none.
+        let mut dev = self.device.lock();
+        stop_session(&mut dev);
+        drop_causal(&mut dev);
+        drop(dev);
         pr_info!("dprof: unloaded\n");
     }
 }
@@ -149,6 +172,28 @@ fn device() -> Result<&'static Mutex<DeviceState>> {
     unsafe { ptr.as_ref() }.ok_or(ENODEV)
 }
 
+/// Ends the causal plan: a running experiment ends cut short (its ExperimentEnd is written),
+/// writers can no longer find the user points, and the probes and tables go. The sampler must
+/// already be released.
+fn drop_causal(dev: &mut DeviceState) {
+    let Some(mut causal) = dev.causal.take() else {
+        return;
+    };
+    if causal.experiment_running() {
+        if let Some(session) = dev.session.as_deref() {
+            // Cannot fail: an experiment runs.
+            let _ = causal.end_experiment(session, true);
+        }
+    }
+    if !USER_POINTS.load(Ordering::Acquire).is_null() {
+        USER_POINTS.store(core::ptr::null_mut(), Ordering::Release);
+        // SAFETY: process context; waits for writers that found the points.
+        unsafe { ffi::synchronize_rcu() };
+    }
+    // Dropping unregisters the kprobes and tracepoint probes, waiting for them.
+    drop(causal);
+}
+
 /// Stops the sampler and detaches the probes if collecting. The rings stay so that they can
 /// be drained.
 fn stop_session(dev: &mut DeviceState) {
@@ -157,6 +202,7 @@ fn stop_session(dev: &mut DeviceState) {
     }
     // Releasing the counters waits for their handlers.
     dev.sampler = None;
+    drop_causal(dev);
     if dev.config.events & abi::EVENT_SLAB == 0 {
         dev.state = abi::STATE_STOPPED;
         return;
@@ -180,10 +226,21 @@ fn errno(result: Result<c_long>) -> c_long {
     }
 }
 
+/// Whether `file` is a user-point writer's (opened O_WRONLY).
+fn write_only(file: *mut c_void) -> bool {
+    // SAFETY: `file` is the struct file the VFS passes to our file operations.
+    unsafe { ffi::dprof_shim_file_write_only(file) }
+}
+
 #[no_mangle]
-extern "C" fn dprof_rs_open(_inode: *mut c_void, _file: *mut c_void) -> c_int {
+extern "C" fn dprof_rs_open(_inode: *mut c_void, file: *mut c_void) -> c_int {
     let result = (|| -> Result {
-        let mut dev = device()?.lock();
+        let device = device()?;
+        if write_only(file) {
+            // A user-point writer: beside the collector, never in its slot.
+            return Ok(());
+        }
+        let mut dev = device.lock();
         if dev.open {
             return Err(EBUSY);
         }
@@ -199,10 +256,14 @@ extern "C" fn dprof_rs_open(_inode: *mut c_void, _file: *mut c_void) -> c_int {
 }
 
 #[no_mangle]
-extern "C" fn dprof_rs_release(_inode: *mut c_void, _file: *mut c_void) -> c_int {
+extern "C" fn dprof_rs_release(_inode: *mut c_void, file: *mut c_void) -> c_int {
+    if write_only(file) {
+        return 0;
+    }
     if let Ok(device) = device() {
         let mut dev = device.lock();
         stop_session(&mut dev);
+        drop_causal(&mut dev);
         dev.session = None;
         dev.state = abi::STATE_IDLE;
         dev.open = false;
@@ -259,9 +320,58 @@ extern "C" fn dprof_rs_read(
     })()) as isize
 }
 
+/// write(): a visit of the running causal session's user progress point named by the bytes
+/// written (a trailing newline allowed, so `echo name > /dev/dprof` works). Returns `len`;
+/// ENOENT when no causal session is collecting or it has no user point of that name, EINVAL
+/// for an empty name or one longer than a point name can be, EFAULT for a bad buffer.
 #[no_mangle]
-extern "C" fn dprof_rs_ioctl(_file: *mut c_void, cmd: c_uint, arg: c_ulong) -> c_long {
+extern "C" fn dprof_rs_write(
+    _file: *mut c_void,
+    buf: *const u8,
+    len: usize,
+    _ppos: *mut i64,
+) -> isize {
     errno((|| -> Result<c_long> {
+        // A name of up to PROGRESS_NAME_BYTES - 1 bytes, plus a newline.
+        if len == 0 || len > abi::PROGRESS_NAME_BYTES {
+            return Err(EINVAL);
+        }
+        let mut name = [0u8; abi::PROGRESS_NAME_BYTES];
+        // Copied before entering the RCU read section: copying from user memory may fault
+        // and sleep.
+        UserSlice::new(buf as usize, len)
+            .reader()
+            .read_slice(&mut name[..len])?;
+        let mut n = len;
+        if name[n - 1] == b'\n' {
+            n -= 1;
+        }
+        if n == 0 || n >= abi::PROGRESS_NAME_BYTES {
+            return Err(EINVAL);
+        }
+        // SAFETY: paired with the unlock below; nothing in between sleeps.
+        unsafe { ffi::dprof_shim_rcu_read_lock() };
+        let ptr = USER_POINTS.load(Ordering::Acquire);
+        // SAFETY: a published Causal is freed only after USER_POINTS was cleared and
+        // synchronize_rcu() waited for this read section (drop_causal).
+        let found = unsafe { ptr.as_ref() }.is_some_and(|causal| causal.visit_user(&name[..n]));
+        // SAFETY: locked above.
+        unsafe { ffi::dprof_shim_rcu_read_unlock() };
+        if found {
+            Ok(len as c_long)
+        } else {
+            Err(ENOENT)
+        }
+    })()) as isize
+}
+
+#[no_mangle]
+extern "C" fn dprof_rs_ioctl(file: *mut c_void, cmd: c_uint, arg: c_ulong) -> c_long {
+    errno((|| -> Result<c_long> {
+        if write_only(file) {
+            // A user-point writer must not drive the collector's session.
+            return Err(EBADF);
+        }
         let mut dev = device()?.lock();
         ioctl(&mut dev, cmd, arg as usize)
     })())
@@ -281,6 +391,17 @@ fn ioctl(dev: &mut DeviceState, cmd: u32, arg: usize) -> Result<c_long> {
         }
         abi::IOC_STATUS => ioctl_status(dev, arg),
         abi::IOC_HISTORY_PLAN => ioctl_history_plan(dev, arg),
+        abi::IOC_CAUSAL_PLAN => ioctl_causal_plan(dev, arg),
+        abi::IOC_CAUSAL_TYPE => ioctl_causal_type(dev, arg),
+        abi::IOC_EXPERIMENT_START => ioctl_experiment_start(dev, arg),
+        abi::IOC_EXPERIMENT_END => {
+            let (Some(causal), Some(session)) = (dev.causal.as_deref_mut(), dev.session.as_deref())
+            else {
+                return Err(EINVAL);
+            };
+            causal.end_experiment(session, false)?;
+            Ok(0)
+        }
         _ => {
             // Our type and a known number with another size or direction: the caller was built
             // against another layout. Anything else is not ours.
@@ -291,6 +412,10 @@ fn ioctl(dev: &mut DeviceState, cmd: u32, arg: usize) -> Result<c_long> {
                 abi::IOC_STOP,
                 abi::IOC_STATUS,
                 abi::IOC_HISTORY_PLAN,
+                abi::IOC_CAUSAL_PLAN,
+                abi::IOC_CAUSAL_TYPE,
+                abi::IOC_EXPERIMENT_START,
+                abi::IOC_EXPERIMENT_END,
             ];
             if known.iter().any(|&k| k & 0xFFFF == cmd & 0xFFFF) {
                 Err(EINVAL)
@@ -314,6 +439,9 @@ fn ioctl_version(dev: &DeviceState, arg: usize) -> Result<c_long> {
     if dev.tracepoints.is_some() && dev.cache_walk {
         features |= abi::FEATURE_HISTORIES;
     }
+    // Kprobes, tracepoint lookup and the sampler are always there (the cache walk only
+    // matters for types named by cache).
+    features |= abi::FEATURE_CAUSAL;
     let info = abi::VersionInfo {
         abi_version: abi::ABI_VERSION,
         nr_cpu_ids: ffi::nr_cpu_ids() as u32,
@@ -342,7 +470,8 @@ fn ioctl_configure(dev: &mut DeviceState, arg: usize) -> Result<c_long> {
     if config.events & abi::EVENT_SLAB != 0 && dev.tracepoints.is_none() {
         return Err(EINVAL);
     }
-    // Free the previous rings before allocating new ones: memory may not hold both.
+    // Free the previous plan and rings before allocating new ones: memory may not hold both.
+    drop_causal(dev);
     dev.session = None;
     dev.state = abi::STATE_IDLE;
     dev.session = Some(Session::new(config.ring_bytes)?);
@@ -362,6 +491,64 @@ fn ioctl_history_plan(dev: &mut DeviceState, arg: usize) -> Result<c_long> {
         return Err(EINVAL);
     };
     session.set_history_plan(&plan)?;
+    Ok(0)
+}
+
+/// IOC_CAUSAL_PLAN: after IOC_CONFIGURE with EVENT_SAMPLES, before IOC_START (EINVAL
+/// otherwise), once (EBUSY). Registers the kernel progress points now, so that an unknown
+/// function or tracepoint (ENOENT) or an unprobeable function (EINVAL) is reported here;
+/// nothing stays registered on failure.
+fn ioctl_causal_plan(dev: &mut DeviceState, arg: usize) -> Result<c_long> {
+    if dev.state != abi::STATE_CONFIGURED || dev.config.events & abi::EVENT_SAMPLES == 0 {
+        return Err(EINVAL);
+    }
+    if dev.causal.is_some() {
+        return Err(EBUSY);
+    }
+    let mut bytes = [0u8; abi::CausalPlan::SIZE];
+    UserSlice::new(arg, bytes.len()).reader().read_slice(&mut bytes)?;
+    let plan = abi::CausalPlan::decode(&bytes).map_err(|_| EINVAL)?;
+    let software = dev.config.sampler == u32::from(abi::SAMPLER_KIND_SOFTWARE);
+    // The weight cap's unit: a hardware sampler's period counts events, not time, so its
+    // samples are weighed against 1 ms.
+    let period_ns = if software {
+        u64::from(dev.config.sample_period_ns)
+    } else {
+        1_000_000
+    };
+    dev.causal = Some(CausalSession::new(&plan, period_ns, !software)?);
+    Ok(0)
+}
+
+/// IOC_CAUSAL_TYPE: after IOC_CAUSAL_PLAN, until stop (EINVAL), while no experiment runs
+/// (EBUSY).
+fn ioctl_causal_type(dev: &mut DeviceState, arg: usize) -> Result<c_long> {
+    let Some(causal) = dev.causal.as_deref_mut() else {
+        return Err(EINVAL);
+    };
+    let mut bytes = [0u8; abi::CausalType::SIZE];
+    UserSlice::new(arg, bytes.len()).reader().read_slice(&mut bytes)?;
+    let entry = abi::CausalType::decode(&bytes).map_err(|_| EINVAL)?;
+    if !entry.name_bytes().is_empty() && !dev.cache_walk {
+        return Err(ENOENT); // no cache can be found by name
+    }
+    causal.set_type(&entry)?;
+    Ok(0)
+}
+
+/// IOC_EXPERIMENT_START: while collecting with a causal plan, no experiment running, the
+/// type set (EINVAL otherwise). Writes ExperimentStart.
+fn ioctl_experiment_start(dev: &mut DeviceState, arg: usize) -> Result<c_long> {
+    let mut bytes = [0u8; abi::ExperimentControl::SIZE];
+    UserSlice::new(arg, bytes.len()).reader().read_slice(&mut bytes)?;
+    let control = abi::ExperimentControl::decode(&bytes).map_err(|_| EINVAL)?;
+    if dev.state != abi::STATE_RUNNING {
+        return Err(EINVAL);
+    }
+    let (Some(causal), Some(session)) = (dev.causal.as_deref_mut(), dev.session.as_deref()) else {
+        return Err(EINVAL);
+    };
+    causal.start_experiment(&control, session)?;
     Ok(0)
 }
 
@@ -397,9 +584,14 @@ fn ioctl_start(dev: &mut DeviceState) -> Result<c_long> {
         }
     }
     if dev.config.events & abi::EVENT_SAMPLES != 0 {
-        // SAFETY: the sampler is dropped (stop_session) before the session.
+        // SAFETY: the sampler is dropped (stop_session) before the session and the causal
+        // plan.
         match unsafe {
-            sampler::Sampler::start(session, &dev.config)
+            sampler::Sampler::start(
+                session,
+                &dev.config,
+                dev.causal.as_deref().map(CausalSession::shared),
+            )
         } {
             Ok(s) => dev.sampler = Some(s),
             Err(e) => {
@@ -415,6 +607,13 @@ fn ioctl_start(dev: &mut DeviceState) -> Result<c_long> {
                 return Err(e);
             }
         }
+    }
+    if let Some(causal) = dev.causal.as_deref_mut() {
+        causal.on_start();
+        USER_POINTS.store(
+            core::ptr::from_ref::<Causal>(causal.shared()).cast_mut(),
+            Ordering::Release,
+        );
     }
     dev.state = abi::STATE_RUNNING;
     Ok(0)

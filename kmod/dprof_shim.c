@@ -12,18 +12,24 @@
  *    histories (history.rs): debug registers, cpu_dr7 and call_single_data are C-only;
  *  - the in-kernel perf API for the software sampler (no Rust perf API in 6.12), and pt_regs,
  *    whose layout is arch-specific: the overflow handler copies what a sample needs into a
- *    plain struct and hands it to Rust.
+ *    plain struct and hands it to Rust;
+ *  - causal experiments (causal.rs): struct kprobe, irq_work (pauses deferred out of NMI),
+ *    rcu_read_lock() and the file's access mode (static inlines and struct fields).
  *
  * All logic lives in Rust (dprof_main.rs).
  */
 #include <linux/cpumask.h>
+#include <linux/err.h>
 #include <linux/fs.h>
 #include <linux/hw_breakpoint.h>
+#include <linux/irq_work.h>
 #include <linux/kprobes.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/percpu.h>
 #include <linux/perf_event.h>
+#include <linux/rcupdate.h>
 #include <linux/sched.h>
 #include <linux/uaccess.h>
 #include <linux/slab.h>
@@ -41,6 +47,7 @@
 int dprof_rs_open(struct inode *inode, struct file *file);
 int dprof_rs_release(struct inode *inode, struct file *file);
 ssize_t dprof_rs_read(struct file *file, char __user *buf, size_t len, loff_t *ppos);
+ssize_t dprof_rs_write(struct file *file, const char __user *buf, size_t len, loff_t *ppos);
 long dprof_rs_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 
 static const struct file_operations dprof_fops = {
@@ -48,6 +55,7 @@ static const struct file_operations dprof_fops = {
 	.open = dprof_rs_open,
 	.release = dprof_rs_release,
 	.read = dprof_rs_read,
+	.write = dprof_rs_write,
 	.unlocked_ioctl = dprof_rs_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.llseek = noop_llseek,
@@ -68,6 +76,16 @@ int dprof_shim_register_device(void)
 void dprof_shim_deregister_device(void)
 {
 	misc_deregister(&dprof_misc);
+}
+
+/*
+ * A write-only open: a user progress point's writer, which must not take the collector's
+ * exclusive slot nor end its session on close. The access mode cannot change after open
+ * (F_SETFL ignores it), so open and release agree.
+ */
+bool dprof_shim_file_write_only(const struct file *file)
+{
+	return (file->f_flags & O_ACCMODE) == O_WRONLY;
 }
 
 /* Mirrors `CacheFields` in dprof_main.rs. */
@@ -333,10 +351,12 @@ static void dprof_overflow(struct perf_event *event, struct perf_sample_data *da
 
 /*
  * A pinned cpu-clock counter on `cpu` sampling every `period_ns`, kernel mode (and user mode
- * when `user`), idle time excluded (the idle loop touches no data worth profiling). Returns
- * the event or an ERR_PTR.
+ * when `user`), idle time excluded (the idle loop touches no data worth profiling) unless
+ * `idle` (a causal session: idle CPUs must be sampled to be credited). Returns the event or
+ * an ERR_PTR.
  */
-struct perf_event *dprof_shim_sampler_create(int cpu, u64 period_ns, bool user, void *ctx)
+struct perf_event *dprof_shim_sampler_create(int cpu, u64 period_ns, bool user, bool idle,
+					     void *ctx)
 {
 	struct perf_event_attr attr = {
 		.type = PERF_TYPE_SOFTWARE,
@@ -346,7 +366,7 @@ struct perf_event *dprof_shim_sampler_create(int cpu, u64 period_ns, bool user, 
 		.pinned = 1,
 		.exclude_user = !user,
 		.exclude_hv = 1,
-		.exclude_idle = 1,
+		.exclude_idle = !idle,
 	};
 
 	return perf_event_create_kernel_counter(&attr, cpu, NULL, dprof_overflow, ctx);
@@ -594,4 +614,122 @@ void dprof_shim_preempt_off(void (*fn)(void *), void *data)
 	preempt_disable();
 	fn(data);
 	preempt_enable();
+}
+
+/*
+ * Causal experiments (causal.rs has the logic).
+ *
+ * Kprobe progress points: struct kprobe has no Rust binding in 6.12. The pre-handler does
+ * nothing but call back into Rust, which counts the visit (two atomic adds).
+ */
+void dprof_rs_progress_visit(void *data);
+
+struct dprof_kprobe {
+	struct kprobe kp;
+	void *data;
+	char name[64];
+};
+
+static int dprof_kprobe_pre(struct kprobe *kp, struct pt_regs *regs)
+{
+	dprof_rs_progress_visit(container_of(kp, struct dprof_kprobe, kp)->data);
+	return 0;
+}
+
+/*
+ * A kprobe on the kernel function `name` (NUL-terminated, < 64 bytes) calling back with
+ * `data`. Returns it or an ERR_PTR: -ENOENT when no such symbol, -EINVAL when it cannot be
+ * probed (blacklisted, not a function start), -ENOMEM.
+ */
+void *dprof_shim_kprobe_register(const char *name, void *data)
+{
+	struct dprof_kprobe *p = kzalloc(sizeof(*p), GFP_KERNEL);
+	int ret;
+
+	if (!p)
+		return ERR_PTR(-ENOMEM);
+	strscpy(p->name, name, sizeof(p->name));
+	p->kp.symbol_name = p->name;
+	p->kp.pre_handler = dprof_kprobe_pre;
+	p->data = data;
+	ret = register_kprobe(&p->kp);
+	if (ret < 0) {
+		kfree(p);
+		return ERR_PTR(ret);
+	}
+	return p;
+}
+
+/* Unregisters (which waits for running handlers: unregister_kprobe synchronizes) and frees. */
+void dprof_shim_kprobe_unregister(void *kprobe)
+{
+	struct dprof_kprobe *p = kprobe;
+
+	unregister_kprobe(&p->kp);
+	kfree(p);
+}
+
+/*
+ * Per-CPU irq_work for pauses a hardware sampler's NMI handler cannot serve itself: it runs
+ * in hardirq context right after the NMI returns (IRQ_WORK_HARD_IRQ: never deferred to a
+ * thread, even on PREEMPT_RT), on the CPU that queued it.
+ */
+struct dprof_irq_work {
+	struct irq_work work;
+	void (*fn)(void *);
+	void *data;
+};
+
+static void dprof_irq_work_fn(struct irq_work *work)
+{
+	struct dprof_irq_work *w = container_of(work, struct dprof_irq_work, work);
+
+	w->fn(w->data);
+}
+
+void *dprof_shim_irq_work_alloc(void (*fn)(void *), void *data)
+{
+	struct dprof_irq_work __percpu *works = alloc_percpu(struct dprof_irq_work);
+	int cpu;
+
+	if (!works)
+		return NULL;
+	for_each_possible_cpu(cpu) {
+		struct dprof_irq_work *w = per_cpu_ptr(works, cpu);
+
+		w->work = IRQ_WORK_INIT_HARD(dprof_irq_work_fn);
+		w->fn = fn;
+		w->data = data;
+	}
+	return (void __force *)works;
+}
+
+/* Queues this CPU's work (NMI-safe; a work already pending stays queued once). */
+void dprof_shim_irq_work_queue(void *works)
+{
+	irq_work_queue(&this_cpu_ptr((struct dprof_irq_work __percpu *)(void __percpu __force *)works)->work);
+}
+
+/* Waits until no CPU's work is pending or running. Process context. */
+void dprof_shim_irq_work_sync(void *works)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		irq_work_sync(&per_cpu_ptr((struct dprof_irq_work __percpu *)(void __percpu __force *)works, cpu)->work);
+}
+
+void dprof_shim_irq_work_free(void *works)
+{
+	free_percpu((struct dprof_irq_work __percpu *)(void __percpu __force *)works);
+}
+
+void dprof_shim_rcu_read_lock(void)
+{
+	rcu_read_lock();
+}
+
+void dprof_shim_rcu_read_unlock(void)
+{
+	rcu_read_unlock();
 }

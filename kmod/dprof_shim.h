@@ -26,7 +26,8 @@ bool dprof_shim_init_cache_walk(void);
 bool dprof_shim_init_debugreg_copy(void);
 int dprof_shim_walk_caches(void (*fn)(const struct kmem_cache *s, void *data), void *data);
 bool dprof_shim_cpu_online(unsigned int cpu);
-struct perf_event *dprof_shim_sampler_create(int cpu, u64 period_ns, bool user, void *ctx);
+struct perf_event *dprof_shim_sampler_create(int cpu, u64 period_ns, bool user, bool idle,
+					     void *ctx);
 struct perf_event *dprof_shim_hw_sampler_create(int cpu, u32 type, u64 config, u64 config1,
 						u64 period, bool pebs, bool user, void *ctx);
 void dprof_shim_sampler_release(struct perf_event *event);
@@ -42,5 +43,15 @@ void dprof_shim_csd_drain(void *csd);
 void dprof_shim_csd_free(void *csd);
 void dprof_shim_on_each_cpu(void (*fn)(void *), void *data);
 void dprof_shim_preempt_off(void (*fn)(void *), void *data);
+struct file;
+bool dprof_shim_file_write_only(const struct file *file);
+void *dprof_shim_kprobe_register(const char *name, void *data);
+void dprof_shim_kprobe_unregister(void *kprobe);
+void *dprof_shim_irq_work_alloc(void (*fn)(void *), void *data);
+void dprof_shim_irq_work_queue(void *works);
+void dprof_shim_irq_work_sync(void *works);
+void dprof_shim_irq_work_free(void *works);
+void dprof_shim_rcu_read_lock(void);
+void dprof_shim_rcu_read_unlock(void);
 
 #endif

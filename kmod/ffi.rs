@@ -51,6 +51,7 @@ extern "C" {
         probe: *mut c_void,
         data: *mut c_void,
     ) -> c_int;
+    pub(crate) fn synchronize_rcu();
 
     // dprof_shim.c.
     pub(crate) fn dprof_shim_register_device() -> c_int;
@@ -69,6 +70,7 @@ extern "C" {
         cpu: c_int,
         period_ns: u64,
         user: bool,
+        idle: bool,
         ctx: *mut c_void,
     ) -> *mut PerfEvent;
     #[allow(clippy::too_many_arguments)]
@@ -109,6 +111,19 @@ extern "C" {
         f: unsafe extern "C" fn(info: *mut c_void),
         info: *mut c_void,
     );
+    pub(crate) fn dprof_shim_file_write_only(file: *const c_void) -> bool;
+    pub(crate) fn dprof_shim_kprobe_register(name: *const c_char, data: *mut c_void)
+        -> *mut c_void;
+    pub(crate) fn dprof_shim_kprobe_unregister(kprobe: *mut c_void);
+    pub(crate) fn dprof_shim_irq_work_alloc(
+        f: unsafe extern "C" fn(info: *mut c_void),
+        info: *mut c_void,
+    ) -> *mut c_void;
+    pub(crate) fn dprof_shim_irq_work_queue(works: *mut c_void);
+    pub(crate) fn dprof_shim_irq_work_sync(works: *mut c_void);
+    pub(crate) fn dprof_shim_irq_work_free(works: *mut c_void);
+    pub(crate) fn dprof_shim_rcu_read_lock();
+    pub(crate) fn dprof_shim_rcu_read_unlock();
     pub(crate) fn dprof_shim_walk_caches(
         f: unsafe extern "C" fn(s: *const KmemCache, data: *mut c_void),
         data: *mut c_void,
@@ -140,4 +155,10 @@ pub(crate) fn nr_cpu_ids() -> usize {
 pub(crate) fn online_cpus() -> u32 {
     // SAFETY: reads the online mask weight; no preconditions.
     unsafe { dprof_shim_online_cpus() }
+}
+
+/// ERR_PTR values are the last page of the address space: the errno of one, if it is one.
+pub(crate) fn err_ptr(ptr: *const c_void) -> Option<c_int> {
+    let addr = ptr as usize;
+    (addr >= (-4095isize) as usize).then(|| addr as isize as c_int)
 }

@@ -8,11 +8,18 @@
 //!   type and config read from sysfs). The handler (NMI) also copies what the PMU driver
 //!   reported and said so in `sample_flags`: data address, physical address, data source,
 //!   latency, and for IBS the raw registers.
+//!
+//! In a causal session (causal.rs) every sample first goes through the experiment's type
+//! test and delay accounting. The counters then also sample user mode and the idle task
+//! (idle CPUs are credited, CPUs in user mode must pause too); such samples, which a
+//! non-causal session would not have taken, are not recorded, and without
+//! `CAUSAL_RECORD_SAMPLES` no sample is recorded at all (the rings would fill in a long run).
 
 use kernel::ffi::{c_long, c_void};
 use kernel::prelude::*;
 
 use crate::abi;
+use crate::causal::Causal;
 use crate::ffi;
 use crate::session::Session;
 
@@ -43,6 +50,8 @@ struct HandlerContext {
     kind: u8,
     /// Keep user-mode samples (IBS cannot exclude them in hardware).
     user: bool,
+    /// The causal session's shared state, or null.
+    causal: *const Causal,
 }
 
 /// Called by the shim's overflow handler for every sample.
@@ -52,6 +61,21 @@ extern "C" fn dprof_rs_sample(ctx: *mut c_void, sample: *const SampleRegs) {
     // released (and their handlers finished) before it and the session are freed. `sample`
     // points to the handler's stack.
     let (context, s) = unsafe { (&*ctx.cast::<HandlerContext>(), &*sample) };
+    // SAFETY: the causal state outlives the counters (dropped after the sampler).
+    if let Some(causal) = unsafe { context.causal.as_ref() } {
+        // current->pid is 0 only for the idle tasks.
+        let idle = s.tid == 0;
+        let data_addr = (s.hw_valid & abi::HW_DATA_ADDR != 0).then_some(s.data_addr);
+        causal.on_sample(
+            s.ip,
+            data_addr,
+            idle,
+            context.kind != abi::SAMPLER_KIND_SOFTWARE,
+        );
+        if idle || !causal.record_samples() {
+            return;
+        }
+    }
     if s.user != 0 && !context.user {
         return;
     }
@@ -115,11 +139,15 @@ unsafe impl Send for Sampler {}
 
 impl Sampler {
     /// Starts one counter per online CPU for the sampler `config` names, all writing to
-    /// `session`.
+    /// `session`, and feeding `causal` when given.
     ///
     /// # Safety
-    /// `session` must outlive the returned Sampler.
-    pub(crate) unsafe fn start(session: &Session, config: &abi::Config) -> Result<Self> {
+    /// `session` and `causal` must outlive the returned Sampler.
+    pub(crate) unsafe fn start(
+        session: &Session,
+        config: &abi::Config,
+        causal: Option<&Causal>,
+    ) -> Result<Self> {
         let kind = u8::try_from(config.sampler).map_err(|_| EINVAL)?;
         let user = config.sample_user != 0;
         let context = KBox::new(
@@ -127,6 +155,7 @@ impl Sampler {
                 session: core::ptr::from_ref(session),
                 kind,
                 user,
+                causal: causal.map_or(core::ptr::null(), core::ptr::from_ref),
             },
             GFP_KERNEL,
         )?;
@@ -138,6 +167,9 @@ impl Sampler {
             _context: context,
         };
         let period = u64::from(config.sample_period_ns);
+        // A causal session samples every CPU all the time: user mode and idle included.
+        let sample_user = user || causal.is_some();
+        let sample_idle = causal.is_some();
         for cpu in 0..ffi::nr_cpu_ids() {
             // SAFETY: reads the online mask.
             if !unsafe { ffi::dprof_shim_cpu_online(cpu as u32) } {
@@ -148,7 +180,13 @@ impl Sampler {
             let event = unsafe {
                 match kind {
                     abi::SAMPLER_KIND_SOFTWARE => {
-                        ffi::dprof_shim_sampler_create(cpu as i32, period, user, ctx)
+                        ffi::dprof_shim_sampler_create(
+                            cpu as i32,
+                            period,
+                            sample_user,
+                            sample_idle,
+                            ctx,
+                        )
                     }
                     abi::SAMPLER_KIND_IBS | abi::SAMPLER_KIND_PEBS => {
                         ffi::dprof_shim_hw_sampler_create(
@@ -158,7 +196,7 @@ impl Sampler {
                             config.pmu_config1,
                             period,
                             kind == abi::SAMPLER_KIND_PEBS,
-                            user,
+                            sample_user,
                             ctx,
                         )
                     }

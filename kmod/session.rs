@@ -93,6 +93,22 @@ impl Session {
             .is_some_and(|ring| ring.write(cpu as u32, kind, payload))
     }
 
+    /// Writes a record from process context (ioctls): with preemption off around it.
+    pub(crate) fn emit_preempt_off(&self, kind: abi::RecordKind, payload: &[u8]) {
+        let mut call = EmitCall {
+            session: self,
+            kind,
+            payload,
+        };
+        // SAFETY: `call` lives during the call.
+        unsafe {
+            ffi::dprof_shim_preempt_off(
+                emit_call,
+                core::ptr::from_mut(&mut call).cast::<c_void>(),
+            )
+        };
+    }
+
     /// The history engine, when the session has a history plan.
     pub(crate) fn histories(&self) -> Option<&Histories> {
         self.histories.as_deref()
@@ -162,6 +178,18 @@ impl Session {
             Ok(n as u32)
         }
     }
+}
+
+struct EmitCall<'a> {
+    session: &'a Session,
+    kind: abi::RecordKind,
+    payload: &'a [u8],
+}
+
+unsafe extern "C" fn emit_call(info: *mut c_void) {
+    // SAFETY: `info` is the EmitCall of emit_preempt_off, live during the call.
+    let call = unsafe { &*info.cast::<EmitCall<'_>>() };
+    call.session.emit(call.kind, call.payload);
 }
 
 /// Name, sizes and flags of a cache (private `struct kmem_cache` fields, read by the shim).

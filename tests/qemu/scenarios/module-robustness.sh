@@ -4,8 +4,17 @@
 #   2. rmmod while a collector runs is refused, the collection finishes and is valid;
 #   3. a collector killed with SIGKILL leaves no finished profile, and the next collect works;
 #   4. a second open of /dev/dprof gets EBUSY;
-#   5. 10,000 random ioctl/read calls get only EINVAL/ENOTTY/EFAULT/EBUSY/EAGAIN/ENOMEM, and
-#      ENOENT/EOPNOTSUPP/ENODEV when perf refuses a hardware sampler's PMU at START.
+#   5. the causal ioctls give their documented errnos in every state (bad plans, unknown
+#      kprobes and tracepoints, experiments in the wrong state, user-point writes), user-point
+#      writers race 30 session closes, then 10,000 random ioctl/read/write calls (causal ones
+#      included) get only EINVAL/ENOTTY/EFAULT/EBUSY/EAGAIN/ENOMEM, and ENOENT/EOPNOTSUPP/ENODEV
+#      when perf refuses a hardware sampler's PMU at START or a progress point does not exist;
+#   6. a causal experiment at 50% on a spinning loop's instructions: a user point written N
+#      times through an O_WRONLY open counts exactly N visits, a kprobe on __x64_sys_getppid at
+#      least the getppid() calls made, and the pauses served plus the delay credited to idle
+#      CPUs are within 20% of delay x (CPUs - 1); a 0% experiment inserts no delay. Three
+#      times: other CPUs busy (pauses in the sampler's handler), idle (credited), and busy with
+#      pauses deferred to an irq_work (the NMI path).
 set -eu
 fail() { echo "FAIL: $*"; exit 1; }
 
@@ -67,5 +76,12 @@ wait $collector || fail "first collector failed"
 echo "== 5. random ioctls"
 dprof-ioctl-fuzz 10000 || fail "ioctl fuzz"
 "$DPROF" collect -o /tmp/after-fuzz.dprof --duration 1s || fail "collect after the fuzz"
+
+echo "== 6. causal experiment"
+dprof-causal-probe 1000 500 2000 busy || fail "causal experiment"
+# Idle CPUs are credited the delay instead of pausing.
+dprof-causal-probe 1000 500 2000 idle || fail "causal experiment, idle CPUs"
+# The same with every pause deferred to the irq_work, as hardware samplers' NMI handlers do.
+dprof-causal-probe 1000 500 2000 deferred || fail "causal experiment, deferred pauses"
 rmmod dprof || fail "final rmmod"
 echo "module robustness: all checks passed"

@@ -25,3 +25,215 @@ impl PerfEventAttr {
         std::mem::size_of::<Self>() as u32
     }
 }
+
+/// Raw access to /dev/dprof for the guest tools: ioctls with encoded ABI structures.
+pub mod dev {
+    use std::ffi::CString;
+    use std::io;
+
+    use dprof_abi as abi;
+
+    /// Opens /dev/dprof with `flags` (`libc::O_RDONLY`, `libc::O_WRONLY`, ...).
+    ///
+    /// # Errors
+    /// The open's error.
+    pub fn open(flags: i32) -> io::Result<i32> {
+        let path = CString::new(abi::DEVICE_PATH).map_err(io::Error::other)?;
+        // SAFETY: a valid NUL-terminated path.
+        let fd = unsafe { libc::open(path.as_ptr(), flags) };
+        if fd < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(fd)
+        }
+    }
+
+    /// Closes `fd`.
+    pub fn close(fd: i32) {
+        // SAFETY: closing a descriptor we own.
+        unsafe { libc::close(fd) };
+    }
+
+    /// `ioctl(fd, cmd, arg)`: the errno on failure.
+    ///
+    /// # Errors
+    /// The ioctl's errno.
+    ///
+    /// # Safety
+    /// `arg` is null, an address the kernel must refuse, or a buffer at least as large as the
+    /// structure `cmd` encodes (which the kernel may write).
+    pub unsafe fn ioctl(fd: i32, cmd: u32, arg: *mut u8) -> Result<(), i32> {
+        // SAFETY: per this function's contract.
+        let r = unsafe { libc::ioctl(fd, libc::c_ulong::from(cmd), arg) };
+        if r < 0 {
+            Err(io::Error::last_os_error().raw_os_error().unwrap_or(0))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// An ioctl whose argument is the encoded `bytes`.
+    ///
+    /// # Errors
+    /// The ioctl's errno.
+    pub fn ioctl_bytes(fd: i32, cmd: u32, bytes: &mut [u8]) -> Result<(), i32> {
+        // SAFETY: callers pass the encoded structure of `cmd`, so `bytes` is large enough.
+        unsafe { ioctl(fd, cmd, bytes.as_mut_ptr()) }
+    }
+
+    /// `write(fd, bytes)`: the count written or the errno.
+    ///
+    /// # Errors
+    /// The write's errno.
+    pub fn write(fd: i32, bytes: &[u8]) -> Result<usize, i32> {
+        // SAFETY: `bytes` is a valid buffer of its length.
+        let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+        usize::try_from(n).map_err(|_| io::Error::last_os_error().raw_os_error().unwrap_or(0))
+    }
+
+    /// `IOC_VERSION`.
+    ///
+    /// # Errors
+    /// The ioctl's errno, or EINVAL for an undecodable answer.
+    pub fn version(fd: i32) -> Result<abi::VersionInfo, i32> {
+        let mut bytes = [0u8; abi::VersionInfo::SIZE];
+        ioctl_bytes(fd, abi::IOC_VERSION, &mut bytes)?;
+        abi::VersionInfo::decode(&bytes).map_err(|_| libc::EINVAL)
+    }
+
+    /// `IOC_CONFIGURE` for software sampling every `period_ns` (plus `extra_events`).
+    ///
+    /// # Errors
+    /// The ioctl's errno.
+    pub fn configure_samples(fd: i32, period_ns: u32, extra_events: u32) -> Result<(), i32> {
+        let config = abi::Config {
+            struct_size: abi::Config::SIZE as u32,
+            events: abi::EVENT_SAMPLES | extra_events,
+            ring_bytes: abi::MIN_RING_BYTES * 4,
+            sampler: u32::from(abi::SAMPLER_KIND_SOFTWARE),
+            sample_period_ns: period_ns,
+            ..abi::Config::default()
+        };
+        let mut bytes = [0u8; abi::Config::SIZE];
+        config.encode(&mut bytes);
+        ioctl_bytes(fd, abi::IOC_CONFIGURE, &mut bytes)
+    }
+
+    /// A plan of `(kind, name)` points with `flags`, encoded (invalid ones too: the encoder
+    /// does not check).
+    #[must_use]
+    pub fn plan_bytes(points: &[(u32, &str)], flags: u32) -> [u8; abi::CausalPlan::SIZE] {
+        let mut plan = abi::CausalPlan {
+            struct_size: abi::CausalPlan::SIZE as u32,
+            point_count: points.len() as u32,
+            flags,
+            ..abi::CausalPlan::default()
+        };
+        for (slot, (kind, name)) in plan.points.iter_mut().zip(points) {
+            *slot = abi::ProgressPoint::new(*kind, name.as_bytes());
+        }
+        let mut bytes = [0u8; abi::CausalPlan::SIZE];
+        plan.encode(&mut bytes);
+        bytes
+    }
+
+    /// `IOC_CAUSAL_PLAN`.
+    ///
+    /// # Errors
+    /// The ioctl's errno.
+    pub fn causal_plan(fd: i32, points: &[(u32, &str)], flags: u32) -> Result<(), i32> {
+        ioctl_bytes(fd, abi::IOC_CAUSAL_PLAN, &mut plan_bytes(points, flags))
+    }
+
+    /// `IOC_CAUSAL_TYPE`: entry `index` with `ips` (which must stay alive during the call) and
+    /// an optional cache name.
+    ///
+    /// # Errors
+    /// The ioctl's errno.
+    pub fn causal_type(fd: i32, index: u32, ips: &[u64], cache: &str) -> Result<(), i32> {
+        let entry = abi::CausalType {
+            struct_size: abi::CausalType::SIZE as u32,
+            index,
+            ips_ptr: if ips.is_empty() {
+                0
+            } else {
+                ips.as_ptr() as u64
+            },
+            ip_count: ips.len() as u32,
+            ..abi::CausalType::default()
+        }
+        .with_name(cache.as_bytes());
+        let mut bytes = [0u8; abi::CausalType::SIZE];
+        entry.encode(&mut bytes);
+        ioctl_bytes(fd, abi::IOC_CAUSAL_TYPE, &mut bytes)
+    }
+
+    /// `IOC_EXPERIMENT_START`.
+    ///
+    /// # Errors
+    /// The ioctl's errno.
+    pub fn experiment_start(
+        fd: i32,
+        experiment: u32,
+        type_index: u32,
+        speedup: u32,
+    ) -> Result<(), i32> {
+        let control = abi::ExperimentControl {
+            experiment,
+            type_index,
+            speedup_percent: speedup,
+        };
+        let mut bytes = [0u8; abi::ExperimentControl::SIZE];
+        control.encode(&mut bytes);
+        ioctl_bytes(fd, abi::IOC_EXPERIMENT_START, &mut bytes)
+    }
+
+    /// An ioctl without argument (`IOC_START`, `IOC_STOP`, `IOC_EXPERIMENT_END`).
+    ///
+    /// # Errors
+    /// The ioctl's errno.
+    pub fn ioctl_none(fd: i32, cmd: u32) -> Result<(), i32> {
+        // SAFETY: no argument.
+        unsafe { ioctl(fd, cmd, std::ptr::null_mut()) }
+    }
+
+    /// Reads every record until `read()` returns 0 (collection stopped and drained) or EAGAIN,
+    /// in time order (`read()` hands them out ring by ring, one ring per CPU).
+    ///
+    /// # Errors
+    /// A read error other than EAGAIN, or a record that does not decode.
+    pub fn drain(fd: i32) -> anyhow::Result<Vec<abi::Record>> {
+        let mut buf = vec![0u8; 1 << 20];
+        let mut records = Vec::new();
+        loop {
+            // SAFETY: `buf` is a valid buffer of its length.
+            let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+            if n == 0 {
+                break;
+            }
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() == Some(libc::EAGAIN) {
+                    break;
+                }
+                return Err(e.into());
+            }
+            let mut off = 0;
+            let n = n as usize;
+            while off < n {
+                let (header, record) = abi::Record::decode(&buf[off..n])
+                    .map_err(|e| anyhow::anyhow!("record at {off}: {e}"))?;
+                off += usize::from(header.size);
+                records.push((header.time_ns, record));
+            }
+        }
+        records.sort_by_key(|&(time, _)| time);
+        Ok(records.into_iter().map(|(_, record)| record).collect())
+    }
+
+    /// The name of an errno for messages.
+    #[must_use]
+    pub fn errno_str(errno: i32) -> String {
+        format!("{errno} ({})", io::Error::from_raw_os_error(errno))
+    }
+}

@@ -2,12 +2,21 @@
 //! scenario). Every call must either succeed or fail with an errno from the documented set;
 //! anything else, or a kernel oops (caught by the harness from the console log), fails the run.
 //!
+//! Before the random calls, the causal ioctls are driven through their states with exact
+//! errnos expected (`causal_checks`), and user-point writers race session close
+//! (`writer_race`). The random calls include causal plans (good, broken, with unknown kprobes
+//! and tracepoints), type entries and experiments, and writes through a write-only open.
+//!
 //! Usage: dprof-ioctl-fuzz [CALLS] [SEED]
 
 use std::collections::BTreeMap;
 use std::ffi::CString;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
+use anyhow::{bail, ensure};
 use dprof_abi as abi;
+use dprof_qemu_tools::dev;
 
 /// xorshift64*: deterministic from the seed, so a failing run can be replayed.
 struct Rng(u64);
@@ -32,6 +41,10 @@ fn random_cmd(rng: &mut Rng) -> u32 {
         abi::IOC_START,
         abi::IOC_STOP,
         abi::IOC_STATUS,
+        abi::IOC_CAUSAL_PLAN,
+        abi::IOC_CAUSAL_TYPE,
+        abi::IOC_EXPERIMENT_START,
+        abi::IOC_EXPERIMENT_END,
     ];
     match rng.below(4) {
         0 | 1 => known[rng.below(known.len() as u64) as usize],
@@ -97,6 +110,569 @@ fn random_config(rng: &mut Rng, buf: &mut [u8]) {
     buf[..bytes.len()].copy_from_slice(&bytes);
 }
 
+/// Point names: real ones, unknown ones, and a blacklisted function.
+const POINT_NAMES: [(u32, &str); 9] = [
+    (abi::PROGRESS_KPROBE, "__x64_sys_getppid"),
+    (abi::PROGRESS_KPROBE, "ksys_read"),
+    (abi::PROGRESS_KPROBE, "dprof_no_such_function"),
+    // Kprobes refuse their own machinery (EINVAL).
+    (abi::PROGRESS_KPROBE, "kprobe_int3_handler"),
+    (abi::PROGRESS_TRACEPOINT, "sched_switch"),
+    (abi::PROGRESS_TRACEPOINT, "kmem_cache_alloc"),
+    (abi::PROGRESS_TRACEPOINT, "dprof_no_such_tracepoint"),
+    (abi::PROGRESS_USER, "requests"),
+    (abi::PROGRESS_USER, "done"),
+];
+
+/// A causal plan, often valid, sometimes broken.
+fn random_plan(rng: &mut Rng, buf: &mut [u8]) {
+    let count = 1 + rng.below(4) as usize;
+    let mut points = Vec::new();
+    for _ in 0..count {
+        let p = POINT_NAMES[rng.below(POINT_NAMES.len() as u64) as usize];
+        if !points.contains(&p) {
+            points.push(p);
+        }
+    }
+    let flags = if rng.below(4) == 0 {
+        abi::CAUSAL_RECORD_SAMPLES
+    } else {
+        0
+    };
+    let mut bytes = dev::plan_bytes(&points, flags);
+    match rng.below(8) {
+        0 => bytes[4] = rng.next() as u8,                   // point count
+        1 => bytes[8] = rng.next() as u8,                   // flags
+        2 => bytes[16] = rng.next() as u8,                  // a point's kind
+        3 => bytes[16 + 8 + rng.below(64) as usize] = b' ', // a space in a name
+        4 => bytes[rng.below(bytes.len() as u64) as usize] = rng.next() as u8,
+        _ => {}
+    }
+    buf[..bytes.len()].copy_from_slice(&bytes);
+}
+
+/// A type entry whose ips lie in `buf` past the entry (or at a bad address), sometimes with a
+/// cache name, known or not.
+fn random_type(rng: &mut Rng, buf: &mut [u8]) {
+    let count = rng.below(300) as u32;
+    let ips_off = 4096;
+    for i in 0..count as usize {
+        let ip = 0xffff_ffff_8100_0000u64 + rng.below(1 << 24);
+        buf[ips_off + i * 8..ips_off + i * 8 + 8].copy_from_slice(&ip.to_le_bytes());
+    }
+    let mut entry = abi::CausalType {
+        struct_size: abi::CausalType::SIZE as u32,
+        index: rng.below(4) as u32,
+        ips_ptr: if count == 0 {
+            0
+        } else {
+            buf.as_ptr() as u64 + ips_off as u64
+        },
+        ip_count: count,
+        ..abi::CausalType::default()
+    };
+    match rng.below(6) {
+        0 => entry = entry.with_name(b"kmalloc-64"),
+        1 => entry = entry.with_name(b"dprof-no-such-cache"),
+        2 => entry.ips_ptr = [0x1000, 0xffff_ffff_8100_0000, rng.next()][rng.below(3) as usize],
+        3 => entry.index = rng.next() as u32,
+        4 => entry.ip_count = rng.next() as u32,
+        _ => {}
+    }
+    let mut bytes = [0u8; abi::CausalType::SIZE];
+    entry.encode(&mut bytes);
+    buf[..bytes.len()].copy_from_slice(&bytes);
+}
+
+/// An experiment on one of the first types, with a speedup sometimes out of range.
+fn random_experiment(rng: &mut Rng, buf: &mut [u8]) {
+    let control = abi::ExperimentControl {
+        experiment: rng.next() as u32,
+        type_index: rng.below(5) as u32,
+        speedup_percent: rng.below(120) as u32,
+    };
+    let mut bytes = [0u8; abi::ExperimentControl::SIZE];
+    control.encode(&mut bytes);
+    buf[..bytes.len()].copy_from_slice(&bytes);
+}
+
+/// Checks that `result` is `want` (Ok or an errno), naming the step.
+fn expect(step: &str, result: Result<(), i32>, want: Result<(), i32>) -> anyhow::Result<()> {
+    if result != want {
+        let show = |r: Result<(), i32>| match r {
+            Ok(()) => "ok".to_string(),
+            Err(e) => dev::errno_str(e),
+        };
+        bail!("{step}: got {}, want {}", show(result), show(want));
+    }
+    Ok(())
+}
+
+/// The causal ioctls in every state, with the errnos the ABI documents.
+fn causal_checks() -> anyhow::Result<()> {
+    use abi::{PROGRESS_KPROBE as KP, PROGRESS_TRACEPOINT as TP, PROGRESS_USER as UP};
+    let fd = dev::open(libc::O_RDONLY)?;
+    let good = [
+        (KP, "__x64_sys_getppid"),
+        (TP, "sched_switch"),
+        (UP, "requests"),
+    ];
+    let ips = [0xffff_ffff_8100_0000u64, 0xffff_ffff_8100_0001];
+    expect(
+        "plan before configure",
+        dev::causal_plan(fd, &good, 0),
+        Err(libc::EINVAL),
+    )?;
+    expect(
+        "type before plan",
+        dev::causal_type(fd, 0, &ips, ""),
+        Err(libc::EINVAL),
+    )?;
+    // Slab events only: no sampler, no plan.
+    let slab_only = abi::Config {
+        struct_size: abi::Config::SIZE as u32,
+        events: abi::EVENT_SLAB,
+        ring_bytes: abi::MIN_RING_BYTES,
+        ..abi::Config::default()
+    };
+    let mut bytes = [0u8; abi::Config::SIZE];
+    slab_only.encode(&mut bytes);
+    expect(
+        "configure slab",
+        dev::ioctl_bytes(fd, abi::IOC_CONFIGURE, &mut bytes),
+        Ok(()),
+    )?;
+    expect(
+        "plan without samples",
+        dev::causal_plan(fd, &good, 0),
+        Err(libc::EINVAL),
+    )?;
+    checks_configured(fd, &good, &ips)
+}
+
+/// Plans and types on a configured device.
+fn checks_configured(fd: i32, good: &[(u32, &str)], ips: &[u64]) -> anyhow::Result<()> {
+    use abi::{PROGRESS_KPROBE as KP, PROGRESS_TRACEPOINT as TP, PROGRESS_USER as UP};
+    expect(
+        "configure samples",
+        dev::configure_samples(fd, 1_000_000, 0),
+        Ok(()),
+    )?;
+    expect(
+        "plan with no point",
+        dev::causal_plan(fd, &[], 0),
+        Err(libc::EINVAL),
+    )?;
+    expect(
+        "plan with bad flags",
+        dev::causal_plan(fd, good, 0x80),
+        Err(libc::EINVAL),
+    )?;
+    expect(
+        "plan with a duplicate point",
+        dev::causal_plan(fd, &[(UP, "a"), (UP, "a")], 0),
+        Err(libc::EINVAL),
+    )?;
+    expect(
+        "plan with an unknown function",
+        dev::causal_plan(
+            fd,
+            &[(KP, "__x64_sys_getppid"), (KP, "dprof_no_such_function")],
+            0,
+        ),
+        Err(libc::ENOENT),
+    )?;
+    expect(
+        "plan with an unknown tracepoint",
+        dev::causal_plan(
+            fd,
+            &[(TP, "sched_switch"), (TP, "dprof_no_such_tracepoint")],
+            0,
+        ),
+        Err(libc::ENOENT),
+    )?;
+    expect(
+        "plan at a bad address",
+        // SAFETY: an unmapped address, which the kernel must refuse.
+        unsafe { dev::ioctl(fd, abi::IOC_CAUSAL_PLAN, 0x1000 as *mut u8) },
+        Err(libc::EFAULT),
+    )?;
+    expect("plan", dev::causal_plan(fd, good, 0), Ok(()))?;
+    expect(
+        "second plan",
+        dev::causal_plan(fd, good, 0),
+        Err(libc::EBUSY),
+    )?;
+    expect(
+        "type, unknown cache",
+        dev::causal_type(fd, 0, ips, "dprof-no-such-cache"),
+        Err(libc::ENOENT),
+    )?;
+    expect(
+        "type, no ips no cache",
+        dev::causal_type(fd, 0, &[], ""),
+        Err(libc::EINVAL),
+    )?;
+    expect(
+        "type, index 32",
+        dev::causal_type(fd, 32, ips, ""),
+        Err(libc::EINVAL),
+    )?;
+    {
+        let entry = abi::CausalType {
+            struct_size: abi::CausalType::SIZE as u32,
+            index: 1,
+            ips_ptr: 0x1000,
+            ip_count: 4,
+            ..abi::CausalType::default()
+        };
+        let mut b = [0u8; abi::CausalType::SIZE];
+        entry.encode(&mut b);
+        expect(
+            "type, ips at a bad address",
+            dev::ioctl_bytes(fd, abi::IOC_CAUSAL_TYPE, &mut b),
+            Err(libc::EFAULT),
+        )?;
+    }
+    expect("type 0", dev::causal_type(fd, 0, ips, ""), Ok(()))?;
+    expect(
+        "type 0 again",
+        dev::causal_type(fd, 0, &ips[..1], ""),
+        Ok(()),
+    )?;
+    expect(
+        "type 2, cache only",
+        dev::causal_type(fd, 2, &[], "kmalloc-64"),
+        Ok(()),
+    )?;
+    checks_running(fd, good, ips)
+}
+
+/// Experiments and user points while collecting, and stop.
+fn checks_running(fd: i32, good: &[(u32, &str)], ips: &[u64]) -> anyhow::Result<()> {
+    expect(
+        "experiment before start",
+        dev::experiment_start(fd, 1, 0, 50),
+        Err(libc::EINVAL),
+    )?;
+    expect(
+        "end before start",
+        dev::ioctl_none(fd, abi::IOC_EXPERIMENT_END),
+        Err(libc::EINVAL),
+    )?;
+    let writer = dev::open(libc::O_WRONLY)?;
+    expect(
+        "ioctl on a writer",
+        dev::ioctl_none(writer, abi::IOC_START),
+        Err(libc::EBADF),
+    )?;
+    expect(
+        "write before start",
+        dev::write(writer, b"requests").map(drop),
+        Err(libc::ENOENT),
+    )?;
+    expect("start", dev::ioctl_none(fd, abi::IOC_START), Ok(()))?;
+    expect(
+        "plan while running",
+        dev::causal_plan(fd, good, 0),
+        Err(libc::EINVAL),
+    )?;
+    expect(
+        "write",
+        dev::write(
+            writer,
+            b"requests
+",
+        )
+        .map(drop),
+        Ok(()),
+    )?;
+    expect(
+        "write, unknown point",
+        dev::write(writer, b"other").map(drop),
+        Err(libc::ENOENT),
+    )?;
+    expect(
+        "write, kprobe name",
+        dev::write(writer, b"__x64_sys_getppid").map(drop),
+        Err(libc::ENOENT),
+    )?;
+    expect(
+        "write, empty",
+        dev::write(
+            writer, b"
+",
+        )
+        .map(drop),
+        Err(libc::EINVAL),
+    )?;
+    expect(
+        "write, long",
+        dev::write(writer, &[b'a'; 65]).map(drop),
+        Err(libc::EINVAL),
+    )?;
+    expect(
+        "write, 64 bytes",
+        dev::write(writer, &[b'a'; 64]).map(drop),
+        Err(libc::EINVAL),
+    )?;
+    checks_experiments(fd, writer, good, ips)
+}
+
+/// Experiments in every state, and stop mid-experiment.
+fn checks_experiments(
+    fd: i32,
+    writer: i32,
+    good: &[(u32, &str)],
+    ips: &[u64],
+) -> anyhow::Result<()> {
+    expect(
+        "experiment on an unset type",
+        dev::experiment_start(fd, 1, 1, 50),
+        Err(libc::EINVAL),
+    )?;
+    expect(
+        "experiment at 101%",
+        dev::experiment_start(fd, 1, 0, 101),
+        Err(libc::EINVAL),
+    )?;
+    expect("experiment", dev::experiment_start(fd, 1, 0, 50), Ok(()))?;
+    expect(
+        "second experiment",
+        dev::experiment_start(fd, 2, 0, 50),
+        Err(libc::EINVAL),
+    )?;
+    expect(
+        "type during an experiment",
+        dev::causal_type(fd, 0, ips, ""),
+        Err(libc::EBUSY),
+    )?;
+    expect("end", dev::ioctl_none(fd, abi::IOC_EXPERIMENT_END), Ok(()))?;
+    expect(
+        "end again",
+        dev::ioctl_none(fd, abi::IOC_EXPERIMENT_END),
+        Err(libc::EINVAL),
+    )?;
+    expect(
+        "experiment on the cache type",
+        dev::experiment_start(fd, 3, 2, 100),
+        Ok(()),
+    )?;
+    // Stopped mid-experiment: an ExperimentEnd cut short.
+    expect("stop", dev::ioctl_none(fd, abi::IOC_STOP), Ok(()))?;
+    expect(
+        "write after stop",
+        dev::write(writer, b"requests").map(drop),
+        Err(libc::ENOENT),
+    )?;
+    expect(
+        "end after stop",
+        dev::ioctl_none(fd, abi::IOC_EXPERIMENT_END),
+        Err(libc::EINVAL),
+    )?;
+    expect(
+        "type after stop",
+        dev::causal_type(fd, 0, ips, ""),
+        Err(libc::EINVAL),
+    )?;
+    checks_after_stop(fd, writer, good, ips)
+}
+
+/// The records of the session, then a writer's close and the collector's close mid-run.
+fn checks_after_stop(
+    fd: i32,
+    writer: i32,
+    good: &[(u32, &str)],
+    ips: &[u64],
+) -> anyhow::Result<()> {
+    let records = dev::drain(fd)?;
+    let ends: Vec<_> = records
+        .iter()
+        .filter_map(|r| match r {
+            abi::Record::ExperimentEnd(e) => Some(*e),
+            _ => None,
+        })
+        .collect();
+    ensure!(
+        ends.len() == 2,
+        "{} ExperimentEnd records, want 2",
+        ends.len()
+    );
+    ensure!(
+        ends[0].flags == 0 && ends[1].flags == abi::EXPERIMENT_CUT_SHORT,
+        "cut-short flags"
+    );
+    ensure!(
+        ends[0].points[2].visits == 0 && ends[0].points[2].total == 1,
+        "user point: {:?}, want 0 visits in the experiment of 1 in total (written before it)",
+        ends[0].points[2]
+    );
+    // The writer's close must not end a session: a new one, then close the writer mid-run.
+    expect(
+        "configure again",
+        dev::configure_samples(fd, 1_000_000, 0),
+        Ok(()),
+    )?;
+    expect("plan again", dev::causal_plan(fd, good, 0), Ok(()))?;
+    expect("start again", dev::ioctl_none(fd, abi::IOC_START), Ok(()))?;
+    let writer2 = dev::open(libc::O_WRONLY)?;
+    dev::close(writer2);
+    expect(
+        "write beside a closed writer",
+        dev::write(writer, b"requests").map(drop),
+        Ok(()),
+    )?;
+    expect(
+        "a second collector",
+        dev::open(libc::O_RDONLY)
+            .map(drop)
+            .map_err(|e| e.raw_os_error().unwrap_or(0)),
+        Err(libc::EBUSY),
+    )?;
+    expect(
+        "a read-write opener",
+        dev::open(libc::O_RDWR)
+            .map(drop)
+            .map_err(|e| e.raw_os_error().unwrap_or(0)),
+        Err(libc::EBUSY),
+    )?;
+    let mut status = [0u8; abi::Status::SIZE];
+    abi::Status::default().encode(&mut status);
+    expect(
+        "status",
+        dev::ioctl_bytes(fd, abi::IOC_STATUS, &mut status),
+        Ok(()),
+    )?;
+    let status = abi::Status::decode(&status).map_err(|e| anyhow::anyhow!("{e}"))?;
+    ensure!(
+        status.state == abi::STATE_RUNNING,
+        "closing a writer changed the state to {}",
+        status.state
+    );
+    // Closing the collector mid-experiment ends it (cut short) and the writer sees ENOENT.
+    expect("type", dev::causal_type(fd, 0, ips, ""), Ok(()))?;
+    expect(
+        "experiment before close",
+        dev::experiment_start(fd, 4, 0, 25),
+        Ok(()),
+    )?;
+    dev::close(fd);
+    expect(
+        "write after close",
+        dev::write(writer, b"requests").map(drop),
+        Err(libc::ENOENT),
+    )?;
+    dev::close(writer);
+    println!("dprof-ioctl-fuzz: causal state checks passed");
+    Ok(())
+}
+
+/// Writer threads hammer a user point while the collector opens, plans, starts, runs
+/// experiments and closes, `rounds` times. Writes may only succeed or get ENOENT.
+fn writer_race(rounds: u32) -> anyhow::Result<()> {
+    let done = Arc::new(AtomicBool::new(false));
+    let ok = Arc::new(AtomicU64::new(0));
+    let mut writers = Vec::new();
+    for _ in 0..3 {
+        let (done, ok) = (Arc::clone(&done), Arc::clone(&ok));
+        writers.push(std::thread::spawn(move || -> anyhow::Result<u64> {
+            let mut calls = 0;
+            while !done.load(Ordering::Relaxed) {
+                // A fresh writer now and then: opens and closes race the session too.
+                let fd = dev::open(libc::O_WRONLY)?;
+                for _ in 0..100 {
+                    match dev::write(fd, b"requests") {
+                        Ok(_) => {
+                            ok.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(libc::ENOENT) => {}
+                        Err(e) => {
+                            dev::close(fd);
+                            bail!("writer: unexpected errno {}", dev::errno_str(e));
+                        }
+                    }
+                    calls += 1;
+                }
+                dev::close(fd);
+            }
+            Ok(calls)
+        }));
+    }
+    let result = (|| -> anyhow::Result<()> {
+        for round in 0..rounds {
+            let fd = dev::open(libc::O_RDONLY)?;
+            let plan = [
+                (abi::PROGRESS_USER, "requests"),
+                (abi::PROGRESS_KPROBE, "ksys_read"),
+            ];
+            expect(
+                "race configure",
+                dev::configure_samples(fd, 200_000, 0),
+                Ok(()),
+            )?;
+            expect("race plan", dev::causal_plan(fd, &plan, 0), Ok(()))?;
+            expect(
+                "race type",
+                dev::causal_type(fd, 0, &[0xffff_ffff_8100_0000], ""),
+                Ok(()),
+            )?;
+            expect("race start", dev::ioctl_none(fd, abi::IOC_START), Ok(()))?;
+            expect(
+                "race experiment",
+                dev::experiment_start(fd, round, 0, 100),
+                Ok(()),
+            )?;
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            if round % 2 == 0 {
+                expect(
+                    "race end",
+                    dev::ioctl_none(fd, abi::IOC_EXPERIMENT_END),
+                    Ok(()),
+                )?;
+            }
+            if round % 3 == 0 {
+                expect("race stop", dev::ioctl_none(fd, abi::IOC_STOP), Ok(()))?;
+            }
+            dev::close(fd);
+        }
+        Ok(())
+    })();
+    done.store(true, Ordering::Relaxed);
+    let mut calls = 0;
+    for w in writers {
+        calls += w.join().map_err(|_| anyhow::anyhow!("writer panicked"))??;
+    }
+    result?;
+    println!(
+        "dprof-ioctl-fuzz: writer race: {rounds} sessions, {calls} writes, {} counted",
+        ok.load(Ordering::Relaxed)
+    );
+    Ok(())
+}
+
+/// A write to the user-point writer: a known, unknown, empty or over-long name.
+fn random_write(rng: &mut Rng, writer: i32, call: u64) -> anyhow::Result<()> {
+    let names: [&[u8]; 5] = [b"requests", b"done\n", b"", b"nope", &[b'x'; 70]];
+    match dev::write(writer, names[rng.below(5) as usize]) {
+        Ok(_) | Err(libc::ENOENT | libc::EINVAL) => Ok(()),
+        Err(e) => bail!(
+            "call {call}: user point write: unexpected errno {}",
+            dev::errno_str(e)
+        ),
+    }
+}
+
+/// The causal ioctls' outcomes are counted apart, so the run shows they got past validation.
+fn label(cmd: u32, outcome: String) -> String {
+    match cmd {
+        abi::IOC_CAUSAL_PLAN => format!("causal plan: {outcome}"),
+        abi::IOC_CAUSAL_TYPE => format!("causal type: {outcome}"),
+        abi::IOC_EXPERIMENT_START => format!("experiment start: {outcome}"),
+        abi::IOC_EXPERIMENT_END => format!("experiment end: {outcome}"),
+        _ => outcome,
+    }
+}
+
 fn errno_name(errno: i32) -> &'static str {
     match errno {
         libc::EINVAL => "EINVAL",
@@ -117,6 +693,8 @@ fn main() -> anyhow::Result<()> {
     let calls: u64 = args.get(1).map_or(Ok(10_000), |s| s.parse())?;
     let seed: u64 = args.get(2).map_or(Ok(0x00d0_f00d), |s| s.parse())?;
     let mut rng = Rng(seed | 1);
+    causal_checks()?;
+    writer_race(30)?;
     let path = CString::new(abi::DEVICE_PATH)?;
     // SAFETY: a valid NUL-terminated path.
     let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY) };
@@ -140,6 +718,8 @@ fn main() -> anyhow::Result<()> {
         libc::ENODEV,
     ];
     let mut buffer = vec![0u8; 64 * 1024];
+    // A user-point writer beside the fuzzed collector.
+    let writer = dev::open(libc::O_WRONLY)?;
     let mut outcomes: BTreeMap<String, u64> = BTreeMap::new();
     for call in 0..calls {
         // Random bytes in our buffer, then maybe a well-formed configuration.
@@ -149,6 +729,15 @@ fn main() -> anyhow::Result<()> {
         let cmd = random_cmd(&mut rng);
         if cmd == abi::IOC_CONFIGURE || rng.below(4) == 0 {
             random_config(&mut rng, &mut buffer);
+        }
+        match cmd {
+            abi::IOC_CAUSAL_PLAN => random_plan(&mut rng, &mut buffer),
+            abi::IOC_CAUSAL_TYPE => random_type(&mut rng, &mut buffer),
+            abi::IOC_EXPERIMENT_START => random_experiment(&mut rng, &mut buffer),
+            _ => {}
+        }
+        if rng.below(20) == 0 {
+            random_write(&mut rng, writer, call)?;
         }
         if cmd == abi::IOC_STATUS && rng.below(2) == 0 {
             // A status request pointing back into our buffer, with a random length.
@@ -200,10 +789,12 @@ fn main() -> anyhow::Result<()> {
             );
             errno_name(errno).to_string()
         };
+        let outcome = label(cmd, outcome);
         *outcomes.entry(outcome).or_default() += 1;
     }
     // SAFETY: closing our descriptor.
     unsafe { libc::close(fd) };
+    dev::close(writer);
     println!("dprof-ioctl-fuzz: {calls} calls, seed {seed}");
     for (outcome, n) in &outcomes {
         println!("  {outcome}: {n}");

@@ -1,0 +1,843 @@
+//! Causal experiments: Coz-style virtual speedups of one data type's accesses, and the
+//! progress points that measure what they change.
+//!
+//! # Virtual speedup (Coz, section 3.4)
+//! While an experiment runs, the sampler's handler tests every sample in O(1): its ip is in
+//! the experiment type's ip set, or (hardware samplers) its data address lies in a slab page
+//! of the type's cache. One global delay count and one local count per CPU, in ns:
+//!
+//! - **Weight.** A sample stands for the time since this CPU's previous sample, not for the
+//!   nominal period: under QEMU TCG the cpu-clock timer fires 1.2 to 3x late. The weight is
+//!   capped at [`WEIGHT_CAP`] periods (a CPU back from a long pause or from a stopped timer
+//!   must not count that gap), and time spent pausing in the handler is not counted.
+//! - **A sample of the type** on CPU c adds `weight x speedup / 100` to c's local count and to
+//!   the global count: every *other* CPU now owes that delay.
+//! - **Pauses.** At each of its samples, a CPU whose local count is behind the global one
+//!   pauses for the difference: a busy-wait on the clock in the handler, at most
+//!   [`MAX_PAUSE_NS`] at a time (the rest is served at the next samples), and the pause it
+//!   actually served (overshoot included) is added to its local count, so an overshoot is
+//!   carried forward rather than lost. A hardware sampler's handler runs in NMI, where a
+//!   multi-millisecond wait would hold off other NMIs: it queues an irq_work on its CPU,
+//!   which serves the pause right after the NMI returns.
+//! - **Idle rule.** A CPU whose sample interrupted the idle task (pid 0) is credited instead
+//!   of paused: its local count jumps to the global one and the difference goes to
+//!   `credited_ns`. An idle CPU runs nothing that a pause could delay; the work it will do
+//!   next is started by another CPU (a wake-up, an interrupt) that serves its own delays, or
+//!   by a timer, which the speedup would not have moved. This is Coz's rule for a thread
+//!   woken by another one, applied to a CPU.
+//!
+//! Everything the handlers touch is atomic, arithmetic wraps, there is no lock and no
+//! allocation; the ioctls (under the device mutex) publish changes with release stores and
+//! wait for handlers (`synchronize_rcu`, `irq_work_sync`) before anything they read is freed
+//! or reused.
+//!
+//! # Progress points
+//! Per point: an atomic visit count and an atomic sum of `(visit time - origin)`, both since
+//! the plan was set. The kprobe pre-handler and the tracepoint probe do one add each (plus a
+//! clock read); user points are counted by write() on /dev/dprof. An experiment's visits and
+//! time sum are differences of snapshots taken at its start and end.
+
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+
+use kernel::alloc::KVVec;
+use kernel::ffi::c_void;
+use kernel::prelude::*;
+use kernel::uaccess::UserSlice;
+
+use crate::abi;
+use crate::ffi::{self, KmemCache, Tracepoint};
+use crate::session::{c_str_prefix, Session};
+
+/// Longest pause one sample serves (ns); a larger debt is carried to the next samples.
+pub(crate) const MAX_PAUSE_NS: u64 = 5_000_000;
+/// A sample's weight is at most this many nominal periods.
+pub(crate) const WEIGHT_CAP: u64 = 4;
+
+/// One progress point's counters. A cache line of its own: a hot kprobe's counters should
+/// not bounce another point's.
+#[repr(align(64))]
+struct Point {
+    kind: u32,
+    name: [u8; abi::PROGRESS_NAME_BYTES],
+    /// Visits since the plan was set.
+    visits: AtomicU64,
+    /// Sum over those visits of (visit time - `Causal::origin_ns`), wrapping.
+    time_sum: AtomicU64,
+}
+
+impl Point {
+    fn name_bytes(&self) -> &[u8] {
+        name_prefix(&self.name)
+    }
+}
+
+/// The instructions (and slab cache) that count as accesses to one type. Immutable once
+/// published.
+pub(crate) struct TypeSet {
+    /// Open addressing, linear probing; 0 marks an empty slot (no instruction lives at 0).
+    /// A power of two at least twice the number of ips, so probes end quickly.
+    slots: KVVec<u64>,
+    /// Bits of the slot index (`slots.len() == 1 << bits`).
+    bits: u32,
+    /// Compared with the slab cache of a hardware sample's data address; never dereferenced.
+    cache: *const KmemCache,
+}
+
+impl TypeSet {
+    fn slot_of(ip: u64, bits: u32) -> usize {
+        // Fibonacci hashing: the top bits of the product mix every bit of the address.
+        (ip.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
+    }
+
+    fn new(ips: &[u64], cache: *const KmemCache) -> Result<KBox<Self>> {
+        let mut bits = 4u32;
+        while (1usize << bits) < ips.len().saturating_mul(2) {
+            bits += 1;
+        }
+        let len = 1usize << bits;
+        let mut slots = KVVec::from_elem(0u64, len, GFP_KERNEL)?;
+        let mask = len - 1;
+        for &ip in ips.iter().filter(|&&ip| ip != 0) {
+            let mut i = Self::slot_of(ip, bits);
+            loop {
+                match slots.get_mut(i) {
+                    Some(slot) if *slot == ip => break,
+                    Some(slot) if *slot == 0 => {
+                        *slot = ip;
+                        break;
+                    }
+                    _ => i = (i + 1) & mask,
+                }
+            }
+        }
+        Ok(KBox::new(Self { slots, bits, cache }, GFP_KERNEL)?)
+    }
+
+    /// The O(1) test of the sampler's handler (at most a few probes: the table is at most
+    /// half full).
+    fn contains(&self, ip: u64) -> bool {
+        if ip == 0 {
+            return false;
+        }
+        let mask = self.slots.len().wrapping_sub(1);
+        let mut i = Self::slot_of(ip, self.bits);
+        for _ in 0..self.slots.len() {
+            match self.slots.get(i) {
+                Some(&v) if v == ip => return true,
+                Some(&0) | None => return false,
+                Some(_) => i = (i + 1) & mask,
+            }
+        }
+        false
+    }
+
+    fn matches(&self, ip: u64, data_addr: Option<u64>) -> bool {
+        if self.contains(ip) {
+            return true;
+        }
+        match data_addr {
+            Some(addr) if !self.cache.is_null() => {
+                // SAFETY: the shim checks virt_addr_valid and that the page is a slab before
+                // reading its cache; the pointer is only compared.
+                let cache = unsafe { ffi::dprof_shim_cache_of(addr as *const c_void) };
+                cache == self.cache
+            }
+            _ => false,
+        }
+    }
+}
+
+/// One CPU's delay state, written only by that CPU's handlers (the sampler and its irq_work,
+/// which an NMI may interrupt: hence atomic adds).
+#[repr(align(64))]
+struct CpuState {
+    /// Delay this CPU has served or been credited (ns, wrapping).
+    local: AtomicU64,
+    /// The experiment `local` belongs to; another one makes the next sample reset it.
+    epoch: AtomicU32,
+    /// Time of this CPU's previous sample (or the end of its last pause).
+    last_ns: AtomicU64,
+}
+
+/// What the handlers and probes share; boxed so that its address is stable.
+pub(crate) struct Causal {
+    points: [Point; abi::MAX_PROGRESS_POINTS],
+    point_count: usize,
+    record_samples: bool,
+    /// The time sums' origin: when the plan was set.
+    origin_ns: u64,
+    period_ns: u64,
+    /// The type table; entries are replaced only while no experiment runs.
+    types: [AtomicPtr<TypeSet>; abi::MAX_CAUSAL_TYPES],
+    // The running experiment, published by `running` (release) and read after it (acquire).
+    running: AtomicBool,
+    epoch: AtomicU32,
+    speedup: AtomicU32,
+    exp_type: AtomicPtr<TypeSet>,
+    global_at_start: AtomicU64,
+    // Counts that only grow, and only while an experiment runs.
+    global: AtomicU64,
+    paused: AtomicU64,
+    credited: AtomicU64,
+    samples: AtomicU64,
+    type_samples: AtomicU64,
+    cpus: KVec<CpuState>,
+    /// Per-CPU irq_work serving pauses that NMI handlers owe; null for the software sampler.
+    irq_works: AtomicPtr<c_void>,
+}
+
+impl Causal {
+    pub(crate) fn record_samples(&self) -> bool {
+        self.record_samples
+    }
+
+    fn visit(&self, point: &Point) {
+        point.visits.fetch_add(1, Ordering::Relaxed);
+        point.time_sum.fetch_add(
+            ffi::now_ns().wrapping_sub(self.origin_ns),
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Counts a visit of the user point `name`; false when the plan has none of that name.
+    pub(crate) fn visit_user(&self, name: &[u8]) -> bool {
+        let Some(point) = self.points[..self.point_count]
+            .iter()
+            .find(|p| p.kind == abi::PROGRESS_USER && p.name_bytes() == name)
+        else {
+            return false;
+        };
+        self.visit(point);
+        true
+    }
+
+    /// The sampler's handler, for every sample (hardirq for the software sampler, NMI for a
+    /// hardware one: `nmi`). `idle`: the sample interrupted the idle task.
+    pub(crate) fn on_sample(&self, ip: u64, data_addr: Option<u64>, idle: bool, nmi: bool) {
+        let now = ffi::now_ns();
+        let Some(cpu) = self.cpus.get(ffi::this_cpu()) else {
+            return;
+        };
+        let prev = cpu.last_ns.swap(now, Ordering::Relaxed);
+        if !self.running.load(Ordering::Acquire) {
+            return;
+        }
+        let epoch = self.epoch.load(Ordering::Relaxed);
+        if cpu.epoch.load(Ordering::Relaxed) != epoch {
+            // This CPU's first sample in the experiment: it owes nothing yet.
+            cpu.local.store(
+                self.global_at_start.load(Ordering::Relaxed),
+                Ordering::Relaxed,
+            );
+            cpu.epoch.store(epoch, Ordering::Relaxed);
+        }
+        self.samples.fetch_add(1, Ordering::Relaxed);
+        let elapsed = now.wrapping_sub(prev);
+        let weight = if prev == 0 || elapsed > self.period_ns.saturating_mul(WEIGHT_CAP) {
+            // First sample, a clock that went back, or a long gap: at most the cap.
+            if prev == 0 || (elapsed as i64) < 0 {
+                self.period_ns
+            } else {
+                self.period_ns.saturating_mul(WEIGHT_CAP)
+            }
+        } else {
+            elapsed
+        };
+        let exp_type = self.exp_type.load(Ordering::Acquire);
+        // SAFETY: a type set published as `exp_type` is freed only after the experiment ended
+        // and synchronize_rcu() waited for every handler that could have read it (handlers
+        // run with interrupts off or in NMI: RCU read-side critical sections).
+        if let Some(ty) = unsafe { exp_type.as_ref() } {
+            if ty.matches(ip, data_addr) {
+                let delay =
+                    weight.wrapping_mul(u64::from(self.speedup.load(Ordering::Relaxed))) / 100;
+                cpu.local.fetch_add(delay, Ordering::Relaxed);
+                self.global.fetch_add(delay, Ordering::Relaxed);
+                self.type_samples.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let owed = self.owed(cpu);
+        if owed == 0 {
+            return;
+        }
+        if idle {
+            cpu.local.fetch_add(owed, Ordering::Relaxed);
+            self.credited.fetch_add(owed, Ordering::Relaxed);
+        } else if nmi {
+            let works = self.irq_works.load(Ordering::Relaxed);
+            if !works.is_null() {
+                // SAFETY: allocated for the whole session and freed only after
+                // irq_work_sync(), once the sampler is released; queueing is NMI-safe.
+                unsafe { ffi::dprof_shim_irq_work_queue(works) };
+            }
+        } else {
+            self.pause(cpu, owed, epoch);
+        }
+    }
+
+    /// Delay `cpu` owes now: how far its local count is behind the global one.
+    fn owed(&self, cpu: &CpuState) -> u64 {
+        let lag = self
+            .global
+            .load(Ordering::Relaxed)
+            .wrapping_sub(cpu.local.load(Ordering::Relaxed));
+        if (lag as i64) > 0 {
+            lag
+        } else {
+            0
+        }
+    }
+
+    /// Busy-waits up to `owed` (at most MAX_PAUSE_NS), or until the experiment ends, and
+    /// counts what was served. Interrupts are off.
+    fn pause(&self, cpu: &CpuState, owed: u64, epoch: u32) {
+        let want = owed.min(MAX_PAUSE_NS);
+        let start = ffi::now_ns();
+        let mut now = start;
+        while now.wrapping_sub(start) < want
+            && self.running.load(Ordering::Relaxed)
+            && self.epoch.load(Ordering::Relaxed) == epoch
+        {
+            core::hint::spin_loop();
+            now = ffi::now_ns();
+        }
+        let served = now.wrapping_sub(start);
+        cpu.local.fetch_add(served, Ordering::Relaxed);
+        self.paused.fetch_add(served, Ordering::Relaxed);
+        // The pause is not part of the next sample's weight.
+        cpu.last_ns.store(now, Ordering::Relaxed);
+    }
+
+    /// The irq_work after an NMI sample: serves what this CPU owes.
+    fn serve_deferred(&self) {
+        let Some(cpu) = self.cpus.get(ffi::this_cpu()) else {
+            return;
+        };
+        if !self.running.load(Ordering::Acquire) {
+            return;
+        }
+        let epoch = self.epoch.load(Ordering::Relaxed);
+        if cpu.epoch.load(Ordering::Relaxed) != epoch {
+            return;
+        }
+        let owed = self.owed(cpu);
+        if owed != 0 {
+            self.pause(cpu, owed, epoch);
+        }
+    }
+}
+
+unsafe extern "C" fn causal_irq_work(data: *mut c_void) {
+    // SAFETY: `data` is the Causal the works were allocated with; they are synced and freed
+    // before it (CausalSession's Drop).
+    let causal = unsafe { &*data.cast::<Causal>() };
+    causal.serve_deferred();
+}
+
+/// The kprobe pre-handler's callback (dprof_shim.c): one visit.
+#[no_mangle]
+extern "C" fn dprof_rs_progress_visit(data: *mut c_void) {
+    // SAFETY: `data` is the ProbeData the kprobe was registered with; kprobes are unregistered
+    // (which waits for running handlers) before it is freed.
+    let probe = unsafe { &*data.cast::<ProbeData>() };
+    probe.visit();
+}
+
+/// A tracepoint probe that ignores the tracepoint's arguments: every tracepoint calls its
+/// probes as `probe(data, args...)`, and this one declares only `data`.
+///
+/// That is sound on x86-64 without kCFI: the System V calling convention passes the first six
+/// arguments in registers and the rest on the stack, cleaned up by the caller, so a callee
+/// that declares fewer parameters never reads the others and leaves the stack as the caller
+/// expects. With `CONFIG_CFI_CLANG` (kCFI, and FineIBT on top of it) the indirect call checks
+/// the callee's type hash against the tracepoint's prototype and would trap here; a kernel
+/// with it needs one probe per tracepoint prototype.
+unsafe extern "C" fn tracepoint_visit(data: *mut c_void) {
+    // SAFETY: `data` is the ProbeData registered with this probe; it is unregistered and
+    // tracepoint_synchronize_unregister() has run before it is freed.
+    let probe = unsafe { &*data.cast::<ProbeData>() };
+    probe.visit();
+}
+
+/// What a kprobe or tracepoint probe gets as `data`: the shared state and its point's index.
+struct ProbeData {
+    causal: *const Causal,
+    index: usize,
+}
+
+impl ProbeData {
+    fn visit(&self) {
+        // SAFETY: the Causal outlives its probes (CausalSession's Drop unregisters first).
+        let causal = unsafe { &*self.causal };
+        if let Some(point) = causal.points.get(self.index) {
+            causal.visit(point);
+        }
+    }
+}
+
+/// A registered kernel progress point.
+enum Probe {
+    Kprobe(*mut c_void),
+    Tracepoint(*mut Tracepoint),
+}
+
+/// Snapshot of the counts when an experiment started.
+struct ExperimentBase {
+    control: abi::ExperimentControl,
+    start_ns: u64,
+    global: u64,
+    paused: u64,
+    credited: u64,
+    samples: u64,
+    type_samples: u64,
+    visits: [u64; abi::MAX_PROGRESS_POINTS],
+    time_sums: [u64; abi::MAX_PROGRESS_POINTS],
+}
+
+/// A causal plan: the shared counters, the probes feeding them, and the experiment
+/// bookkeeping that only the ioctls (under the device mutex) touch.
+pub(crate) struct CausalSession {
+    shared: KBox<Causal>,
+    /// The probes' `data`, one per point; boxed so their addresses are stable.
+    probe_data: KVec<KBox<ProbeData>>,
+    probes: KVec<(Probe, *mut c_void)>,
+    /// Visits of each point when collection started (`total` counts from there).
+    session_base: [u64; abi::MAX_PROGRESS_POINTS],
+    experiment: Option<ExperimentBase>,
+    types_set: u32,
+}
+
+// SAFETY: the raw pointers are kernel objects (kprobes, tracepoints, per-CPU works) handed
+// back to their APIs from process context, and boxes this struct owns.
+unsafe impl Send for CausalSession {}
+
+struct FindTracepoint<'a> {
+    name: &'a [u8],
+    found: *mut Tracepoint,
+}
+
+unsafe extern "C" fn find_tracepoint(tp: *mut Tracepoint, data: *mut c_void) {
+    // SAFETY: `data` is the FindTracepoint of `lookup_tracepoint`, live during the walk.
+    let find = unsafe { &mut *data.cast::<FindTracepoint<'_>>() };
+    // SAFETY: `tp` is a live kernel tracepoint with a NUL-terminated static name.
+    let name = unsafe { c_str_prefix(ffi::dprof_shim_tracepoint_name(tp), 64) };
+    if name == find.name {
+        find.found = tp;
+    }
+}
+
+fn lookup_tracepoint(name: &[u8]) -> Option<*mut Tracepoint> {
+    let mut find = FindTracepoint {
+        name,
+        found: core::ptr::null_mut(),
+    };
+    // SAFETY: the callback only writes into `find`, which outlives the call.
+    unsafe {
+        ffi::for_each_kernel_tracepoint(
+            find_tracepoint,
+            core::ptr::from_mut(&mut find).cast::<c_void>(),
+        );
+    }
+    (!find.found.is_null()).then_some(find.found)
+}
+
+struct FindCache<'a> {
+    name: &'a [u8],
+    found: *const KmemCache,
+}
+
+unsafe extern "C" fn find_cache(cache: *const KmemCache, data: *mut c_void) {
+    // SAFETY: `data` is the FindCache of `lookup_cache`, live during the walk.
+    let find = unsafe { &mut *data.cast::<FindCache<'_>>() };
+    // SAFETY: the walk hands live caches, under slab_mutex.
+    let fields = unsafe { crate::session::cache_fields(cache) };
+    // SAFETY: a cache's name lives as long as the cache.
+    let name = unsafe { c_str_prefix(fields.name, 255) };
+    if name == find.name {
+        find.found = cache;
+    }
+}
+
+/// The slab cache named `name` (the existing cache walk); ENOENT when none is.
+fn lookup_cache(name: &[u8]) -> Result<*const KmemCache> {
+    let mut find = FindCache {
+        name,
+        found: core::ptr::null(),
+    };
+    // SAFETY: the callback only writes into `find`, which outlives the call.
+    let n = unsafe {
+        ffi::dprof_shim_walk_caches(find_cache, core::ptr::from_mut(&mut find).cast::<c_void>())
+    };
+    if n < 0 || find.found.is_null() {
+        Err(ENOENT)
+    } else {
+        Ok(find.found)
+    }
+}
+
+/// A NUL-padded name without its padding.
+fn name_prefix(name: &[u8]) -> &[u8] {
+    let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    &name[..len]
+}
+
+impl CausalSession {
+    /// Sets up the plan's points and registers its kprobes and tracepoint probes. On failure
+    /// nothing stays registered: ENOENT for an unknown function or tracepoint, EINVAL for a
+    /// function kprobes refuse (blacklisted, not a function start).
+    pub(crate) fn new(
+        plan: &abi::CausalPlan,
+        period_ns: u64,
+        hardware: bool,
+    ) -> Result<KBox<Self>> {
+        let cpus_n = ffi::nr_cpu_ids();
+        let mut cpus = KVec::with_capacity(cpus_n, GFP_KERNEL)?;
+        for _ in 0..cpus_n {
+            cpus.push(
+                CpuState {
+                    local: AtomicU64::new(0),
+                    epoch: AtomicU32::new(0),
+                    last_ns: AtomicU64::new(0),
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        let points = core::array::from_fn(|i| {
+            let p = plan.points.get(i).copied().unwrap_or_default();
+            Point {
+                kind: p.kind,
+                name: p.name,
+                visits: AtomicU64::new(0),
+                time_sum: AtomicU64::new(0),
+            }
+        });
+        let shared = KBox::new(
+            Causal {
+                points,
+                point_count: plan.used_points().len(),
+                record_samples: plan.flags & abi::CAUSAL_RECORD_SAMPLES != 0,
+                origin_ns: ffi::now_ns(),
+                period_ns: period_ns.max(1),
+                types: core::array::from_fn(|_| AtomicPtr::new(core::ptr::null_mut())),
+                running: AtomicBool::new(false),
+                epoch: AtomicU32::new(0),
+                speedup: AtomicU32::new(0),
+                exp_type: AtomicPtr::new(core::ptr::null_mut()),
+                global_at_start: AtomicU64::new(0),
+                global: AtomicU64::new(0),
+                paused: AtomicU64::new(0),
+                credited: AtomicU64::new(0),
+                samples: AtomicU64::new(0),
+                type_samples: AtomicU64::new(0),
+                cpus,
+                irq_works: AtomicPtr::new(core::ptr::null_mut()),
+            },
+            GFP_KERNEL,
+        )?;
+        let mut session = KBox::new(
+            Self {
+                shared,
+                probe_data: KVec::new(),
+                probes: KVec::new(),
+                session_base: [0; abi::MAX_PROGRESS_POINTS],
+                experiment: None,
+                types_set: 0,
+            },
+            GFP_KERNEL,
+        )?;
+        let causal_ptr = core::ptr::from_ref::<Causal>(&session.shared);
+        if hardware {
+            // SAFETY: process context; the works are synced and freed before `shared`.
+            let works = unsafe {
+                ffi::dprof_shim_irq_work_alloc(causal_irq_work, causal_ptr.cast_mut().cast())
+            };
+            if works.is_null() {
+                return Err(ENOMEM);
+            }
+            session.shared.irq_works.store(works, Ordering::Relaxed);
+        }
+        // Dropping `session` on an error below unregisters what was registered.
+        for (index, point) in plan.used_points().iter().enumerate() {
+            if point.kind == abi::PROGRESS_USER {
+                continue;
+            }
+            let data = KBox::new(
+                ProbeData {
+                    causal: causal_ptr,
+                    index,
+                },
+                GFP_KERNEL,
+            )?;
+            let data_ptr = core::ptr::from_ref::<ProbeData>(&data)
+                .cast_mut()
+                .cast::<c_void>();
+            session.probe_data.push(data, GFP_KERNEL)?;
+            session.probes.reserve(1, GFP_KERNEL)?;
+            match point.kind {
+                abi::PROGRESS_KPROBE => {
+                    // SAFETY: the name is NUL-terminated (CausalPlan::decode checks that at
+                    // least one NUL follows it); `data_ptr` lives until the kprobe is
+                    // unregistered in Drop.
+                    let kp = unsafe {
+                        ffi::dprof_shim_kprobe_register(point.name.as_ptr().cast(), data_ptr)
+                    };
+                    if let Some(errno) = ffi::err_ptr(kp) {
+                        return Err(Error::from_errno(errno));
+                    }
+                    session
+                        .probes
+                        .push((Probe::Kprobe(kp), data_ptr), GFP_KERNEL)?;
+                }
+                abi::PROGRESS_TRACEPOINT => {
+                    let tp = lookup_tracepoint(name_prefix(&point.name)).ok_or(ENOENT)?;
+                    // SAFETY: `tp` is a kernel tracepoint; the probe ignores its arguments
+                    // (see tracepoint_visit); `data_ptr` lives until unregistration.
+                    let ret = unsafe {
+                        ffi::tracepoint_probe_register(
+                            tp,
+                            tracepoint_visit as *mut c_void,
+                            data_ptr,
+                        )
+                    };
+                    if ret != 0 {
+                        return Err(Error::from_errno(ret));
+                    }
+                    session
+                        .probes
+                        .push((Probe::Tracepoint(tp), data_ptr), GFP_KERNEL)?;
+                }
+                _ => return Err(EINVAL),
+            }
+        }
+        Ok(session)
+    }
+
+    /// What the sampler's handler reads.
+    pub(crate) fn shared(&self) -> &Causal {
+        &self.shared
+    }
+
+    /// Collection started: point totals count from now.
+    pub(crate) fn on_start(&mut self) {
+        for (base, point) in self.session_base.iter_mut().zip(self.shared.points.iter()) {
+            *base = point.visits.load(Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn experiment_running(&self) -> bool {
+        self.experiment.is_some()
+    }
+
+    /// IOC_CAUSAL_TYPE: sets entry `index` of the type table. EBUSY while an experiment runs,
+    /// ENOENT for a cache name no cache has, EFAULT for unreadable ips.
+    pub(crate) fn set_type(&mut self, entry: &abi::CausalType) -> Result {
+        if self.experiment.is_some() {
+            return Err(EBUSY);
+        }
+        let count = entry.ip_count as usize;
+        // Up to MAX_CAUSAL_TYPE_IPS x 8 = 128 KiB: kvmalloc rather than one high-order page.
+        let mut bytes = KVVec::from_elem(0u8, count * 8, GFP_KERNEL)?;
+        UserSlice::new(entry.ips_ptr as usize, count * 8)
+            .reader()
+            .read_slice(&mut bytes)?;
+        let mut ips = KVVec::with_capacity(count, GFP_KERNEL)?;
+        for chunk in bytes.chunks_exact(8) {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(chunk);
+            ips.push(u64::from_le_bytes(b), GFP_KERNEL)?;
+        }
+        let name = entry.name_bytes();
+        let cache = if name.is_empty() {
+            core::ptr::null()
+        } else {
+            lookup_cache(name)?
+        };
+        let set = TypeSet::new(&ips, cache)?;
+        let slot = self.shared.types.get(entry.index as usize).ok_or(EINVAL)?;
+        let old = slot.swap(KBox::into_raw(set), Ordering::AcqRel);
+        if !old.is_null() {
+            // SAFETY: made by KBox::into_raw here. No handler can hold it: handlers read type
+            // sets only through `exp_type`, which is cleared when an experiment ends, after
+            // which end_experiment() waited (synchronize_rcu) for every handler.
+            drop(unsafe { KBox::from_raw(old) });
+        }
+        self.types_set |= 1 << entry.index;
+        Ok(())
+    }
+
+    /// IOC_EXPERIMENT_START: EINVAL when one runs or the type is not set. Writes
+    /// ExperimentStart.
+    pub(crate) fn start_experiment(
+        &mut self,
+        control: &abi::ExperimentControl,
+        session: &Session,
+    ) -> Result {
+        if self.experiment.is_some() || self.types_set & (1 << control.type_index) == 0 {
+            return Err(EINVAL);
+        }
+        let c = &*self.shared;
+        let ty = c
+            .types
+            .get(control.type_index as usize)
+            .ok_or(EINVAL)?
+            .load(Ordering::Relaxed);
+        let mut base = ExperimentBase {
+            control: *control,
+            start_ns: ffi::now_ns(),
+            global: c.global.load(Ordering::Relaxed),
+            paused: c.paused.load(Ordering::Relaxed),
+            credited: c.credited.load(Ordering::Relaxed),
+            samples: c.samples.load(Ordering::Relaxed),
+            type_samples: c.type_samples.load(Ordering::Relaxed),
+            visits: [0; abi::MAX_PROGRESS_POINTS],
+            time_sums: [0; abi::MAX_PROGRESS_POINTS],
+        };
+        for (i, point) in c.points.iter().enumerate() {
+            base.visits[i] = point.visits.load(Ordering::Relaxed);
+            base.time_sums[i] = point.time_sum.load(Ordering::Relaxed);
+        }
+        // No handler reads these while `running` is false; the release store below publishes
+        // them. Epoch 0 is what CPUs start with, so it is skipped.
+        c.global_at_start.store(base.global, Ordering::Relaxed);
+        c.speedup
+            .store(control.speedup_percent.min(100), Ordering::Relaxed);
+        c.exp_type.store(ty, Ordering::Relaxed);
+        let mut epoch = c.epoch.load(Ordering::Relaxed).wrapping_add(1);
+        if epoch == 0 {
+            epoch = 1;
+        }
+        c.epoch.store(epoch, Ordering::Relaxed);
+        c.running.store(true, Ordering::Release);
+        let record = abi::ExperimentStart {
+            control: *control,
+            global_delay_ns: base.global,
+        };
+        let mut payload = [0u8; abi::ExperimentStart::SIZE];
+        record.encode(&mut payload);
+        session.emit_preempt_off(abi::RecordKind::ExperimentStart, &payload);
+        self.experiment = Some(base);
+        Ok(())
+    }
+
+    /// Ends the running experiment (EINVAL when none) and writes ExperimentEnd, with
+    /// EXPERIMENT_CUT_SHORT when `cut_short`. Process context: waits for the handlers.
+    pub(crate) fn end_experiment(&mut self, session: &Session, cut_short: bool) -> Result {
+        let Some(base) = self.experiment.take() else {
+            return Err(EINVAL);
+        };
+        let c = &*self.shared;
+        let end_ns = ffi::now_ns();
+        c.running.store(false, Ordering::Release);
+        c.exp_type.store(core::ptr::null_mut(), Ordering::Release);
+        // Handlers run with interrupts off or in NMI, so synchronize_rcu() waits for any that
+        // saw the experiment running; the irq_works are synced after it (a handler may have
+        // queued one before it finished).
+        // SAFETY: process context.
+        unsafe { ffi::synchronize_rcu() };
+        self.sync_irq_works();
+        let mut record = abi::ExperimentEnd {
+            control: base.control,
+            flags: if cut_short {
+                abi::EXPERIMENT_CUT_SHORT
+            } else {
+                0
+            },
+            point_count: c.point_count as u32,
+            wall_ns: end_ns.wrapping_sub(base.start_ns),
+            delay_ns: c.global.load(Ordering::Relaxed).wrapping_sub(base.global),
+            paused_ns: c.paused.load(Ordering::Relaxed).wrapping_sub(base.paused),
+            credited_ns: c
+                .credited
+                .load(Ordering::Relaxed)
+                .wrapping_sub(base.credited),
+            type_samples: c
+                .type_samples
+                .load(Ordering::Relaxed)
+                .wrapping_sub(base.type_samples),
+            samples: c.samples.load(Ordering::Relaxed).wrapping_sub(base.samples),
+            points: [abi::PointVisits::default(); abi::MAX_PROGRESS_POINTS],
+        };
+        let offset = base.start_ns.wrapping_sub(c.origin_ns);
+        for (i, (out, point)) in record
+            .points
+            .iter_mut()
+            .zip(c.points.iter())
+            .enumerate()
+            .take(c.point_count)
+        {
+            let visits_now = point.visits.load(Ordering::Relaxed);
+            let visits = visits_now.wrapping_sub(base.visits[i]);
+            // Sum of (t - origin) over the experiment's visits, minus (start - origin) per
+            // visit: the sum of (t - start). Exact modulo 2^64, so wrapping is harmless.
+            let sum = point
+                .time_sum
+                .load(Ordering::Relaxed)
+                .wrapping_sub(base.time_sums[i])
+                .wrapping_sub(visits.wrapping_mul(offset));
+            *out = abi::PointVisits {
+                visits,
+                time_sum_ns: sum,
+                total: visits_now.wrapping_sub(self.session_base[i]),
+            };
+        }
+        let mut payload = [0u8; abi::ExperimentEnd::SIZE];
+        record.encode(&mut payload);
+        session.emit_preempt_off(abi::RecordKind::ExperimentEnd, &payload);
+        Ok(())
+    }
+
+    fn sync_irq_works(&self) {
+        let works = self.shared.irq_works.load(Ordering::Relaxed);
+        if !works.is_null() {
+            // SAFETY: allocated in new() and not freed before Drop.
+            unsafe { ffi::dprof_shim_irq_work_sync(works) };
+        }
+    }
+}
+
+impl Drop for CausalSession {
+    /// The sampler must already be released (its handlers read `shared`).
+    fn drop(&mut self) {
+        self.shared.running.store(false, Ordering::Release);
+        let mut tracepoints = false;
+        for (probe, data) in self.probes.iter() {
+            match *probe {
+                // SAFETY: registered in new(); unregister_kprobe waits for running handlers.
+                Probe::Kprobe(kp) => unsafe { ffi::dprof_shim_kprobe_unregister(kp) },
+                Probe::Tracepoint(tp) => {
+                    // SAFETY: registered in new() with these arguments.
+                    unsafe {
+                        ffi::tracepoint_probe_unregister(tp, tracepoint_visit as *mut c_void, *data)
+                    };
+                    tracepoints = true;
+                }
+            }
+        }
+        if tracepoints {
+            // SAFETY: process context; waits for probes in flight before `probe_data` goes.
+            unsafe { ffi::dprof_shim_tracepoint_sync() };
+        }
+        // Any handler that could read a type set has finished (the sampler is released);
+        // this also covers a caller that did not release it through the perf API's own wait.
+        // SAFETY: process context.
+        unsafe { ffi::synchronize_rcu() };
+        let works = self
+            .shared
+            .irq_works
+            .swap(core::ptr::null_mut(), Ordering::Relaxed);
+        if !works.is_null() {
+            // SAFETY: allocated in new(); synced before being freed, once.
+            unsafe {
+                ffi::dprof_shim_irq_work_sync(works);
+                ffi::dprof_shim_irq_work_free(works);
+            }
+        }
+        for slot in self.shared.types.iter() {
+            let set = slot.swap(core::ptr::null_mut(), Ordering::Relaxed);
+            if !set.is_null() {
+                // SAFETY: made by KBox::into_raw in set_type; no handler can run any more.
+                drop(unsafe { KBox::from_raw(set) });
+            }
+        }
+    }
+}
