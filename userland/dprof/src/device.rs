@@ -299,7 +299,9 @@ impl Device {
             Err(DeviceError::Ioctl { source, .. }) => {
                 let why = match source.raw_os_error() {
                     Some(libc::ENOENT) => {
-                        "a kprobe's function or a tracepoint does not exist in this kernel                          (check /proc/kallsyms and /sys/kernel/tracing/events)"
+                        "a kprobe's function or a tracepoint does not exist in this kernel \
+                         (only built-in tracepoints can be used; check /proc/kallsyms and \
+                         /sys/kernel/tracing/events)"
                     }
                     Some(libc::EINVAL) => "the plan is malformed or comes at the wrong time",
                     Some(libc::EBUSY) => "this session already has a causal plan",
