@@ -18,11 +18,12 @@
 //!   ahead of the chain, and spins while it is that far ahead.
 //!
 //! Per round the chain spends about 20% of its time on X and 80% computing; the worker about
-//! 40% on Y and the rest waiting (see the counts for what was measured; each run prints its
+//! 55% on Y and the rest waiting (see the counts for what was measured; each run prints its
 //! own figures, `dprof_selftest: causal: ...`, with the chain's time waiting for the worker,
-//! which must stay near 0). So:
+//! which must stay near 0: measured 1-6% of a round, when the host stalls vCPU 1 for longer
+//! than the worker's lead). So:
 //!
-//! - the data profile, samples per type by time, ranks Y above X (Y has three times X's
+//! - the data profile, samples per type by time, ranks Y above X (Y has 3.6 times X's
 //!   accesses);
 //! - X is on the critical path: a round ends when the chain ends, and the chain's length is a
 //!   fixed number of accesses and computations, independent of the sampler. Virtually
@@ -52,7 +53,7 @@
 //! the workload's own count.
 //!
 //! Objects: one X and one Y per round, allocated and freed by the thread that touches them
-//! (4 slab events per round: 1500-3000 per second), so the address set sees each object and
+//! (4 slab events per round: 1600-3700 per second), so the address set sees each object and
 //! the samples resolve to the types. The barrier lives on the control file writer's stack and
 //! the computation touches no memory: nothing else in a round is in a slab cache.
 
@@ -87,13 +88,14 @@ extern "C" {
 }
 
 // The counts, measured in the QEMU TCG guest while dprof collects slab events and samples
-// every 100 µs (about 5 ns per access or instruction, all three kinds alike; the host's load
-// moves that by up to 2x, and each vCPU by its own factor): the chain spends 0.3-0.4 ms of a
-// round on X and 1.0-1.7 ms computing (X 19-23% of the round); the worker 0.7-0.9 ms on Y
-// (35-50%), then waits. Y gets 1.6-3.9 times X's samples. X's share is kept below the 30% one
-// might want so that Y can have three times X's accesses and still leave the worker slack
-// for every delay an experiment on X makes it serve (Y + X < 75% of the round): a worker
-// without slack would put Y on the critical path.
+// every 100 µs (selftest-causal, 4 runs of 4 s on a loaded host, which moves the speed of
+// each vCPU by up to 2x on its own): a round took 1.1-2.5 ms (400-930 rounds per second); in
+// it the chain spent 0.18-0.45 ms on X and 0.74-1.4 ms computing (X 17-21% of its time), the
+// worker 0.6-1.2 ms on Y (50-65% of the chain's time) and then waited; Y got 2.9-4.3 times
+// X's samples (with 1260 Y calls, 1.6-3.9). X's share is kept below the 30% one might want
+// so that Y can have 3.6 times X's accesses and still leave the worker slack for the
+// delays an experiment on X makes it serve (Y + X about 80% of the round at a 100% virtual
+// speedup): a worker without slack would put Y on the critical path.
 
 /// Steps of the chain per round; each step accesses X, then computes.
 const CHAIN_STEPS: u32 = 10;

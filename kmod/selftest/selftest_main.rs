@@ -17,7 +17,7 @@
 //!   misses each, for the miss classification and working set views (misses.rs).
 //! - `causal MS`: rounds of a chain on CPU 0, which accesses `dprof_selftest_causal_x` for
 //!   about 20% of each round and computes for the rest, and a worker on CPU 1, which accesses
-//!   `dprof_selftest_causal_y` for about 40% and then waits: Y has more samples, X is on the
+//!   `dprof_selftest_causal_y` for about 55% and then waits: Y has more samples, X is on the
 //!   critical path. After each round the chain calls the progress point
 //!   `dprof_selftest_causal_round`; `causal_rounds` in the same debugfs directory reads the
 //!   rounds done since load. For causal experiments (causal.rs).
