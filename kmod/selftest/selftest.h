@@ -56,6 +56,24 @@ struct dprof_selftest_sweep {
 	u64 line[16][8];
 };
 
+/*
+ * Causal experiments (causal.rs). Each type has its own cache, named like the struct.
+ */
+
+/* Accessed by the chain on CPU 0, which the progress point waits on: on the critical path. */
+struct dprof_selftest_causal_x {
+	u64 step;	/* 0: written by the chain */
+	u64 value;	/* 8: read by the chain */
+	u64 pad[6];
+};
+
+/* Accessed by a worker on CPU 1 that finishes early: more samples, off the critical path. */
+struct dprof_selftest_causal_y {
+	u64 count;	/* 0: written by the worker */
+	u64 value;	/* 8: read by the worker */
+	u64 pad[6];
+};
+
 /* Called from Rust (selftest_main.rs). */
 struct dprof_selftest_obj *dprof_selftest_shim_alloc_obj(void);
 void dprof_selftest_shim_free_obj(struct dprof_selftest_obj *obj);
@@ -69,6 +87,10 @@ struct dprof_selftest_stride *dprof_selftest_shim_alloc_stride(void);
 void dprof_selftest_shim_free_stride(struct dprof_selftest_stride *obj);
 struct dprof_selftest_sweep *dprof_selftest_shim_alloc_sweep(void);
 void dprof_selftest_shim_free_sweep(struct dprof_selftest_sweep *obj);
+struct dprof_selftest_causal_x *dprof_selftest_shim_alloc_causal_x(void);
+void dprof_selftest_shim_free_causal_x(struct dprof_selftest_causal_x *obj);
+struct dprof_selftest_causal_y *dprof_selftest_shim_alloc_causal_y(void);
+void dprof_selftest_shim_free_causal_y(struct dprof_selftest_causal_y *obj);
 void dprof_selftest_shim_cond_resched(void);
 void dprof_selftest_shim_pause_us(unsigned long us);
 int dprof_selftest_shim_run_threads(int n, const int *cpus, int (*const *fns)(void *), void *arg);

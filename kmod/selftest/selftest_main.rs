@@ -15,6 +15,12 @@
 //!
 //! - `falseshare MS`, `trueshare MS`, `conflict MS`, `capacity MS`: one known cause of cache
 //!   misses each, for the miss classification and working set views (misses.rs).
+//! - `causal MS`: rounds of a chain on CPU 0, which accesses `dprof_selftest_causal_x` for
+//!   about 20% of each round and computes for the rest, and a worker on CPU 1, which accesses
+//!   `dprof_selftest_causal_y` for about 55% and then waits: Y has more samples, X is on the
+//!   critical path. After each round the chain calls the progress point
+//!   `dprof_selftest_causal_round`; `causal_rounds` in the same debugfs directory reads the
+//!   rounds done since load. For causal experiments (causal.rs).
 //!
 //! New workloads are new commands beside these.
 //!
@@ -256,6 +262,7 @@ pub extern "C" fn dprof_selftest_local_touch(obj: *mut SelftestLocal, count: u64
     value
 }
 
+mod causal;
 mod misses;
 
 /// Ends a TCG translation block right before a call to an access function. Under TCG a sample
@@ -457,6 +464,7 @@ extern "C" fn dprof_selftest_rs_run(cmd: *const c_char, len: usize) -> c_int {
         b"trueshare" => misses::trueshare(ms),
         b"conflict" => misses::conflict(ms),
         b"capacity" => misses::capacity(ms),
+        b"causal" => causal::causal(ms),
         _ => Err(EINVAL),
     };
     match result {

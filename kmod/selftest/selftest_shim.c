@@ -17,6 +17,7 @@
 #include "selftest.h" /* also declares what this file exports to Rust */
 
 int dprof_selftest_rs_run(const char *cmd, size_t len);
+u64 dprof_selftest_rs_causal_rounds(void);
 
 static struct kmem_cache *obj_cache;
 static struct kmem_cache *local_cache;
@@ -26,6 +27,9 @@ static struct kmem_cache *pair_cache;
 static struct kmem_cache *shared_cache;
 static struct kmem_cache *stride_cache;
 static struct kmem_cache *sweep_cache;
+/* The causal experiment workload (causal.rs). */
+static struct kmem_cache *causal_x_cache;
+static struct kmem_cache *causal_y_cache;
 
 struct dprof_selftest_obj *dprof_selftest_shim_alloc_obj(void)
 {
@@ -113,6 +117,41 @@ static void misses_caches_destroy(void)
 	kmem_cache_destroy(sweep_cache);
 }
 
+struct dprof_selftest_causal_x *dprof_selftest_shim_alloc_causal_x(void)
+{
+	return kmem_cache_zalloc(causal_x_cache, GFP_KERNEL);
+}
+
+void dprof_selftest_shim_free_causal_x(struct dprof_selftest_causal_x *obj)
+{
+	kmem_cache_free(causal_x_cache, obj);
+}
+
+struct dprof_selftest_causal_y *dprof_selftest_shim_alloc_causal_y(void)
+{
+	return kmem_cache_zalloc(causal_y_cache, GFP_KERNEL);
+}
+
+void dprof_selftest_shim_free_causal_y(struct dprof_selftest_causal_y *obj)
+{
+	kmem_cache_free(causal_y_cache, obj);
+}
+
+static int causal_caches_create(void)
+{
+	causal_x_cache = kmem_cache_create("dprof_selftest_causal_x",
+					   sizeof(struct dprof_selftest_causal_x), 64, 0, NULL);
+	causal_y_cache = kmem_cache_create("dprof_selftest_causal_y",
+					   sizeof(struct dprof_selftest_causal_y), 64, 0, NULL);
+	return causal_x_cache && causal_y_cache ? 0 : -ENOMEM;
+}
+
+static void causal_caches_destroy(void)
+{
+	kmem_cache_destroy(causal_x_cache);
+	kmem_cache_destroy(causal_y_cache);
+}
+
 void dprof_selftest_shim_cond_resched(void)
 {
 	cond_resched();
@@ -195,23 +234,33 @@ static const struct file_operations run_fops = {
 	.llseek = noop_llseek,
 };
 
+/* causal_rounds: the rounds of `causal` done since load, in decimal (causal.rs). */
+static int causal_rounds_get(void *data, u64 *val)
+{
+	*val = dprof_selftest_rs_causal_rounds();
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(causal_rounds_fops, causal_rounds_get, NULL, "%llu\n");
+
 int dprof_selftest_shim_init(void)
 {
 	obj_cache = kmem_cache_create("dprof_selftest_obj", sizeof(struct dprof_selftest_obj),
 				      64, 0, NULL);
 	local_cache = kmem_cache_create("dprof_selftest_local",
 					sizeof(struct dprof_selftest_local), 64, 0, NULL);
-	if (!obj_cache || !local_cache || misses_caches_create())
+	if (!obj_cache || !local_cache || misses_caches_create() || causal_caches_create())
 		goto fail;
 	debugfs_dir = debugfs_create_dir("dprof_selftest", NULL);
 	if (IS_ERR(debugfs_dir))
 		goto fail;
 	debugfs_create_file("run", 0200, debugfs_dir, NULL, &run_fops);
+	debugfs_create_file_unsafe("causal_rounds", 0444, debugfs_dir, NULL, &causal_rounds_fops);
 	return 0;
 fail:
 	kmem_cache_destroy(obj_cache);
 	kmem_cache_destroy(local_cache);
 	misses_caches_destroy();
+	causal_caches_destroy();
 	return -ENOMEM;
 }
 
@@ -221,4 +270,5 @@ void dprof_selftest_shim_exit(void)
 	kmem_cache_destroy(obj_cache);
 	kmem_cache_destroy(local_cache);
 	misses_caches_destroy();
+	causal_caches_destroy();
 }

@@ -31,6 +31,10 @@
 //! against the `dprof_selftest.ko` workloads with one known cause of misses each, and the
 //! working set's live objects against /proc/slabinfo (`misses.rs` beside this file).
 //!
+//! `dprof-qemu-check selftest-causal DIR` checks the data profile of the `causal` workload of
+//! `dprof_selftest.ko`: the off-path type has more samples than the critical-path one
+//! (`causal.rs` beside this file).
+//!
 //! The report is printed and saved as DIR/check.txt.
 
 use std::collections::BTreeMap;
@@ -45,6 +49,8 @@ use dprof_abi::Record;
 use serde_json::Value;
 
 // A binary's modules sit beside it in src/bin, where Cargo would take them for binaries.
+#[path = "dprof-qemu-check/causal.rs"]
+mod causal;
 #[path = "dprof-qemu-check/misses.rs"]
 mod misses;
 
@@ -646,7 +652,7 @@ fn main() -> Result<()> {
     let (Some(check), Some(dir)) = (args.get(1), args.get(2)) else {
         bail!(
             "usage: dprof-qemu-check slab-workload|selftest-data-profile|workload-data-profile|\
-             selftest-histories|kernel-histories|selftest-misses DIR"
+             selftest-histories|kernel-histories|selftest-misses|selftest-causal DIR"
         );
     };
     let dir = Path::new(dir);
@@ -657,6 +663,7 @@ fn main() -> Result<()> {
         "selftest-histories" => check_histories(dir),
         "kernel-histories" => check_kernel_histories(dir),
         "selftest-misses" => misses::check(dir),
+        "selftest-causal" => causal::check(dir),
         other => bail!("unknown check {other:?}"),
     };
     match report {
