@@ -1,8 +1,11 @@
 # Guest scenario: the causal workload of dprof_selftest.ko (kmod/selftest/causal.rs). A chain
 # on CPU 0 accesses dprof_selftest_causal_x (on the critical path) and a worker on CPU 1
 # accesses dprof_selftest_causal_y (more samples, off the critical path); the chain calls
-# dprof_selftest_causal_round once per round. First the plain data profile, which must rank Y
-# above X. Checked on the host by selftest-causal.check.
+# dprof_selftest_causal_round once per round. First the workload alone (its uninstrumented
+# rate), then the plain data profile, which must rank Y above X; then `dprof causal`: a count
+# run (kprobe and user progress points against the workload's own counter), the ranking run
+# (X above Y), and the bad inputs. Checked on the host by selftest-causal.check.
+# qemu-timeout: 1200
 set -eu
 insmod "$DPROF_KO"
 insmod /lib/dprof/dprof_selftest.ko
@@ -14,6 +17,13 @@ grep -q " dprof_selftest_causal_round\b" /proc/kallsyms ||
   { echo "FAIL: dprof_selftest_causal_round is not in /proc/kallsyms"; exit 1; }
 before=$(cat "$st/causal_rounds")
 [ "$before" = 0 ] || { echo "FAIL: causal_rounds reads '$before' after load, want 0"; exit 1; }
+# Uptime in ns (centiseconds: /proc/uptime), on the clock of the records' timestamps.
+uptime_ns() { awk '{ printf "%.0f\n", $1 * 1e9 }' /proc/uptime; }
+# The uninstrumented rate: rounds in 10 s without the profiler.
+t0=$(uptime_ns); r0=$(cat "$st/causal_rounds")
+echo 'causal 10000' > $run
+t1=$(uptime_ns); r1=$(cat "$st/causal_rounds")
+echo "$((r1 - r0)) $((t1 - t0))" > "$OUT/uninstrumented.rounds"
 # Profiles are written to /tmp and copied out afterwards (9p traffic would enter them).
 "$DPROF" collect -o /tmp/causal-data.dprof --events slab,samples --period 100us --ring-size 32M -- \
   sh -c "echo 'causal 4000' > $run"
@@ -22,6 +32,65 @@ cat "$st/causal_rounds" > "$OUT/causal-data.rounds"
 dmesg | grep "dprof_selftest: causal:" | tail -n 1 | tee "$OUT/causal-data.summary"
 cp /tmp/causal-data.dprof "$OUT/"
 rm /tmp/causal-data.dprof
+
+# Count run: the profiling phase (2 s) sees a 1 s workload; the experiments start during the
+# pause after it, so that every round of the second workload, and only those, happens while
+# the experiments' kprobe counts; then 50 user signals, from separate processes and from one.
+cat > /tmp/counts.sh <<COUNTS
+echo 'causal 1000' > $run
+sleep 6
+awk '{ printf "%.0f\\n", \$1 * 1e9 }' /proc/uptime > /tmp/counts.t0
+cat $st/causal_rounds > /tmp/counts.r0
+echo 'causal 3000' > $run
+cat $st/causal_rounds > /tmp/counts.r1
+i=0
+while [ \$i -lt 20 ]; do "$DPROF" progress tick; i=\$((i + 1)); done
+"$DPROF" progress tick --count 30
+COUNTS
+"$DPROF" causal -o /tmp/counts.dprof --types dprof_selftest_causal_x --plan-time 2s \
+  --progress kprobe:dprof_selftest_causal_round --progress user:tick --experiment 200ms \
+  --period 100us --seed 2 -- sh /tmp/counts.sh
+echo "$(cat /tmp/counts.r0) $(cat /tmp/counts.r1) $(cat /tmp/counts.t0) 50" > "$OUT/counts.rounds"
+cp /tmp/counts.dprof "$OUT/"; rm /tmp/counts.dprof
+
+# The ranking run: X and Y, random speedups, the round as progress point; 4 minutes of
+# workload (the selftest takes at most 60 s per command).
+t0=$(uptime_ns); r0=$(cat "$st/causal_rounds")
+"$DPROF" causal -o /tmp/causal.dprof --types dprof_selftest_causal_x,dprof_selftest_causal_y \
+  --progress kprobe:dprof_selftest_causal_round --plan-time 3s --experiment 200ms \
+  --period 100us --seed 1 -- \
+  sh -c "i=0; while [ \$i -lt 8 ]; do echo 'causal 30000' > $run; i=\$((i + 1)); done"
+t1=$(uptime_ns); r1=$(cat "$st/causal_rounds")
+echo "$((r1 - r0)) $((t1 - t0))" > "$OUT/causal.rounds"
+dmesg | grep "dprof_selftest: causal:" | tail -n 1 | tee "$OUT/causal.summary"
+cp /tmp/causal.dprof "$OUT/"; rm /tmp/causal.dprof
+
+# Zero visits: a user point nobody signals. Every experiment is kept in the file, and the
+# analysis must discard each with its reason.
+"$DPROF" causal -o /tmp/novisits.dprof --types dprof_selftest_causal_x --plan-time 1s \
+  --progress user:never --experiment 100ms --period 100us -- sh -c "echo 'causal 4000' > $run"
+cp /tmp/novisits.dprof "$OUT/"; rm /tmp/novisits.dprof
+
+# Bad input: each refused in one clear line, and no profile left behind.
+refused() {
+  name=$1 needle=$2; shift 2
+  if "$@" > "/tmp/$name.out" 2> "/tmp/$name.err"; then
+    echo "FAIL: $name was accepted"; cat "/tmp/$name.err"; exit 1
+  fi
+  grep -q "$needle" "/tmp/$name.err" || { echo "FAIL: $name: unclear error:"; cat "/tmp/$name.err"; exit 1; }
+  if ls /tmp/bad.dprof* > /dev/null 2>&1; then echo "FAIL: $name left a profile"; exit 1; fi
+  cp "/tmp/$name.err" "$OUT/refused-$name.txt"
+}
+refused unknown-kprobe "no kernel function named .no_such_function_xyz." \
+  "$DPROF" causal -o /tmp/bad.dprof --progress kprobe:no_such_function_xyz --duration 5s
+refused unknown-tracepoint "does not exist in this kernel" \
+  "$DPROF" causal -o /tmp/bad.dprof --progress tracepoint:nosys:no_such_event --duration 5s
+refused never-sampled "type .no_such_type. was never sampled" \
+  "$DPROF" causal -o /tmp/bad.dprof --types no_such_type --progress user:x --plan-time 1s \
+  -- sh -c "echo 'causal 2000' > $run"
+refused no-progress-point "give --progress" "$DPROF" causal -o /tmp/bad.dprof --duration 5s
+refused no-session "no running .dprof causal. session" "$DPROF" progress tick
+
 # The module's DWARF, for field names on the host.
 cp /lib/dprof/dprof_selftest.ko "$OUT/"
 rmmod dprof_selftest

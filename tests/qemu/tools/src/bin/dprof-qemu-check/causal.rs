@@ -1,18 +1,59 @@
 //! `dprof-qemu-check selftest-causal DIR`: the `causal` workload of `dprof_selftest.ko`
 //! (`kmod/selftest/causal.rs`), whose critical path is known by construction: a chain on
-//! CPU 0 accesses `dprof_selftest_causal_x` for about 30% of each round, a worker on CPU 1
-//! accesses `dprof_selftest_causal_y` for about 60% and then waits for the round's end.
+//! CPU 0 accesses `dprof_selftest_causal_x` for about a fifth of each round, a worker on
+//! CPU 1 accesses `dprof_selftest_causal_y` for about 60% and then waits for the round's end.
 //!
 //! The plain data profile counts samples by time, so it must rank Y above X: Y's samples at
 //! least [`MIN_Y_OVER_X`] times X's. Each type's samples come from its own access function.
 //! The workload counted its rounds (`causal_rounds` in debugfs).
+//!
+//! Then `dprof causal`:
+//!
+//! - **Counts**: in the count run, the kprobe on `dprof_selftest_causal_round` counted exactly
+//!   the rounds the workload counted while the experiments ran, and the user point exactly
+//!   the 50 signals the scenario sent (the last experiment, cut short by the stop, carries the
+//!   session's totals).
+//! - **Ranking**: in the ranking run, `dprof report --view causal --json` ranks X above Y; X's
+//!   95% interval lies above [`MIN_X_SLOPE_LOW`] and Y's slope is within noise of zero (its
+//!   interval holds 0, or its size is below [`MAX_Y_SLOPE_ABS`]), each from at least
+//!   [`MIN_EXPERIMENTS_PER_TYPE`] experiments; the same profile's profiling phase ranks Y
+//!   above X by samples. Both rankings, side by side, are the point of the feature.
+//! - **Delay**: over the sped-up experiments, the pauses served plus the idle credits match
+//!   the global delay count times the other CPUs (Coz's rule) within [`DELAY_TOLERANCE`].
+//! - **Overhead**: the 0% experiments' rounds per effective second are at least
+//!   [`MIN_BASELINE_SHARE`] of the uninstrumented rate measured in the same boot.
+//! - **Zero visits**: with a progress point nobody signals, every experiment is discarded for
+//!   zero visits and no type gets a slope.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
+use dprof::profile::Profile;
+use dprof_abi::Record;
+use serde_json::Value;
 
 use super::{find_type, report_json, type_samples_in};
+
+/// X's 95% interval must lie above this. By construction X takes about a fifth of the chain's
+/// round (the workload's summary line measures it), so its slope is near 0.2: speeding X's
+/// accesses up by s shortens a round by about 0.2 s.
+const MIN_X_SLOPE_LOW: f64 = 0.02;
+/// Y's slope, when its interval does not hold 0, must be smaller than this in size: the
+/// chain waits for the worker a few percent of the time (the summary line), which puts Y on
+/// the critical path that often.
+const MAX_Y_SLOPE_ABS: f64 = 0.05;
+/// Experiments each of X and Y needs (about half of them at 0%).
+const MIN_EXPERIMENTS_PER_TYPE: u64 = 100;
+/// Pauses plus credits against the delay the other CPUs were asked to serve.
+const DELAY_TOLERANCE: f64 = 0.25;
+/// The 0% experiments' rate against the uninstrumented rate. The software sampler's interrupt
+/// every 100 us costs the guest's emulated CPUs much more than real hardware would; measured:
+/// see the check's output.
+const MIN_BASELINE_SHARE: f64 = 0.4;
+const X: &str = "dprof_selftest_causal_x";
+const Y: &str = "dprof_selftest_causal_y";
+const ROUND_POINT: &str = "kprobe:dprof_selftest_causal_round";
 
 /// Y's samples over X's in the data profile: by construction about 60% / 30% = 2; 1.5 leaves
 /// room for the host's load on the guest's two CPUs.
@@ -85,10 +126,306 @@ pub(crate) fn check(dir: &Path) -> Result<String> {
             "the data profile does not rank Y well above X: {y} / {x} samples = {ratio:.2}, want >= {MIN_Y_OVER_X}"
         ));
     }
+    let uninstrumented = read_numbers(&dir.join("uninstrumented.rounds"), 2)?;
+    let uninstrumented_rate = uninstrumented[0] as f64 / (uninstrumented[1] as f64 / 1e9);
+    writeln!(
+        report,
+        "uninstrumented: {} rounds in {:.2} s = {uninstrumented_rate:.0} rounds/s",
+        uninstrumented[0],
+        uninstrumented[1] as f64 / 1e9
+    )?;
+    check_counts(dir, &mut report, &mut failures)?;
+    check_ranking(dir, uninstrumented_rate, &mut report, &mut failures)?;
+    check_no_visits(dir, &mut report, &mut failures)?;
+
     if failures.is_empty() {
         writeln!(report, "selftest-causal: all checks passed")?;
         Ok(report)
     } else {
         bail!("{report}\nFAILED:\n  {}", failures.join("\n  "))
     }
+}
+
+/// `count` whitespace-separated numbers from a file the scenario wrote.
+fn read_numbers(path: &Path, count: usize) -> Result<Vec<u64>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let numbers = text
+        .split_whitespace()
+        .map(str::parse)
+        .collect::<Result<Vec<u64>, _>>()
+        .with_context(|| format!("{}: {text:?} is not {count} numbers", path.display()))?;
+    ensure!(
+        numbers.len() == count,
+        "{}: {text:?} is not {count} numbers",
+        path.display()
+    );
+    Ok(numbers)
+}
+
+/// A profile's causal configuration, its experiment starts (with their times) and ends.
+type Experiments = (
+    dprof::profile::CausalCollectConfig,
+    Vec<(u64, dprof_abi::ExperimentStart)>,
+    Vec<dprof_abi::ExperimentEnd>,
+);
+
+/// The experiment records of a profile, and its causal configuration.
+fn experiments(path: &Path) -> Result<Experiments> {
+    let profile = Profile::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let config = profile
+        .header()
+        .config
+        .causal
+        .clone()
+        .with_context(|| format!("{} has no causal configuration", path.display()))?;
+    let (mut starts, mut ends) = (Vec::new(), Vec::new());
+    for item in profile.records() {
+        match item? {
+            (h, Record::ExperimentStart(s)) => starts.push((h.time_ns, s)),
+            (_, Record::ExperimentEnd(e)) => ends.push(e),
+            _ => {}
+        }
+    }
+    Ok((config, starts, ends))
+}
+
+fn point_index(config: &dprof::profile::CausalCollectConfig, label: &str) -> Result<usize> {
+    config
+        .points
+        .iter()
+        .position(|p| p.label() == label)
+        .with_context(|| format!("no progress point {label} in the profile"))
+}
+
+/// The kprobe's and the user point's totals against the workload's and the scenario's counts.
+fn check_counts(dir: &Path, report: &mut String, failures: &mut Vec<String>) -> Result<()> {
+    let counts = read_numbers(&dir.join("counts.rounds"), 4)?;
+    let (r0, r1, t0, signals) = (counts[0], counts[1], counts[2], counts[3]);
+    let (config, starts, ends) = experiments(&dir.join("counts.dprof"))?;
+    let kprobe = point_index(&config, ROUND_POINT)?;
+    let user = point_index(&config, "user:tick")?;
+    let first_start = starts.iter().map(|(t, _)| *t).min();
+    let last = ends.iter().max_by_key(|e| e.points[kprobe].total);
+    let (Some(first_start), Some(last)) = (first_start, last) else {
+        failures.push("the count run has no experiments".to_string());
+        return Ok(());
+    };
+    writeln!(
+        report,
+        "counts: {} experiments; kprobe total {} vs {} rounds counted by the workload; user total \
+         {} vs {signals} signals",
+        ends.len(),
+        last.points[kprobe].total,
+        r1 - r0,
+        last.points[user].total
+    )?;
+    if first_start > t0 {
+        failures.push(format!(
+            "the count run's experiments began {} ms after the second workload: the counts \
+             cannot be compared (lengthen the pause in the scenario)",
+            (first_start - t0) / 1_000_000
+        ));
+    } else if last.points[kprobe].total != r1 - r0 {
+        failures.push(format!(
+            "the kprobe counted {} visits of dprof_selftest_causal_round, the workload {} rounds",
+            last.points[kprobe].total,
+            r1 - r0
+        ));
+    }
+    if last.points[user].total != signals {
+        failures.push(format!(
+            "the user point counted {} visits, the scenario signalled {signals}",
+            last.points[user].total
+        ));
+    }
+    Ok(())
+}
+
+/// One type's entry of the causal view's first analysis.
+fn causal_entry<'a>(analysis: &'a Value, name: &str) -> Result<&'a Value> {
+    analysis["types"]
+        .as_array()
+        .and_then(|types| types.iter().find(|t| t["name"] == name))
+        .with_context(|| format!("{name} is not in the causal view"))
+}
+
+/// `slope [low, high], N experiments` of an entry, for the report.
+fn describe_fit(entry: &Value) -> String {
+    let fit = &entry["fit"];
+    format!(
+        "rank {}, slope {:+.3} [{:+.3}, {:+.3}], {} experiments ({} at 0%), data-profile rank {}",
+        entry["rank"],
+        fit["slope"].as_f64().unwrap_or(f64::NAN),
+        fit["low"].as_f64().unwrap_or(f64::NAN),
+        fit["high"].as_f64().unwrap_or(f64::NAN),
+        entry["experiments"],
+        entry["baseline_experiments"],
+        entry["data_profile_rank"],
+    )
+}
+
+#[allow(
+    clippy::too_many_lines,
+    reason = "one check after the other, each commented"
+)]
+fn check_ranking(
+    dir: &Path,
+    uninstrumented_rate: f64,
+    report: &mut String,
+    failures: &mut Vec<String>,
+) -> Result<()> {
+    let path = dir.join("causal.dprof");
+    if let Ok(summary) = std::fs::read_to_string(dir.join("causal.summary")) {
+        writeln!(report, "ranking run workload: {}", summary.trim())?;
+    }
+    let view = report_json(&path, &["--view", "causal"])?;
+    let analysis = view["analyses"]
+        .as_array()
+        .and_then(|a| a.iter().find(|a| a["name"] == ROUND_POINT))
+        .with_context(|| format!("the causal view has no analysis of {ROUND_POINT}"))?;
+    let (x, y) = (causal_entry(analysis, X)?, causal_entry(analysis, Y)?);
+    writeln!(report, "causal X: {}", describe_fit(x))?;
+    writeln!(report, "causal Y: {}", describe_fit(y))?;
+    for (name, entry) in [(X, x), (Y, y)] {
+        if entry["fit"]["kind"] != "slope" {
+            failures.push(format!("{name} has no slope: {}", entry["fit"]));
+            return Ok(());
+        }
+        let n = entry["experiments"].as_u64().unwrap_or(0);
+        if n < MIN_EXPERIMENTS_PER_TYPE {
+            failures.push(format!(
+                "{name}: {n} experiments, want >= {MIN_EXPERIMENTS_PER_TYPE}"
+            ));
+        }
+    }
+    let f = |e: &Value, k: &str| e["fit"][k].as_f64().unwrap_or(f64::NAN);
+    if x["rank"].as_u64() >= y["rank"].as_u64() {
+        failures.push("the causal ranking does not put X above Y".to_string());
+    }
+    if f(x, "low").is_nan() || f(x, "low") <= MIN_X_SLOPE_LOW {
+        failures.push(format!(
+            "X's slope is not clearly positive: interval [{:+.3}, {:+.3}], want its low end > {MIN_X_SLOPE_LOW}",
+            f(x, "low"),
+            f(x, "high")
+        ));
+    }
+    let y_holds_zero = f(y, "low") <= 0.0 && f(y, "high") >= 0.0;
+    if !y_holds_zero && f(y, "slope").abs() >= MAX_Y_SLOPE_ABS {
+        failures.push(format!(
+            "Y's slope {:+.3} [{:+.3}, {:+.3}] is not within noise of zero",
+            f(y, "slope"),
+            f(y, "low"),
+            f(y, "high")
+        ));
+    }
+    // The same run's profiling phase: the data profile must rank Y above X.
+    let data = report_json(&path, &[])?;
+    let rank = |name| -> Result<u64> {
+        find_type(&data, name)?["rank"]
+            .as_u64()
+            .with_context(|| format!("{name} has no rank"))
+    };
+    let (x_rank, y_rank) = (rank(X)?, rank(Y)?);
+    writeln!(
+        report,
+        "ranking run's profiling phase: data-profile rank X {x_rank}, Y {y_rank}"
+    )?;
+    if y_rank >= x_rank {
+        failures.push("the ranking run's data profile does not rank Y above X".to_string());
+    }
+
+    // Coz's rule: the other CPUs serve the delay each experiment inserts.
+    let (_, _, ends) = experiments(&path)?;
+    let cpus = dprof::profile::Profile::open(&path)?
+        .header()
+        .online_cpus
+        .max(1);
+    let sped_up: Vec<_> = ends
+        .iter()
+        .filter(|e| e.control.speedup_percent > 0 && e.flags == 0)
+        .collect();
+    let asked: u64 = sped_up.iter().map(|e| e.delay_ns).sum::<u64>() * u64::from(cpus - 1);
+    let served: u64 = sped_up.iter().map(|e| e.paused_ns + e.credited_ns).sum();
+    let served_ratio = served as f64 / asked.max(1) as f64;
+    writeln!(
+        report,
+        "delay: {} sped-up experiments, {:.3} s asked of the other CPUs, {:.3} s served \
+         ({:.3} paused, {:.3} credited): ratio {served_ratio:.3}",
+        sped_up.len(),
+        asked as f64 / 1e9,
+        served as f64 / 1e9,
+        sped_up.iter().map(|e| e.paused_ns).sum::<u64>() as f64 / 1e9,
+        sped_up.iter().map(|e| e.credited_ns).sum::<u64>() as f64 / 1e9,
+    )?;
+    if asked == 0 || (served_ratio - 1.0).abs() > DELAY_TOLERANCE {
+        failures.push(format!(
+            "pauses and credits {served_ratio:.3} of the delay asked, want within {DELAY_TOLERANCE} of 1"
+        ));
+    }
+
+    // Overhead at 0%: rounds per effective second of the 0% experiments.
+    let kprobe = point_index(
+        &Profile::open(&path)?
+            .header()
+            .config
+            .causal
+            .clone()
+            .context("no causal configuration")?,
+        ROUND_POINT,
+    )?;
+    let baseline: Vec<_> = ends
+        .iter()
+        .filter(|e| e.control.speedup_percent == 0 && e.flags == 0)
+        .collect();
+    let visits: u64 = baseline.iter().map(|e| e.points[kprobe].visits).sum();
+    let seconds: f64 = baseline
+        .iter()
+        .map(|e| e.wall_ns.saturating_sub(e.delay_ns) as f64 / 1e9)
+        .sum();
+    let rate = visits as f64 / seconds.max(1e-9);
+    let share = rate / uninstrumented_rate;
+    writeln!(
+        report,
+        "overhead: 0% experiments {rate:.0} rounds/s ({} experiments, {seconds:.1} s) = \
+         {:.0}% of the uninstrumented rate",
+        baseline.len(),
+        100.0 * share
+    )?;
+    if share < MIN_BASELINE_SHARE {
+        failures.push(format!(
+            "at 0% the workload ran at {:.0}% of its uninstrumented rate, want >= {:.0}%",
+            100.0 * share,
+            100.0 * MIN_BASELINE_SHARE
+        ));
+    }
+    Ok(())
+}
+
+/// A point nobody signals: every experiment discarded for zero visits, no slope.
+fn check_no_visits(dir: &Path, report: &mut String, failures: &mut Vec<String>) -> Result<()> {
+    let path = dir.join("novisits.dprof");
+    let view = report_json(&path, &["--view", "causal"])?;
+    let analysis = &view["analyses"][0];
+    let entry = causal_entry(analysis, X)?;
+    let experiments = view["experiments"].as_array().map_or(0, Vec::len);
+    let zero_visits = analysis["discarded"].as_array().map_or(0, |groups| {
+        groups
+            .iter()
+            .filter(|g| g["reason"] == "zero_visits")
+            .filter_map(|g| g["experiments"].as_u64())
+            .sum::<u64>()
+    });
+    writeln!(
+        report,
+        "zero visits: {experiments} experiments, {zero_visits} discarded for zero visits, X's fit: {}",
+        entry["fit"]
+    )?;
+    if entry["fit"]["kind"] == "slope" {
+        failures.push("a point nobody signals gave X a slope".to_string());
+    }
+    if experiments == 0 || zero_visits == 0 {
+        failures.push("the zero-visit run has no experiment discarded for zero visits".to_string());
+    }
+    Ok(())
 }
