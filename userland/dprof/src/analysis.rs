@@ -40,9 +40,7 @@ use crate::report::{
     HardwareSummary, Metric, OrderingStats, ProfileInfo, Report, SourceCount, TypeHardware,
     TypeKind, TypeProfile, Warning, WarningCode,
 };
-use crate::resolve::{
-    LiveObject, Resolution, Resolver, SampleContext, SymbolSource, Touch, TypeId,
-};
+use crate::resolve::{Resolution, Resolver, SampleContext, SymbolSource, Touch, TypeId};
 use reorder::ReorderBuffer;
 use rustc_hash::FxHashMap;
 
@@ -512,6 +510,8 @@ pub struct Analyzer<'s> {
     decoder: Decoder,
     resolver: Resolver<'s>,
     reorder: ReorderBuffer<(u32, Event)>,
+    /// `(time, cpu, event)` that left the reorder buffer, to replay (see [`replay_batch`]).
+    batch: Vec<(u64, u32, Event)>,
     state: State,
     /// Family and model of the profiled CPU when it is AMD: the IBS decoder's quirks.
     amd_cpu: Option<dprof_ibs::CpuModel>,
@@ -571,6 +571,7 @@ impl<'s> Analyzer<'s> {
                 options.reorder_window_ns,
                 options.reorder_capacity,
             ),
+            batch: Vec::new(),
             state: State::default(),
             amd_cpu: header
                 .cpu_id
@@ -642,15 +643,34 @@ impl<'s> Analyzer<'s> {
     /// Hands an event to the reorder buffer, replaying what leaves it.
     #[inline]
     fn reorder_push(&mut self, header: &RecordHeader, event: Event) {
-        let (resolver, state) = (&mut self.resolver, &mut self.state);
+        let (resolver, state, batch) = (&mut self.resolver, &mut self.state, &mut self.batch);
         self.reorder.push(
             header.cpu,
             header.time_ns,
             (header.cpu, event),
-            |time, &(cpu, ref event)| {
-                replay(resolver, state, time, cpu, event);
+            |time, &(cpu, event)| {
+                batch.push((time, cpu, event));
+                if batch.len() >= MAX_BATCH {
+                    replay_batch(resolver, state, batch);
+                }
             },
         );
+        // Replayed before the next record is read, as if replayed as they left.
+        if !self.batch.is_empty() {
+            replay_batch(&mut self.resolver, &mut self.state, &mut self.batch);
+        }
+    }
+
+    /// Replays everything the reorder buffer still holds.
+    fn replay_rest(&mut self) {
+        let (resolver, state, batch) = (&mut self.resolver, &mut self.state, &mut self.batch);
+        self.reorder.finish(|time, &(cpu, event)| {
+            batch.push((time, cpu, event));
+            if batch.len() >= MAX_BATCH {
+                replay_batch(resolver, state, batch);
+            }
+        });
+        replay_batch(&mut self.resolver, &mut self.state, &mut self.batch);
     }
 
     /// Feeds a record other than an access sample.
@@ -778,10 +798,7 @@ impl<'s> Analyzer<'s> {
         mut self,
     ) -> (Report, SampledAccesses, Option<crate::views::Recorded>) {
         // What the reorder buffer still holds is replayed with recording on.
-        let (resolver, state) = (&mut self.resolver, &mut self.state);
-        self.reorder.finish(|time, &(cpu, ref event)| {
-            replay(resolver, state, time, cpu, event);
-        });
+        self.replay_rest();
         let span = self.state.first_time.zip(self.state.last_time);
         let recorded = self.state.views.take().map(|mut r| {
             r.span = span;
@@ -801,10 +818,7 @@ impl<'s> Analyzer<'s> {
     /// offset), for path traces.
     #[must_use]
     pub fn finish_with_accesses(mut self) -> (Report, SampledAccesses) {
-        let (resolver, state) = (&mut self.resolver, &mut self.state);
-        self.reorder.finish(|time, &(cpu, ref event)| {
-            replay(resolver, state, time, cpu, event);
-        });
+        self.replay_rest();
         let report = build_report(&self);
         let mut sampled = SampledAccesses {
             hardware: self.state.hw_samples > 0,
@@ -853,14 +867,57 @@ fn type_acc(types: &mut Vec<TypeAcc>, id: TypeId) -> &mut TypeAcc {
     &mut types[i.min(last)]
 }
 
-fn on_gone(types: &mut [TypeAcc], obj: &LiveObject, freed: bool) {
-    if let Some(acc) = types.get_mut(obj.type_id.0 as usize) {
+fn on_gone(types: &mut [TypeAcc], type_id: TypeId, size: u32, freed: bool) {
+    if let Some(acc) = types.get_mut(type_id.0 as usize) {
         acc.live_objects = acc.live_objects.saturating_sub(1);
-        acc.live_bytes = acc.live_bytes.saturating_sub(u64::from(obj.size));
+        acc.live_bytes = acc.live_bytes.saturating_sub(u64::from(size));
         if freed {
             acc.frees += 1;
         }
     }
+}
+
+/// Events replayed at once at most (the reorder buffer lets them go by the hundred when its
+/// watermark moves).
+const MAX_BATCH: usize = 256;
+
+/// Replay runs this many events ahead of itself with [`Resolver::prefetch`] of the page
+/// bucket, then of the page's entry: the replay's cost is cache misses on the address set,
+/// one chain of dependent misses per record, and prefetching overlaps those of a few records.
+const PREFETCH_FAR: usize = 8;
+const PREFETCH_NEAR: usize = 4;
+
+/// The address an event will look up in the address set.
+#[inline]
+fn lookup_addr(event: &Event) -> Option<u64> {
+    match *event {
+        Event::Sample(ref a) if !a.gs_relative => Some(a.addr),
+        Event::Sample(_) => None,
+        Event::Free(ptr) => Some(ptr),
+        Event::Alloc(ref a) => Some(a.ptr),
+    }
+}
+
+/// Replays `batch` in order, prefetching ahead (a prefetch is a hint: the address set may
+/// change before its record is replayed, and then the lookup just misses), and empties it.
+fn replay_batch(resolver: &mut Resolver<'_>, st: &mut State, batch: &mut Vec<(u64, u32, Event)>) {
+    for (_, _, event) in batch.iter().take(PREFETCH_FAR) {
+        if let Some(addr) = lookup_addr(event) {
+            resolver.prefetch(addr, false);
+        }
+    }
+    for i in 0..batch.len() {
+        if let Some(addr) = batch.get(i + PREFETCH_FAR).and_then(|e| lookup_addr(&e.2)) {
+            resolver.prefetch(addr, false);
+        }
+        if let Some(addr) = batch.get(i + PREFETCH_NEAR).and_then(|e| lookup_addr(&e.2)) {
+            resolver.prefetch(addr, true);
+        }
+        if let Some(&(time, cpu, ref event)) = batch.get(i) {
+            replay(resolver, st, time, cpu, event);
+        }
+    }
+    batch.clear();
 }
 
 /// One record in time order.
@@ -879,11 +936,14 @@ fn replay(resolver: &mut Resolver<'_>, st: &mut State, time: u64, cpu: u32, even
             replay_alloc(resolver, st, time, cpu, &alloc);
         }
         Event::Free(ptr) => {
-            if let Some(obj) = resolver.free(ptr) {
+            if let Some(gone) = resolver.free_entry(ptr) {
                 st.live = st.live.saturating_sub(1);
-                on_gone(&mut st.types, &obj, true);
+                on_gone(&mut st.types, gone.type_id, gone.size, true);
                 if let Some(views) = st.views.as_deref_mut() {
-                    views.end(obj.serial, time);
+                    // The freed slot still holds the object: nothing was inserted since.
+                    if let Some(obj) = resolver.objects().get(gone.slot) {
+                        views.end(obj.serial, time);
+                    }
                 }
             }
         }
@@ -895,7 +955,7 @@ fn replay_alloc(resolver: &mut Resolver<'_>, st: &mut State, time: u64, cpu: u32
     let (types, views) = (&mut st.types, &mut st.views);
     let mut replaced = 0u64;
     let Some((slot, type_id)) = resolver.alloc(alloc, time, cpu, |old| {
-        on_gone(types, old, false);
+        on_gone(types, old.type_id, old.size, false);
         replaced += 1;
         if let Some(views) = views.as_deref_mut() {
             views.end(old.serial, time);
