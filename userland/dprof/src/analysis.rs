@@ -41,6 +41,7 @@ use crate::report::{
     TypeKind, TypeProfile, Warning, WarningCode,
 };
 use crate::resolve::{Resolution, Resolver, SampleContext, SymbolSource, Touch, TypeId};
+use crate::table::{Table, TableKey};
 use reorder::ReorderBuffer;
 use rustc_hash::FxHashMap;
 
@@ -405,6 +406,22 @@ struct AccessKey {
     ip: u64,
 }
 
+impl TableKey for AccessKey {
+    /// Type ids index the interned types, so `u32::MAX` is none.
+    const VACANT: Self = Self {
+        type_id: u32::MAX,
+        offset: u64::MAX,
+        ip: u64::MAX,
+    };
+
+    #[inline]
+    fn hash(self) -> u64 {
+        const FIB: u64 = 0x9e37_79b9_7f4a_7c15;
+        let h = (u64::from(self.type_id) ^ self.offset.rotate_left(20)).wrapping_mul(FIB);
+        (h ^ self.ip).wrapping_mul(FIB)
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default)]
 struct AccessAcc {
     rw: Rw,
@@ -522,7 +539,7 @@ pub struct Analyzer<'s> {
 struct State {
     buckets: [u64; Bucket::ALL.len()],
     types: Vec<TypeAcc>,
-    accesses: FxHashMap<AccessKey, AccessAcc>,
+    accesses: Table<AccessKey, AccessAcc>,
     instances: FxHashMap<(u32, u64), Instance>,
     unknown_ips: FxHashMap<u64, Rw>,
     peak_live: u64,
@@ -825,7 +842,7 @@ impl<'s> Analyzer<'s> {
             ..SampledAccesses::default()
         };
         let types = self.resolver.types();
-        for (key, acc) in &self.state.accesses {
+        for (key, acc) in self.state.accesses.iter() {
             let Some(info) = types.get(TypeId(key.type_id)) else {
                 continue;
             };
@@ -886,6 +903,9 @@ const MAX_BATCH: usize = 256;
 /// one chain of dependent misses per record, and prefetching overlaps those of a few records.
 const PREFETCH_FAR: usize = 8;
 const PREFETCH_NEAR: usize = 4;
+/// Then, for a sample that will land in a slab object (its page and entry are in the cache by
+/// now), the aggregation's bucket of its (type, offset, instruction) and its type's counters.
+const PREFETCH_KEY: usize = 2;
 
 /// The address an event will look up in the address set.
 #[inline]
@@ -912,6 +932,21 @@ fn replay_batch(resolver: &mut Resolver<'_>, st: &mut State, batch: &mut Vec<(u6
         }
         if let Some(addr) = batch.get(i + PREFETCH_NEAR).and_then(|e| lookup_addr(&e.2)) {
             resolver.prefetch(addr, true);
+        }
+        if let Some((_, _, Event::Sample(a))) = batch.get(i + PREFETCH_KEY) {
+            if let Some(hit) = (!a.gs_relative)
+                .then(|| resolver.objects().find(a.addr))
+                .flatten()
+            {
+                st.accesses.prefetch(AccessKey {
+                    type_id: hit.type_id.0,
+                    offset: hit.offset,
+                    ip: a.ip,
+                });
+                if let Some(acc) = st.types.get(hit.type_id.0 as usize) {
+                    crate::prefetch(acc);
+                }
+            }
         }
         if let Some(&(time, cpu, ref event)) = batch.get(i) {
             replay(resolver, st, time, cpu, event);
@@ -1075,14 +1110,11 @@ fn replay_sample(resolver: &mut Resolver<'_>, st: &mut State, cpu: u32, access: 
             *n += 1;
         }
     }
-    let entry = st
-        .accesses
-        .entry(AccessKey {
-            type_id: type_id.0,
-            offset,
-            ip,
-        })
-        .or_default();
+    let entry = st.accesses.get_or_default(AccessKey {
+        type_id: type_id.0,
+        offset,
+        ip,
+    });
     entry.rw.add_access(access);
     entry.size = u32::from(access.size);
     if access.hw & HW_KNOWN != 0 {
@@ -1150,7 +1182,7 @@ fn build_report(a: &Analyzer<'_>) -> Report {
     let mut names: FxHashMap<u64, String> = FxHashMap::default();
     let mut per_type_fns: FxHashMap<u32, Vec<(String, Rw)>> = FxHashMap::default();
     let mut per_type_fields: FxHashMap<(u32, u64), (Rw, u32, u64)> = FxHashMap::default();
-    for (key, acc) in &st.accesses {
+    for (key, acc) in st.accesses.iter() {
         let name = names
             .entry(key.ip)
             .or_insert_with(|| function_name(symbols, key.ip))

@@ -20,6 +20,7 @@ pub mod samplers;
 pub mod summary;
 pub mod symbols;
 pub mod system;
+mod table;
 pub mod units;
 pub mod views;
 

@@ -18,10 +18,9 @@ use std::collections::BTreeMap;
 use super::TypeId;
 
 mod page;
-mod table;
 
+use crate::table::Table;
 use page::{Entry, PageIndex, PAGE_SIZE};
-use table::PageTable;
 
 /// Objects up to this size are indexed by page (at most 17 pages each); larger ones are found
 /// through a tree by start address.
@@ -131,7 +130,7 @@ pub enum Touch {
 #[derive(Clone, Debug, Default)]
 pub struct AddressSet {
     /// Page number to the objects up to `MAX_PAGED_BYTES` touching the page.
-    pages: PageTable,
+    pages: Table<u64, PageIndex>,
     /// Start to slot of the objects larger than `MAX_PAGED_BYTES`.
     large: BTreeMap<u64, Slot>,
     slots: Slots,
