@@ -30,7 +30,10 @@ mod hw_tests;
 #[cfg(test)]
 mod tests;
 
-use dprof_abi::{Alloc, Record, RecordHeader, RecordView, SAMPLER_KIND_SOFTWARE, SAMPLE_USER};
+use dprof_abi::{
+    Alloc, Record, RecordHeader, RecordKind, RecordView, RECORD_HEADER_SIZE, SAMPLER_KIND_SOFTWARE,
+    SAMPLE_USER,
+};
 
 use crate::decode::{AccessKind, DecodeOutcome, Decoder, MemAccess, SampleFields};
 use crate::hardware::{HwAccess, MemSource};
@@ -151,6 +154,7 @@ fn analyze_inner(
         records.next_view_with(|header, record| analyzer.push_view(header, record))
     {
         pushed?;
+        analyzer.prefetch_next(records.upcoming());
         now.records_done += 1;
         if now.records_done.is_multiple_of(PROGRESS_EVERY) {
             progress(now);
@@ -631,6 +635,30 @@ impl<'s> Analyzer<'s> {
                 self.push_sample(header, &view, hw);
             }
             RecordView::Decoded(record) => self.push(header, record),
+        }
+    }
+
+    /// Prefetches the decoder's entry for the next record, when it is an access sample
+    /// (`upcoming`: the bytes from its start, see [`crate::profile::Records::upcoming`]), so
+    /// that its miss overlaps this record's work. Unchecked bytes: only a hint.
+    #[inline]
+    pub fn prefetch_next(&self, upcoming: &[u8]) {
+        let Ok(header) = RecordHeader::decode(upcoming) else {
+            return;
+        };
+        if !matches!(
+            RecordKind::from_u16(header.kind),
+            Some(RecordKind::AccessSample | RecordKind::IbsSample)
+        ) {
+            return;
+        }
+        // The sample's payload starts with its ip.
+        if let Some(ip) = upcoming
+            .get(RECORD_HEADER_SIZE..RECORD_HEADER_SIZE + 8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_le_bytes)
+        {
+            self.decoder.prefetch(ip);
         }
     }
 

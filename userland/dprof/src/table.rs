@@ -109,6 +109,14 @@ impl<K: TableKey, V: Default> Table<K, V> {
     /// [`TableKey::VACANT`].
     #[inline]
     pub fn get_or_default(&mut self, key: K) -> &mut V {
+        let i = self.index_or_default(key);
+        &mut self.buckets[i].1
+    }
+
+    /// The bucket of `key` (see [`Table::at`]), a default value inserted if it has none; valid
+    /// until the table changes otherwise. `key` must not be [`TableKey::VACANT`].
+    #[inline]
+    pub fn index_or_default(&mut self, key: K) -> usize {
         debug_assert!(key != K::VACANT, "the vacant key inserted");
         if (self.len + 1) * 2 > self.buckets.len() {
             self.grow();
@@ -123,7 +131,19 @@ impl<K: TableKey, V: Default> Table<K, V> {
             bucket.0 = key;
             self.len += 1;
         }
-        &mut bucket.1
+        i
+    }
+
+    /// The value in bucket `i` (from [`Table::index_or_default`]).
+    #[inline]
+    pub fn at(&self, i: usize) -> Option<&V> {
+        self.buckets.get(i).map(|b| &b.1)
+    }
+
+    /// The value in bucket `i` (from [`Table::index_or_default`]).
+    #[inline]
+    pub fn at_mut(&mut self, i: usize) -> Option<&mut V> {
+        self.buckets.get_mut(i).map(|b| &mut b.1)
     }
 
     /// Removes `key` and its value.
