@@ -18,6 +18,13 @@
 //! with the number of samples: the reorder buffer is bounded (see [`reorder`]) and samples are
 //! aggregated as they leave it.
 //!
+//! On a large profile the cost is cache misses, not instructions: each record's lookups
+//! (instruction cache, page map, page entry, aggregation) miss and depend on each other. So
+//! what leaves the reorder buffer is replayed in batches (at most 256 records, all replayed
+//! before the next record is read) with prefetches a few records ahead (`replay_batch`),
+//! and the next record's instruction is prefetched while the current one is analysed
+//! ([`Analyzer::prefetch_next`]). Prefetches are hints: results do not depend on them.
+//!
 //! [`Analyzer`] is the streaming form (a live session can feed it records as they are read);
 //! [`analyze`] runs it over a [`Profile`].
 
