@@ -18,6 +18,13 @@
 //! with the number of samples: the reorder buffer is bounded (see [`reorder`]) and samples are
 //! aggregated as they leave it.
 //!
+//! On a large profile the cost is cache misses, not instructions: each record's lookups
+//! (instruction cache, page map, page entry, aggregation) miss and depend on each other. So
+//! what leaves the reorder buffer is replayed in batches (at most 256 records, all replayed
+//! before the next record is read) with prefetches a few records ahead (`replay_batch`),
+//! and the next record's instruction is prefetched while the current one is analysed
+//! ([`Analyzer::prefetch_next`]). Prefetches are hints: results do not depend on them.
+//!
 //! [`Analyzer`] is the streaming form (a live session can feed it records as they are read);
 //! [`analyze`] runs it over a [`Profile`].
 
@@ -30,7 +37,10 @@ mod hw_tests;
 #[cfg(test)]
 mod tests;
 
-use dprof_abi::{Alloc, Record, RecordHeader, RecordView, SAMPLER_KIND_SOFTWARE, SAMPLE_USER};
+use dprof_abi::{
+    Alloc, Record, RecordHeader, RecordKind, RecordView, RECORD_HEADER_SIZE, SAMPLER_KIND_SOFTWARE,
+    SAMPLE_USER,
+};
 
 use crate::decode::{AccessKind, DecodeOutcome, Decoder, MemAccess, SampleFields};
 use crate::hardware::{HwAccess, MemSource};
@@ -40,9 +50,8 @@ use crate::report::{
     HardwareSummary, Metric, OrderingStats, ProfileInfo, Report, SourceCount, TypeHardware,
     TypeKind, TypeProfile, Warning, WarningCode,
 };
-use crate::resolve::{
-    LiveObject, Resolution, Resolver, SampleContext, SymbolSource, Touch, TypeId,
-};
+use crate::resolve::{Resolution, Resolver, SampleContext, SymbolSource, Touch, TypeId};
+use crate::table::{Table, TableKey};
 use reorder::ReorderBuffer;
 use rustc_hash::FxHashMap;
 
@@ -152,6 +161,7 @@ fn analyze_inner(
         records.next_view_with(|header, record| analyzer.push_view(header, record))
     {
         pushed?;
+        analyzer.prefetch_next(records.upcoming());
         now.records_done += 1;
         if now.records_done.is_multiple_of(PROGRESS_EVERY) {
             progress(now);
@@ -407,6 +417,22 @@ struct AccessKey {
     ip: u64,
 }
 
+impl TableKey for AccessKey {
+    /// Type ids index the interned types, so `u32::MAX` is none.
+    const VACANT: Self = Self {
+        type_id: u32::MAX,
+        offset: u64::MAX,
+        ip: u64::MAX,
+    };
+
+    #[inline]
+    fn hash(self) -> u64 {
+        const FIB: u64 = 0x9e37_79b9_7f4a_7c15;
+        let h = (u64::from(self.type_id) ^ self.offset.rotate_left(20)).wrapping_mul(FIB);
+        (h ^ self.ip).wrapping_mul(FIB)
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default)]
 struct AccessAcc {
     rw: Rw,
@@ -520,6 +546,8 @@ pub struct Analyzer<'s> {
     decoder: Decoder,
     resolver: Resolver<'s>,
     reorder: ReorderBuffer<(u32, Event)>,
+    /// `(time, cpu, event)` that left the reorder buffer, to replay (see [`replay_batch`]).
+    batch: Vec<(u64, u32, Event)>,
     state: State,
     /// Family and model of the profiled CPU when it is AMD: the IBS decoder's quirks.
     amd_cpu: Option<dprof_ibs::CpuModel>,
@@ -530,7 +558,7 @@ pub struct Analyzer<'s> {
 struct State {
     buckets: [u64; Bucket::ALL.len()],
     types: Vec<TypeAcc>,
-    accesses: FxHashMap<AccessKey, AccessAcc>,
+    accesses: Table<AccessKey, AccessAcc>,
     instances: FxHashMap<(u32, u64), Instance>,
     unknown_ips: FxHashMap<u64, Rw>,
     peak_live: u64,
@@ -582,6 +610,7 @@ impl<'s> Analyzer<'s> {
                 options.reorder_window_ns,
                 options.reorder_capacity,
             ),
+            batch: Vec::new(),
             state: State::default(),
             amd_cpu: header
                 .cpu_id
@@ -627,6 +656,30 @@ impl<'s> Analyzer<'s> {
         }
     }
 
+    /// Prefetches the decoder's entry for the next record, when it is an access sample
+    /// (`upcoming`: the bytes from its start, see [`crate::profile::Records::upcoming`]), so
+    /// that its miss overlaps this record's work. Unchecked bytes: only a hint.
+    #[inline]
+    pub fn prefetch_next(&self, upcoming: &[u8]) {
+        let Ok(header) = RecordHeader::decode(upcoming) else {
+            return;
+        };
+        if !matches!(
+            RecordKind::from_u16(header.kind),
+            Some(RecordKind::AccessSample | RecordKind::IbsSample)
+        ) {
+            return;
+        }
+        // The sample's payload starts with its ip.
+        if let Some(ip) = upcoming
+            .get(RECORD_HEADER_SIZE..RECORD_HEADER_SIZE + 8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_le_bytes)
+        {
+            self.decoder.prefetch(ip);
+        }
+    }
+
     /// Counts a record's time.
     #[inline]
     fn count_record(&mut self, t: u64) {
@@ -653,15 +706,34 @@ impl<'s> Analyzer<'s> {
     /// Hands an event to the reorder buffer, replaying what leaves it.
     #[inline]
     fn reorder_push(&mut self, header: &RecordHeader, event: Event) {
-        let (resolver, state) = (&mut self.resolver, &mut self.state);
+        let (resolver, state, batch) = (&mut self.resolver, &mut self.state, &mut self.batch);
         self.reorder.push(
             header.cpu,
             header.time_ns,
             (header.cpu, event),
-            |time, &(cpu, ref event)| {
-                replay(resolver, state, time, cpu, event);
+            |time, &(cpu, event)| {
+                batch.push((time, cpu, event));
+                if batch.len() >= MAX_BATCH {
+                    replay_batch(resolver, state, batch);
+                }
             },
         );
+        // Replayed before the next record is read, as if replayed as they left.
+        if !self.batch.is_empty() {
+            replay_batch(&mut self.resolver, &mut self.state, &mut self.batch);
+        }
+    }
+
+    /// Replays everything the reorder buffer still holds.
+    fn replay_rest(&mut self) {
+        let (resolver, state, batch) = (&mut self.resolver, &mut self.state, &mut self.batch);
+        self.reorder.finish(|time, &(cpu, event)| {
+            batch.push((time, cpu, event));
+            if batch.len() >= MAX_BATCH {
+                replay_batch(resolver, state, batch);
+            }
+        });
+        replay_batch(&mut self.resolver, &mut self.state, &mut self.batch);
     }
 
     /// Feeds a record other than an access sample.
@@ -795,10 +867,7 @@ impl<'s> Analyzer<'s> {
         mut self,
     ) -> (Report, SampledAccesses, Option<crate::views::Recorded>) {
         // What the reorder buffer still holds is replayed with recording on.
-        let (resolver, state) = (&mut self.resolver, &mut self.state);
-        self.reorder.finish(|time, &(cpu, ref event)| {
-            replay(resolver, state, time, cpu, event);
-        });
+        self.replay_rest();
         let span = self.state.first_time.zip(self.state.last_time);
         let recorded = self.state.views.take().map(|mut r| {
             r.span = span;
@@ -818,17 +887,14 @@ impl<'s> Analyzer<'s> {
     /// offset), for path traces.
     #[must_use]
     pub fn finish_with_accesses(mut self) -> (Report, SampledAccesses) {
-        let (resolver, state) = (&mut self.resolver, &mut self.state);
-        self.reorder.finish(|time, &(cpu, ref event)| {
-            replay(resolver, state, time, cpu, event);
-        });
+        self.replay_rest();
         let report = build_report(&self);
         let mut sampled = SampledAccesses {
             hardware: self.state.hw_samples > 0,
             ..SampledAccesses::default()
         };
         let types = self.resolver.types();
-        for (key, acc) in &self.state.accesses {
+        for (key, acc) in self.state.accesses.iter() {
             let Some(info) = types.get(TypeId(key.type_id)) else {
                 continue;
             };
@@ -870,14 +936,75 @@ fn type_acc(types: &mut Vec<TypeAcc>, id: TypeId) -> &mut TypeAcc {
     &mut types[i.min(last)]
 }
 
-fn on_gone(types: &mut [TypeAcc], obj: &LiveObject, freed: bool) {
-    if let Some(acc) = types.get_mut(obj.type_id.0 as usize) {
+fn on_gone(types: &mut [TypeAcc], type_id: TypeId, size: u32, freed: bool) {
+    if let Some(acc) = types.get_mut(type_id.0 as usize) {
         acc.live_objects = acc.live_objects.saturating_sub(1);
-        acc.live_bytes = acc.live_bytes.saturating_sub(u64::from(obj.size));
+        acc.live_bytes = acc.live_bytes.saturating_sub(u64::from(size));
         if freed {
             acc.frees += 1;
         }
     }
+}
+
+/// Events replayed at once at most (the reorder buffer lets them go by the hundred when its
+/// watermark moves).
+const MAX_BATCH: usize = 256;
+
+/// Replay runs this many events ahead of itself with [`Resolver::prefetch`] of the page
+/// bucket, then of the page's entry: the replay's cost is cache misses on the address set,
+/// one chain of dependent misses per record, and prefetching overlaps those of a few records.
+const PREFETCH_FAR: usize = 8;
+const PREFETCH_NEAR: usize = 4;
+/// Then, for a sample that will land in a slab object (its page and entry are in the cache by
+/// now), the aggregation's bucket of its (type, offset, instruction) and its type's counters.
+const PREFETCH_KEY: usize = 2;
+
+/// The address an event will look up in the address set.
+#[inline]
+fn lookup_addr(event: &Event) -> Option<u64> {
+    match *event {
+        Event::Sample(ref a) if !a.gs_relative => Some(a.addr),
+        Event::Sample(_) => None,
+        Event::Free(ptr) => Some(ptr),
+        Event::Alloc(ref a) => Some(a.ptr),
+    }
+}
+
+/// Replays `batch` in order, prefetching ahead (a prefetch is a hint: the address set may
+/// change before its record is replayed, and then the lookup just misses), and empties it.
+fn replay_batch(resolver: &mut Resolver<'_>, st: &mut State, batch: &mut Vec<(u64, u32, Event)>) {
+    for (_, _, event) in batch.iter().take(PREFETCH_FAR) {
+        if let Some(addr) = lookup_addr(event) {
+            resolver.prefetch(addr, false);
+        }
+    }
+    for i in 0..batch.len() {
+        if let Some(addr) = batch.get(i + PREFETCH_FAR).and_then(|e| lookup_addr(&e.2)) {
+            resolver.prefetch(addr, false);
+        }
+        if let Some(addr) = batch.get(i + PREFETCH_NEAR).and_then(|e| lookup_addr(&e.2)) {
+            resolver.prefetch(addr, true);
+        }
+        if let Some((_, _, Event::Sample(a))) = batch.get(i + PREFETCH_KEY) {
+            if let Some(hit) = (!a.gs_relative)
+                .then(|| resolver.objects().find(a.addr))
+                .flatten()
+            {
+                st.accesses.prefetch(AccessKey {
+                    type_id: hit.type_id.0,
+                    offset: hit.offset,
+                    ip: a.ip,
+                });
+                if let Some(acc) = st.types.get(hit.type_id.0 as usize) {
+                    crate::prefetch(acc);
+                }
+            }
+        }
+        if let Some(&(time, cpu, ref event)) = batch.get(i) {
+            replay(resolver, st, time, cpu, event);
+        }
+    }
+    batch.clear();
 }
 
 /// One record in time order.
@@ -896,11 +1023,14 @@ fn replay(resolver: &mut Resolver<'_>, st: &mut State, time: u64, cpu: u32, even
             replay_alloc(resolver, st, time, cpu, &alloc);
         }
         Event::Free(ptr) => {
-            if let Some(obj) = resolver.free(ptr) {
+            if let Some(gone) = resolver.free_entry(ptr) {
                 st.live = st.live.saturating_sub(1);
-                on_gone(&mut st.types, &obj, true);
+                on_gone(&mut st.types, gone.type_id, gone.size, true);
                 if let Some(views) = st.views.as_deref_mut() {
-                    views.end(obj.serial, time);
+                    // The freed slot still holds the object: nothing was inserted since.
+                    if let Some(obj) = resolver.objects().get(gone.slot) {
+                        views.end(obj.serial, time);
+                    }
                 }
             }
         }
@@ -912,7 +1042,7 @@ fn replay_alloc(resolver: &mut Resolver<'_>, st: &mut State, time: u64, cpu: u32
     let (types, views) = (&mut st.types, &mut st.views);
     let mut replaced = 0u64;
     let Some((slot, type_id)) = resolver.alloc(alloc, time, cpu, |old| {
-        on_gone(types, old, false);
+        on_gone(types, old.type_id, old.size, false);
         replaced += 1;
         if let Some(views) = views.as_deref_mut() {
             views.end(old.serial, time);
@@ -1032,14 +1162,11 @@ fn replay_sample(resolver: &mut Resolver<'_>, st: &mut State, cpu: u32, access: 
             *n += 1;
         }
     }
-    let entry = st
-        .accesses
-        .entry(AccessKey {
-            type_id: type_id.0,
-            offset,
-            ip,
-        })
-        .or_default();
+    let entry = st.accesses.get_or_default(AccessKey {
+        type_id: type_id.0,
+        offset,
+        ip,
+    });
     entry.rw.add_access(access);
     entry.size = u32::from(access.size);
     if access.hw & HW_KNOWN != 0 {
@@ -1107,7 +1234,7 @@ fn build_report(a: &Analyzer<'_>) -> Report {
     let mut names: FxHashMap<u64, String> = FxHashMap::default();
     let mut per_type_fns: FxHashMap<u32, Vec<(String, Rw)>> = FxHashMap::default();
     let mut per_type_fields: FxHashMap<(u32, u64), (Rw, u32, u64)> = FxHashMap::default();
-    for (key, acc) in &st.accesses {
+    for (key, acc) in st.accesses.iter() {
         let name = names
             .entry(key.ip)
             .or_insert_with(|| function_name(symbols, key.ip))

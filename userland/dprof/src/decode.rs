@@ -21,8 +21,8 @@ use dprof_abi::{AccessSample, AccessSampleView, SAMPLE_INSN_BYTES, SAMPLE_REGS, 
 use iced_x86::{
     DecoderOptions, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register,
 };
-use rustc_hash::FxHashMap;
-use std::collections::hash_map::Entry;
+
+use crate::table::{Table, TableKey};
 
 #[cfg(test)]
 mod tests;
@@ -583,7 +583,11 @@ const MAX_CACHED: usize = 1 << 20;
 /// Decodes samples, caching decoded instructions by ip (and bytes) so that a hot instruction
 /// is decoded once.
 pub struct Decoder {
-    cache: FxHashMap<u64, CachedInsn>,
+    /// By ip; `None` only transiently. A table that can prefetch a bucket
+    /// ([`Decoder::prefetch`]): the next sample's instruction is looked up ahead of it.
+    cache: Table<u64, Option<CachedInsn>>,
+    /// The instruction at ip `u64::MAX`, the table's vacant key (hostile input only).
+    at_max_ip: Option<CachedInsn>,
     info: InstructionInfoFactory,
     stats: DecodeStats,
 }
@@ -591,7 +595,8 @@ pub struct Decoder {
 impl Default for Decoder {
     fn default() -> Self {
         Self {
-            cache: FxHashMap::default(),
+            cache: Table::default(),
+            at_max_ip: None,
             info: InstructionInfoFactory::new(),
             stats: DecodeStats::default(),
         }
@@ -647,7 +652,14 @@ impl Decoder {
     /// Distinct instructions in the cache.
     #[must_use]
     pub fn cached_instructions(&self) -> usize {
-        self.cache.len()
+        self.cache.len() + usize::from(self.at_max_ip.is_some())
+    }
+
+    /// Asks the CPU to bring in the cache entry of the instruction at `ip`, for a sample
+    /// decoded soon.
+    #[inline]
+    pub fn prefetch(&self, ip: u64) {
+        self.cache.prefetch(ip);
     }
 
     #[inline]
@@ -658,43 +670,68 @@ impl Decoder {
         if sample.insn_len() == 0 {
             return Err(NoAccess::NoBytes);
         }
-        if self.cache.len() >= MAX_CACHED {
-            return self.cached_when_full(sample);
+        let ip = sample.ip();
+        if self.cache.len() >= MAX_CACHED || ip == u64::VACANT {
+            return self.cached_apart(sample);
         }
-        // One hash probe per sample.
-        match self.cache.entry(sample.ip()) {
-            Entry::Occupied(mut e) => {
-                if !e.get().matches(sample) {
-                    *e.get_mut() = decode_one(&mut self.info, sample)?;
+        // One probe per sample.
+        let i = self.cache.index_or_default(ip);
+        let cached = self.cache.at(i).and_then(Option::as_ref);
+        if !cached.is_some_and(|c| c.matches(sample)) {
+            let new = cached.is_none();
+            match decode_one(&mut self.info, sample) {
+                Ok(insn) => {
+                    if let Some(entry) = self.cache.at_mut(i) {
+                        *entry = Some(insn);
+                    }
                     self.stats.decoded += 1;
                 }
-                Ok(e.into_mut())
-            }
-            Entry::Vacant(e) => {
-                let insn = decode_one(&mut self.info, sample)?;
-                self.stats.decoded += 1;
-                Ok(e.insert(insn))
+                Err(why) => {
+                    // An instruction that does not decode is not cached (a patched one keeps
+                    // its old entry).
+                    if new {
+                        self.cache.remove(ip);
+                    }
+                    return Err(why);
+                }
             }
         }
+        self.cache
+            .at(i)
+            .and_then(Option::as_ref)
+            .ok_or(NoAccess::Undecodable)
     }
 
-    /// [`Decoder::cached`] once the cache is full: a miss that decodes starts it over.
+    /// [`Decoder::cached`] once the cache is full (a miss that decodes starts it over), and
+    /// for the one ip the table cannot hold.
     #[cold]
-    fn cached_when_full(
+    fn cached_apart(
         &mut self,
         sample: &(impl SampleFields + ?Sized),
     ) -> Result<&CachedInsn, NoAccess> {
+        let ip = sample.ip();
+        if ip == u64::VACANT {
+            if !self.at_max_ip.as_ref().is_some_and(|c| c.matches(sample)) {
+                self.at_max_ip = Some(decode_one(&mut self.info, sample)?);
+                self.stats.decoded += 1;
+            }
+            return self.at_max_ip.as_ref().ok_or(NoAccess::Undecodable);
+        }
         let hit = self
             .cache
-            .get(&sample.ip())
+            .get(ip)
+            .and_then(Option::as_ref)
             .is_some_and(|c| c.matches(sample));
         if !hit {
             let insn = decode_one(&mut self.info, sample)?;
             self.stats.decoded += 1;
-            self.cache.clear();
-            self.cache.insert(sample.ip(), insn);
+            self.cache = Table::default();
+            *self.cache.get_or_default(ip) = Some(insn);
         }
-        self.cache.get(&sample.ip()).ok_or(NoAccess::Undecodable)
+        self.cache
+            .get(ip)
+            .and_then(Option::as_ref)
+            .ok_or(NoAccess::Undecodable)
     }
 }
 

@@ -33,7 +33,9 @@ use std::ops::Range;
 
 use dprof_abi::{Alloc, CacheInfo, ALLOC_KMALLOC};
 
-pub use address_set::{AddressSet, Hit, LiveObject, NewObject, Slot, Touch, MAX_PAGED_BYTES};
+pub use address_set::{
+    AddressSet, Hit, LiveObject, NewObject, Removed, Slot, Touch, MAX_PAGED_BYTES,
+};
 use rustc_hash::FxHashMap;
 pub use types::{
     is_generic_kmalloc, kmalloc_type_name, TypeId, TypeInfo, TypeKind, TypeTable, KMALLOC_LARGE,
@@ -423,17 +425,36 @@ impl<'s> Resolver<'s> {
 
     /// Replays a free of `ptr`, returning the object it ends.
     pub fn free(&mut self, ptr: u64) -> Option<LiveObject> {
+        let removed = self.free_entry(ptr)?;
+        self.objects.get(removed.slot).copied()
+    }
+
+    /// [`Resolver::free`] that returns what the address set's index knows of the object (see
+    /// [`AddressSet::remove_entry`]): the replay's common case.
+    #[inline]
+    pub fn free_entry(&mut self, ptr: u64) -> Option<Removed> {
         if ptr <= MAX_NULL_PTR {
             self.counts.null_frees += 1;
             return None;
         }
-        let obj = self.objects.remove(ptr);
-        if obj.is_some() {
+        let removed = self.objects.remove_entry(ptr);
+        if removed.is_some() {
             self.counts.frees += 1;
         } else {
             self.counts.unknown_frees += 1;
         }
-        obj
+        removed
+    }
+
+    /// Prefetches for a lookup of `addr` some records from now: [`AddressSet::prefetch_page`]
+    /// when `near` is false, [`AddressSet::prefetch_entry`] when true.
+    #[inline]
+    pub fn prefetch(&self, addr: u64, near: bool) {
+        if near {
+            self.objects.prefetch_entry(addr);
+        } else {
+            self.objects.prefetch_page(addr);
+        }
     }
 
     /// Learns a CPU's gs base from one of its kernel-mode samples, so that later addresses

@@ -279,6 +279,29 @@ fn trailing_bytes_belong_to_the_next_instruction() {
 }
 
 #[test]
+fn undecodable_instructions_and_the_last_ip_are_not_lost_in_the_cache() {
+    let mut d = Decoder::new();
+    // Does not decode at a new ip: nothing cached.
+    let bad = software_sample(IP + 0x40, &[0x48, 0x89], &[], GS);
+    assert_eq!(d.access(&bad), none(NoAccess::Undecodable));
+    assert_eq!(d.cached_instructions(), 0);
+    // The ip the cache's table keeps for its vacant buckets is still decoded once.
+    for i in 1..=3 {
+        let last = software_sample(
+            u64::MAX,
+            &[0x48, 0x8b, 0x47, 0x10],
+            &[(reg::RDI, 0x1000)],
+            GS,
+        );
+        assert_eq!(d.access(&last), mem(0x1010, 8, Read));
+        assert_eq!((d.stats().decoded, d.cached_instructions()), (1, 1), "{i}");
+    }
+    let other = sample(&[0x48, 0x8b, 0x07], &[(reg::RDI, 0x2000)]);
+    assert_eq!(d.access(&other), mem(0x2000, 8, Read));
+    assert_eq!((d.stats().decoded, d.cached_instructions()), (2, 2));
+}
+
+#[test]
 fn the_cache_decodes_a_hot_ip_once_and_notices_patched_code() {
     let mut d = Decoder::new();
     for i in 0..1000 {

@@ -404,6 +404,14 @@ impl Records<'_> {
 }
 
 impl Records<'_> {
+    /// The bytes of the records still to come in the current chunk (its CRC checked, each
+    /// record not yet): for read-ahead hints, such as prefetching what the next record will
+    /// need, never for results.
+    #[must_use]
+    pub fn upcoming(&self) -> &[u8] {
+        self.buf.get(self.pos..self.chunk_len).unwrap_or_default()
+    }
+
     /// [`Records::next_with`], handing access samples over in place ([`RecordView`]): a
     /// reader that needs a few fields of each sample does not copy the whole sample.
     ///

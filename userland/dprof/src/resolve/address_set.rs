@@ -15,13 +15,11 @@
 
 use std::collections::BTreeMap;
 
-use rustc_hash::FxHashMap;
-use std::collections::hash_map::Entry as MapEntry;
-
 use super::TypeId;
 
 mod page;
 
+use crate::table::Table;
 use page::{Entry, PageIndex, PAGE_SIZE};
 
 /// Objects up to this size are indexed by page (at most 17 pages each); larger ones are found
@@ -55,6 +53,21 @@ pub struct LiveObject {
 pub const NO_CPU: u32 = u32::MAX;
 /// `touched` bit: samples from more than one CPU touched the object.
 const BOUNCED: u32 = 1 << 31;
+
+/// Records in a touch state that a sample from `cpu` touched its object.
+#[inline]
+fn touch(t: &mut u32, cpu: u32) -> Touch {
+    let cpu = cpu & !BOUNCED;
+    if *t == NO_CPU {
+        *t = cpu;
+        Touch::First
+    } else if *t & BOUNCED == 0 && *t != cpu {
+        *t |= BOUNCED;
+        Touch::Bounced
+    } else {
+        Touch::Again
+    }
+}
 
 impl LiveObject {
     /// One past the last byte, saturating at the top of the address space.
@@ -90,6 +103,18 @@ pub struct Hit {
     pub offset: u64,
 }
 
+/// An object [`AddressSet::remove_entry`] removed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Removed {
+    /// Its slot (free now; [`AddressSet::get`] still gives the object until the next
+    /// insertion).
+    pub slot: Slot,
+    /// Bytes the allocator handed out.
+    pub size: u32,
+    /// Its type.
+    pub type_id: TypeId,
+}
+
 /// What a sample's touch did to an object's CPU history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Touch {
@@ -105,7 +130,7 @@ pub enum Touch {
 #[derive(Clone, Debug, Default)]
 pub struct AddressSet {
     /// Page number to the objects up to `MAX_PAGED_BYTES` touching the page.
-    pages: FxHashMap<u64, PageIndex>,
+    pages: Table<u64, PageIndex>,
     /// Start to slot of the objects larger than `MAX_PAGED_BYTES`.
     large: BTreeMap<u64, Slot>,
     slots: Slots,
@@ -118,7 +143,8 @@ pub struct AddressSet {
 #[derive(Clone, Debug, Default)]
 struct Slots {
     objects: Vec<LiveObject>,
-    /// Per slot: first CPU whose sample touched the object ([`NO_CPU`]: none), | `BOUNCED`.
+    /// Per slot: first CPU whose sample touched the object ([`NO_CPU`]: none), | `BOUNCED`;
+    /// used for objects that cross a page boundary (the others' is in their page's index).
     touched: Vec<u32>,
     free: Vec<Slot>,
 }
@@ -193,13 +219,13 @@ impl AddressSet {
         };
         if last - first < self.pages.len() as u64 {
             for page in first..=last {
-                if let Some(v) = self.pages.get(&page) {
+                if let Some(v) = self.pages.get(page) {
                     scan(page, v);
                 }
             }
         } else {
             // A range with more pages than are indexed: look at every indexed page instead.
-            for (&page, v) in &self.pages {
+            for (page, v) in self.pages.iter() {
                 if (first..=last).contains(&page) {
                     scan(page, v);
                 }
@@ -250,11 +276,12 @@ impl AddressSet {
             let (first, last) = page_span(new.base, new.size);
             for page in first..=last {
                 let rel = new.base.wrapping_sub(page << PAGE_SHIFT) as i64 as i32;
-                self.pages.entry(page).or_default().insert(Entry {
+                self.pages.get_or_default(page).insert(Entry {
                     rel,
                     size: new.size,
                     slot,
                     type_id: new.type_id,
+                    touched: NO_CPU,
                 });
             }
         } else {
@@ -274,11 +301,10 @@ impl AddressSet {
         // Within its page, so the start and the end fit.
         let rel = new.base.wrapping_sub(page << PAGE_SHIFT) as i64 as i32;
         let end = i64::from(rel) + i64::from(new.size.max(1));
-        let index = match self.pages.entry(page) {
-            MapEntry::Occupied(e) if e.get().overlaps(i64::from(rel), end) => return None,
-            MapEntry::Occupied(e) => e.into_mut(),
-            MapEntry::Vacant(e) => e.insert(PageIndex::default()),
-        };
+        let index = self.pages.get_or_default(page);
+        if index.overlaps(i64::from(rel), end) {
+            return None;
+        }
         let slot = self.slots.take(LiveObject {
             base: new.base,
             size: new.size,
@@ -294,6 +320,7 @@ impl AddressSet {
             size: new.size,
             slot,
             type_id: new.type_id,
+            touched: NO_CPU,
         });
         Some(slot)
     }
@@ -309,10 +336,10 @@ impl AddressSet {
         let (first, last) = page_span(start, size);
         for page in first..=last {
             let rel = start.wrapping_sub(page << PAGE_SHIFT) as i64 as i32;
-            if let Some(index) = self.pages.get_mut(&page) {
+            if let Some(index) = self.pages.get_mut(page) {
                 index.remove(rel);
                 if index.is_empty() {
-                    self.pages.remove(&page);
+                    self.pages.remove(page);
                 }
             }
         }
@@ -324,7 +351,7 @@ impl AddressSet {
         let rel = (base & ((1 << PAGE_SHIFT) - 1)) as i32;
         if let Some(e) = self
             .pages
-            .get(&page)
+            .get(page)
             .and_then(|index| index.starting_at(rel))
         {
             return Some(e.slot);
@@ -335,33 +362,50 @@ impl AddressSet {
     /// Removes the object that starts exactly at `base` (a free), returning it; `None` when no
     /// live object starts there (allocated before collection, or its alloc was lost).
     pub fn remove(&mut self, base: u64) -> Option<LiveObject> {
+        let removed = self.remove_entry(base)?;
+        self.slots.objects.get(removed.slot as usize).copied()
+    }
+
+    /// [`AddressSet::remove`] answering from the page index alone: the slot, size and type
+    /// without loading the object itself (a cache miss per free that the replay of a free
+    /// does not need). The slot keeps the object until the next insertion reuses it.
+    #[inline]
+    pub fn remove_entry(&mut self, base: u64) -> Option<Removed> {
         // The first page's index is found once, to look the object up and to unindex it.
         let page = base >> PAGE_SHIFT;
-        if let MapEntry::Occupied(mut e) = self.pages.entry(page) {
+        if let Some(index) = self.pages.get_mut(page) {
             let rel = (base & ((1 << PAGE_SHIFT) - 1)) as i32;
-            if let Some(found) = e.get_mut().remove(rel) {
-                if e.get().is_empty() {
-                    e.remove();
+            if let Some(found) = index.remove(rel) {
+                if index.is_empty() {
+                    self.pages.remove(page);
                 }
                 let (_, last) = page_span(base, found.size);
                 for page in page + 1..=last {
                     let rel = base.wrapping_sub(page << PAGE_SHIFT) as i64 as i32;
-                    if let Some(index) = self.pages.get_mut(&page) {
+                    if let Some(index) = self.pages.get_mut(page) {
                         index.remove(rel);
                         if index.is_empty() {
-                            self.pages.remove(&page);
+                            self.pages.remove(page);
                         }
                     }
                 }
                 self.slots.free.push(found.slot);
                 self.live = self.live.saturating_sub(1);
-                return self.slots.objects.get(found.slot as usize).copied();
+                return Some(Removed {
+                    slot: found.slot,
+                    size: found.size,
+                    type_id: found.type_id,
+                });
             }
         }
         let slot = self.slot_at(base)?;
         let obj = self.slots.objects.get(slot as usize).copied()?;
         self.unindex(base, slot, obj.size);
-        Some(obj)
+        Some(Removed {
+            slot,
+            size: obj.size,
+            type_id: obj.type_id,
+        })
     }
 
     /// The live object containing `addr`: its slot, type and the offset of `addr` in it.
@@ -369,7 +413,7 @@ impl AddressSet {
     #[inline]
     pub fn find(&self, addr: u64) -> Option<Hit> {
         let page = addr >> PAGE_SHIFT;
-        if let Some(index) = self.pages.get(&page) {
+        if let Some(index) = self.pages.get(page) {
             let rel = (addr & (PAGE_SIZE as u64 - 1)) as i32;
             if let Some(e) = index.find(rel) {
                 return Some(Hit {
@@ -379,6 +423,11 @@ impl AddressSet {
                 });
             }
         }
+        self.find_large(addr)
+    }
+
+    /// The object larger than [`MAX_PAGED_BYTES`] containing `addr`.
+    fn find_large(&self, addr: u64) -> Option<Hit> {
         if self.large.is_empty() {
             return None;
         }
@@ -396,25 +445,44 @@ impl AddressSet {
     /// from `cpu` touched it.
     #[inline]
     pub fn find_touch(&mut self, addr: u64, cpu: u32) -> Option<(Hit, Touch)> {
-        let hit = self.find(addr)?;
-        Some((hit, self.touch(hit.slot, cpu)))
+        let page = addr >> PAGE_SHIFT;
+        if let Some(index) = self.pages.get_mut(page) {
+            let rel = (addr & (PAGE_SIZE as u64 - 1)) as i32;
+            if let Some((e, here)) = index.find_mut(rel) {
+                let hit = Hit {
+                    slot: e.slot,
+                    type_id: e.type_id,
+                    offset: (i64::from(rel) - i64::from(e.rel)) as u64,
+                };
+                // An object within one page keeps its state in that page's entry (no miss on
+                // the per-slot array); one across pages keeps one state by slot, whichever
+                // page a sample lands in.
+                let touched = if e.within_page() {
+                    Some(here)
+                } else {
+                    self.slots.touched.get_mut(e.slot as usize)
+                };
+                return Some((hit, touched.map_or(Touch::Again, |t| touch(t, cpu))));
+            }
+        }
+        let hit = self.find_large(addr)?;
+        let touched = self.slots.touched.get_mut(hit.slot as usize);
+        Some((hit, touched.map_or(Touch::Again, |t| touch(t, cpu))))
     }
 
-    /// Records that a sample from `cpu` touched the object in `slot`.
+    /// First of two prefetches for a lookup of `addr` a few records from now: its page's
+    /// bucket in the page map.
     #[inline]
-    pub fn touch(&mut self, slot: Slot, cpu: u32) -> Touch {
-        let Some(t) = self.slots.touched.get_mut(slot as usize) else {
-            return Touch::Again;
-        };
-        let cpu = cpu & !BOUNCED;
-        if *t == NO_CPU {
-            *t = cpu;
-            Touch::First
-        } else if *t & BOUNCED == 0 && *t != cpu {
-            *t |= BOUNCED;
-            Touch::Bounced
-        } else {
-            Touch::Again
+    pub fn prefetch_page(&self, addr: u64) {
+        self.pages.prefetch(addr >> PAGE_SHIFT);
+    }
+
+    /// Second of two prefetches for a lookup of `addr` (after [`AddressSet::prefetch_page`]
+    /// had time to bring the bucket in): the page index's entry for it.
+    #[inline]
+    pub fn prefetch_entry(&self, addr: u64) {
+        if let Some(index) = self.pages.get(addr >> PAGE_SHIFT) {
+            index.prefetch((addr & (PAGE_SIZE as u64 - 1)) as i32);
         }
     }
 
@@ -422,8 +490,8 @@ impl AddressSet {
     #[cfg(test)]
     pub(crate) fn positional_pages(&self) -> usize {
         self.pages
-            .values()
-            .filter(|p| matches!(p, PageIndex::Strided { .. }))
+            .iter()
+            .filter(|(_, p)| matches!(p, PageIndex::Strided { .. }))
             .count()
     }
 

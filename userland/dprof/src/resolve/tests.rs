@@ -171,8 +171,10 @@ fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
     }
 }
 
-/// Checks the address set against a naive model (a list of (start, size)) over `steps` random
-/// operations: inserts of what `object` picks, frees and lookups near what `object` picks.
+/// Checks the address set against a naive model (a list of (start, size, first CPU touching
+/// it, bounced)) over `steps` random operations: inserts of what `object` picks, frees, and
+/// lookups near what `object` picks from a random CPU, with their touch states (kept in page
+/// indexes for objects within a page, by slot for others, across the page forms' changes).
 /// Returns the most pages indexed by position at once.
 fn check_against_model(
     steps: usize,
@@ -180,7 +182,7 @@ fn check_against_model(
     mut object: impl FnMut(&mut dyn FnMut() -> u64) -> (u64, u32),
 ) -> usize {
     let mut set = AddressSet::new();
-    let mut model: Vec<(u64, u32)> = Vec::new();
+    let mut model: Vec<(u64, u32, Option<u32>, bool)> = Vec::new();
     let mut positional = 0;
     for _ in 0..steps {
         let (base, size) = object(&mut next);
@@ -189,11 +191,11 @@ fn check_against_model(
                 let end = base + u64::from(size.max(1));
                 let mut expected: Vec<u64> = model
                     .iter()
-                    .filter(|&&(s, z)| s < end && s + u64::from(z.max(1)) > base)
-                    .map(|&(s, _)| s)
+                    .filter(|&&(s, z, ..)| s < end && s + u64::from(z.max(1)) > base)
+                    .map(|&(s, ..)| s)
                     .collect();
-                model.retain(|&(s, z)| !(s < end && s + u64::from(z.max(1)) > base));
-                model.push((base, size));
+                model.retain(|&(s, z, ..)| !(s < end && s + u64::from(z.max(1)) > base));
+                model.push((base, size, None, false));
                 let mut got = Vec::new();
                 set.insert(
                     NewObject {
@@ -210,21 +212,40 @@ fn check_against_model(
                 assert_eq!(got, expected);
             }
             1 => {
-                let known = model.iter().position(|&(s, _)| s == base);
-                assert_eq!(set.remove(base).is_some(), known.is_some());
+                let known = model.iter().position(|&(s, ..)| s == base);
+                assert_eq!(
+                    set.remove_entry(base).map(|r| r.size),
+                    known.map(|i| model[i].1)
+                );
                 if let Some(i) = known {
                     model.swap_remove(i);
                 }
             }
             _ => {
                 let addr = base + next() % 4096;
+                let cpu = (next() % 3) as u32;
                 let expected = model
-                    .iter()
-                    .find(|&&(s, z)| addr >= s && addr - s < u64::from(z))
-                    .map(|&(s, _)| (s, addr - s));
-                let got = set.find(addr).map(|h| {
+                    .iter_mut()
+                    .find(|(s, z, ..)| addr >= *s && addr - *s < u64::from(*z))
+                    .map(|(s, _, first, bounced)| {
+                        let touch = match *first {
+                            None => {
+                                *first = Some(cpu);
+                                Touch::First
+                            }
+                            Some(c) if c != cpu && !*bounced => {
+                                *bounced = true;
+                                Touch::Bounced
+                            }
+                            Some(_) => Touch::Again,
+                        };
+                        (*s, addr - *s, touch)
+                    });
+                let found = set.find(addr).map(|h| h.slot);
+                let got = set.find_touch(addr, cpu).map(|(h, touch)| {
+                    assert_eq!(Some(h.slot), found, "find and find_touch agree");
                     let obj = set.get(h.slot).expect("a hit's slot is live");
-                    (obj.base, h.offset)
+                    (obj.base, h.offset, touch)
                 });
                 assert_eq!(got, expected, "{addr:#x}");
             }

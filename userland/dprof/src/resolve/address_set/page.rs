@@ -8,7 +8,7 @@
 //! sorted list. A page switches to positions when it holds [`STRIDED_MIN`] uniform objects
 //! and back to a list below [`STRIDED_KEEP`], so a nearly empty page costs little memory.
 
-use super::{Slot, TypeId};
+use super::{Slot, TypeId, NO_CPU};
 
 /// Bytes in a page.
 pub(super) const PAGE_SIZE: i64 = 1 << super::PAGE_SHIFT;
@@ -22,13 +22,39 @@ pub(super) struct Entry {
     pub size: u32,
     pub slot: Slot,
     pub type_id: TypeId,
+    /// The object's touch state (see [`super::AddressSet::find_touch`]) when it lies within
+    /// this page; [`NO_CPU`] and unused for an object that crosses a page boundary, whose
+    /// one state is kept by slot.
+    pub touched: u32,
 }
 
 impl Entry {
     fn end(&self) -> i64 {
         i64::from(self.rel) + i64::from(self.size.max(1))
     }
+
+    /// Whether the object lies within this page, so that its touch state is kept here.
+    #[inline]
+    pub fn within_page(&self) -> bool {
+        self.rel >= 0 && self.end() <= PAGE_SIZE
+    }
 }
+
+/// One position of a page indexed by position. The touch state sits beside the slot: a
+/// sample's lookup then updates it without a miss on a separate per-slot array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Position {
+    slot: Slot,
+    type_id: TypeId,
+    touched: u32,
+}
+
+/// An empty position.
+const VACANT: Position = Position {
+    slot: EMPTY,
+    type_id: TypeId(0),
+    touched: NO_CPU,
+};
 
 /// A page with this many objects of one size and phase is indexed by position.
 const STRIDED_MIN: usize = 8;
@@ -43,13 +69,13 @@ pub(super) enum PageIndex {
     /// Sorted by start; objects never overlap, so by end too.
     Sorted(Vec<Entry>),
     /// Objects of `size` bytes at starts `first + k * size`: position `k` holds the object's
-    /// slot and type, or [`EMPTY`].
+    /// slot, type and touch state, or an [`EMPTY`] slot.
     Strided {
         size: u32,
         /// Start of position 0: in `(-size, 0]`.
         first: i32,
         live: u32,
-        positions: Box<[(Slot, TypeId)]>,
+        positions: Box<[Position]>,
     },
 }
 
@@ -84,13 +110,37 @@ impl PageIndex {
                 ..
             } => {
                 let k = (i64::from(rel) - i64::from(*first)) / i64::from(*size);
-                let &(slot, type_id) = positions.get(usize::try_from(k).ok()?)?;
-                (slot != EMPTY).then(|| Entry {
-                    rel: position_start(*first, *size, k),
-                    size: *size,
-                    slot,
-                    type_id,
-                })
+                let p = *positions.get(usize::try_from(k).ok()?)?;
+                (p.slot != EMPTY).then(|| p.entry(*first, *size, k))
+            }
+        }
+    }
+
+    /// [`PageIndex::find`], with the place of the object's touch state in this page.
+    #[inline]
+    pub fn find_mut(&mut self, rel: i32) -> Option<(Entry, &mut u32)> {
+        match self {
+            Self::Sorted(v) => {
+                let at = v.partition_point(|e| e.rel <= rel);
+                let e = v.get_mut(at.checked_sub(1)?)?;
+                if i64::from(rel) < i64::from(e.rel) + i64::from(e.size) {
+                    Some((*e, &mut e.touched))
+                } else {
+                    None
+                }
+            }
+            Self::Strided {
+                size,
+                first,
+                positions,
+                ..
+            } => {
+                let k = (i64::from(rel) - i64::from(*first)) / i64::from(*size);
+                let p = positions.get_mut(usize::try_from(k).ok()?)?;
+                if p.slot == EMPTY {
+                    return None;
+                }
+                Some((p.entry(*first, *size, k), &mut p.touched))
             }
         }
     }
@@ -105,6 +155,30 @@ impl PageIndex {
             Self::Strided { size, first, .. } => {
                 let k = exact_position(*first, *size, rel)?;
                 self.find(position_start(*first, *size, k))
+            }
+        }
+    }
+
+    /// Asks the CPU to bring in where [`PageIndex::find`] of `rel` will look.
+    #[inline]
+    pub fn prefetch(&self, rel: i32) {
+        match self {
+            // The binary search's first probe; small lists are a line or two.
+            Self::Sorted(v) => {
+                if let Some(e) = v.get(v.len() / 2) {
+                    crate::prefetch(e);
+                }
+            }
+            Self::Strided {
+                size,
+                first,
+                positions,
+                ..
+            } => {
+                let k = (i64::from(rel) - i64::from(*first)) / i64::from(*size);
+                if let Some(p) = usize::try_from(k).ok().and_then(|k| positions.get(k)) {
+                    crate::prefetch(p);
+                }
             }
         }
     }
@@ -124,11 +198,15 @@ impl PageIndex {
                 .and_then(|k| usize::try_from(k).ok())
                 .filter(|&k| k < positions.len());
             if let Some(place) = k.and_then(|k| positions.get_mut(k)) {
-                debug_assert_eq!(place.0, EMPTY, "inserting over a live object");
-                if place.0 == EMPTY {
+                debug_assert_eq!(place.slot, EMPTY, "inserting over a live object");
+                if place.slot == EMPTY {
                     *live += 1;
                 }
-                *place = (new.slot, new.type_id);
+                *place = Position {
+                    slot: new.slot,
+                    type_id: new.type_id,
+                    touched: new.touched,
+                };
                 return;
             }
             // Another size or phase: this page is no longer uniform.
@@ -161,16 +239,11 @@ impl PageIndex {
             } => {
                 let k = exact_position(*first, *size, rel)?;
                 let place = positions.get_mut(usize::try_from(k).ok()?)?;
-                if place.0 == EMPTY {
+                if place.slot == EMPTY {
                     return None;
                 }
-                let removed = Entry {
-                    rel,
-                    size: *size,
-                    slot: place.0,
-                    type_id: place.1,
-                };
-                place.0 = EMPTY;
+                let removed = place.entry(*first, *size, k);
+                *place = VACANT;
                 *live -= 1;
                 if *live < STRIDED_KEEP {
                     *self = Self::Sorted(self.entries());
@@ -207,18 +280,11 @@ impl PageIndex {
                 let k_lo = (lo - first64).max(0) / size64;
                 let k_hi = ((hi - first64).max(0) + size64 - 1) / size64;
                 for k in k_lo..k_hi.min(positions.len() as i64) {
-                    let Some(&(slot, type_id)) =
-                        usize::try_from(k).ok().and_then(|k| positions.get(k))
-                    else {
+                    let Some(p) = usize::try_from(k).ok().and_then(|k| positions.get(k)) else {
                         continue;
                     };
-                    let e = Entry {
-                        rel: position_start(*first, *size, k),
-                        size: *size,
-                        slot,
-                        type_id,
-                    };
-                    if slot != EMPTY && i64::from(e.rel) < hi && e.end() > lo {
+                    let e = p.entry(*first, *size, k);
+                    if p.slot != EMPTY && i64::from(e.rel) < hi && e.end() > lo {
                         f(e);
                     }
                 }
@@ -261,10 +327,14 @@ impl PageIndex {
             return None;
         }
         let count = (PAGE_SIZE - first + i64::from(size) - 1) / i64::from(size);
-        let mut positions = vec![(EMPTY, TypeId(0)); usize::try_from(count).ok()?];
+        let mut positions = vec![VACANT; usize::try_from(count).ok()?];
         for e in v {
             let k = usize::try_from((i64::from(e.rel) - first) / i64::from(size)).ok()?;
-            *positions.get_mut(k)? = (e.slot, e.type_id);
+            *positions.get_mut(k)? = Position {
+                slot: e.slot,
+                type_id: e.type_id,
+                touched: e.touched,
+            };
         }
         Some(Self::Strided {
             size,
@@ -272,6 +342,20 @@ impl PageIndex {
             live: u32::try_from(v.len()).ok()?,
             positions: positions.into_boxed_slice(),
         })
+    }
+}
+
+impl Position {
+    /// The entry of position `k` of a page indexed by position with these `first` and `size`.
+    #[inline]
+    fn entry(self, first: i32, size: u32, k: i64) -> Entry {
+        Entry {
+            rel: position_start(first, size, k),
+            size,
+            slot: self.slot,
+            type_id: self.type_id,
+            touched: self.touched,
+        }
     }
 }
 
