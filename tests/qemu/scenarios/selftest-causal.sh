@@ -49,7 +49,8 @@ while [ \$i -lt 20 ]; do "$DPROF" progress tick; i=\$((i + 1)); done
 COUNTS
 "$DPROF" causal -o /tmp/counts.dprof --types dprof_selftest_causal_x --plan-time 2s \
   --progress kprobe:dprof_selftest_causal_round --progress user:tick --experiment 200ms \
-  --period 100us --seed 2 -- sh /tmp/counts.sh
+  --period 100us --seed 2 -- sh /tmp/counts.sh 2> /tmp/counts.err || { cat /tmp/counts.err; exit 1; }
+cat /tmp/counts.err
 echo "$(cat /tmp/counts.r0) $(cat /tmp/counts.r1) $(cat /tmp/counts.t0) 50" > "$OUT/counts.rounds"
 cp /tmp/counts.dprof "$OUT/"; rm /tmp/counts.dprof
 
@@ -59,7 +60,9 @@ t0=$(uptime_ns); r0=$(cat "$st/causal_rounds")
 "$DPROF" causal -o /tmp/causal.dprof --types dprof_selftest_causal_x,dprof_selftest_causal_y \
   --progress kprobe:dprof_selftest_causal_round --plan-time 3s --experiment 200ms \
   --period 100us --seed 1 -- \
-  sh -c "i=0; while [ \$i -lt 8 ]; do echo 'causal 30000' > $run; i=\$((i + 1)); done"
+  sh -c "i=0; while [ \$i -lt 8 ]; do echo 'causal 30000' > $run; i=\$((i + 1)); done" \
+  2> /tmp/causal.err || { cat /tmp/causal.err; exit 1; }
+cat /tmp/causal.err
 t1=$(uptime_ns); r1=$(cat "$st/causal_rounds")
 echo "$((r1 - r0)) $((t1 - t0))" > "$OUT/causal.rounds"
 dmesg | grep "dprof_selftest: causal:" | tail -n 1 | tee "$OUT/causal.summary"
@@ -68,7 +71,9 @@ cp /tmp/causal.dprof "$OUT/"; rm /tmp/causal.dprof
 # Zero visits: a user point nobody signals. Every experiment is kept in the file, and the
 # analysis must discard each with its reason.
 "$DPROF" causal -o /tmp/novisits.dprof --types dprof_selftest_causal_x --plan-time 1s \
-  --progress user:never --experiment 100ms --period 100us -- sh -c "echo 'causal 4000' > $run"
+  --progress user:never --experiment 100ms --period 100us -- sh -c "echo 'causal 4000' > $run" \
+  2> /tmp/novisits.err || { cat /tmp/novisits.err; exit 1; }
+cat /tmp/novisits.err
 cp /tmp/novisits.dprof "$OUT/"; rm /tmp/novisits.dprof
 
 # Bad input: each refused in one clear line, and no profile left behind.

@@ -88,8 +88,9 @@ use crate::units::format_bytes;
 /// --view causal ranks the types of a causal session (dprof causal) by their effect on each
 /// progress point: every experiment virtually sped up one type's accesses by 0 to 100%; the
 /// program speedup (throughput: visits per second of effective time, wall time minus the
-/// delay inserted; latency: Little's law from a begin and an end point) against the type's
-/// 0% experiments is fitted against the virtual speedup by least squares. The table gives
+/// delay inserted; latency: Little's law from a begin and an end point) of each sped-up
+/// experiment against the 0% experiment of its type nearest in time (dprof causal runs them
+/// in pairs) is fitted against the virtual speedup by least squares, with an intercept. The table gives
 /// per type the slope with its 95% interval, the flags "hurts" (the interval is below 0:
 /// speeding the type up slows the program, a sign of contention) and "within noise" (it
 /// contains 0), the experiments used, the distinct speedups, the baseline and the type's rank

@@ -36,9 +36,13 @@
 //!   effective durations (latency: departures): a mean weighted by effective duration, so a
 //!   short experiment counts less than a long one.
 //! - **Slope**: least squares of program speedup against virtual speedup (both fractions)
-//!   over the type's experiments, each experiment one point, the 0% ones included (each
-//!   against the pooled baseline, so that their scatter around 0 is part of the noise the
-//!   interval sees). Experiments are kept as points rather than averaged per speedup so that
+//!   over the type's sped-up experiments, each one point against its own baseline: the 0%
+//!   experiment of its type nearest to it in time. The machine's speed drifts over a run by
+//!   more than a type's effect (measured under QEMU: adjacent 0% experiments correlate at
+//!   0.7), so `dprof causal` runs every sped-up experiment next to a 0% one of its type, and
+//!   that pair shares its conditions. The fitted line has an intercept, which takes any cost
+//!   of inserting delays at all (measured under QEMU: a few percent either way), so that only
+//!   the dose-response makes the slope. Experiments are kept as points rather than averaged per speedup so that
 //!   the residuals measure the scatter between experiments; [`TypeSlope::speedups`] holds
 //!   the per-speedup pooled points for plots and Coz's format. The 95% confidence interval is
 //!   `slope +- t(0.975, n - 2) x standard error`, with Student's t computed here
@@ -458,7 +462,7 @@ pub struct ExperimentPoint {
     pub speedup_percent: u32,
     /// Its measure ([`Target::unit`]).
     pub value: f64,
-    /// Against the type's pooled baseline.
+    /// Against the type's nearest other 0% experiment.
     pub program_speedup: f64,
 }
 
@@ -980,17 +984,57 @@ fn type_slope(
             program_speedup: program_speedup(target, ratio.value(), baseline),
         })
         .collect();
+    // Each experiment against the 0% experiments of its type nearest in time.
+    let baselines: Vec<(u32, Ratio)> = used
+        .iter()
+        .filter(|(e, _)| e.speedup_percent == 0)
+        .map(|(e, ratio)| (e.experiment, *ratio))
+        .collect();
     slope.experiment_points = used
         .iter()
-        .map(|(e, ratio)| ExperimentPoint {
-            experiment: e.experiment,
-            speedup_percent: e.speedup_percent,
-            value: ratio.value(),
-            program_speedup: program_speedup(target, ratio.value(), baseline),
+        .map(|(e, ratio)| {
+            let local = local_baseline(&baselines, e.experiment).map_or(baseline, Ratio::value);
+            ExperimentPoint {
+                experiment: e.experiment,
+                speedup_percent: e.speedup_percent,
+                value: ratio.value(),
+                program_speedup: program_speedup(target, ratio.value(), local),
+            }
         })
         .collect();
-    slope.fit = fit(&slope.experiment_points, distinct_speedups);
+    // The line goes through the sped-up experiments only: each against its own baseline,
+    // they are independent points, and a constant cost of inserting delays at all (any
+    // speedup against none) goes to the intercept instead of the slope. The 0% points stay
+    // in `experiment_points` for plots.
+    let sped_up: Vec<ExperimentPoint> = slope
+        .experiment_points
+        .iter()
+        .filter(|p| p.speedup_percent > 0)
+        .copied()
+        .collect();
+    slope.fit = fit(&sped_up, distinct_speedups);
     slope
+}
+
+/// 0% experiments pooled into one experiment's local baseline: its pair's.
+const LOCAL_BASELINE_EXPERIMENTS: usize = 1;
+
+/// The pooled measure of the [`LOCAL_BASELINE_EXPERIMENTS`] 0% experiments (of one type)
+/// nearest to experiment `number` by experiment number, leaving `number` itself out; `None`
+/// when there is no other.
+///
+/// The machine's speed drifts over a run (other load, frequency, a host's other guests) far
+/// more than a type's effect on it; a baseline pooled over the whole run would add that
+/// drift to every experiment's program speedup. `dprof causal` runs each sped-up experiment
+/// next to a 0% one of the same type, so the nearest baselines share its conditions.
+fn local_baseline(baselines: &[(u32, Ratio)], number: u32) -> Option<Ratio> {
+    let mut others: Vec<&(u32, Ratio)> = baselines.iter().filter(|(n, _)| *n != number).collect();
+    others.sort_by_key(|(n, _)| (n.abs_diff(number), *n));
+    others
+        .iter()
+        .take(LOCAL_BASELINE_EXPERIMENTS)
+        .map(|(_, ratio)| *ratio)
+        .reduce(Ratio::add)
 }
 
 /// The slope of `points` with its interval, or why there is none.

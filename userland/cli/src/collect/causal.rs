@@ -7,9 +7,10 @@
 //!    the type's instructions": an instruction goes to the type that most of its resolved
 //!    samples touched, when that type has at least half of them (an instruction shared by
 //!    many types, such as `memcpy`, belongs to none of them and is never sped up).
-//! 2. Experiments until the command exits or `--duration` ends: each picks one of the chosen
-//!    types at random and a virtual speedup (0% half of the time, else 5% to 100% in 5%
-//!    steps), runs for the experiment length, and the module writes its wall time, inserted
+//! 2. Experiments until the command exits or `--duration` ends, in pairs: one of the chosen
+//!    types at random and a virtual speedup of 5% to 100% in 5% steps, next to a 0%
+//!    experiment of the same type (so half are 0%, as in Coz), each running for the
+//!    experiment length, and the module writes its wall time, inserted
 //!    delay and progress visits. An experiment with fewer than `--min-visits` visits of a
 //!    progress point doubles the length of the following ones (Coz's rule).
 //!
@@ -852,6 +853,7 @@ fn experiments(
     });
     let mut rng = fastrand::Rng::with_seed(seed);
     let mut length = args.experiment;
+    let mut next: Option<(usize, u32)> = None;
     let mut tally = Tally::default();
     let mut last_progress = Instant::now();
     dev.start()?;
@@ -866,9 +868,23 @@ fn experiments(
                 std::thread::sleep(IDLE_SLEEP.min(args.cooloff));
             }
         }
-        let type_index = rng.usize(..types.len());
-        // Coz: no speedup half of the time, so that every type has its baseline.
-        let speedup_percent = if rng.bool() { 0 } else { 5 * rng.u32(1..=20) };
+        // Pairs: a type and a speedup of 5% to 100% at random, run next to a 0% experiment of
+        // the same type in random order. Half of the experiments are 0% (Coz), and each
+        // sped-up one has a baseline taken under the same conditions: the machine's speed
+        // drifts far more over a run than a type's effect.
+        let (type_index, speedup_percent) = if let Some(planned) = next.take() {
+            planned
+        } else {
+            let type_index = rng.usize(..types.len());
+            let speedup = 5 * rng.u32(1..=20);
+            let (first, second) = if rng.bool() {
+                (0, speedup)
+            } else {
+                (speedup, 0)
+            };
+            next = Some((type_index, second));
+            (type_index, first)
+        };
         let control = ExperimentControl {
             experiment: tally.done + tally.lost_ends,
             type_index: type_index as u32,

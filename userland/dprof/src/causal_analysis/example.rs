@@ -270,7 +270,7 @@ pub const SPEEDUPS: [u32; 10] = [0, 25, 0, 50, 0, 75, 0, 100, 0, 10];
 /// [`profile`]'s experiments.
 #[must_use]
 pub fn example_planned() -> Vec<Planned> {
-    let mut noise = Noise::new(7);
+    let mut noise = Noise::new(11);
     let mut planned = Vec::new();
     for (type_index, effect) in EFFECTS.iter().enumerate() {
         planned.extend(linear_experiments(

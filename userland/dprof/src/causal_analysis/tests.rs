@@ -11,10 +11,11 @@ fn one_point(types: &[(&str, u64)]) -> CausalCollectConfig {
     example::config(types, &["kprobe:tcp_sendmsg"], None)
 }
 
-/// Speedups 0 to 100% in 5% steps, each once, and as many 0% runs again (Coz's mix).
+/// Speedups 5 to 100% in 5% steps, each once after a 0% run, and a last 0% run: as
+/// `dprof causal` pairs them (half at 0%, as Coz does).
 fn coz_mix() -> Vec<u32> {
-    let mut speedups: Vec<u32> = (0..=20).map(|i| i * 5).collect();
-    speedups.extend(std::iter::repeat_n(0, 20));
+    let mut speedups: Vec<u32> = (1..=20).flat_map(|i| [0, i * 5]).collect();
+    speedups.push(0);
     speedups
 }
 
@@ -42,10 +43,11 @@ fn a_linear_effect_is_recovered_within_its_interval() {
     assert!(s.low <= 0.5 && 0.5 <= s.high, "{s:?}");
     assert!((s.slope - 0.5).abs() < 0.05, "{s:?}");
     assert!(!s.within_noise && !s.hurts, "{s:?}");
-    assert_eq!(s.points, 41);
+    // The line goes through the 20 sped-up experiments, each against its pair's 0% one.
+    assert_eq!(s.points, 20);
     assert_eq!(s.distinct_speedups, 21);
-    // t at 39 degrees of freedom.
-    assert!((s.t_critical - 2.0227).abs() < 1e-3, "{s:?}");
+    // t at 18 degrees of freedom.
+    assert!((s.t_critical - 2.1009).abs() < 1e-3, "{s:?}");
     let t = &report.analyses[0].types[0];
     assert_eq!(
         (t.rank, t.experiments, t.baseline_experiments),
@@ -502,7 +504,7 @@ fn records_pair_by_experiment_number_not_by_order() {
     let mut records = example::records(&linear_experiments(
         1,
         0,
-        &[0, 50, 100],
+        &[0, 50, 0, 100, 0, 25],
         0.5,
         0.0,
         &mut Noise::new(9),
