@@ -144,6 +144,20 @@ fn get_u64(buf: &[u8], off: usize) -> u64 {
     u64::from_le_bytes(b)
 }
 
+/// A NUL-padded name up to its first NUL (all of it when it has none).
+fn until_nul(name: &[u8]) -> &[u8] {
+    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    &name[..end]
+}
+
+/// `name` NUL-padded to `N` bytes, cut to `N - 1` so that at least one NUL ends it.
+fn nul_padded<const N: usize>(name: &[u8]) -> [u8; N] {
+    let mut out = [0u8; N];
+    let kept = name.len().min(N - 1);
+    out[..kept].copy_from_slice(&name[..kept]);
+    out
+}
+
 fn check_len(buf: &[u8], needed: usize) -> Result<(), AbiError> {
     if buf.len() < needed {
         Err(AbiError::Truncated {
@@ -449,9 +463,7 @@ impl CacheInfo {
     /// A cache info with `name` copied in (cut to [`CACHE_NAME_BYTES`] - 1 bytes).
     #[must_use]
     pub fn with_name(mut self, name: &[u8]) -> Self {
-        let kept = name.len().min(CACHE_NAME_BYTES - 1);
-        self.name = [0; CACHE_NAME_BYTES];
-        self.name[..kept].copy_from_slice(&name[..kept]);
+        self.name = nul_padded(name);
         self.name_len = u16::try_from(name.len()).unwrap_or(u16::MAX);
         self
     }
@@ -459,12 +471,7 @@ impl CacheInfo {
     /// The stored name bytes, up to the first NUL.
     #[must_use]
     pub fn name_bytes(&self) -> &[u8] {
-        let end = self
-            .name
-            .iter()
-            .position(|&b| b == 0)
-            .unwrap_or(CACHE_NAME_BYTES);
-        &self.name[..end]
+        until_nul(&self.name)
     }
 
     /// Encodes the payload.
@@ -1773,20 +1780,13 @@ impl HistoryTarget {
     /// The name without its NUL padding.
     #[must_use]
     pub fn name_bytes(&self) -> &[u8] {
-        let len = self
-            .cache_name
-            .iter()
-            .position(|&b| b == 0)
-            .unwrap_or(CACHE_NAME_BYTES);
-        &self.cache_name[..len]
+        until_nul(&self.cache_name)
     }
 
     /// This target with `name` as its cache name (cut to [`CACHE_NAME_BYTES`] - 1 bytes).
     #[must_use]
     pub fn with_name(mut self, name: &[u8]) -> Self {
-        self.cache_name = [0; CACHE_NAME_BYTES];
-        let len = name.len().min(CACHE_NAME_BYTES - 1);
-        self.cache_name[..len].copy_from_slice(&name[..len]);
+        self.cache_name = nul_padded(name);
         self
     }
 
@@ -1957,24 +1957,16 @@ impl ProgressPoint {
     /// A point of `kind` named `name` (cut to fit, keeping a NUL).
     #[must_use]
     pub fn new(kind: u32, name: &[u8]) -> Self {
-        let mut point = Self {
+        Self {
             kind,
-            ..Self::default()
-        };
-        let len = name.len().min(PROGRESS_NAME_BYTES - 1);
-        point.name[..len].copy_from_slice(&name[..len]);
-        point
+            name: nul_padded(name),
+        }
     }
 
     /// The name without its NUL padding.
     #[must_use]
     pub fn name_bytes(&self) -> &[u8] {
-        let len = self
-            .name
-            .iter()
-            .position(|&b| b == 0)
-            .unwrap_or(PROGRESS_NAME_BYTES);
-        &self.name[..len]
+        until_nul(&self.name)
     }
 
     fn encode(&self, out: &mut [u8], off: usize) {
@@ -2130,20 +2122,13 @@ impl CausalType {
     /// The cache name without its NUL padding.
     #[must_use]
     pub fn name_bytes(&self) -> &[u8] {
-        let len = self
-            .cache_name
-            .iter()
-            .position(|&b| b == 0)
-            .unwrap_or(CACHE_NAME_BYTES);
-        &self.cache_name[..len]
+        until_nul(&self.cache_name)
     }
 
     /// The entry with `name` as its cache name (cut to fit, keeping a NUL).
     #[must_use]
     pub fn with_name(mut self, name: &[u8]) -> Self {
-        self.cache_name = [0; CACHE_NAME_BYTES];
-        let len = name.len().min(CACHE_NAME_BYTES - 1);
-        self.cache_name[..len].copy_from_slice(&name[..len]);
+        self.cache_name = nul_padded(name);
         self
     }
 
