@@ -741,15 +741,7 @@ pub fn run(args: &CollectArgs) -> anyhow::Result<ExitCode> {
         )
     })?;
     report(&path, records, bytes, &stop, args.ring_size);
-
-    let Some(mut w) = workload else {
-        return Ok(ExitCode::SUCCESS);
-    };
-    let status = match w.status {
-        Some(status) => status,
-        None => w.wait_after_interrupt(signals.which())?,
-    };
-    Ok(exit_code(status))
+    Workload::exit_code_of(workload, &signals)
 }
 
 /// The code history traps landed in, from kcore (empty without histories).
@@ -1027,6 +1019,19 @@ impl Workload {
             // not yet waited for, so it cannot have been reused.
             unsafe { libc::kill(pid, signal) };
         }
+    }
+
+    /// dprof's exit code once collection is over: the command's (waited for if dprof was
+    /// interrupted first), or success without a command.
+    fn exit_code_of(workload: Option<Self>, signals: &Signals) -> anyhow::Result<ExitCode> {
+        let Some(mut w) = workload else {
+            return Ok(ExitCode::SUCCESS);
+        };
+        let status = match w.status {
+            Some(status) => status,
+            None => w.wait_after_interrupt(signals.which())?,
+        };
+        Ok(exit_code(status))
     }
 
     /// Waits for the command after dprof itself was interrupted. SIGINT from a terminal

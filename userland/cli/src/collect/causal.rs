@@ -40,9 +40,9 @@ use dprof_abi::{CausalPlan, ExperimentControl, ExperimentEnd, ProgressPoint, Rec
 use indicatif::ProgressBar;
 
 use super::{
-    exit_code, now_unix_s, open_and_configure, parse_period, plan, progress_bar, target_of, warn,
-    CollectArgs, Event, PeriodArg, SamplerChoice, Signals, Workload, DRAIN_PATIENCE, IDLE_SLEEP,
-    PROGRESS_EVERY, READ_BUFFER,
+    now_unix_s, open_and_configure, parse_period, plan, progress_bar, target_of, warn, CollectArgs,
+    Event, PeriodArg, SamplerChoice, Signals, Workload, DRAIN_PATIENCE, IDLE_SLEEP, PROGRESS_EVERY,
+    READ_BUFFER,
 };
 use crate::units::{self, format_ns};
 
@@ -606,14 +606,7 @@ pub fn run(args: &CausalArgs) -> anyhow::Result<ExitCode> {
         "dprof: see the ranking with `dprof report --view causal {}`",
         path.display()
     );
-    let Some(mut w) = workload else {
-        return Ok(ExitCode::SUCCESS);
-    };
-    let status = match w.status {
-        Some(status) => status,
-        None => w.wait_after_interrupt(signals.which())?,
-    };
-    Ok(exit_code(status))
+    Workload::exit_code_of(workload, &signals)
 }
 
 /// What the phases need besides the device and the run's state.
