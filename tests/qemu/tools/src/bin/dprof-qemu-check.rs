@@ -336,21 +336,14 @@ fn check_slab_workload(dir: &Path) -> Result<String> {
             )?;
         }
     }
-    let pct = |part: u64, whole: u64| {
-        if whole == 0 {
-            0.0
-        } else {
-            100.0 * part as f64 / whole as f64
-        }
-    };
     writeln!(
         report,
         "all caches: {total_alloc_untraced} of {total_alloc_delta} allocations ({:.1}%) and {total_free_untraced} of {total_free_delta} frees ({:.1}%) went through untraced bulk paths",
-        pct(total_alloc_untraced, total_alloc_delta),
-        pct(total_free_untraced, total_free_delta)
+        percent(total_alloc_untraced, total_alloc_delta),
+        percent(total_free_untraced, total_free_delta)
     )?;
     // Bulk paths are a small part of the slab traffic; a large gap would mean missing probes.
-    if pct(total_alloc_untraced, total_alloc_delta) > 5.0 {
+    if percent(total_alloc_untraced, total_alloc_delta) > 5.0 {
         failures.push("more than 5% of all allocations untraced".to_string());
     }
 
@@ -472,6 +465,15 @@ fn check_effective_addresses(profile: &Profile, report: &mut String) -> Result<(
     Ok(())
 }
 
+/// `part / whole` in percent (0 for an empty whole).
+fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
 /// `dprof report --json` of a profile, as the user would get it.
 fn report_json(profile: &Path, extra: &[&str]) -> Result<Value> {
     let dprof = std::env::var("DPROF").unwrap_or_else(|_| "dprof".to_string());
@@ -558,11 +560,7 @@ fn check_selftest(dir: &Path) -> Result<String> {
     ] {
         let total = in_function.get(function).copied().unwrap_or(0);
         let resolved = type_samples_in(ty, function);
-        let pct = if total == 0 {
-            0.0
-        } else {
-            100.0 * resolved as f64 / total as f64
-        };
+        let pct = percent(resolved, total);
         writeln!(
             report,
             "{function}: {resolved} of {total} samples resolve to {type_name} ({pct:.1}%)"

@@ -38,7 +38,7 @@ use dprof::profile::Profile;
 use dprof_abi::Record;
 use serde_json::Value;
 
-use super::{find_type, report_json, type_samples_in};
+use super::{find_type, percent, report_json, type_samples_in};
 
 /// X's 95% interval should lie above this. By construction X takes about a fifth of the
 /// chain's round (the workload's summary line measures it), so its slope is near 0.2.
@@ -103,11 +103,7 @@ pub(crate) fn check(dir: &Path) -> Result<String> {
         let ty = find_type(&json, type_name)?;
         let total = ty["samples"].as_u64().unwrap_or(0);
         let own = type_samples_in(ty, function);
-        let pct = if total == 0 {
-            0.0
-        } else {
-            100.0 * own as f64 / total as f64
-        };
+        let pct = percent(own, total);
         writeln!(
             report,
             "{type_name}: {total} samples, {own} in {function} ({pct:.1}%)"
@@ -167,12 +163,15 @@ fn read_numbers(path: &Path, count: usize) -> Result<Vec<u64>> {
     Ok(numbers)
 }
 
-/// A profile's causal configuration, its experiment starts (with their times) and ends.
-type Experiments = (
-    dprof::profile::CausalCollectConfig,
-    Vec<(u64, dprof_abi::ExperimentStart)>,
-    Vec<dprof_abi::ExperimentEnd>,
-);
+/// What a causal profile says of its experiments, read in one pass.
+struct Experiments {
+    /// CPUs online when it was collected.
+    online_cpus: u32,
+    config: dprof::profile::CausalCollectConfig,
+    /// Start records with their times.
+    starts: Vec<(u64, dprof_abi::ExperimentStart)>,
+    ends: Vec<dprof_abi::ExperimentEnd>,
+}
 
 /// The experiment records of a profile, and its causal configuration.
 fn experiments(path: &Path) -> Result<Experiments> {
@@ -191,7 +190,12 @@ fn experiments(path: &Path) -> Result<Experiments> {
             _ => {}
         }
     }
-    Ok((config, starts, ends))
+    Ok(Experiments {
+        online_cpus: profile.header().online_cpus,
+        config,
+        starts,
+        ends,
+    })
 }
 
 fn point_index(config: &dprof::profile::CausalCollectConfig, label: &str) -> Result<usize> {
@@ -206,7 +210,12 @@ fn point_index(config: &dprof::profile::CausalCollectConfig, label: &str) -> Res
 fn check_counts(dir: &Path, report: &mut String, failures: &mut Vec<String>) -> Result<()> {
     let counts = read_numbers(&dir.join("counts.rounds"), 4)?;
     let (r0, r1, t0, signals) = (counts[0], counts[1], counts[2], counts[3]);
-    let (config, starts, ends) = experiments(&dir.join("counts.dprof"))?;
+    let Experiments {
+        config,
+        starts,
+        ends,
+        ..
+    } = experiments(&dir.join("counts.dprof"))?;
     let kprobe = point_index(&config, ROUND_POINT)?;
     let user = point_index(&config, "user:tick")?;
     let first_start = starts.iter().map(|(t, _)| *t).min();
@@ -353,11 +362,13 @@ fn check_ranking(
     }
 
     // Coz's rule: the other CPUs serve the delay each experiment inserts.
-    let (_, _, ends) = experiments(&path)?;
-    let cpus = dprof::profile::Profile::open(&path)?
-        .header()
-        .online_cpus
-        .max(1);
+    let Experiments {
+        online_cpus,
+        config,
+        ends,
+        ..
+    } = experiments(&path)?;
+    let cpus = online_cpus.max(1);
     let sped_up: Vec<_> = ends
         .iter()
         .filter(|e| e.control.speedup_percent > 0 && e.flags == 0)
@@ -382,15 +393,7 @@ fn check_ranking(
     }
 
     // Overhead at 0%: rounds per effective second of the 0% experiments.
-    let kprobe = point_index(
-        &Profile::open(&path)?
-            .header()
-            .config
-            .causal
-            .clone()
-            .context("no causal configuration")?,
-        ROUND_POINT,
-    )?;
+    let kprobe = point_index(&config, ROUND_POINT)?;
     let baseline: Vec<_> = ends
         .iter()
         .filter(|e| e.control.speedup_percent == 0 && e.flags == 0)

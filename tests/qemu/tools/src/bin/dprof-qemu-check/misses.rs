@@ -38,7 +38,7 @@ use dprof::views::LiveIndex;
 use dprof_abi::Record;
 use serde_json::Value;
 
-use super::{field_name_at, find_type, report_json, type_samples_in};
+use super::{field_name_at, find_type, percent, report_json, type_samples_in};
 
 /// Share of a function's decoded samples that must resolve to the type, as in
 /// selftest-data-profile.
@@ -442,15 +442,6 @@ fn check_histories(
         ));
     }
     Ok(())
-}
-
-/// `part / whole` in percent (0 for an empty whole).
-fn percent(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        100.0 * part as f64 / whole as f64
-    }
 }
 
 fn misses_type<'a>(misses: &'a Value, name: &str) -> Option<&'a Value> {
