@@ -71,7 +71,7 @@ struct Point {
 
 impl Point {
     fn name_bytes(&self) -> &[u8] {
-        name_prefix(&self.name)
+        abi::until_nul(&self.name)
     }
 }
 
@@ -482,12 +482,6 @@ fn lookup_cache(name: &[u8]) -> Result<*const KmemCache> {
     }
 }
 
-/// A NUL-padded name without its padding.
-fn name_prefix(name: &[u8]) -> &[u8] {
-    let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-    &name[..len]
-}
-
 impl CausalSession {
     /// Sets up the plan's points and registers its kprobes and tracepoint probes. On failure
     /// nothing stays registered: ENOENT for an unknown function or tracepoint, EINVAL for a
@@ -596,7 +590,7 @@ impl CausalSession {
                         .push((Probe::Kprobe(kp), data_ptr), GFP_KERNEL)?;
                 }
                 abi::PROGRESS_TRACEPOINT => {
-                    let tp = lookup_tracepoint(name_prefix(&point.name)).ok_or(ENOENT)?;
+                    let tp = lookup_tracepoint(point.name_bytes()).ok_or(ENOENT)?;
                     // SAFETY: `tp` is a kernel tracepoint; the probe ignores its arguments
                     // (see tracepoint_visit); `data_ptr` lives until unregistration.
                     let ret = unsafe {

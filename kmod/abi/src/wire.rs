@@ -145,7 +145,8 @@ fn get_u64(buf: &[u8], off: usize) -> u64 {
 }
 
 /// A NUL-padded name up to its first NUL (all of it when it has none).
-fn until_nul(name: &[u8]) -> &[u8] {
+#[must_use]
+pub fn until_nul(name: &[u8]) -> &[u8] {
     let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
     &name[..end]
 }
