@@ -56,6 +56,13 @@ use crate::session::{c_str_prefix, Session};
 pub(crate) const MAX_PAUSE_NS: u64 = 5_000_000;
 /// A sample's weight is at most this many nominal periods (2 ms at the 100 us the tests use).
 pub(crate) const WEIGHT_CAP: u64 = 20;
+/// Iterations of an empty loop between two clock reads while a CPU pauses: a few hundred
+/// ns on hardware, about a microsecond under QEMU's TCG, so the overshoot (carried forward
+/// anyway) stays small. TCG serves every guest TSC read of every vCPU under one spin lock
+/// (`cpu_get_ticks`, which also writes the last value read); a pause that read the clock
+/// at every iteration would hold that lock much of the time, against the other vCPUs'
+/// clock reads (every timer interrupt makes several).
+const PAUSE_SPINS_PER_CLOCK_READ: u32 = 512;
 
 /// One progress point's counters. A cache line of its own: a hot kprobe's counters should
 /// not bounce another point's.
@@ -305,7 +312,11 @@ impl Causal {
             // No `pause` (spin_loop): under QEMU's TCG it leaves the translated code for
             // QEMU's outer loop at every iteration, and a vCPU waiting that way was measured
             // to let the other vCPU run up to 18% faster in guest time, which a pause on real
-            // hardware would not. The wait is bounded by MAX_PAUSE_NS.
+            // hardware would not. The clock only every PAUSE_SPINS_PER_CLOCK_READ
+            // iterations (see there). The wait is bounded by MAX_PAUSE_NS.
+            for spin in 0..PAUSE_SPINS_PER_CLOCK_READ {
+                core::hint::black_box(spin);
+            }
             now = ffi::now_ns();
         }
         let served = now.wrapping_sub(start);
@@ -728,13 +739,25 @@ impl CausalSession {
         };
         let c = &*self.shared;
         let end_ns = ffi::now_ns();
+        // The points' counters are read at the end, with the clock: the wait for the
+        // handlers below took about 100 ms under QEMU, and visits counted during it inflated
+        // every experiment by a constant that a shorter effective duration (more delay)
+        // divided less, which made an off-path type's slope positive.
+        let mut visits_end = [0u64; abi::MAX_PROGRESS_POINTS];
+        let mut time_sums_end = [0u64; abi::MAX_PROGRESS_POINTS];
+        for (i, point) in c.points.iter().enumerate().take(c.point_count) {
+            visits_end[i] = point.visits.load(Ordering::Relaxed);
+            time_sums_end[i] = point.time_sum.load(Ordering::Relaxed);
+        }
         c.running.store(false, Ordering::Release);
         c.exp_type.store(core::ptr::null_mut(), Ordering::Release);
-        // Handlers run with interrupts off or in NMI, so synchronize_rcu() waits for any that
+        // Handlers run with interrupts off or in NMI, so a grace period waits for any that
         // saw the experiment running; the irq_works are synced after it (a handler may have
-        // queued one before it finished).
+        // queued one before it finished). Expedited: a normal grace period took about 100 ms
+        // under QEMU, half an experiment of dead time between experiments; this one asks
+        // each CPU once.
         // SAFETY: process context.
-        unsafe { ffi::synchronize_rcu() };
+        unsafe { ffi::synchronize_rcu_expedited() };
         self.sync_irq_works();
         let mut record = abi::ExperimentEnd {
             control: base.control,
@@ -759,26 +782,17 @@ impl CausalSession {
             points: [abi::PointVisits::default(); abi::MAX_PROGRESS_POINTS],
         };
         let offset = base.start_ns.wrapping_sub(c.origin_ns);
-        for (i, (out, point)) in record
-            .points
-            .iter_mut()
-            .zip(c.points.iter())
-            .enumerate()
-            .take(c.point_count)
-        {
-            let visits_now = point.visits.load(Ordering::Relaxed);
-            let visits = visits_now.wrapping_sub(base.visits[i]);
+        for (i, out) in record.points.iter_mut().enumerate().take(c.point_count) {
+            let visits = visits_end[i].wrapping_sub(base.visits[i]);
             // Sum of (t - origin) over the experiment's visits, minus (start - origin) per
             // visit: the sum of (t - start). Exact modulo 2^64, so wrapping is harmless.
-            let sum = point
-                .time_sum
-                .load(Ordering::Relaxed)
+            let sum = time_sums_end[i]
                 .wrapping_sub(base.time_sums[i])
                 .wrapping_sub(visits.wrapping_mul(offset));
             *out = abi::PointVisits {
                 visits,
                 time_sum_ns: sum,
-                total: visits_now.wrapping_sub(self.session_base[i]),
+                total: visits_end[i].wrapping_sub(self.session_base[i]),
             };
         }
         let mut payload = [0u8; abi::ExperimentEnd::SIZE];

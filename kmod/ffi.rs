@@ -52,6 +52,7 @@ extern "C" {
         data: *mut c_void,
     ) -> c_int;
     pub(crate) fn synchronize_rcu();
+    pub(crate) fn synchronize_rcu_expedited();
 
     // dprof_shim.c.
     pub(crate) fn dprof_shim_register_device() -> c_int;
