@@ -217,7 +217,7 @@ fn causal_ranking_and_chart() {
     press(&mut app, [KeyCode::Down, KeyCode::Down]);
     assert_screen("causal_hurts", &app, 160, 48);
     let s = screen(&app, 80, 24);
-    assert!(s.contains("task_struct: slope -0.402"), "{s}");
+    assert!(s.contains("task_struct: slope -0.405"), "{s}");
     press(&mut app, [KeyCode::Down]);
     let s = screen(&app, 160, 48);
     assert!(s.contains("nothing to plot: never selected"), "{s}");

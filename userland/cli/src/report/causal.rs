@@ -77,8 +77,8 @@ fn summary(report: &CausalReport, out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
         "slope: program speedup per unit of virtual speedup of the type's accesses, least \
-         squares over its sped-up experiments (each against the 0% experiment of its type \
-         nearest in time), with an intercept, 95% interval (Student t)"
+         squares over its sped-up experiments (each against the 0% experiments just before and \
+         after it), with an intercept, 95% interval (Student t)"
     )
 }
 

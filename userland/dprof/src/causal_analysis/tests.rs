@@ -497,6 +497,51 @@ fn without_a_baseline_there_is_no_slope() {
         .all(|d| d.reason == Discard::NoBaseline));
 }
 
+/// A machine that gets 2% faster with every experiment, and a type with no effect whose
+/// speedups rise over the run: each sped-up experiment between two 0% ones of the other
+/// type, its own type's 0% experiments all at the end. Against the 0% experiments just
+/// before and after it, whatever their type, the drift cancels and the slope is 0; against
+/// its own type's nearest 0% experiment (far later, on a faster machine) it would be a
+/// steep spurious one.
+#[test]
+fn a_drift_is_cancelled_by_the_baselines_on_both_sides() {
+    const EFFECTIVE_NS: u64 = 100_000_000;
+    let config = one_point(&[("other", 10), ("no_effect", 20)]);
+    let mut noise = Noise::new(12);
+    let mut planned = Vec::new();
+    let mut add = |type_index: u32, speedup: u32| {
+        let number = planned.len() as u32 + 1;
+        let rate = 200_000.0 * (1.0 + 0.02 * f64::from(number));
+        let rate = rate * (1.0 + 0.002 * noise.next_unit());
+        let visits = (rate * EFFECTIVE_NS as f64 / 1e9).round() as u64;
+        let delay_ns = EFFECTIVE_NS * u64::from(speedup) / 500;
+        planned.push(Planned::even(
+            number,
+            type_index,
+            speedup,
+            EFFECTIVE_NS + delay_ns,
+            delay_ns,
+            &[visits],
+        ));
+    };
+    for step in 1..=20 {
+        add(0, 0);
+        add(1, step * 5);
+    }
+    add(0, 0);
+    for _ in 0..3 {
+        add(1, 0);
+    }
+    let report = analyze(&config, &example::records(&planned));
+    let s = only_slope(&report, 0, "no_effect");
+    eprintln!(
+        "drift, no effect: slope {:.4} [{:.4}, {:.4}], intercept {:.4}",
+        s.slope, s.low, s.high, s.intercept
+    );
+    assert!(s.slope.abs() < 0.01 && s.intercept.abs() < 0.01, "{s:?}");
+    assert!(s.within_noise, "{s:?}");
+}
+
 /// An end record read before its start (another CPU's ring) still pairs.
 #[test]
 fn records_pair_by_experiment_number_not_by_order() {
