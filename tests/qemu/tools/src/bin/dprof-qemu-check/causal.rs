@@ -1,6 +1,6 @@
 //! `dprof-qemu-check selftest-causal DIR`: the `causal` workload of `dprof_selftest.ko`
 //! (`kmod/selftest/causal.rs`), whose critical path is known by construction: a chain on
-//! CPU 0 accesses `dprof_selftest_causal_x` for about a third of each round, a worker on
+//! CPU 0 accesses `dprof_selftest_causal_x` for about a fifth of each round, a worker on
 //! CPU 1 accesses `dprof_selftest_causal_y` for about half of it and then waits for the
 //! round's end.
 //!
@@ -14,19 +14,17 @@
 //!   the rounds the workload counted while the experiments ran, and the user point exactly
 //!   the 50 signals the scenario sent (the last experiment, cut short by the stop, carries the
 //!   session's totals).
-//! - **Ranking**: in the ranking run, the same profile's profiling phase ranks Y above X by
-//!   samples, and `dprof report --view causal --json` gives both a slope from at least
-//!   [`MIN_EXPERIMENTS_PER_TYPE`] experiments. Whether it ranks X above Y with X's 95%
-//!   interval above [`MIN_X_SLOPE_LOW`] and Y within noise of zero (its interval holds 0, or
-//!   it is within [`MAX_Y_STANDARD_ERRORS`] standard errors) is measured and printed, and is
-//!   NOT yet a failure: under QEMU's TCG a vCPU's speed depends on what the other vCPU does
-//!   (measured: pausing CPU 0 for 26% of an experiment cost the chain on it only 17% of its
-//!   progress), which biases and widens the slopes so that the outcome varies between runs
-//!   (4 runs: X above Y three times; X's interval above 0 once). Issue 8 stays open for it.
+//! - **Ranking**: in the ranking run (4 minutes of workload, 200 ms experiments, a sample
+//!   every 1 ms: about 500 experiments per type, half of them at 0%), the same profile's
+//!   profiling phase ranks Y above X by samples, and `dprof report --view causal --json`
+//!   gives both a slope from at least [`MIN_EXPERIMENTS_PER_TYPE`] experiments, ranks X
+//!   above Y, X's 95% interval lies above [`MIN_X_SLOPE_LOW`], and Y is within noise of zero:
+//!   its interval holds 0, or its slope is within [`MAX_Y_SLOPE`] of it.
 //! - **Delay**: over the sped-up experiments, the pauses served plus the idle credits match
 //!   the global delay count times the other CPUs (Coz's rule) within [`DELAY_TOLERANCE`].
-//! - **Overhead**: the 0% experiments' rounds per effective second are at least
-//!   [`MIN_BASELINE_SHARE`] of the uninstrumented rate measured in the same boot.
+//! - **Overhead**: the 0% experiments' rounds per effective second are between
+//!   [`MIN_BASELINE_SHARE`] and [`MAX_BASELINE_SHARE`] of the uninstrumented rate measured
+//!   in the same boot, before the profiles and after the ranking run.
 //! - **Zero visits**: with a progress point nobody signals, every experiment is discarded for
 //!   zero visits and no type gets a slope.
 
@@ -42,25 +40,31 @@ use super::{find_type, percent, report_json, type_samples_in};
 
 /// X's 95% interval should lie above this. By construction X takes about a fifth of the
 /// chain's round (the workload's summary line measures it), so its slope is near 0.2.
-const MIN_X_SLOPE_LOW: f64 = 0.02;
-/// Y is within noise of zero when its 95% interval holds 0, or its slope is within this many
-/// standard errors of 0 (a 95% interval misses a true 0 one time in 20; 3 standard errors,
-/// one time in 370, so that the test does not flake on a true zero).
-const MAX_Y_STANDARD_ERRORS: f64 = 3.0;
+const MIN_X_SLOPE_LOW: f64 = 0.05;
+/// Y is within noise of zero when its 95% interval holds 0, or its slope is no further than
+/// this from 0: a quarter of X's expected slope. With the intervals now about +-0.02 wide,
+/// an effect that small but real (a pause that costs the chain a little more than its length,
+/// measured -0.02) is not a speedup worth reporting, and must not fail the test.
+const MAX_Y_SLOPE: f64 = 0.05;
 /// Experiments each of X and Y needs (about half of them at 0%).
 const MIN_EXPERIMENTS_PER_TYPE: u64 = 100;
 /// Pauses plus credits against the delay the other CPUs were asked to serve.
 const DELAY_TOLERANCE: f64 = 0.25;
-/// The 0% experiments' rate against the uninstrumented rate. The software sampler's interrupt
-/// every 100 us costs the guest's emulated CPUs much more than real hardware would; measured:
-/// see the check's output.
-const MIN_BASELINE_SHARE: f64 = 0.4;
+/// The 0% experiments' rate against the uninstrumented rate (the slower of the two runs):
+/// the ranking run samples every 1 ms, and the profiler must cost the workload little.
+/// Measured: 96-100% on a quiet host; 56% with two compilers sharing the host's two cores
+/// during the ranking run but not during the uninstrumented one.
+const MIN_BASELINE_SHARE: f64 = 0.5;
+/// ... and a profiler cannot make the workload faster (against the faster run). A 0% rate
+/// well above the uninstrumented one means visits and time were not measured over the same window (as when
+/// the module read the visits after the grace period that ends an experiment: 117-142%).
+const MAX_BASELINE_SHARE: f64 = 1.2;
 const X: &str = "dprof_selftest_causal_x";
 const Y: &str = "dprof_selftest_causal_y";
 const ROUND_POINT: &str = "kprobe:dprof_selftest_causal_round";
 
-/// Y's samples over X's in the data profile: by construction about 60% / 20% = 3; 1.5 leaves
-/// room for the host's load on the guest's two CPUs.
+/// Y's samples over X's in the data profile: by construction Y's time over X's, about 3
+/// (measured 3.56); 1.5 leaves room for the host's load on the guest's two CPUs.
 const MIN_Y_OVER_X: f64 = 1.5;
 /// Share of a type's samples that must come from its access function.
 const MIN_OWN_FUNCTION_PERCENT: f64 = 90.0;
@@ -126,16 +130,25 @@ pub(crate) fn check(dir: &Path) -> Result<String> {
             "the data profile does not rank Y well above X: {y} / {x} samples = {ratio:.2}, want >= {MIN_Y_OVER_X}"
         ));
     }
-    let uninstrumented = read_numbers(&dir.join("uninstrumented.rounds"), 2)?;
-    let uninstrumented_rate = uninstrumented[0] as f64 / (uninstrumented[1] as f64 / 1e9);
-    writeln!(
-        report,
-        "uninstrumented: {} rounds in {:.2} s = {uninstrumented_rate:.0} rounds/s",
-        uninstrumented[0],
-        uninstrumented[1] as f64 / 1e9
-    )?;
+    // The workload alone, before the profiles and after the ranking run: the host's load
+    // may change between them.
+    let mut uninstrumented_rates = [0.0; 2];
+    for (rate, (file, when)) in uninstrumented_rates.iter_mut().zip([
+        ("uninstrumented.rounds", "before"),
+        ("uninstrumented-after.rounds", "after"),
+    ]) {
+        let [rounds, ns] = read_numbers(&dir.join(file), 2)?[..] else {
+            bail!("{file} does not hold two numbers");
+        };
+        *rate = rounds as f64 / (ns as f64 / 1e9);
+        writeln!(
+            report,
+            "uninstrumented ({when}): {rounds} rounds in {:.2} s = {rate:.0} rounds/s",
+            ns as f64 / 1e9
+        )?;
+    }
     check_counts(dir, &mut report, &mut failures)?;
-    check_ranking(dir, uninstrumented_rate, &mut report, &mut failures)?;
+    check_ranking(dir, uninstrumented_rates, &mut report, &mut failures)?;
     check_no_visits(dir, &mut report, &mut failures)?;
 
     if failures.is_empty() {
@@ -284,7 +297,7 @@ fn describe_fit(entry: &Value) -> String {
 )]
 fn check_ranking(
     dir: &Path,
-    uninstrumented_rate: f64,
+    uninstrumented_rates: [f64; 2],
     report: &mut String,
     failures: &mut Vec<String>,
 ) -> Result<()> {
@@ -313,37 +326,25 @@ fn check_ranking(
         }
     }
     let f = |e: &Value, k: &str| e["fit"][k].as_f64().unwrap_or(f64::NAN);
-    // Measured, not yet asserted (see the module doc).
-    let mut unmet = Vec::new();
     if x["rank"].as_u64() >= y["rank"].as_u64() {
-        unmet.push("the causal ranking does not put X above Y".to_string());
+        failures.push("the causal ranking does not put X above Y".to_string());
     }
     if f(x, "low").is_nan() || f(x, "low") <= MIN_X_SLOPE_LOW {
-        unmet.push(format!(
+        failures.push(format!(
             "X's slope is not clearly positive: interval [{:+.3}, {:+.3}], want its low end > {MIN_X_SLOPE_LOW}",
             f(x, "low"),
             f(x, "high")
         ));
     }
     let y_holds_zero = f(y, "low") <= 0.0 && f(y, "high") >= 0.0;
-    if !y_holds_zero && f(y, "slope").abs() > MAX_Y_STANDARD_ERRORS * f(y, "std_error") {
-        unmet.push(format!(
-            "Y's slope {:+.3} [{:+.3}, {:+.3}] is not within noise of zero (more than \
-             {MAX_Y_STANDARD_ERRORS} standard errors of {:.3})",
+    if !y_holds_zero && f(y, "slope").abs() > MAX_Y_SLOPE {
+        failures.push(format!(
+            "Y's slope {:+.3} [{:+.3}, {:+.3}] is not within noise of zero: its interval \
+             misses 0 and it is further than {MAX_Y_SLOPE} from it",
             f(y, "slope"),
             f(y, "low"),
             f(y, "high"),
-            f(y, "std_error")
         ));
-    }
-    if unmet.is_empty() {
-        writeln!(report, "causal ranking acceptance: met")?;
-    } else {
-        writeln!(
-            report,
-            "causal ranking acceptance: NOT met (measured, not yet asserted): {}",
-            unmet.join("; ")
-        )?;
     }
     // The same run's profiling phase: the data profile must rank Y above X.
     let data = report_json(&path, &[])?;
@@ -404,19 +405,23 @@ fn check_ranking(
         .map(|e| e.wall_ns.saturating_sub(e.delay_ns) as f64 / 1e9)
         .sum();
     let rate = visits as f64 / seconds.max(1e-9);
-    let share = rate / uninstrumented_rate;
+    // Against the slower uninstrumented run for the lower bound, the faster for the upper.
+    let [before, after] = uninstrumented_rates;
+    let (slower, faster) = (before.min(after), before.max(after));
     writeln!(
         report,
         "overhead: 0% experiments {rate:.0} rounds/s ({} experiments, {seconds:.1} s) = \
-         {:.0}% of the uninstrumented rate",
+         {:.0}% to {:.0}% of the uninstrumented rates",
         baseline.len(),
-        100.0 * share
+        100.0 * rate / faster,
+        100.0 * rate / slower
     )?;
-    if share < MIN_BASELINE_SHARE {
+    if rate < MIN_BASELINE_SHARE * slower || rate > MAX_BASELINE_SHARE * faster {
         failures.push(format!(
-            "at 0% the workload ran at {:.0}% of its uninstrumented rate, want >= {:.0}%",
-            100.0 * share,
-            100.0 * MIN_BASELINE_SHARE
+            "at 0% the workload ran at {rate:.0} rounds/s, want {:.0}% of the slower \
+             uninstrumented rate ({slower:.0}) to {:.0}% of the faster ({faster:.0})",
+            100.0 * MIN_BASELINE_SHARE,
+            100.0 * MAX_BASELINE_SHARE
         ));
     }
     Ok(())
