@@ -310,10 +310,9 @@ impl Causal {
             && self.epoch.load(Ordering::Relaxed) == epoch
         {
             // No `pause` (spin_loop): under QEMU's TCG it leaves the translated code for
-            // QEMU's outer loop at every iteration, and a vCPU waiting that way was measured
-            // to let the other vCPU run up to 18% faster in guest time, which a pause on real
-            // hardware would not. The clock only every PAUSE_SPINS_PER_CLOCK_READ
-            // iterations (see there). The wait is bounded by MAX_PAUSE_NS.
+            // QEMU's outer loop at every iteration, a cost that real hardware does not
+            // have. The clock only every PAUSE_SPINS_PER_CLOCK_READ iterations (see there).
+            // The wait is bounded by MAX_PAUSE_NS.
             for spin in 0..PAUSE_SPINS_PER_CLOCK_READ {
                 core::hint::black_box(spin);
             }

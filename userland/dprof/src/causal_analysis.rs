@@ -40,8 +40,8 @@
 //!   experiments just before and just after it, of any type ([`local_baseline`]). The
 //!   machine's speed drifts over a run by more than a type's effect, so `dprof causal` runs
 //!   every sped-up experiment next to a 0% one, and neighbours share its conditions; one on
-//!   each side cancels a drift that goes one way (measured under QEMU, 3 runs: the slopes'
-//!   intervals 5-30% narrower than against the nearest 0% experiment of the same type).
+//!   each side cancels a drift that goes one way (measured under QEMU, 5 runs: the slopes'
+//!   intervals 5-33% narrower than against the nearest 0% experiment of the same type).
 //!   The fitted line has an intercept, which takes any cost of inserting delays at all
 //!   (measured under QEMU: a few percent either way), so that only the dose-response makes
 //!   the slope. Experiments are kept as points rather than averaged per speedup so that the

@@ -1,8 +1,8 @@
 //! `dprof-qemu-check selftest-causal DIR`: the `causal` workload of `dprof_selftest.ko`
 //! (`kmod/selftest/causal.rs`), whose critical path is known by construction: a chain on
 //! CPU 0 accesses `dprof_selftest_causal_x` for about a fifth of each round, a worker on
-//! CPU 1 accesses `dprof_selftest_causal_y` for about half of it and then waits for the
-//! round's end.
+//! CPU 1 accesses `dprof_selftest_causal_y` for about three fifths of it and then waits for
+//! the round's end.
 //!
 //! The plain data profile counts samples by time, so it must rank Y above X: Y's samples at
 //! least [`MIN_Y_OVER_X`] times X's. Each type's samples come from its own access function.
@@ -56,8 +56,9 @@ const DELAY_TOLERANCE: f64 = 0.25;
 /// during the ranking run but not during the uninstrumented one.
 const MIN_BASELINE_SHARE: f64 = 0.5;
 /// ... and a profiler cannot make the workload faster (against the faster run). A 0% rate
-/// well above the uninstrumented one means visits and time were not measured over the same window (as when
-/// the module read the visits after the grace period that ends an experiment: 117-142%).
+/// well above the uninstrumented one means visits and time were not measured over the same
+/// window (as when the module read the visits after the grace period that ends an
+/// experiment: 117-142%).
 const MAX_BASELINE_SHARE: f64 = 1.2;
 const X: &str = "dprof_selftest_causal_x";
 const Y: &str = "dprof_selftest_causal_y";
