@@ -42,10 +42,12 @@ use super::{find_type, percent, report_json, type_samples_in};
 /// chain's round (the workload's summary line measures it), so its slope is near 0.2.
 const MIN_X_SLOPE_LOW: f64 = 0.05;
 /// Y is within noise of zero when its 95% interval holds 0, or its slope is no further than
-/// this from 0: a quarter of X's expected slope. With the intervals now about +-0.02 wide,
-/// an effect that small but real (a pause that costs the chain a little more than its length,
-/// measured -0.02) is not a speedup worth reporting, and must not fail the test.
-const MAX_Y_SLOPE: f64 = 0.05;
+/// this from 0: a third of X's smallest measured slope. The intervals are about +-0.02 to
+/// +-0.04 wide, and Y's slope was measured at -0.043 to -0.007 over 6 runs: pausing the
+/// chain's CPU costs it up to 2% more than the pause (its rate fell by 0.997 to 1.017 times
+/// the pause fraction in three runs), an effect too small to report as a speedup and that
+/// must not fail the test.
+const MAX_Y_SLOPE: f64 = 0.07;
 /// Experiments each of X and Y needs (about half of them at 0%).
 const MIN_EXPERIMENTS_PER_TYPE: u64 = 100;
 /// Pauses plus credits against the delay the other CPUs were asked to serve.
