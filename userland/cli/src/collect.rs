@@ -1244,11 +1244,32 @@ fn drain(
     tap: &mut Tap,
     progress: &ProgressBar,
 ) -> anyhow::Result<()> {
+    match read_until_drained(progress, || batch.read(dev, writer, tap))? {
+        DrainEnd::Drained => Ok(()),
+        DrainEnd::GaveUp => batch.flush(writer, tap),
+    }
+}
+
+/// How [`read_until_drained`] ended.
+enum DrainEnd {
+    /// The module said drained.
+    Drained,
+    /// The module still answered EAGAIN after [`DRAIN_PATIENCE`] (warned).
+    GaveUp,
+}
+
+/// Calls `read` (one read of the device) until the module says drained, after stop, waiting
+/// at most [`DRAIN_PATIENCE`] while it answers EAGAIN. The one drain loop of `collect` and
+/// `causal`.
+fn read_until_drained(
+    progress: &ProgressBar,
+    mut read: impl FnMut() -> anyhow::Result<ReadOutcome>,
+) -> anyhow::Result<DrainEnd> {
     let mut idle_since: Option<Instant> = None;
     loop {
-        match batch.read(dev, writer, tap)? {
+        match read()? {
             ReadOutcome::Data(_) => idle_since = None,
-            ReadOutcome::Drained => return Ok(()),
+            ReadOutcome::Drained => return Ok(DrainEnd::Drained),
             ReadOutcome::Empty => {
                 if idle_since.get_or_insert_with(Instant::now).elapsed() > DRAIN_PATIENCE {
                     warn(
@@ -1256,7 +1277,7 @@ fn drain(
                         "the module still answers EAGAIN 2 s after stop; finishing without \
                          the rest",
                     );
-                    return batch.flush(writer, tap);
+                    return Ok(DrainEnd::GaveUp);
                 }
                 std::thread::sleep(IDLE_SLEEP);
             }

@@ -40,9 +40,9 @@ use dprof_abi::{CausalPlan, ExperimentControl, ExperimentEnd, ProgressPoint, Rec
 use indicatif::ProgressBar;
 
 use super::{
-    now_unix_s, open_and_configure, parse_period, plan, progress_bar, target_of, warn, CollectArgs,
-    Event, PeriodArg, SamplerChoice, Signals, Workload, DRAIN_PATIENCE, IDLE_SLEEP, PROGRESS_EVERY,
-    READ_BUFFER,
+    now_unix_s, open_and_configure, parse_period, plan, progress_bar, read_until_drained,
+    target_of, warn, CollectArgs, Event, PeriodArg, SamplerChoice, Signals, Workload, IDLE_SLEEP,
+    PROGRESS_EVERY, READ_BUFFER,
 };
 use crate::units::{self, format_ns};
 
@@ -461,35 +461,21 @@ fn read_some<'b>(dev: &mut Device, buf: &'b mut [u8]) -> anyhow::Result<Option<&
     })
 }
 
-/// Reads until the module says drained (after stop), waiting at most `DRAIN_PATIENCE` on
-/// EAGAIN, handing whole records to `sink`.
+/// Reads until the module says drained (after stop), handing whole records to `sink`.
 fn drain(
     dev: &mut Device,
     buf: &mut [u8],
     sink: &mut dyn FnMut(&[u8]) -> anyhow::Result<()>,
     progress: &ProgressBar,
 ) -> anyhow::Result<()> {
-    let mut idle_since: Option<Instant> = None;
-    loop {
-        match dev.read(buf)? {
-            ReadOutcome::Data(n) => {
-                idle_since = None;
-                sink(buf.get(..n).unwrap_or(&[]))?;
-            }
-            ReadOutcome::Drained => return Ok(()),
-            ReadOutcome::Empty => {
-                if idle_since.get_or_insert_with(Instant::now).elapsed() > DRAIN_PATIENCE {
-                    warn(
-                        progress,
-                        "the module still answers EAGAIN 2 s after stop; finishing without \
-                         the rest",
-                    );
-                    return Ok(());
-                }
-                std::thread::sleep(IDLE_SLEEP);
-            }
+    read_until_drained(progress, || {
+        let outcome = dev.read(buf)?;
+        if let ReadOutcome::Data(n) = outcome {
+            sink(buf.get(..n).unwrap_or(&[]))?;
         }
-    }
+        Ok(outcome)
+    })?;
+    Ok(())
 }
 
 /// The experiment end records among whole records.
