@@ -14,15 +14,15 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
 use clap::CommandFactory;
-use dprof::device::{Device, ReadOutcome};
-use dprof::profile::{
+use dprof_abi::{Config, VersionInfo};
+use dprof_analysis::symbols::Kallsyms;
+use dprof_collect::device::{Device, ReadOutcome};
+use dprof_collect::samplers::{self, HardwareSamplers};
+use dprof_collect::system;
+use dprof_format::{
     CollectConfig, DeviceCounters, HistoryCollectConfig, KernelText, PeriodEvents, PmuEvent,
     ProfileWriter, SamplingConfig, StopInfo, StopReason, Target,
 };
-use dprof::samplers::{self, HardwareSamplers};
-use dprof::symbols::Kallsyms;
-use dprof::system;
-use dprof_abi::{Config, VersionInfo};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::units::{self, format_bytes, format_ns};
@@ -696,7 +696,7 @@ pub fn run(args: &CollectArgs) -> anyhow::Result<ExitCode> {
     let signals = Signals::register()?;
     let mut writer = ProfileWriter::create(&args.output, &header, &kallsyms, &modules)?;
     let mut workload = None;
-    let options = dprof::analysis::Options::default();
+    let options = dprof_analysis::pipeline::Options::default();
     let mut tap = Tap::new(args, &header, &symbols, &options, config);
     let result = collect_loop(
         &mut dev,
@@ -737,7 +737,7 @@ pub fn run(args: &CollectArgs) -> anyhow::Result<ExitCode> {
     let path = writer.finish_with_text(&stop, &text).with_context(|| {
         format!(
             "cannot finish the profile ({} is incomplete)",
-            dprof::profile::partial_path(&args.output).display()
+            dprof_format::partial_path(&args.output).display()
         )
     })?;
     report(&path, records, bytes, &stop, args.ring_size);
@@ -895,7 +895,7 @@ struct Tap<'s> {
 struct Planner<'s> {
     spec: histories::HistorySpec,
     /// Fed with every record until the phase ends.
-    analyzer: Option<dprof::analysis::Analyzer<'s>>,
+    analyzer: Option<dprof_analysis::pipeline::Analyzer<'s>>,
     /// The configuration to start the histories with.
     config: Config,
 }
@@ -904,9 +904,9 @@ impl<'s> Tap<'s> {
     /// What `args` needs watched; `config` is what histories start with after planning.
     fn new(
         args: &CollectArgs,
-        header: &dprof::profile::ProfileHeader,
+        header: &dprof_format::ProfileHeader,
         symbols: &'s Kallsyms,
-        options: &dprof::analysis::Options,
+        options: &dprof_analysis::pipeline::Options,
         config: Config,
     ) -> Self {
         Self {
@@ -920,7 +920,9 @@ impl<'s> Tap<'s> {
                 .filter(|spec| spec.needs_planning())
                 .map(|spec| Planner {
                     spec: spec.clone(),
-                    analyzer: Some(dprof::analysis::Analyzer::new(header, symbols, options)),
+                    analyzer: Some(dprof_analysis::pipeline::Analyzer::new(
+                        header, symbols, options,
+                    )),
                     config,
                 }),
         }
@@ -1354,7 +1356,7 @@ fn report_lines(
 
 #[cfg(test)]
 mod tests {
-    use dprof::profile::CpuCounters;
+    use dprof_format::CpuCounters;
 
     use super::*;
 
@@ -1560,7 +1562,7 @@ mod tests {
         let header = p.sampling.as_ref().map(Sampling::header_config);
         assert_eq!(
             header.and_then(|h| h.period_events),
-            Some(dprof::profile::PeriodEvents {
+            Some(dprof_format::PeriodEvents {
                 count: 0x40000,
                 unit: "ops".to_owned()
             })

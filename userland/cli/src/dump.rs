@@ -5,11 +5,11 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use dprof::decode::{DecodeOutcome, Decoder};
-use dprof::profile::{Profile, ProfileError, ProfileHeader, StopInfo, Target, FORMAT_VERSION};
-use dprof::summary::{cache_label, cache_name, Summary};
-use dprof::symbols::Kallsyms;
 use dprof_abi::{AccessSample, CacheInfo, Record, RecordHeader, SAMPLE_USER};
+use dprof_analysis::decode::{DecodeOutcome, Decoder};
+use dprof_analysis::summary::{cache_label, cache_name, Summary};
+use dprof_analysis::symbols::Kallsyms;
+use dprof_format::{Profile, ProfileError, ProfileHeader, StopInfo, Target, FORMAT_VERSION};
 use serde_json::json;
 
 use crate::units::{format_bytes, format_ns};
@@ -376,7 +376,7 @@ fn sample_line(
         if a.insn_len == 0 {
             "-".to_owned()
         } else {
-            dprof::debuginfo::hex(a.insn_bytes())
+            dprof_analysis::debuginfo::hex(a.insn_bytes())
         },
         access_text(&decoder.access(a)),
     )?;
@@ -645,7 +645,7 @@ fn sample_json(a: &AccessSample, syms: &Kallsyms, decoder: &mut Decoder) -> serd
         "pid": a.pid,
         "tid": a.tid,
         "sampler": sampler_name(a.sampler),
-        "insn": dprof::debuginfo::hex(a.insn_bytes()),
+        "insn": dprof_analysis::debuginfo::hex(a.insn_bytes()),
         "gs_base": hex(a.gs_base),
         "regs": regs,
         "access": access,
@@ -953,7 +953,7 @@ fn summary_json(profile: &Profile, out: &mut impl Write) -> Result<(), Failure> 
 
 /// A sampler's period as the header records it: a time for the software sampler, a count of
 /// events for hardware samplers.
-fn sampling_period(sm: &dprof::profile::SamplingConfig) -> String {
+fn sampling_period(sm: &dprof_format::SamplingConfig) -> String {
     match &sm.period_events {
         Some(p) => format!("{} {}", p.count, p.unit),
         None => format_ns(u64::from(sm.period_ns)),

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use dprof::device::ProgressSignal;
+use dprof_collect::device::ProgressSignal;
 
 /// Count visits of a user progress point (`dprof causal --progress user:NAME`).
 ///

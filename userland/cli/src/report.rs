@@ -13,17 +13,18 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use dprof::analysis::{self, Options};
-use dprof::cache::{parse_overrides, CacheLevel, GeometrySource};
-use dprof::debuginfo::{DebugInfo, MatchedBy};
-use dprof::profile::{Profile, ProfileError};
-use dprof::report::{
-    FieldSource, HardwareSummary, Report, SourceCount, StructNames, TypeHardware, TypeKind,
-    TypeProfile, WarningCode,
+use dprof_analysis::cache::parse_overrides;
+use dprof_analysis::debuginfo::{DebugInfo, MatchedBy};
+use dprof_analysis::pipeline::{self, Options};
+use dprof_analysis::report::{annotate_fields, FieldSource, StructNames};
+use dprof_analysis::resolve::{SymbolSource, WithDebugInfo};
+use dprof_analysis::symbols::Kallsyms;
+use dprof_analysis::views::{ViewOptions, DEFAULT_SIM_OBJECTS};
+use dprof_format::{Profile, ProfileError};
+use dprof_model::cache::{CacheLevel, GeometrySource};
+use dprof_model::{
+    HardwareSummary, Report, SourceCount, TypeHardware, TypeKind, TypeProfile, WarningCode,
 };
-use dprof::resolve::{SymbolSource, WithDebugInfo};
-use dprof::symbols::Kallsyms;
-use dprof::views::{ViewOptions, DEFAULT_SIM_OBJECTS};
 
 use crate::units::format_bytes;
 
@@ -299,7 +300,7 @@ pub enum Stage {
     /// Reading the DWARF of --vmlinux and --debug-dir.
     DebugInfo,
     /// Reading and analyzing the records.
-    Records(analysis::Progress),
+    Records(pipeline::Progress),
 }
 
 /// Opens `file` as a profile and reads --type-map.
@@ -372,9 +373,9 @@ impl OpenedProfile {
         };
         let mut report = match views {
             Some(views) => {
-                analysis::analyze_views(&profile, symbols, &options, views, &mut on_records)
+                pipeline::analyze_views(&profile, symbols, &options, views, &mut on_records)
             }
-            None => analysis::analyze_with_progress(&profile, symbols, &options, &mut on_records),
+            None => pipeline::analyze_with_progress(&profile, symbols, &options, &mut on_records),
         }
         .map_err(|e| with_file(&file, e))?;
         if need_samples && report.coverage.total_samples == 0 {
@@ -390,7 +391,11 @@ impl OpenedProfile {
                 file.display()
             );
         }
-        report.annotate_fields(&names, debug.as_ref().map(|d| d as &dyn FieldSource));
+        annotate_fields(
+            &mut report,
+            &names,
+            debug.as_ref().map(|d| d as &dyn FieldSource),
+        );
         Ok(Analyzed {
             report,
             have_debug_info: debug.is_some(),
@@ -549,7 +554,7 @@ fn opt(v: Option<u64>) -> String {
     v.map_or_else(|| "-".to_owned(), |v| v.to_string())
 }
 
-fn offset_label(f: &dprof::report::FieldCount) -> String {
+fn offset_label(f: &dprof_model::FieldCount) -> String {
     match &f.field {
         Some(name) => format!("+{:#x} {name}", f.offset),
         None => format!("+{:#x}", f.offset),
@@ -863,7 +868,7 @@ fn text_footer(report: &Report, top: usize, out: &mut impl Write) -> io::Result<
         a.peak_live_objects,
         a.live_at_end
     )?;
-    let unknown = report.coverage.count(dprof::report::Bucket::UnknownAddress);
+    let unknown = report.coverage.count(dprof_model::Bucket::UnknownAddress);
     if unknown > 0 {
         let fns: Vec<String> = report
             .unknown_functions

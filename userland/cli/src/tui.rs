@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use dprof::cache::parse_overrides;
-use dprof::profile::MAGIC;
-use dprof::report::Report;
-use dprof::views::ViewOptions;
+use dprof_analysis::cache::parse_overrides;
+use dprof_analysis::views::ViewOptions;
+use dprof_format::MAGIC;
+use dprof_model::Report;
 use dprof_tui::{LoadEvent, Outcome};
 
 use crate::report::{open_profile, AnalysisArgs, OpenedProfile, Stage};

@@ -69,7 +69,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-pub use dprof::units::format_bytes;
+pub use dprof_model::units::format_bytes;
 
 /// Seconds with nanosecond precision: "1.500000000 s".
 pub fn format_ns(ns: u64) -> String {

@@ -1,5 +1,5 @@
 //! `dprof report --view causal` end to end on the library's causal example
-//! (`dprof::causal_analysis::example`): golden text and Coz format, JSON, and the errors a
+//! (`dprof_fixtures::causal`): golden text and Coz format, JSON, and the errors a
 //! person meets. `DPROF_BLESS=1 cargo test -p dprof-cli --test causal` rewrites the golden
 //! files under tests/golden/.
 
@@ -12,7 +12,7 @@ mod support;
 
 use support::{dir_with, dprof, golden, one_line_error, stdout_of};
 
-use dprof::causal_analysis::example;
+use dprof_fixtures::causal as example;
 
 fn example_dir() -> tempfile::TempDir {
     dir_with(&[
@@ -22,7 +22,7 @@ fn example_dir() -> tempfile::TempDir {
             "none.dprof",
             example::profile_of(&example::example_config(), &[]),
         ),
-        ("dp.dprof", dprof::analysis::example::profile()),
+        ("dp.dprof", dprof_fixtures::data_profile::profile()),
     ])
 }
 

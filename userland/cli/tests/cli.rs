@@ -11,7 +11,7 @@ mod support;
 use support::{dir_with, dprof, golden, one_line_error, records_sections, stdout_of};
 
 fn example_dir() -> tempfile::TempDir {
-    dir_with(&[("small.dprof", dprof::profile::example::example_profile())])
+    dir_with(&[("small.dprof", dprof_fixtures::profile::example_profile())])
 }
 
 #[test]
@@ -47,7 +47,7 @@ fn dump_json() {
 /// IBS samples show their raw registers: the ones the sample's caps say exist, by name.
 #[test]
 fn dump_shows_ibs_registers() {
-    use dprof::analysis::hw_example::{profile, Sampler};
+    use dprof_fixtures::hardware::{profile, Sampler};
     let dir = dir_with(&[("ibs.dprof", profile(Sampler::Ibs))]);
     let text = stdout_of(&dprof(dir.path(), &["dump", "ibs.dprof"]));
     let line = text
@@ -122,7 +122,7 @@ fn dump_missing_file() {
 #[test]
 fn dump_truncated_file_names_the_offset() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let bytes = dprof::profile::example::example_profile();
+    let bytes = dprof_fixtures::profile::example_profile();
     let cut = bytes.len() - 10;
     std::fs::write(dir.path().join("cut.dprof"), &bytes[..cut]).expect("write");
     let err = one_line_error(&dprof(dir.path(), &["dump", "cut.dprof"]));
@@ -135,7 +135,7 @@ fn dump_truncated_file_names_the_offset() {
 #[test]
 fn dump_corrupt_file_names_the_offset() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut bytes = dprof::profile::example::example_profile();
+    let mut bytes = dprof_fixtures::profile::example_profile();
     // A byte inside the kallsyms snapshot: the section's CRC no longer matches.
     let at = bytes
         .windows(12)
@@ -153,7 +153,7 @@ fn dump_corrupt_file_names_the_offset() {
 /// chunk's records, as an error with exit status 1.
 #[test]
 fn dump_ends_with_the_error_of_a_corrupt_chunk() {
-    let good = dprof::profile::example::example_profile();
+    let good = dprof_fixtures::profile::example_profile();
     let mut bytes = good.clone();
     let (second, len) = records_sections(&bytes)[1];
     bytes[second + 16 + len - 1] ^= 0x80;
@@ -316,7 +316,7 @@ fn help_explains_commands_and_defaults() {
 /// missing, before the device is opened. Where the machine has it, the device is what fails.
 #[test]
 fn collect_with_an_absent_hardware_sampler_says_why() {
-    let found = dprof::samplers::detect(std::path::Path::new("/"));
+    let found = dprof_collect::samplers::detect(std::path::Path::new("/"));
     let dir = tempfile::tempdir().expect("tempdir");
     for (sampler, name, detection) in [
         ("ibs", "IBS", found.ibs.as_ref().err()),

@@ -1,5 +1,5 @@
 //! `dprof report --view data-flow` end to end on the library's history example
-//! (`dprof::histories::example`): golden text and DOT, JSON, and the errors a person meets.
+//! (`dprof_fixtures::histories`): golden text and DOT, JSON, and the errors a person meets.
 //! `DPROF_BLESS=1 cargo test -p dprof-cli --test data_flow` rewrites the golden files under
 //! tests/golden/.
 
@@ -12,12 +12,12 @@ mod support;
 
 use support::{dir_with, dprof, golden, one_line_error, stdout_of};
 
-use dprof::histories::example;
+use dprof_fixtures::histories as example;
 
 fn example_dir() -> tempfile::TempDir {
     dir_with(&[
         ("h.dprof", example::profile()),
-        ("dp.dprof", dprof::analysis::example::profile()),
+        ("dp.dprof", dprof_fixtures::data_profile::profile()),
     ])
 }
 

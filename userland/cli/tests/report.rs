@@ -1,5 +1,5 @@
 //! `dprof report` end to end on the library's data-profile example
-//! (`dprof::analysis::example`): golden text and JSON, and the errors a person meets.
+//! (`dprof_fixtures::data_profile`): golden text and JSON, and the errors a person meets.
 //! `DPROF_BLESS=1 cargo test -p dprof-cli --test report` rewrites the golden files under
 //! tests/golden/.
 
@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use support::{dir_with, dprof, golden, one_line_error, records_sections, stdout_of, steady_json};
 
-use dprof::analysis::example;
+use dprof_fixtures::data_profile as example;
 
 fn example_dir() -> tempfile::TempDir {
     dir_with(&[("dp.dprof", example::profile())])
@@ -191,7 +191,7 @@ fn vmlinux_names_fields() {
     };
     let system_map = vmlinux.with_file_name("System.map");
     let kallsyms = std::fs::read_to_string(&system_map).expect("System.map next to vmlinux");
-    let debug = dprof::debuginfo::DebugInfo::load(&vmlinux, None).expect("vmlinux loads");
+    let debug = dprof_analysis::debuginfo::DebugInfo::load(&vmlinux, None).expect("vmlinux loads");
     let mut header = example::header();
     header.build_id = debug.build_id();
     let dir = dir_with(&[(
@@ -226,7 +226,7 @@ fn vmlinux_names_fields() {
 }
 
 fn hw_dir() -> tempfile::TempDir {
-    use dprof::analysis::hw_example::{profile, Sampler};
+    use dprof_fixtures::hardware::{profile, Sampler};
     dir_with(&[
         ("ibs.dprof", profile(Sampler::Ibs)),
         ("pebs.dprof", profile(Sampler::Pebs)),

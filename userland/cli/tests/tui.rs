@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use support::{dir_with, dprof, one_line_error, records_sections, stdout_of};
 
-use dprof::analysis::example;
+use dprof_fixtures::data_profile as example;
 
 /// One line on stderr, exit 1, and nothing on stdout: no escape sequences reached the screen.
 fn refused(out: &Output) -> String {
@@ -282,7 +282,7 @@ fn pathbuf(dir: &tempfile::TempDir) -> PathBuf {
 fn big_profile(extra: usize) -> Vec<u8> {
     /// Records per Records section (about 200 bytes each; a section holds at most 4 MiB).
     const PER_CHUNK: usize = 10_000;
-    let sample = dprof_abi::Record::AccessSample(dprof::profile::example::software_sample(
+    let sample = dprof_abi::Record::AccessSample(dprof_fixtures::profile::software_sample(
         0xffff_ffff_8110_1020,
         example::LOAD_RDI_70,
         &[(dprof_abi::reg::RDI, example::SKB_A)],
@@ -379,7 +379,7 @@ fn browses_the_misses_and_working_set_of_a_profile() {
     if !Tmux::available() {
         return;
     }
-    let dir = dir_with(&[("vw.dprof", dprof::views::example::profile())]);
+    let dir = dir_with(&[("vw.dprof", dprof_fixtures::views::profile())]);
     let tmux = Tmux::run_dprof(dir.path(), "tui vw.dprof --cache L2=1M/16/64", 100, 30);
     tmux.wait_for("vw_sweep");
     // Each needle waited for: a capture can catch the screen half drawn.
@@ -426,7 +426,7 @@ fn a_corrupt_chunk_found_while_browsing_restores_the_terminal() {
     }
     let mut bytes = example::profile();
     let &(at, len) = records_sections(&bytes).last().expect("a Records section");
-    bytes[at + dprof::profile::SECTION_HEADER_SIZE + len - 1] ^= 0x40;
+    bytes[at + dprof_format::SECTION_HEADER_SIZE + len - 1] ^= 0x40;
     let dir = dir_with(&[("bad.dprof", bytes)]);
     let tmux = Tmux::run_dprof(dir.path(), "tui bad.dprof", 100, 30);
     let screen = tmux.wait_for("dprof exited 1");

@@ -1,5 +1,5 @@
 //! `dprof report --view misses` and `--view working-set` end to end on the library's views
-//! example (`dprof::views::example`): golden text and CSV, JSON, `--cache`, and the errors a
+//! example (`dprof_fixtures::views`): golden text and CSV, JSON, `--cache`, and the errors a
 //! person meets. `DPROF_BLESS=1 cargo test -p dprof-cli --test views` rewrites the golden
 //! files under tests/golden/.
 
@@ -12,13 +12,13 @@ mod support;
 
 use support::{dir_with, dprof, golden, one_line_error, stdout_of, steady_json};
 
-use dprof::views::example;
+use dprof_fixtures::views as example;
 
 fn example_dir() -> tempfile::TempDir {
     dir_with(&[
         ("v.dprof", example::profile()),
         ("nogeo.dprof", example::profile_with(2, Vec::new())),
-        ("dp.dprof", dprof::analysis::example::profile()),
+        ("dp.dprof", dprof_fixtures::data_profile::profile()),
     ])
 }
 

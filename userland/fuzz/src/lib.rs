@@ -4,9 +4,10 @@
 
 pub mod ibs;
 
-use dprof::profile::{example::example_profile, Profile};
-use dprof::summary::Summary;
-use dprof::symbols::Kallsyms;
+use dprof_analysis::summary::Summary;
+use dprof_analysis::symbols::Kallsyms;
+use dprof_fixtures::profile::example_profile;
+use dprof_format::Profile;
 
 /// Runs [`check_profile`] on `data`, and again with every section's CRC-32 made right:
 /// random bytes almost never carry a correct CRC, and without the repair the fuzzer would
@@ -24,7 +25,7 @@ pub fn profile_reader(data: &[u8]) {
 #[must_use]
 pub fn with_fixed_crcs(data: &[u8]) -> Vec<u8> {
     let mut out = data.to_vec();
-    let mut pos = dprof::profile::FILE_HEADER_SIZE;
+    let mut pos = dprof_format::FILE_HEADER_SIZE;
     loop {
         let Some(len) = out
             .get(pos + 8..pos + 16)
@@ -34,7 +35,7 @@ pub fn with_fixed_crcs(data: &[u8]) -> Vec<u8> {
         else {
             return out;
         };
-        let start = pos + dprof::profile::SECTION_HEADER_SIZE;
+        let start = pos + dprof_format::SECTION_HEADER_SIZE;
         let Some(end) = start.checked_add(len).filter(|&e| e <= out.len()) else {
             return out;
         };
@@ -106,7 +107,7 @@ pub fn check_profile(data: &[u8]) {
 }
 
 /// Every error about the bytes names an offset within them.
-fn check_error(e: &dprof::profile::ProfileError, data: &[u8]) {
+fn check_error(e: &dprof_format::ProfileError, data: &[u8]) {
     let offset = e.offset().expect("byte errors carry an offset");
     assert!(
         offset <= data.len() as u64,
@@ -122,7 +123,7 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     let example = example_profile();
     let mut seeds = vec![("example".to_owned(), example.clone())];
     if let Ok(profile) = Profile::from_bytes(&example) {
-        let mut enc = dprof::profile::ProfileEncoder::new(
+        let mut enc = dprof_format::ProfileEncoder::new(
             Vec::new(),
             profile.header(),
             profile.kallsyms(),

@@ -26,17 +26,17 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use dprof::analysis::{Analyzer, Options, SampledAccesses};
-use dprof::device::{Device, ReadOutcome};
-use dprof::profile::{
+use dprof_abi::{CausalPlan, ExperimentControl, ExperimentEnd, ProgressPoint, Record};
+use dprof_analysis::pipeline::{Analyzer, Options, SampledAccesses};
+use dprof_analysis::symbols::Kallsyms;
+use dprof_collect::device::{Device, ReadOutcome};
+use dprof_collect::samplers;
+use dprof_collect::system;
+use dprof_format::{
     CausalCollectConfig, CausalTypeSpec, DeviceCounters, ProfileWriter, ProgressPointSpec,
     StopInfo, StopReason,
 };
-use dprof::report::Report;
-use dprof::samplers;
-use dprof::symbols::Kallsyms;
-use dprof::system;
-use dprof_abi::{CausalPlan, ExperimentControl, ExperimentEnd, ProgressPoint, Record};
+use dprof_model::Report;
 use indicatif::ProgressBar;
 
 use super::{
@@ -527,7 +527,7 @@ pub fn run(args: &CausalArgs) -> anyhow::Result<ExitCode> {
         &causal_plan(&points, dprof_abi::CAUSAL_RECORD_SAMPLES),
         &labels,
     )?;
-    let collect_config = dprof::profile::CollectConfig {
+    let collect_config = dprof_format::CollectConfig {
         events: collect_plan
             .events
             .iter()
@@ -615,7 +615,7 @@ struct Inputs<'a> {
 fn run_phases(
     args: &CausalArgs,
     dev: &mut Device,
-    header: &mut dprof::profile::ProfileHeader,
+    header: &mut dprof_format::ProfileHeader,
     inputs: Inputs,
     signals: &Signals,
     progress: &ProgressBar,
@@ -767,7 +767,7 @@ fn run_phases(
     let path = writer.finish(&stop).with_context(|| {
         format!(
             "cannot finish the profile ({} is incomplete)",
-            dprof::profile::partial_path(&args.output).display()
+            dprof_format::partial_path(&args.output).display()
         )
     })?;
     progress.finish_and_clear();

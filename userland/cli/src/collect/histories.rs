@@ -5,11 +5,11 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use anyhow::{bail, Context};
-use dprof::histories::{plan_detailed, PlanBudget};
-use dprof::kcore::{self, Kcore};
-use dprof::profile::KernelText;
-use dprof::symbols::Kallsyms;
 use dprof_abi::{HistoryPlan, HistoryTarget, Record, WatchRange};
+use dprof_analysis::symbols::Kallsyms;
+use dprof_collect::kcore::{self, Kcore};
+use dprof_collect::plan::{plan_detailed, PlanBudget};
+use dprof_format::KernelText;
 
 /// What `--histories` asked for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -224,7 +224,7 @@ pub fn module_plan(
 /// said on stderr.
 pub fn choose_types(
     spec: &HistorySpec,
-    report: &dprof::report::Report,
+    report: &dprof_model::Report,
     kallsyms: &Kallsyms,
 ) -> anyhow::Result<Vec<TypeSpec>> {
     let (given, wanted): (Vec<TypeSpec>, Option<Vec<String>>) = match spec {
@@ -416,11 +416,14 @@ mod tests {
         }
     }
 
-    fn example_report() -> (dprof::report::Report, Kallsyms) {
-        let profile = dprof::profile::Profile::from_vec(dprof::analysis::example::profile())
+    fn example_report() -> (dprof_model::Report, Kallsyms) {
+        let profile = dprof_format::Profile::from_vec(dprof_fixtures::data_profile::profile())
             .expect("example profile");
-        let report =
-            dprof::analysis::analyze(&profile, &dprof::analysis::Options::default()).expect("ok");
+        let report = dprof_analysis::pipeline::analyze(
+            &profile,
+            &dprof_analysis::pipeline::Options::default(),
+        )
+        .expect("ok");
         (report, Kallsyms::parse(profile.kallsyms()))
     }
 

@@ -8,13 +8,14 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use dprof::causal_analysis::{self, Analysis, CausalReport, Fit, TypeSlope};
-use dprof::profile::Profile;
+use dprof_analysis::causal;
+use dprof_format::Profile;
+use dprof_model::causal::{Analysis, CausalReport, Fit, Target, TypeSlope};
 
 use super::{more, notes_text, to_stdout, Format, ReportArgs, Table, DEFAULT_TOP};
 
 pub(super) fn run(args: &ReportArgs, profile: &Profile) -> anyhow::Result<ExitCode> {
-    let report = causal_analysis::analyze_profile(profile)
+    let report = causal::analyze_profile(profile)
         .map_err(|e| anyhow::Error::new(e).context(args.file.display().to_string()))?;
     let selected = match &args.type_name {
         Some(name) => Some(find_type(&report, name)?),
@@ -23,7 +24,7 @@ pub(super) fn run(args: &ReportArgs, profile: &Profile) -> anyhow::Result<ExitCo
     let top = args.top.unwrap_or(DEFAULT_TOP);
     to_stdout(|out| {
         if args.format == Format::Coz {
-            return causal_analysis::write_coz(&report, out);
+            return causal::write_coz(&report, out);
         }
         if args.json {
             serde_json::to_writer_pretty(&mut *out, &report).map_err(io::Error::other)?;
@@ -98,8 +99,8 @@ fn measure(analysis: &Analysis, v: f64) -> String {
 
 fn what(analysis: &Analysis) -> String {
     match analysis.target {
-        causal_analysis::Target::Throughput { .. } => format!("Throughput of {}", analysis.name),
-        causal_analysis::Target::Latency { .. } => {
+        Target::Throughput { .. } => format!("Throughput of {}", analysis.name),
+        Target::Latency { .. } => {
             format!("Latency of {} (Little's law)", analysis.name)
         }
     }

@@ -5,8 +5,8 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use dprof::histories::{DataFlow, FlowRole, HistoryReport, PathTrace, TypeHistories};
-use dprof::report::Report;
+use dprof_model::histories::{DataFlow, FlowRole, HistoryReport, PathTrace, TypeHistories};
+use dprof_model::Report;
 
 use super::{Format, ReportArgs, Table, DEFAULT_TOP};
 

@@ -5,8 +5,8 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use dprof::report::Report;
-use dprof::views::{MissClass, MissReport, SharingSite, TypeMisses};
+use dprof_model::misses::{MissClass, MissReport, SharingSite, TypeMisses};
+use dprof_model::Report;
 
 use super::{
     geometry_line, header_lines, no_such_type, notes_text, report_json, to_stdout, ReportArgs,

@@ -42,10 +42,10 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{bail, ensure, Context, Result};
-use dprof::decode::{DecodeOutcome, Decoder};
-use dprof::profile::Profile;
-use dprof::symbols::Kallsyms;
 use dprof_abi::Record;
+use dprof_analysis::decode::{DecodeOutcome, Decoder};
+use dprof_analysis::symbols::Kallsyms;
+use dprof_format::Profile;
 use serde_json::Value;
 
 // A binary's modules sit beside it in src/bin, where Cargo would take them for binaries.
@@ -973,7 +973,7 @@ fn check_data_flow(profile: &Path, report: &mut String) -> Result<()> {
 }
 
 /// History counters of a profile's stop section, and its collection time.
-fn history_counters(profile: &Profile) -> Result<(dprof::profile::HistoryCounters, u64)> {
+fn history_counters(profile: &Profile) -> Result<(dprof_format::HistoryCounters, u64)> {
     let stop = profile.stop();
     let counters = stop
         .device

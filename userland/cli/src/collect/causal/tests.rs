@@ -1,5 +1,6 @@
-use dprof::analysis::{example, AccessStats, Analyzer, Options, SampledAccesses};
-use dprof::symbols::Kallsyms;
+use dprof_analysis::pipeline::{AccessStats, Analyzer, Options, SampledAccesses};
+use dprof_analysis::symbols::Kallsyms;
+use dprof_fixtures::data_profile as example;
 
 use super::*;
 

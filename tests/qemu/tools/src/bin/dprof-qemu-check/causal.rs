@@ -32,8 +32,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{bail, ensure, Context, Result};
-use dprof::profile::Profile;
 use dprof_abi::Record;
+use dprof_format::Profile;
 use serde_json::Value;
 
 use super::{find_type, percent, report_json, type_samples_in};
@@ -183,7 +183,7 @@ fn read_numbers(path: &Path, count: usize) -> Result<Vec<u64>> {
 struct Experiments {
     /// CPUs online when it was collected.
     online_cpus: u32,
-    config: dprof::profile::CausalCollectConfig,
+    config: dprof_format::CausalCollectConfig,
     /// Start records with their times.
     starts: Vec<(u64, dprof_abi::ExperimentStart)>,
     ends: Vec<dprof_abi::ExperimentEnd>,
@@ -214,7 +214,7 @@ fn experiments(path: &Path) -> Result<Experiments> {
     })
 }
 
-fn point_index(config: &dprof::profile::CausalCollectConfig, label: &str) -> Result<usize> {
+fn point_index(config: &dprof_format::CausalCollectConfig, label: &str) -> Result<usize> {
     config
         .points
         .iter()

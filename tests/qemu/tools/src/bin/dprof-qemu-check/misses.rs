@@ -29,13 +29,13 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{bail, ensure, Context, Result};
-use dprof::analysis::{Analyzer, Options};
-use dprof::decode::{DecodeOutcome, Decoder};
-use dprof::histories::HitCheck;
-use dprof::profile::Profile;
-use dprof::symbols::Kallsyms;
-use dprof::views::LiveIndex;
 use dprof_abi::Record;
+use dprof_analysis::decode::{DecodeOutcome, Decoder};
+use dprof_analysis::pipeline::{Analyzer, Options};
+use dprof_analysis::symbols::Kallsyms;
+use dprof_analysis::views::LiveIndex;
+use dprof_format::Profile;
+use dprof_model::histories::HitCheck;
 use serde_json::Value;
 
 use super::{field_name_at, find_type, percent, report_json, type_samples_in};
@@ -366,8 +366,8 @@ fn check_histories(
     failures: &mut Vec<String>,
 ) -> Result<()> {
     let kallsyms = Kallsyms::parse(profile.kallsyms());
-    let histories =
-        dprof::histories::assemble(profile, &kallsyms).context("assembling the histories")?;
+    let histories = dprof_analysis::histories::assemble(profile, &kallsyms)
+        .context("assembling the histories")?;
     let function = |ip: u64| kallsyms.lookup(ip).map(|l| l.symbol.name.clone());
     let (mut complete, mut both_cpus, mut hits, mut known_hits, mut changes) = (0, 0, 0, 0, 0);
     let mut writes_by_cpu: BTreeMap<u32, u64> = BTreeMap::new();
@@ -393,9 +393,7 @@ fn check_histories(
             });
             known_hits += u64::from(known);
             if hit.check == HitCheck::Verified
-                && hit
-                    .kind
-                    .is_some_and(|k| k != dprof::decode::AccessKind::Read)
+                && hit.kind.is_some_and(|k| k != dprof_model::AccessKind::Read)
             {
                 *writes_by_cpu.entry(hit.cpu).or_default() += 1;
             }

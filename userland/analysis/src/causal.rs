@@ -1,0 +1,682 @@
+//! Causal experiments that rank data types (Coz's method, with data types in place of source
+//! lines): which type's accesses, made faster, would make the program faster, and by how much.
+//!
+//! The collector (`dprof causal`) runs experiments. Each picks a type of the profile's type
+//! table and a virtual speedup (0 to 100% in 5% steps, 0% about half of the time), and every
+//! sample on that type's accesses delays every other CPU by `speedup x sample period`. Its
+//! `ExperimentEnd` record gives the wall time, the delay inserted and the visits of each
+//! progress point. This module turns those records into a [`CausalReport`]; it does no I/O
+//! beyond [`read_experiments`], which takes the records out of a [`Profile`].
+//!
+//! # What is computed, and why
+//! - **Effective duration** = `wall_ns - delay_ns`: the time the program would have taken
+//!   without the inserted pauses (Coz's rule). Experiments whose effective duration is not
+//!   positive are discarded.
+//! - **Throughput** of a progress point = visits / effective duration (visits per second).
+//! - **Latency** (a begin and an end point) by Little's law. The module counts, per point,
+//!   the visits, the sum over them of the time since the experiment began (`time_sum_ns`) and
+//!   the visits since the session began (`total`). With `T` the experiment's wall time, the
+//!   integral over the experiment of the requests in flight is
+//!   `in_flight_at_start * T + (visits * T - time_sum_ns)(begin) - (visits * T -
+//!   time_sum_ns)(end)`, where `in_flight_at_start = (total - visits)(begin) - (total -
+//!   visits)(end)`: a request begun at time `t` is in flight for `T - t` of the experiment, one
+//!   that ended at `t` is missing for `T - t`. That integral is in wall time, inserted pauses
+//!   included, during which requests stay in flight. The pauses stand for time the program
+//!   would not have spent, spread over the experiment as the samples fall, so the integral is
+//!   scaled by `effective / wall` to put it in effective time, like the throughput's
+//!   denominator. The mean latency is then that effective integral divided by the end
+//!   point's visits (the departures): Little's law `L = N / lambda` with `N` the mean in
+//!   flight and `lambda` the departure rate, both over effective time. Experiments with no
+//!   departure, or with a non-positive integral (counts that cannot be), are discarded.
+//! - **Program speedup** of an experiment, against the same type's 0% experiments (Coz
+//!   measures a baseline per line so that the cost of the delay machinery itself, which
+//!   depends on the line, cancels out): `rate / baseline - 1` for throughput, `baseline /
+//!   latency - 1` for latency (positive: faster). The baseline pools the type's 0%
+//!   experiments as Coz combines experiments, summing visits (latency: integrals) and
+//!   effective durations (latency: departures): a mean weighted by effective duration, so a
+//!   short experiment counts less than a long one.
+//! - **Slope**: least squares of program speedup against virtual speedup (both fractions)
+//!   over the type's sped-up experiments, each one point against its own baseline: the 0%
+//!   experiments just before and just after it, of any type ([`local_baseline`]). The
+//!   machine's speed drifts over a run by more than a type's effect, so `dprof causal` runs
+//!   every sped-up experiment next to a 0% one, and neighbours share its conditions; one on
+//!   each side cancels a drift that goes one way (measured under QEMU, 5 runs: the slopes'
+//!   intervals 5-33% narrower than against the nearest 0% experiment of the same type).
+//!   The fitted line has an intercept, which takes any cost of inserting delays at all
+//!   (measured under QEMU: a few percent either way), so that only the dose-response makes
+//!   the slope. Experiments are kept as points rather than averaged per speedup so that the
+//!   residuals measure the scatter between experiments; [`TypeSlope::speedups`] holds
+//!   the per-speedup pooled points for plots and Coz's format. The 95% confidence interval is
+//!   `slope +- t(0.975, n - 2) x standard error`, with Student's t computed here
+//!   ([`student_t_quantile`]). A slope needs a baseline and at least
+//!   [`MIN_DISTINCT_SPEEDUPS`] distinct virtual speedups (0% included); a type without is
+//!   listed with the reason, never with a made-up slope.
+//! - Types are ranked by slope, highest first. An interval wholly below 0 is flagged
+//!   [`Slope::hurts`] (speeding the type up slows the program: contention, Coz's downward
+//!   slopes); one that contains 0 [`Slope::within_noise`].
+//!
+//! Every experiment the analysis could not use is listed with its [`Discard`] reason.
+
+mod coz;
+mod stats;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use dprof_abi::{ExperimentEnd, ExperimentStart, EXPERIMENT_CUT_SHORT};
+
+use dprof_format::{
+    CausalCollectConfig, ExperimentRecord, Profile, ProfileError, ProgressPointSpec,
+};
+
+pub use coz::write_coz;
+use dprof_model::causal::Analysis;
+use dprof_model::causal::CausalReport;
+use dprof_model::causal::CausalType;
+use dprof_model::causal::Discard;
+use dprof_model::causal::Discarded;
+use dprof_model::causal::Experiment;
+use dprof_model::causal::ExperimentPoint;
+use dprof_model::causal::Fit;
+use dprof_model::causal::Measurement;
+use dprof_model::causal::NoSlope;
+use dprof_model::causal::PointCount;
+use dprof_model::causal::Slope;
+use dprof_model::causal::SpeedupPoint;
+use dprof_model::causal::Target;
+use dprof_model::causal::TypeSlope;
+use dprof_model::causal::MIN_DISTINCT_SPEEDUPS;
+pub use stats::{student_t_quantile, LineFit};
+
+/// The confidence of [`Slope`]'s interval.
+pub const CONFIDENCE: f64 = 0.95;
+
+/// Why a profile gives no causal report.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CausalError {
+    /// The header has no causal configuration: the profile was not collected by
+    /// `dprof causal`.
+    #[error(
+        "the profile has no causal experiments: it was not collected by dprof causal, which \
+         runs them"
+    )]
+    NotCausal,
+    /// The configuration is there but no experiment record is.
+    #[error(
+        "the profile has no causal experiments: dprof causal ended before the first one \
+         (collect for longer)"
+    )]
+    NoExperiments,
+    /// Reading the records failed.
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
+}
+
+/// The experiment records of `profile`, in file order (a pass over its records).
+///
+/// # Errors
+/// The first problem found while reading the records (see [`Profile::records`]).
+pub fn read_experiments(profile: &Profile) -> Result<Vec<ExperimentRecord>, ProfileError> {
+    let mut found = Vec::new();
+    for record in profile.records() {
+        let (_, record) = record?;
+        found.extend(ExperimentRecord::of(&record));
+    }
+    Ok(found)
+}
+
+/// The causal report of `profile`: [`read_experiments`] then [`analyze`].
+///
+/// # Errors
+/// [`CausalError::NotCausal`] without a causal configuration, [`CausalError::NoExperiments`]
+/// without an experiment record, [`CausalError::Profile`] when the records cannot be read.
+pub fn analyze_profile(profile: &Profile) -> Result<CausalReport, CausalError> {
+    let config = profile
+        .header()
+        .config
+        .causal
+        .as_ref()
+        .ok_or(CausalError::NotCausal)?;
+    let records = read_experiments(profile)?;
+    if records.is_empty() {
+        return Err(CausalError::NoExperiments);
+    }
+    Ok(analyze(config, &records))
+}
+
+/// The causal report of a session: its configuration and its experiment records in file
+/// order. Records are paired by experiment number, so an end read before its start (they may
+/// sit in different CPUs' rings) still finds it.
+#[must_use]
+pub fn analyze(config: &CausalCollectConfig, records: &[ExperimentRecord]) -> CausalReport {
+    let experiments = pair_experiments(config, records);
+    let types = type_table(config, &experiments);
+    let analyses = targets(config)
+        .into_iter()
+        .map(|target| analyze_target(config, &types, &experiments, target))
+        .collect();
+    let mut report = CausalReport {
+        points: config.points.iter().map(ProgressPointSpec::label).collect(),
+        latency: config.latency,
+        experiment_ns: config.experiment_ns,
+        types,
+        experiments,
+        analyses,
+        unseen: Vec::new(),
+    };
+    report.unseen = unseen(&report);
+    report
+}
+
+/// Pairs start and end records by experiment number and checks each experiment.
+fn pair_experiments(config: &CausalCollectConfig, records: &[ExperimentRecord]) -> Vec<Experiment> {
+    // Started and not yet ended, by number; a start whose number comes again before its end
+    // is kept as a start without an end.
+    let mut open: BTreeMap<u32, ExperimentStart> = BTreeMap::new();
+    // Ends read before their start (the two may sit in different CPUs' rings), by number.
+    let mut early_ends: BTreeMap<u32, ExperimentEnd> = BTreeMap::new();
+    // (number, arrival, experiment): sorted by number, a reused number in arrival order.
+    let mut done: Vec<(u32, usize, Experiment)> = Vec::new();
+    let mut push = |e: Experiment| {
+        let arrival = done.len();
+        done.push((e.experiment, arrival, e));
+    };
+    for record in records {
+        match record {
+            ExperimentRecord::Start(start) => {
+                let number = start.control.experiment;
+                if let Some(end) = early_ends.remove(&number) {
+                    push(paired(config, start, &end));
+                } else if let Some(previous) = open.insert(number, *start) {
+                    push(unmatched_start(&previous));
+                }
+            }
+            ExperimentRecord::End(end) => {
+                let number = end.control.experiment;
+                if let Some(start) = open.remove(&number) {
+                    push(paired(config, &start, end));
+                } else if let Some(previous) = early_ends.insert(number, *end) {
+                    push(unmatched_end(&previous));
+                }
+            }
+        }
+    }
+    for start in open.values() {
+        push(unmatched_start(start));
+    }
+    for end in early_ends.values() {
+        push(unmatched_end(end));
+    }
+    done.sort_by_key(|&(number, arrival, _)| (number, arrival));
+    done.into_iter().map(|(_, _, e)| e).collect()
+}
+
+fn paired(
+    config: &CausalCollectConfig,
+    start: &ExperimentStart,
+    end: &ExperimentEnd,
+) -> Experiment {
+    let discarded = if start.control == end.control {
+        check_end(config, end)
+    } else {
+        Some(Discard::ControlMismatch)
+    };
+    Experiment {
+        experiment: end.control.experiment,
+        type_index: end.control.type_index,
+        speedup_percent: end.control.speedup_percent,
+        measured: Some(measurement(end)),
+        discarded,
+    }
+}
+
+fn unmatched_end(end: &ExperimentEnd) -> Experiment {
+    Experiment {
+        experiment: end.control.experiment,
+        type_index: end.control.type_index,
+        speedup_percent: end.control.speedup_percent,
+        measured: Some(measurement(end)),
+        discarded: Some(Discard::EndWithoutStart),
+    }
+}
+
+fn unmatched_start(start: &ExperimentStart) -> Experiment {
+    Experiment {
+        experiment: start.control.experiment,
+        type_index: start.control.type_index,
+        speedup_percent: start.control.speedup_percent,
+        measured: None,
+        discarded: Some(Discard::StartWithoutEnd),
+    }
+}
+
+/// Why a paired experiment is unusable in every analysis, if it is.
+fn check_end(config: &CausalCollectConfig, end: &ExperimentEnd) -> Option<Discard> {
+    if end.control.type_index as usize >= config.types.len() {
+        Some(Discard::TypeNotInTable)
+    } else if end.flags & EXPERIMENT_CUT_SHORT != 0 {
+        Some(Discard::CutShort)
+    } else if end.delay_ns >= end.wall_ns {
+        Some(Discard::NoEffectiveTime)
+    } else if end.point_count as usize != config.points.len() {
+        Some(Discard::PointCountMismatch)
+    } else {
+        None
+    }
+}
+
+fn measurement(end: &ExperimentEnd) -> Measurement {
+    let count = (end.point_count as usize).min(end.points.len());
+    Measurement {
+        cut_short: end.flags & EXPERIMENT_CUT_SHORT != 0,
+        wall_ns: end.wall_ns,
+        delay_ns: end.delay_ns,
+        paused_ns: end.paused_ns,
+        credited_ns: end.credited_ns,
+        type_samples: end.type_samples,
+        samples: end.samples,
+        points: end.points[..count]
+            .iter()
+            .map(|p| PointCount {
+                visits: p.visits,
+                time_sum_ns: p.time_sum_ns,
+                total: p.total,
+            })
+            .collect(),
+    }
+}
+
+/// The type table with data-profile ranks and what the experiments did with each type.
+fn type_table(config: &CausalCollectConfig, experiments: &[Experiment]) -> Vec<CausalType> {
+    let mut by_samples: Vec<usize> = (0..config.types.len())
+        .filter(|&i| config.types[i].plan_samples > 0)
+        .collect();
+    by_samples.sort_by_key(|&i| (std::cmp::Reverse(config.types[i].plan_samples), i));
+    config
+        .types
+        .iter()
+        .enumerate()
+        .map(|(index, spec)| {
+            let mine = experiments
+                .iter()
+                .filter(|e| e.type_index as usize == index);
+            CausalType {
+                index,
+                name: spec.name.clone(),
+                plan_samples: spec.plan_samples,
+                data_profile_rank: by_samples.iter().position(|&i| i == index).map(|r| r + 1),
+                selected: mine.clone().count(),
+                experiment_samples: mine
+                    .filter_map(|e| e.measured.as_ref())
+                    .map(|m| m.type_samples)
+                    .sum(),
+            }
+        })
+        .collect()
+}
+
+/// The analyses the configuration asks for: each point's throughput, then the latency pair.
+fn targets(config: &CausalCollectConfig) -> Vec<Target> {
+    let mut targets: Vec<Target> = (0..config.points.len())
+        .map(|point| Target::Throughput { point })
+        .collect();
+    if let Some((begin, end)) = config.latency {
+        if begin < config.points.len() && end < config.points.len() {
+            targets.push(Target::Latency { begin, end });
+        }
+    }
+    targets
+}
+
+fn target_name(config: &CausalCollectConfig, target: Target) -> String {
+    let label = |i: usize| {
+        config
+            .points
+            .get(i)
+            .map_or_else(String::new, ProgressPointSpec::label)
+    };
+    match target {
+        Target::Throughput { point } => label(point),
+        Target::Latency { begin, end } => format!("{} -> {}", label(begin), label(end)),
+    }
+}
+
+/// One experiment's measure, as a ratio that pools by summing both parts (Coz's way of
+/// combining experiments).
+#[derive(Clone, Copy, Debug, Default)]
+struct Ratio {
+    /// Throughput: visits. Latency: in-flight integral in effective time (request x ns).
+    numerator: f64,
+    /// Throughput: effective duration (s). Latency: departures.
+    denominator: f64,
+}
+
+impl Ratio {
+    fn value(self) -> f64 {
+        self.numerator / self.denominator
+    }
+
+    fn add(self, other: Self) -> Self {
+        Self {
+            numerator: self.numerator + other.numerator,
+            denominator: self.denominator + other.denominator,
+        }
+    }
+}
+
+/// An experiment's measure for `target`, or why it has none.
+fn measure(m: &Measurement, target: Target) -> Result<Ratio, Discard> {
+    let effective_ns = m.effective_ns();
+    if effective_ns <= 0 {
+        return Err(Discard::NoEffectiveTime);
+    }
+    match target {
+        Target::Throughput { point } => {
+            let visits = m.points.get(point).map_or(0, |p| p.visits);
+            if visits == 0 {
+                return Err(Discard::ZeroVisits);
+            }
+            Ok(Ratio {
+                numerator: visits as f64,
+                denominator: effective_ns as f64 / 1e9,
+            })
+        }
+        Target::Latency { begin, end } => {
+            let departures = m.points.get(end).map_or(0, |p| p.visits);
+            if departures == 0 {
+                return Err(Discard::ZeroVisits);
+            }
+            let integral_wall = m
+                .in_flight_integral_wall(begin, end)
+                .ok_or(Discard::ZeroVisits)?;
+            if integral_wall <= 0.0 {
+                return Err(Discard::NoRequestsInFlight);
+            }
+            // Wall to effective time: the pauses are time the program would not have spent.
+            let integral_effective = integral_wall * effective_ns as f64 / m.wall_ns as f64;
+            Ok(Ratio {
+                numerator: integral_effective,
+                denominator: departures as f64,
+            })
+        }
+    }
+}
+
+/// Program speedup of `value` against `baseline` (positive: faster).
+fn program_speedup(target: Target, value: f64, baseline: f64) -> f64 {
+    match target {
+        Target::Throughput { .. } => value / baseline - 1.0,
+        Target::Latency { .. } => baseline / value - 1.0,
+    }
+}
+
+fn analyze_target(
+    config: &CausalCollectConfig,
+    types: &[CausalType],
+    experiments: &[Experiment],
+    target: Target,
+) -> Analysis {
+    let mut discarded = Vec::new();
+    // Per type: (experiment, speedup, ratio) of the experiments this target can use.
+    let mut usable: Vec<Vec<(&Experiment, Ratio)>> = vec![Vec::new(); types.len()];
+    for e in experiments.iter().filter(|e| e.discarded.is_none()) {
+        let (Some(m), Some(list)) = (&e.measured, usable.get_mut(e.type_index as usize)) else {
+            continue;
+        };
+        match measure(m, target) {
+            Ok(ratio) => list.push((e, ratio)),
+            Err(reason) => discarded.push(Discarded {
+                experiment: e.experiment,
+                type_index: e.type_index,
+                speedup_percent: e.speedup_percent,
+                reason,
+            }),
+        }
+    }
+    // Every usable 0% experiment, whatever its type, in experiment order: the local
+    // baselines.
+    let mut baselines: Vec<(u32, Ratio)> = usable
+        .iter()
+        .flatten()
+        .filter(|(e, _)| e.speedup_percent == 0)
+        .map(|(e, ratio)| (e.experiment, *ratio))
+        .collect();
+    baselines.sort_by_key(|(number, _)| *number);
+    let mut slopes: Vec<TypeSlope> = types
+        .iter()
+        .zip(&usable)
+        .map(|(t, used)| type_slope(t, used, &baselines, target, &mut discarded))
+        .collect();
+    slopes.sort_by(|a, b| match (a.fit.slope(), b.fit.slope()) {
+        (Some(x), Some(y)) => y.slope.total_cmp(&x.slope),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => (
+            a.data_profile_rank.is_none(),
+            a.data_profile_rank,
+            a.type_index,
+        )
+            .cmp(&(
+                b.data_profile_rank.is_none(),
+                b.data_profile_rank,
+                b.type_index,
+            )),
+    });
+    let mut rank = 0;
+    for s in &mut slopes {
+        if s.fit.slope().is_some() {
+            rank += 1;
+            s.rank = Some(rank);
+        }
+    }
+    discarded.sort_by_key(|d| d.experiment);
+    Analysis {
+        target,
+        name: target_name(config, target),
+        types: slopes,
+        discarded,
+    }
+}
+
+/// One type's points and slope from the experiments `used` for `target`, each against its
+/// local baseline from `baselines` (every type's 0% experiments, in order); experiments left
+/// out for want of a baseline go to `discarded`.
+fn type_slope(
+    t: &CausalType,
+    used: &[(&Experiment, Ratio)],
+    baselines: &[(u32, Ratio)],
+    target: Target,
+    discarded: &mut Vec<Discarded>,
+) -> TypeSlope {
+    let mut slope = TypeSlope {
+        type_index: t.index,
+        name: t.name.clone(),
+        rank: None,
+        data_profile_rank: t.data_profile_rank,
+        plan_samples: t.plan_samples,
+        experiments: 0,
+        baseline_experiments: 0,
+        baseline: None,
+        speedups: Vec::new(),
+        experiment_points: Vec::new(),
+        fit: Fit::NoSlope {
+            reason: NoSlope::NeverSelected,
+            distinct_speedups: 0,
+        },
+    };
+    let mut pooled: BTreeMap<u32, (usize, Ratio)> = BTreeMap::new();
+    for (e, ratio) in used {
+        let entry = pooled.entry(e.speedup_percent).or_default();
+        entry.0 += 1;
+        entry.1 = entry.1.add(*ratio);
+    }
+    let distinct_speedups = pooled.len();
+    let Some(&(baseline_experiments, baseline_ratio)) = pooled.get(&0) else {
+        let reason = if t.selected == 0 {
+            NoSlope::NeverSelected
+        } else if used.is_empty() {
+            NoSlope::AllDiscarded
+        } else {
+            NoSlope::NoBaseline
+        };
+        for (e, _) in used {
+            discarded.push(Discarded {
+                experiment: e.experiment,
+                type_index: e.type_index,
+                speedup_percent: e.speedup_percent,
+                reason: Discard::NoBaseline,
+            });
+        }
+        slope.fit = Fit::NoSlope {
+            reason,
+            distinct_speedups,
+        };
+        return slope;
+    };
+    let baseline = baseline_ratio.value();
+    slope.experiments = used.len();
+    slope.baseline_experiments = baseline_experiments;
+    slope.baseline = Some(baseline);
+    slope.speedups = pooled
+        .iter()
+        .map(|(&speedup_percent, &(experiments, ratio))| SpeedupPoint {
+            speedup_percent,
+            experiments,
+            value: ratio.value(),
+            program_speedup: program_speedup(target, ratio.value(), baseline),
+        })
+        .collect();
+    slope.experiment_points = used
+        .iter()
+        .map(|(e, ratio)| {
+            let local = local_baseline(baselines, e.experiment).map_or(baseline, Ratio::value);
+            ExperimentPoint {
+                experiment: e.experiment,
+                speedup_percent: e.speedup_percent,
+                value: ratio.value(),
+                program_speedup: program_speedup(target, ratio.value(), local),
+            }
+        })
+        .collect();
+    // The line goes through the sped-up experiments only: each against its own baseline,
+    // they are independent points, and a constant cost of inserting delays at all (any
+    // speedup against none) goes to the intercept instead of the slope. The 0% points stay
+    // in `experiment_points` for plots.
+    let sped_up: Vec<ExperimentPoint> = slope
+        .experiment_points
+        .iter()
+        .filter(|p| p.speedup_percent > 0)
+        .copied()
+        .collect();
+    slope.fit = fit(&sped_up, distinct_speedups);
+    slope
+}
+
+/// An experiment's local baseline: the 0% experiments (of any type) just before and just
+/// after experiment `number`, pooled, or the one on the side that has one; `None` when there
+/// is no other 0% experiment. `baselines` is in experiment order.
+///
+/// The machine's speed drifts over a run (other load, a host's other guests; under QEMU,
+/// whatever else the host runs) far more than a type's effect on it: a baseline pooled over
+/// the whole run would add that drift to every experiment's program speedup. `dprof causal`
+/// runs each sped-up experiment next to a 0% one, so its neighbours share its conditions,
+/// and a neighbour on each side cancels a drift that goes one way. Their type does not
+/// matter: a 0% experiment inserts no delay, and what the type costs the sampler (one O(1)
+/// set lookup per sample) is the same for every type.
+fn local_baseline(baselines: &[(u32, Ratio)], number: u32) -> Option<Ratio> {
+    let after = baselines.partition_point(|(n, _)| *n <= number);
+    let before = baselines[..after].iter().rev().find(|(n, _)| *n != number);
+    [before, baselines.get(after)]
+        .into_iter()
+        .flatten()
+        .map(|(_, ratio)| *ratio)
+        .reduce(Ratio::add)
+}
+
+/// The slope of `points` with its interval, or why there is none.
+fn fit(points: &[ExperimentPoint], distinct_speedups: usize) -> Fit {
+    let too_few = Fit::NoSlope {
+        reason: NoSlope::TooFewSpeedups,
+        distinct_speedups,
+    };
+    if distinct_speedups < MIN_DISTINCT_SPEEDUPS {
+        return too_few;
+    }
+    let xy: Vec<(f64, f64)> = points
+        .iter()
+        .map(|p| (f64::from(p.speedup_percent) / 100.0, p.program_speedup))
+        .collect();
+    // `None` cannot happen with 3 distinct speedups; say so rather than make a slope up.
+    let Some(line) = LineFit::of(&xy) else {
+        return too_few;
+    };
+    let t_critical = student_t_quantile(0.5 + CONFIDENCE / 2.0, line.degrees_of_freedom());
+    let half = t_critical * line.slope_std_error;
+    let (low, high) = (line.slope - half, line.slope + half);
+    Fit::Slope(Slope {
+        slope: line.slope,
+        intercept: line.intercept,
+        low,
+        high,
+        std_error: line.slope_std_error,
+        t_critical,
+        points: line.points,
+        distinct_speedups,
+        hurts: high < 0.0,
+        within_noise: low <= 0.0 && high >= 0.0,
+    })
+}
+
+/// What the view could not see, one sentence each.
+fn unseen(report: &CausalReport) -> Vec<String> {
+    let mut lines = Vec::new();
+    let never: Vec<&str> = report
+        .types
+        .iter()
+        .filter(|t| t.selected == 0)
+        .map(|t| t.name.as_str())
+        .collect();
+    if !never.is_empty() {
+        lines.push(format!(
+            "{} of {} types were never selected by an experiment, so nothing is known of their \
+             effect: {} (run the session for longer)",
+            never.len(),
+            report.types.len(),
+            never.join(", ")
+        ));
+    }
+    let unsampled: Vec<&str> = report
+        .types
+        .iter()
+        .filter(|t| t.selected > 0 && t.experiment_samples == 0)
+        .map(|t| t.name.as_str())
+        .collect();
+    if !unsampled.is_empty() {
+        lines.push(format!(
+            "no sample fell on the accesses of {} during their experiments, so no delay was \
+             inserted and their slopes measure noise only",
+            unsampled.join(", ")
+        ));
+    }
+    let out = report.discarded_experiments();
+    if out > 0 {
+        lines.push(format!(
+            "{out} of {} experiments could not be used at all (see the reasons above)",
+            report.experiments.len()
+        ));
+    }
+    for analysis in &report.analyses {
+        if !analysis.discarded.is_empty() {
+            let n = analysis.discarded.len();
+            lines.push(format!(
+                "{n} more experiment{} could not be used for {} (see the reasons above)",
+                if n == 1 { "" } else { "s" },
+                analysis.name
+            ));
+        }
+    }
+    lines
+}

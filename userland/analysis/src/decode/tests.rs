@@ -1,0 +1,458 @@
+//! Hand-assembled instructions (AT&T syntax in the comments) with register files.
+
+use dprof_abi::{reg, AccessSample, SAMPLE_USER};
+
+use super::*;
+use dprof_fixtures::profile::software_sample;
+
+const IP: u64 = 0xffff_ffff_8100_0000;
+const GS: u64 = 0xffff_8880_7fc0_0000;
+
+fn sample(insn: &[u8], regs: &[(usize, u64)]) -> AccessSample {
+    software_sample(IP, insn, regs, GS)
+}
+
+fn access(insn: &[u8], regs: &[(usize, u64)]) -> DecodeOutcome {
+    Decoder::new().access(&sample(insn, regs))
+}
+
+fn mem(addr: u64, size: u32, kind: AccessKind) -> DecodeOutcome {
+    DecodeOutcome::Access(MemAccess {
+        addr,
+        size,
+        kind,
+        gs_relative: false,
+    })
+}
+
+fn gs_mem(addr: u64, size: u32, kind: AccessKind) -> DecodeOutcome {
+    DecodeOutcome::Access(MemAccess {
+        addr,
+        size,
+        kind,
+        gs_relative: true,
+    })
+}
+
+fn none(reason: NoAccess) -> DecodeOutcome {
+    DecodeOutcome::None(reason)
+}
+
+use dprof_model::AccessKind;
+use AccessKind::{Read, ReadWrite, Write};
+
+#[test]
+fn loads_and_stores_through_base_registers() {
+    // mov (%rdi),%rax
+    assert_eq!(
+        access(&[0x48, 0x8b, 0x07], &[(reg::RDI, 0x1000)]),
+        mem(0x1000, 8, Read)
+    );
+    // mov %rax,0x10(%rbx)
+    assert_eq!(
+        access(&[0x48, 0x89, 0x43, 0x10], &[(reg::RBX, 0x2000)]),
+        mem(0x2010, 8, Write)
+    );
+    // mov -0x8(%rbp),%rax: negative displacements are sign-extended.
+    assert_eq!(
+        access(&[0x48, 0x8b, 0x45, 0xf8], &[(reg::RBP, 0x4000)]),
+        mem(0x3ff8, 8, Read)
+    );
+    // movzbl (%rsi),%eax: one byte.
+    assert_eq!(
+        access(&[0x0f, 0xb6, 0x06], &[(reg::RSI, 0x5000)]),
+        mem(0x5000, 1, Read)
+    );
+    // movdqu (%rax),%xmm0 and movdqu %xmm0,(%rax): 16 bytes.
+    assert_eq!(
+        access(&[0xf3, 0x0f, 0x6f, 0x00], &[(reg::RAX, 0x6000)]),
+        mem(0x6000, 16, Read)
+    );
+    assert_eq!(
+        access(&[0xf3, 0x0f, 0x7f, 0x00], &[(reg::RAX, 0x6000)]),
+        mem(0x6000, 16, Write)
+    );
+    // jmp *(%rax): an indirect jump reads its target from memory.
+    assert_eq!(
+        access(&[0xff, 0x20], &[(reg::RAX, 0x7000)]),
+        mem(0x7000, 8, Read)
+    );
+}
+
+#[test]
+fn base_index_scale_and_extended_registers() {
+    // add %eax,(%rcx,%rdx,8)
+    assert_eq!(
+        access(&[0x01, 0x04, 0xd1], &[(reg::RCX, 0x3000), (reg::RDX, 3)]),
+        mem(0x3018, 4, ReadWrite)
+    );
+    // mov (%r12,%r13,2),%rax
+    assert_eq!(
+        access(
+            &[0x4b, 0x8b, 0x04, 0x6c],
+            &[(reg::R8 + 4, 0x100), (reg::R8 + 5, 0x10)]
+        ),
+        mem(0x120, 8, Read)
+    );
+    // mov 0x18(%r15),%rdx
+    assert_eq!(
+        access(&[0x49, 0x8b, 0x57, 0x18], &[(reg::R15, 0x8000)]),
+        mem(0x8018, 8, Read)
+    );
+    // movabs 0xffffffff82000000,%eax: an absolute address, no registers.
+    assert_eq!(
+        access(&[0xa1, 0x00, 0x00, 0x00, 0x82, 0xff, 0xff, 0xff, 0xff], &[]),
+        mem(0xffff_ffff_8200_0000, 4, Read)
+    );
+}
+
+#[test]
+fn read_modify_writes() {
+    // incl 0x8(%rbp)
+    assert_eq!(
+        access(&[0xff, 0x45, 0x08], &[(reg::RBP, 0x4000)]),
+        mem(0x4008, 4, ReadWrite)
+    );
+    // lock xadd %eax,(%rdi)
+    assert_eq!(
+        access(&[0xf0, 0x0f, 0xc1, 0x07], &[(reg::RDI, 0x9000)]),
+        mem(0x9000, 4, ReadWrite)
+    );
+    // cmpxchg %rcx,(%rdx): writes only when equal, still a read-write.
+    assert_eq!(
+        access(&[0x48, 0x0f, 0xb1, 0x0a], &[(reg::RDX, 0xa000)]),
+        mem(0xa000, 8, ReadWrite)
+    );
+    // xchg %rax,(%rdi)
+    assert_eq!(
+        access(&[0x48, 0x87, 0x07], &[(reg::RDI, 0xb000)]),
+        mem(0xb000, 8, ReadWrite)
+    );
+}
+
+#[test]
+fn rip_relative_is_next_ip_plus_displacement() {
+    // mov 0x1234(%rip),%rax, 7 bytes.
+    assert_eq!(
+        access(&[0x48, 0x8b, 0x05, 0x34, 0x12, 0x00, 0x00], &[]),
+        mem(IP + 7 + 0x1234, 8, Read)
+    );
+    // mov %eax,-0x10(%rip): 6 bytes, negative displacement.
+    assert_eq!(
+        access(&[0x89, 0x05, 0xf0, 0xff, 0xff, 0xff], &[]),
+        mem(IP + 6 - 0x10, 4, Write)
+    );
+}
+
+#[test]
+fn gs_relative_adds_the_per_cpu_base() {
+    // mov %gs:0x28,%rax
+    assert_eq!(
+        access(&[0x65, 0x48, 0x8b, 0x04, 0x25, 0x28, 0x00, 0x00, 0x00], &[]),
+        gs_mem(GS + 0x28, 8, Read)
+    );
+    // mov %gs:(%rax),%rcx
+    assert_eq!(
+        access(&[0x65, 0x48, 0x8b, 0x08], &[(reg::RAX, 0x1040)]),
+        gs_mem(GS + 0x1040, 8, Read)
+    );
+    // incl %gs:0x10(%rdx)
+    assert_eq!(
+        access(&[0x65, 0xff, 0x42, 0x10], &[(reg::RDX, 0x100)]),
+        gs_mem(GS + 0x110, 4, ReadWrite)
+    );
+    // mov %fs:0x28,%rax: the sample has no %fs base.
+    assert_eq!(
+        access(&[0x64, 0x48, 0x8b, 0x04, 0x25, 0x28, 0x00, 0x00, 0x00], &[]),
+        none(NoAccess::UnsupportedSegment)
+    );
+}
+
+#[test]
+fn thirty_two_bit_addressing_zero_extends_and_wraps() {
+    // mov (%eax),%ecx: only the low 32 bits of %rax count.
+    assert_eq!(
+        access(&[0x67, 0x8b, 0x08], &[(reg::RAX, 0xdead_beef_0000_1000)]),
+        mem(0x1000, 4, Read)
+    );
+    // mov (%eax,%ebx,4),%ecx
+    assert_eq!(
+        access(
+            &[0x67, 0x8b, 0x0c, 0x98],
+            &[
+                (reg::RAX, 0xffff_ffff_0000_0010),
+                (reg::RBX, 0xffff_ffff_0000_0002)
+            ]
+        ),
+        mem(0x18, 4, Read)
+    );
+    // mov 0x20(%eax),%ecx wraps around 4 GiB.
+    assert_eq!(
+        access(&[0x67, 0x8b, 0x48, 0x20], &[(reg::RAX, 0xffff_fff0)]),
+        mem(0x10, 4, Read)
+    );
+    // The segment base is added after the cut: mov %gs:(%eax),%ecx.
+    assert_eq!(
+        access(
+            &[0x65, 0x67, 0x8b, 0x08],
+            &[(reg::RAX, 0xffff_ffff_0000_0008)]
+        ),
+        gs_mem(GS + 8, 4, Read)
+    );
+}
+
+#[test]
+fn address_only_and_no_memory_operand() {
+    // lea 0x8(%rdi),%rax
+    assert_eq!(
+        access(&[0x48, 0x8d, 0x47, 0x08], &[(reg::RDI, 0x1000)]),
+        none(NoAccess::AddressOnly)
+    );
+    for (what, insn) in [
+        ("nop", &[0x90][..]),
+        ("nopl 0x0(%rax)", &[0x0f, 0x1f, 0x40, 0x00]),
+        ("jmp .", &[0xeb, 0xfe]),
+        ("mov %rax,%rbx", &[0x48, 0x89, 0xc3]),
+        ("add $1,%eax", &[0x83, 0xc0, 0x01]),
+        ("jne rel32", &[0x0f, 0x85, 0x10, 0x00, 0x00, 0x00]),
+    ] {
+        assert_eq!(access(insn, &[]), none(NoAccess::NoMemoryOperand), "{what}");
+    }
+}
+
+#[test]
+fn implicit_and_multiple_memory_operands() {
+    for (what, insn) in [
+        ("push %rax", &[0x50][..]),
+        ("pop %rbx", &[0x5b]),
+        ("push (%rax)", &[0xff, 0x30]),
+        ("pop (%rax)", &[0x8f, 0x00]),
+        ("rep movsb", &[0xf3, 0xa4]),
+        ("rep stos %rax,(%rdi)", &[0xf3, 0x48, 0xab]),
+        ("lods (%rsi),%al", &[0xac]),
+        ("scas (%rdi),%al", &[0xae]),
+        ("cmpsb", &[0xa6]),
+        ("call rel32", &[0xe8, 0x00, 0x00, 0x00, 0x00]),
+        ("call *(%rax)", &[0xff, 0x10]),
+        ("ret", &[0xc3]),
+        ("leave", &[0xc9]),
+        ("enter $0x10,$0", &[0xc8, 0x10, 0x00, 0x00]),
+        ("xlat", &[0xd7]),
+        // vpgatherdd %ymm2,(%rax,%ymm1,4),%ymm0
+        ("vpgatherdd", &[0xc4, 0xe2, 0x6d, 0x90, 0x04, 0x88]),
+    ] {
+        assert_eq!(
+            access(insn, &[(reg::RAX, 0x1000), (reg::RSP, 0x2000)]),
+            none(NoAccess::MultipleMemoryOperands),
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn missing_truncated_and_user_samples() {
+    let mut empty = sample(&[], &[]);
+    empty.insn_len = 0;
+    assert_eq!(Decoder::new().access(&empty), none(NoAccess::NoBytes));
+    // mov (%rdi),%rax cut after two bytes; mov 0x1234(%rip),%rax cut in its displacement.
+    assert_eq!(access(&[0x48, 0x8b], &[]), none(NoAccess::Undecodable));
+    assert_eq!(
+        access(&[0x48, 0x8b, 0x05, 0x34, 0x12], &[]),
+        none(NoAccess::Undecodable)
+    );
+    // ud2 decodes; 0x06 (push %es) is invalid in 64-bit mode.
+    assert_eq!(access(&[0x06], &[]), none(NoAccess::Undecodable));
+    let mut user = sample(&[0x48, 0x8b, 0x07], &[(reg::RDI, 0x1000)]);
+    user.flags = SAMPLE_USER;
+    assert_eq!(Decoder::new().access(&user), none(NoAccess::UserMode));
+}
+
+#[test]
+fn trailing_bytes_belong_to_the_next_instruction() {
+    // mov (%rdi),%rax; ret; int3 ...: 16 bytes captured, only the first 3 count.
+    let mut bytes = [0xccu8; 16];
+    bytes[..4].copy_from_slice(&[0x48, 0x8b, 0x07, 0xc3]);
+    let mut d = Decoder::new();
+    let s = sample(&bytes, &[(reg::RDI, 0x1000)]);
+    assert_eq!(d.access(&s), mem(0x1000, 8, Read));
+    let insn = d.instruction(&s).expect("decodes");
+    assert_eq!((insn.len, insn.mnemonic().as_str()), (3, "mov"));
+}
+
+#[test]
+fn undecodable_instructions_and_the_last_ip_are_not_lost_in_the_cache() {
+    let mut d = Decoder::new();
+    // Does not decode at a new ip: nothing cached.
+    let bad = software_sample(IP + 0x40, &[0x48, 0x89], &[], GS);
+    assert_eq!(d.access(&bad), none(NoAccess::Undecodable));
+    assert_eq!(d.cached_instructions(), 0);
+    // The ip the cache's table keeps for its vacant buckets is still decoded once.
+    for i in 1..=3 {
+        let last = software_sample(
+            u64::MAX,
+            &[0x48, 0x8b, 0x47, 0x10],
+            &[(reg::RDI, 0x1000)],
+            GS,
+        );
+        assert_eq!(d.access(&last), mem(0x1010, 8, Read));
+        assert_eq!((d.stats().decoded, d.cached_instructions()), (1, 1), "{i}");
+    }
+    let other = sample(&[0x48, 0x8b, 0x07], &[(reg::RDI, 0x2000)]);
+    assert_eq!(d.access(&other), mem(0x2000, 8, Read));
+    assert_eq!((d.stats().decoded, d.cached_instructions()), (2, 2));
+}
+
+#[test]
+fn the_cache_decodes_a_hot_ip_once_and_notices_patched_code() {
+    let mut d = Decoder::new();
+    for i in 0..1000 {
+        let s = sample(&[0x48, 0x8b, 0x47, 0x10], &[(reg::RDI, 0x1000 * i)]);
+        assert_eq!(d.access(&s), mem(0x1000 * i + 0x10, 8, Read));
+    }
+    assert_eq!(d.stats().decoded, 1);
+    assert_eq!(d.cached_instructions(), 1);
+    // Same ip, other bytes (a static key flipped): decoded again.
+    let patched = sample(&[0x48, 0x89, 0x47, 0x10], &[(reg::RDI, 0x1000)]);
+    assert_eq!(d.access(&patched), mem(0x1010, 8, Write));
+    assert_eq!(d.stats().decoded, 2);
+    // Fewer bytes captured than the cached instruction needs: not a hit.
+    let short = sample(&[0x48, 0x89], &[]);
+    assert_eq!(d.access(&short), none(NoAccess::Undecodable));
+    assert_eq!(d.cached_instructions(), 1);
+}
+
+#[test]
+fn stats_count_every_outcome() {
+    let mut d = Decoder::new();
+    let mut user = sample(&[0x90], &[]);
+    user.flags = SAMPLE_USER;
+    for s in [
+        sample(&[0x48, 0x8b, 0x07], &[]),
+        sample(&[0x48, 0x89, 0x07], &[]),
+        sample(&[0xf0, 0x0f, 0xc1, 0x07], &[]),
+        sample(&[0x65, 0x48, 0x8b, 0x08], &[]),
+        sample(&[0x90], &[]),
+        sample(&[0x50], &[]),
+        user,
+    ] {
+        d.access(&s);
+    }
+    let st = *d.stats();
+    assert_eq!(st.samples, 7);
+    assert_eq!(st.with_address(), 4);
+    assert_eq!(
+        (st.reads, st.writes, st.read_writes, st.gs_relative),
+        (2, 1, 1, 1)
+    );
+    assert_eq!(st.count(NoAccess::NoMemoryOperand), 1);
+    assert_eq!(st.count(NoAccess::MultipleMemoryOperands), 1);
+    assert_eq!(st.count(NoAccess::UserMode), 1);
+    assert_eq!(
+        st.to_string(),
+        "4 of 7 samples (57.1%) have a data address; 1 no memory operand, 1 implicit or \
+         several memory operands, 1 user mode"
+    );
+    let mut twice = st;
+    twice.merge(&st);
+    assert_eq!(twice.samples, 14);
+    assert_eq!(twice.user_mode, 2);
+}
+
+/// `cargo test -p dprof --release -- --ignored decode_throughput --nocapture`: samples per
+/// second over 4096 hot instructions (the cache-hit path).
+#[test]
+#[ignore = "a measurement, not a check"]
+fn decode_throughput() {
+    let insns: [&[u8]; 4] = [
+        &[0x48, 0x8b, 0x47, 0x10],
+        &[0x65, 0x48, 0x8b, 0x04, 0x25, 0x28, 0x00, 0x00, 0x00],
+        &[0x01, 0x04, 0xd1],
+        &[0x50],
+    ];
+    let samples: Vec<AccessSample> = (0..4096u64)
+        .map(|i| {
+            software_sample(
+                IP + i * 16,
+                insns[(i % 4) as usize],
+                &[(reg::RDI, i << 12), (reg::RCX, 0x1000), (reg::RDX, i)],
+                GS,
+            )
+        })
+        .collect();
+    let mut d = Decoder::new();
+    let n = 4_000_000;
+    let start = std::time::Instant::now();
+    let mut sum = 0u64;
+    for s in samples.iter().cycle().take(n) {
+        if let DecodeOutcome::Access(a) = d.access(std::hint::black_box(s)) {
+            sum = sum.wrapping_add(a.addr);
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    eprintln!(
+        "{n} samples in {secs:.3} s: {:.1} M samples/s ({} decoded, checksum {sum:#x})",
+        n as f64 / secs / 1e6,
+        d.stats().decoded
+    );
+}
+
+#[test]
+fn decoded_instructions_say_when_they_overwrite_their_address_registers() {
+    // mov 0x8(%rax),%rax: the base is overwritten.
+    let insn = decode_insn(&[0x48, 0x8b, 0x40, 0x08], IP).expect("decodes");
+    assert!(insn.writes_address_register());
+    assert_eq!(
+        (insn.kind(), insn.size(), insn.end()),
+        (Some(Read), Some(8), IP + 4)
+    );
+    // mov 0x8(%rax),%eax: a 32-bit write zero-extends into %rax, the same register.
+    assert!(decode_insn(&[0x8b, 0x40, 0x08], IP)
+        .expect("decodes")
+        .writes_address_register());
+    // mov (%rdi,%rsi,8),%rsi: the index is overwritten.
+    assert!(decode_insn(&[0x48, 0x8b, 0x34, 0xf7], IP)
+        .expect("decodes")
+        .writes_address_register());
+    // mov 0x8(%rax),%rcx and mov %rax,0x8(%rax): the address survives.
+    assert!(!decode_insn(&[0x48, 0x8b, 0x48, 0x08], IP)
+        .expect("decodes")
+        .writes_address_register());
+    assert!(!decode_insn(&[0x48, 0x89, 0x40, 0x08], IP)
+        .expect("decodes")
+        .writes_address_register());
+    // rep movsb: a string op with implicit operands.
+    let movs = decode_insn(&[0xf3, 0xa4], IP).expect("decodes");
+    assert!(movs.is_string_op());
+    assert_eq!(
+        movs.access(&[0; dprof_abi::SAMPLE_REGS], 0),
+        none(NoAccess::MultipleMemoryOperands)
+    );
+    assert_eq!(decode_insn(&[0x06], IP), Err(NoAccess::Undecodable));
+    // The same access the sample decoder computes.
+    let regs = {
+        let mut r = [0u64; dprof_abi::SAMPLE_REGS];
+        r[reg::RBX] = 0x2000;
+        r
+    };
+    assert_eq!(
+        decode_insn(&[0x48, 0x89, 0x43, 0x10], IP)
+            .expect("decodes")
+            .access(&regs, 0),
+        access(&[0x48, 0x89, 0x43, 0x10], &[(reg::RBX, 0x2000)])
+    );
+}
+
+#[test]
+fn instruction_boundaries_stop_at_bytes_that_are_not_code() {
+    // push %rbp; mov %rsp,%rbp; pop %rbp; ret; (push %es: invalid) nop
+    let code = [0x55, 0x48, 0x89, 0xe5, 0x5d, 0xc3, 0x06, 0x90];
+    assert_eq!(
+        instruction_boundaries(&code, IP),
+        vec![(IP, 1), (IP + 1, 3), (IP + 4, 1), (IP + 5, 1)]
+    );
+    // A cut instruction at the end is not a boundary.
+    assert_eq!(
+        instruction_boundaries(&[0x55, 0x48, 0x89], IP),
+        vec![(IP, 1)]
+    );
+}

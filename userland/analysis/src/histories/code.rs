@@ -1,0 +1,114 @@
+//! From a trap ip to the instruction that made the access: the one ending exactly there,
+//! found by decoding its function from the kallsyms start with the profile's code bytes.
+
+use rustc_hash::FxHashMap;
+
+use crate::decode::{decode_insn, instruction_boundaries, DecodedInsn};
+use crate::resolve::SymbolSource;
+use dprof_format::KernelText;
+use dprof_model::histories::NoCode;
+
+/// Decoded functions and instructions, by address: each function is decoded once.
+pub(super) struct CodeIndex<'a> {
+    text: &'a KernelText,
+    symbols: &'a dyn SymbolSource,
+    /// Instruction boundaries `(ip, len)` of each function, by its start; `None`: no bytes.
+    functions: FxHashMap<u64, Option<Vec<(u64, u8)>>>,
+    /// Accessing instructions found, by trap ip.
+    found: FxHashMap<u64, Result<DecodedInsn, NoCode>>,
+}
+
+impl<'a> CodeIndex<'a> {
+    pub(super) fn new(text: &'a KernelText, symbols: &'a dyn SymbolSource) -> Self {
+        Self {
+            text,
+            symbols,
+            functions: FxHashMap::default(),
+            found: FxHashMap::default(),
+        }
+    }
+
+    /// The instruction that accessed memory for a trap at `trap_ip`.
+    pub(super) fn accessing_instruction(&mut self, trap_ip: u64) -> Result<DecodedInsn, NoCode> {
+        if let Some(found) = self.found.get(&trap_ip) {
+            return *found;
+        }
+        let found = self.find(trap_ip);
+        self.found.insert(trap_ip, found);
+        found
+    }
+
+    fn find(&mut self, trap_ip: u64) -> Result<DecodedInsn, NoCode> {
+        match self.symbols.function(trap_ip) {
+            // A trap at a function's first byte follows the last instruction of the function
+            // before, or is a `rep` string instruction trapping on itself.
+            Some((_, 0)) => {
+                let before = self
+                    .symbols
+                    .function(trap_ip.wrapping_sub(1))
+                    .map(|(_, off)| trap_ip.wrapping_sub(1).wrapping_sub(off));
+                match before.map(|start| self.find_in(start, trap_ip)) {
+                    Some(Ok(insn)) => Ok(insn),
+                    _ => self.find_in(trap_ip, trap_ip),
+                }
+            }
+            Some((_, off)) => self.find_in(trap_ip.wrapping_sub(off), trap_ip),
+            None => Err(NoCode::NoSymbol),
+        }
+    }
+
+    /// The accessing instruction for `trap_ip` in the function starting at `start`.
+    fn find_in(&mut self, start: u64, trap_ip: u64) -> Result<DecodedInsn, NoCode> {
+        let text = self.text;
+        let boundaries = self
+            .functions
+            .entry(start)
+            .or_insert_with(|| {
+                let (block, bytes) = text.block_containing(start)?;
+                let from = usize::try_from(start - block).ok()?;
+                Some(instruction_boundaries(bytes.get(from..)?, start))
+            })
+            .as_deref()
+            .ok_or(NoCode::NoBytes)?;
+        if boundaries
+            .last()
+            .is_none_or(|&(ip, len)| ip.wrapping_add(u64::from(len)) < trap_ip)
+        {
+            // The bytes stop (or stop decoding) before the trap.
+            return Err(
+                if text.block_containing(trap_ip.wrapping_sub(1)).is_some() {
+                    NoCode::NoBoundary
+                } else {
+                    NoCode::NoBytes
+                },
+            );
+        }
+        let at = boundaries.partition_point(|&(ip, _)| ip < trap_ip);
+        let ending = at
+            .checked_sub(1)
+            .and_then(|i| boundaries.get(i))
+            .filter(|&&(ip, len)| ip.wrapping_add(u64::from(len)) == trap_ip);
+        if let Some(&(ip, len)) = ending {
+            return self.decode(ip, len);
+        }
+        // A `rep` string instruction with iterations left traps on itself.
+        let &(ip, len) = boundaries
+            .get(at)
+            .filter(|&&(ip, _)| ip == trap_ip)
+            .ok_or(NoCode::NoBoundary)?;
+        let insn = self.decode(ip, len)?;
+        if insn.is_string_op() {
+            Ok(insn)
+        } else {
+            Err(NoCode::NoBoundary)
+        }
+    }
+
+    fn decode(&self, ip: u64, len: u8) -> Result<DecodedInsn, NoCode> {
+        let bytes = self
+            .text
+            .bytes_at(ip, usize::from(len))
+            .ok_or(NoCode::NoBytes)?;
+        decode_insn(bytes, ip).map_err(|_| NoCode::Undecodable)
+    }
+}

@@ -1,0 +1,199 @@
+//! The data flow view (paper section 3.4): per type, the functions that touch an object from
+//! alloc to free, merged over its complete histories. Nodes are functions (with their reads,
+//! writes and sampled cost), edges join consecutive functions of a history, weighted by how
+//! often that step happened, and count the steps where the object moved to another CPU.
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::paths::{element_samples, end_label};
+use super::{function_of, History};
+use crate::pipeline::{AccessStats, SampledAccesses};
+use crate::resolve::SymbolSource;
+use dprof_model::histories::DataFlow;
+use dprof_model::histories::FlowEdge;
+use dprof_model::histories::FlowNode;
+use dprof_model::histories::FlowRole;
+use dprof_model::histories::Span;
+use dprof_model::AccessKind;
+
+#[derive(Default)]
+struct NodeAcc {
+    alloc: bool,
+    free: bool,
+    histories: u64,
+    kinds: [u64; 4],
+    position_sum: f64,
+    positions: u64,
+    /// Distinct (ip, range) accesses, for the sampled cost.
+    accesses: FxHashSet<(u64, Span)>,
+}
+
+#[derive(Default)]
+struct EdgeAcc {
+    transitions: u64,
+    histories: u64,
+    cpu_changes: u64,
+}
+
+/// One history as a sequence of function visits: `(function, cpu)`, consecutive accesses in
+/// one function on one CPU merged.
+struct Visit {
+    function: String,
+    cpu: u32,
+}
+
+/// Builds the graph of `complete` histories of `type_name`.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one pass from histories to the graph, then its ordering"
+)]
+pub(super) fn data_flow(
+    type_name: &str,
+    complete: &[&History],
+    symbols: &dyn SymbolSource,
+    sampled: Option<&SampledAccesses>,
+) -> DataFlow {
+    let mut nodes: FxHashMap<String, NodeAcc> = FxHashMap::default();
+    let mut edges: FxHashMap<(String, String), EdgeAcc> = FxHashMap::default();
+    for history in complete {
+        let alloc = function_of(symbols, history.alloc_site).0;
+        nodes.entry(alloc.clone()).or_default().alloc = true;
+        let mut visits = vec![Visit {
+            function: alloc,
+            cpu: history.start_cpu,
+        }];
+        let mut steps: Vec<(usize, bool)> = Vec::new();
+        let mut visit = |function: String, cpu: u32, visits: &mut Vec<Visit>| {
+            let last = visits.len() - 1;
+            if visits[last].function == function && visits[last].cpu == cpu {
+                return;
+            }
+            steps.push((last, visits[last].cpu != cpu));
+            visits.push(Visit { function, cpu });
+        };
+        for hit in &history.hits {
+            let function = function_of(symbols, hit.ip()).0;
+            let node = nodes.entry(function.clone()).or_default();
+            let k = match hit.kind {
+                Some(AccessKind::Read) => 0,
+                Some(AccessKind::Write) => 1,
+                Some(AccessKind::ReadWrite) => 2,
+                None => 3,
+            };
+            node.kinds[k] += 1;
+            if hit.insn_ip.is_some() {
+                node.accesses.insert((hit.ip(), hit.range));
+            }
+            visit(function, hit.cpu, &mut visits);
+        }
+        let (end, _) = end_label(symbols, history);
+        nodes.entry(end.clone()).or_default().free = true;
+        let end_cpu = history.end.map_or(history.start_cpu, |e| e.cpu);
+        visit(end, end_cpu, &mut visits);
+
+        let mut seen_nodes: FxHashSet<&str> = FxHashSet::default();
+        let span = (visits.len().max(2) - 1) as f64;
+        for (i, v) in visits.iter().enumerate() {
+            if let Some(node) = nodes.get_mut(&v.function) {
+                node.position_sum += i as f64 / span;
+                node.positions += 1;
+                if seen_nodes.insert(&v.function) {
+                    node.histories += 1;
+                }
+            }
+        }
+        let mut seen_edges: FxHashSet<(&str, &str)> = FxHashSet::default();
+        for &(from, cpu_change) in &steps {
+            let (Some(a), Some(b)) = (visits.get(from), visits.get(from + 1)) else {
+                continue;
+            };
+            let edge = edges
+                .entry((a.function.clone(), b.function.clone()))
+                .or_default();
+            edge.transitions += 1;
+            edge.cpu_changes += u64::from(cpu_change);
+            if seen_edges.insert((&a.function, &b.function)) {
+                edge.histories += 1;
+            }
+        }
+    }
+
+    let mut list: Vec<FlowNode> = Vec::with_capacity(nodes.len());
+    let mut order: FxHashMap<String, (u8, f64)> = FxHashMap::default();
+    for (function, acc) in nodes {
+        let role = match (acc.alloc, acc.free) {
+            (true, true) => FlowRole::AllocAndFree,
+            (true, false) => FlowRole::Alloc,
+            (false, true) => FlowRole::Free,
+            (false, false) => FlowRole::Access,
+        };
+        let rank = match role {
+            FlowRole::Alloc | FlowRole::AllocAndFree => 0,
+            FlowRole::Access => 1,
+            FlowRole::Free => 2,
+        };
+        let mean = if acc.positions == 0 {
+            0.0
+        } else {
+            acc.position_sum / acc.positions as f64
+        };
+        order.insert(function.clone(), (rank, mean));
+        let sampled = sampled.and_then(|s| {
+            let mut stats = AccessStats::default();
+            for &(ip, range) in &acc.accesses {
+                let one = element_samples(s, type_name, ip, range);
+                stats.samples += one.samples;
+                stats.hw_samples += one.hw_samples;
+                stats.misses += one.misses;
+                stats.latency_samples += one.latency_samples;
+                stats.latency_sum += one.latency_sum;
+            }
+            super::paths::sample_match(&stats, s.hardware())
+        });
+        list.push(FlowNode {
+            function,
+            role,
+            histories: acc.histories,
+            reads: acc.kinds[0],
+            writes: acc.kinds[1],
+            read_writes: acc.kinds[2],
+            unknown_kind: acc.kinds[3],
+            sampled,
+        });
+    }
+    let key = |f: &str| order.get(f).copied().unwrap_or((1, 0.5));
+    list.sort_by(|a, b| {
+        let (ka, kb) = (key(&a.function), key(&b.function));
+        ka.0.cmp(&kb.0)
+            .then(ka.1.total_cmp(&kb.1))
+            .then_with(|| a.function.cmp(&b.function))
+    });
+    let position: FxHashMap<&str, usize> = list
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.function.as_str(), i))
+        .collect();
+    let mut edge_list: Vec<FlowEdge> = edges
+        .into_iter()
+        .map(|((from, to), e)| FlowEdge {
+            from,
+            to,
+            transitions: e.transitions,
+            histories: e.histories,
+            cpu_changes: e.cpu_changes,
+        })
+        .collect();
+    let at = |f: &str| position.get(f).copied().unwrap_or(usize::MAX);
+    edge_list.sort_by(|a, b| {
+        at(&a.from)
+            .cmp(&at(&b.from))
+            .then(b.transitions.cmp(&a.transitions))
+            .then(at(&a.to).cmp(&at(&b.to)))
+    });
+    DataFlow {
+        type_name: type_name.to_owned(),
+        histories: complete.len() as u64,
+        nodes: list,
+        edges: edge_list,
+    }
+}

@@ -1,0 +1,403 @@
+//! Histories, path traces and data flow of `dprof_fixtures::histories`.
+
+use dprof_abi::{HistoryHit, HistoryStart};
+
+use super::*;
+use crate::pipeline::{self, AccessStats, Options};
+use crate::symbols::Kallsyms;
+use dprof_fixtures::histories::{
+    self as example, OBJ1, ST_ALLOC, ST_CONSUMER, ST_FREE, ST_PRODUCER, ST_TYPE, ST_UNTRACED,
+};
+use dprof_format::Profile;
+use dprof_model::histories::FlowRole;
+use dprof_model::histories::HistoryReport;
+use dprof_model::histories::HitCheck;
+use dprof_model::histories::NoCode;
+use dprof_model::histories::Unverifiable;
+use dprof_model::AccessKind::{Read, ReadWrite, Write};
+
+fn example_profile() -> Profile {
+    Profile::from_vec(example::profile()).expect("valid profile")
+}
+
+fn assembled() -> Histories {
+    let profile = example_profile();
+    let kallsyms = Kallsyms::parse(profile.kallsyms());
+    assemble(&profile, &kallsyms).expect("records read")
+}
+
+fn full_report() -> HistoryReport {
+    let profile = example_profile();
+    pipeline::analyze(&profile, &Options::default())
+        .expect("analysis")
+        .histories
+        .expect("histories section")
+}
+
+#[test]
+fn hits_are_found_checked_and_ordered() {
+    let h = assembled();
+    assert_eq!(h.histories.len(), 4);
+    assert_eq!(h.orphan_hits, 0);
+    let first = &h.histories[0];
+    assert_eq!(first.id, 1);
+    assert_eq!(first.type_name, ST_TYPE);
+    assert_eq!(first.object, OBJ1);
+    assert_eq!(first.ranges.len(), 2);
+    assert_eq!(first.arms, vec![(1, 300), (2, 350)]);
+    assert!(first.is_complete());
+    let found: Vec<(Option<u64>, Option<AccessKind>, HitCheck)> = first
+        .hits
+        .iter()
+        .map(|hit| (hit.insn_ip, hit.kind, hit.check))
+        .collect();
+    assert_eq!(
+        found,
+        vec![
+            (Some(ST_ALLOC + 4), Some(Write), HitCheck::Verified),
+            (Some(ST_PRODUCER + 4), Some(Write), HitCheck::Verified),
+            (Some(ST_PRODUCER + 8), Some(Read), HitCheck::Verified),
+            (Some(ST_CONSUMER + 1), Some(Read), HitCheck::Verified),
+            (
+                Some(ST_CONSUMER + 5),
+                Some(Read),
+                HitCheck::Unverifiable(Unverifiable::RegisterClobbered)
+            ),
+            (Some(ST_FREE), Some(ReadWrite), HitCheck::Verified),
+        ]
+    );
+    // Time since allocation, CPUs and the one CPU change (producer on 0, consumer on 1).
+    let since: Vec<u64> = first.hits.iter().map(|h| h.since_alloc_ns).collect();
+    assert_eq!(since, vec![100, 200, 300, 1000, 1100, 1200]);
+    let changes: Vec<bool> = first.hits.iter().map(|h| h.cpu_change).collect();
+    assert_eq!(changes, vec![false, false, false, true, false, false]);
+    assert_eq!(first.cpu_changes(), 1);
+    assert_eq!(first.hits[1].mnemonic.as_deref(), Some("mov"));
+    assert_eq!(first.hits[5].mnemonic.as_deref(), Some("inc"));
+}
+
+#[test]
+fn a_hit_after_the_end_is_dropped_even_when_it_comes_later_in_the_file() {
+    let h = assembled();
+    let second = &h.histories[1];
+    assert_eq!(second.late_hits, 1);
+    assert_eq!(second.hits.len(), 6);
+    assert!(second.hits.iter().all(|hit| hit.cpu != 2));
+}
+
+#[test]
+fn mismatches_and_missing_code_are_counted_not_guessed() {
+    let h = assembled();
+    let third = &h.histories[2];
+    assert_eq!(third.hits[1].check, HitCheck::Mismatched);
+    // Found and decoded all the same: the instruction is right, the address is not.
+    assert_eq!(third.hits[1].insn_ip, Some(ST_PRODUCER + 4));
+    assert_eq!(third.hits[3].check, HitCheck::NoCode(NoCode::NoBytes));
+    assert_eq!(third.hits[3].insn_ip, None);
+    assert_eq!(third.hits[3].ip(), ST_UNTRACED + 0x10);
+    assert_eq!(third.cpu_changes(), 0);
+    let c = h.checks;
+    // 6 + 6 + 6 + 1 hits kept: 2 clobbered, 1 mismatch, 1 no code.
+    assert_eq!(c.verified, 15, "{c}");
+    assert_eq!(c.mismatched, 1);
+    assert_eq!(c.unverifiable_clobbered, 2);
+    assert_eq!(c.no_code_bytes, 1);
+    assert_eq!(c.no_code(), 1);
+    assert_eq!(
+        c.to_string(),
+        "15 verified, 1 mismatched, 2 unverifiable (2 register clobbered), 1 no code (1 no bytes)"
+    );
+}
+
+#[test]
+fn trap_ips_between_instructions_or_without_symbols_are_no_code() {
+    let text = example::text();
+    let kallsyms = Kallsyms::parse(example::KALLSYMS.as_bytes());
+    let mut code = code::CodeIndex::new(&text, &kallsyms);
+    // Inside `mov %rax,0x10(%rdi)`: no instruction ends there.
+    assert_eq!(
+        code.accessing_instruction(ST_PRODUCER + 6),
+        Err(NoCode::NoBoundary)
+    );
+    assert_eq!(code.accessing_instruction(0x1000), Err(NoCode::NoSymbol));
+    assert_eq!(
+        code.accessing_instruction(ST_PRODUCER + 8).map(|i| i.ip),
+        Ok(ST_PRODUCER + 4)
+    );
+}
+
+#[test]
+fn a_rep_string_op_trapping_on_itself_is_found_and_unverifiable() {
+    // rep movsb at the start of a function: a trap mid-copy reports the instruction itself.
+    let mut text = KernelText::new();
+    text.insert(ST_ALLOC, &[0xf3, 0xa4, 0xc3]);
+    let kallsyms = Kallsyms::parse(b"ffffffff81a00000 T memcpy_ish\nffffffff81a00010 T next\n");
+    let collected = Collected {
+        starts: vec![(
+            dprof_abi::RecordHeader {
+                kind: 0,
+                cpu: 0,
+                size: 0,
+                time_ns: 1,
+            },
+            HistoryStart {
+                history: 1,
+                object: OBJ1,
+                cache: 0xdead_0000,
+                ranges: example::PAIR,
+                ..HistoryStart::default()
+            },
+        )],
+        ..Collected::default()
+    };
+    let mut collected = collected;
+    collected.hits.insert(
+        1,
+        vec![
+            (
+                dprof_abi::RecordHeader {
+                    kind: 0,
+                    cpu: 0,
+                    size: 0,
+                    time_ns: 2,
+                },
+                HistoryHit {
+                    history: 1,
+                    ip: ST_ALLOC,
+                    ..HistoryHit::default()
+                },
+            ),
+            (
+                dprof_abi::RecordHeader {
+                    kind: 0,
+                    cpu: 0,
+                    size: 0,
+                    time_ns: 3,
+                },
+                HistoryHit {
+                    history: 1,
+                    ip: ST_ALLOC + 2,
+                    seq: 1,
+                    ..HistoryHit::default()
+                },
+            ),
+        ],
+    );
+    let h = assemble_collected(collected, &text, &kallsyms);
+    let hits = &h.histories[0].hits;
+    assert_eq!(
+        hits[0].check,
+        HitCheck::Unverifiable(Unverifiable::ImplicitOperands)
+    );
+    assert_eq!(hits[0].insn_ip, Some(ST_ALLOC));
+    assert_eq!(hits[1].insn_ip, Some(ST_ALLOC));
+    assert_eq!(hits[0].kind, None);
+    // Not a history of a known cache: named by its address, never dropped.
+    assert!(
+        h.histories[0].type_name.starts_with("cache@"),
+        "{}",
+        h.histories[0].type_name
+    );
+}
+
+#[test]
+fn path_traces_group_identical_histories() {
+    let r = full_report();
+    assert_eq!(r.histories, 4);
+    assert_eq!(r.complete, 3);
+    assert_eq!(r.late_hits, 1);
+    let t = r.find_type(ST_TYPE).expect("st_obj");
+    assert_eq!(t.histories, 4);
+    assert_eq!(t.complete, 3);
+    assert_eq!(t.end_reasons.freed, 3);
+    assert_eq!(t.end_reasons.timeout, 1);
+    assert_eq!(t.max_arm_delay_ns, 350);
+    assert_eq!(t.mean_lifetime_ns, Some((1300 + 1300 + 700) / 3));
+    assert_eq!(t.paths.len(), 2);
+    let common = &t.paths[0];
+    assert_eq!(common.histories, 2);
+    assert_eq!(common.alloc_function, "st_alloc");
+    assert_eq!(common.end, "st_free");
+    assert!(!common.end_cpu_change);
+    let steps: Vec<(&str, u64, u32, Option<AccessKind>, bool)> = common
+        .elements
+        .iter()
+        .map(|e| {
+            (
+                e.function.as_str(),
+                e.function_offset,
+                e.range.offset,
+                e.kind,
+                e.cpu_change,
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        vec![
+            ("st_alloc", 4, 0x10, Some(Write), false),
+            ("st_producer", 4, 0x10, Some(Write), false),
+            ("st_producer", 8, 0x18, Some(Read), false),
+            ("st_consumer", 1, 0x10, Some(Read), true),
+            ("st_consumer", 5, 0x18, Some(Read), false),
+            ("st_free", 0, 0x10, Some(ReadWrite), false),
+        ]
+    );
+    assert_eq!(common.elements[3].mean_since_alloc_ns, 1000);
+    // The samples at the same type, instruction and offset: one each at the producer's store
+    // and the consumer's load; none elsewhere.
+    let sampled: Vec<u64> = common
+        .elements
+        .iter()
+        .map(|e| e.sampled.as_ref().map_or(0, |s| s.samples))
+        .collect();
+    assert_eq!(sampled, vec![0, 1, 0, 1, 0, 0]);
+    assert_eq!(
+        common.elements[1].sampled.as_ref().and_then(|s| s.misses),
+        None
+    );
+    let other = &t.paths[1];
+    assert_eq!(other.histories, 1);
+    assert!(other.elements.iter().all(|e| !e.cpu_change));
+    assert!(other.elements.iter().any(|e| !e.instruction_found));
+    // Convergence: paths at histories 1 and 3 (history 2 repeated history 1's).
+    assert_eq!(t.convergence.histories, 3);
+    assert_eq!(t.convergence.paths, 2);
+    assert_eq!(t.convergence.new_path_at, vec![1, 3]);
+    assert_eq!(t.convergence.last_new_path_at, 3);
+    // Pairwise: +0x10 always first touched before +0x18.
+    assert_eq!(t.field_orders.len(), 1);
+    let order = &t.field_orders[0];
+    assert_eq!((order.first.offset, order.second.offset), (0x10, 0x18));
+    assert_eq!(order.histories, 3);
+    assert_eq!(order.first_before_second, 3);
+    assert_eq!(order.second_before_first, 0);
+}
+
+#[test]
+fn data_flow_marks_the_cpu_change_between_producer_and_consumer() {
+    let r = full_report();
+    let flow = &r.find_type(ST_TYPE).expect("st_obj").data_flow;
+    assert_eq!(flow.histories, 3);
+    let order: Vec<&str> = flow.nodes.iter().map(|n| n.function.as_str()).collect();
+    assert_eq!(
+        order,
+        vec![
+            "st_alloc",
+            "st_producer",
+            "st_untraced",
+            "st_consumer",
+            "st_free"
+        ]
+    );
+    assert_eq!(flow.nodes[0].role, FlowRole::Alloc);
+    assert_eq!(flow.nodes[4].role, FlowRole::Free);
+    let edge = |a, b| flow.edge(a, b).expect("edge").clone();
+    let e = edge("st_alloc", "st_producer");
+    assert_eq!((e.transitions, e.histories, e.cpu_changes), (3, 3, 0));
+    let e = edge("st_producer", "st_consumer");
+    assert_eq!((e.transitions, e.cpu_changes), (2, 2));
+    let e = edge("st_producer", "st_untraced");
+    assert_eq!((e.transitions, e.cpu_changes), (1, 0));
+    let e = edge("st_untraced", "st_consumer");
+    assert_eq!((e.transitions, e.cpu_changes), (1, 0));
+    let e = edge("st_consumer", "st_free");
+    assert_eq!((e.transitions, e.cpu_changes), (3, 0));
+    assert_eq!(flow.edges.len(), 5);
+    let producer = flow.node("st_producer").expect("node");
+    // History 3's mismatched store is not an access to the watched bytes: left out.
+    assert_eq!((producer.reads, producer.writes), (3, 2));
+    assert_eq!(producer.sampled.as_ref().map(|s| s.samples), Some(1));
+    let free = flow.node("st_free").expect("node");
+    assert_eq!(free.read_writes, 3);
+    assert_eq!(flow.node("st_untraced").expect("node").unknown_kind, 1);
+}
+
+#[test]
+fn data_flow_dot_matches_its_golden_file() {
+    let r = full_report();
+    let dot = r.find_type(ST_TYPE).expect("st_obj").data_flow.to_dot();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/data_flow.dot");
+    if std::env::var_os("DPROF_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, &dot).expect("write golden");
+    }
+    let expected = std::fs::read_to_string(&path).expect("golden file (DPROF_BLESS=1 writes it)");
+    assert_eq!(dot, expected);
+    assert!(dot.starts_with("digraph data_flow {\n") && dot.ends_with("}\n"));
+    assert_eq!(dot.matches('{').count(), dot.matches('}').count());
+    assert!(dot.contains("color=red"));
+}
+
+#[test]
+fn a_profile_without_histories_has_no_section() {
+    let profile = Profile::from_vec(dprof_fixtures::data_profile::profile()).expect("profile");
+    let report = pipeline::analyze(&profile, &Options::default()).expect("analysis");
+    assert!(report.histories.is_none());
+    assert!(!has_histories(&profile).expect("records"));
+    assert!(has_histories(&example_profile()).expect("records"));
+    let json = serde_json::to_value(&report).expect("json");
+    assert!(json.get("histories").is_none());
+}
+
+#[test]
+fn sampled_misses_show_with_a_hardware_sampler() {
+    let h = assembled();
+    let kallsyms = Kallsyms::parse(example::KALLSYMS.as_bytes());
+    let mut sampled = pipeline::SampledAccesses::default();
+    sampled.insert(
+        ST_TYPE,
+        ST_CONSUMER + 1,
+        0x14,
+        AccessStats {
+            samples: 4,
+            reads: 4,
+            hw_samples: 4,
+            misses: 3,
+            latency_samples: 3,
+            latency_sum: 600,
+            ..AccessStats::default()
+        },
+    );
+    // Outside the watched range: not joined.
+    sampled.insert(
+        ST_TYPE,
+        ST_CONSUMER + 1,
+        0x20,
+        AccessStats {
+            samples: 9,
+            hw_samples: 9,
+            misses: 9,
+            ..AccessStats::default()
+        },
+    );
+    let r = report(&h, &kallsyms, Some(&sampled));
+    let t = r.find_type(ST_TYPE).expect("type");
+    let m = t.paths[0].elements[3].sampled.clone().expect("matched");
+    assert_eq!((m.samples, m.misses), (4, Some(3)));
+    assert_eq!(m.mean_latency_cycles, Some(200.0));
+    assert_eq!(m.miss_rate, Some(0.75));
+    let consumer = t.data_flow.node("st_consumer").expect("node");
+    assert_eq!(consumer.cost(), 3);
+    assert!(t.data_flow.to_dot().contains("3 misses"));
+}
+
+#[test]
+fn mismatched_traps_stay_out_of_paths_with_cpu_changes_recomputed() {
+    let h = assembled();
+    let mut history = h.histories[0].clone();
+    let before = history.hits.len();
+    // A trap on CPU 1 between two CPU 0 hits, whose instruction touched other bytes.
+    let mut stray = history.hits[1].clone();
+    stray.cpu = 1;
+    stray.cpu_change = true;
+    stray.check = HitCheck::Mismatched;
+    history.hits.insert(2, stray);
+    history.hits[3].cpu_change = true; // back on CPU 0 after it
+    let cleaned = history.without_mismatches();
+    assert_eq!(cleaned.hits.len(), before);
+    assert!(cleaned
+        .hits
+        .iter()
+        .all(|hit| hit.check != HitCheck::Mismatched));
+    assert_eq!(cleaned.cpu_changes(), h.histories[0].cpu_changes());
+}

@@ -1,0 +1,1554 @@
+//! The data profile analysis: records in, [`Report`] out.
+//!
+//! ```text
+//! records (file order) ──▶ decode samples ──▶ reorder buffer ──▶ replay in time order:
+//!   CacheInfo, Lost: applied at once           (bounded, see      Alloc/Free ─▶ address set
+//!   samples w/o a data address: counted        [`reorder`])       sample ─▶ resolve ─▶ aggregate
+//! ```
+//!
+//! Only what needs time order goes through the reorder buffer: allocations, frees and samples
+//! with a data address. Cache infos (metadata) and lost counts apply at once; samples that have
+//! no data address (user mode, no memory operand, ...) are counted at once.
+//!
+//! Samples from a hardware sampler (IBS, PEBS) bring their own data address and say whether
+//! the access missed L1, where the data came from and its latency ([`crate::hardware`]); the
+//! report then ranks types by misses and adds those statistics per type, field and function.
+//!
+//! Memory grows with live objects, types, and distinct (type, instruction, offset) keys, never
+//! with the number of samples: the reorder buffer is bounded (see [`reorder`]) and samples are
+//! aggregated as they leave it.
+//!
+//! On a large profile the cost is cache misses, not instructions: each record's lookups
+//! (instruction cache, page map, page entry, aggregation) miss and depend on each other. So
+//! what leaves the reorder buffer is replayed in batches (at most 256 records, all replayed
+//! before the next record is read) with prefetches a few records ahead (`replay_batch`),
+//! and the next record's instruction is prefetched while the current one is analysed
+//! ([`Analyzer::prefetch_next`]). Prefetches are hints: results do not depend on them.
+//!
+//! [`Analyzer`] is the streaming form (a live session can feed it records as they are read);
+//! [`analyze`] runs it over a [`Profile`].
+
+pub mod reorder;
+
+#[cfg(test)]
+mod hw_tests;
+#[cfg(test)]
+mod tests;
+
+use dprof_abi::{
+    Alloc, Record, RecordHeader, RecordKind, RecordView, RECORD_HEADER_SIZE, SAMPLER_KIND_SOFTWARE,
+    SAMPLE_USER,
+};
+
+use crate::decode::{DecodeOutcome, Decoder, MemAccess, SampleFields};
+use crate::hardware::HwAccess;
+use crate::resolve::{Resolution, Resolver, SampleContext, SymbolSource, Touch, TypeId};
+use crate::table::{Table, TableKey};
+use dprof_format::{Profile, ProfileError, ProfileHeader};
+use dprof_model::AccessKind;
+use dprof_model::MemSource;
+use dprof_model::{
+    AddressSetStats, Bucket, Coverage, CpuCount, DataProfile, FieldCount, FunctionCount,
+    HardwareSummary, Metric, OrderingStats, ProfileInfo, Report, SourceCount, TypeHardware,
+    TypeKind, TypeProfile, Warning, WarningCode,
+};
+use reorder::ReorderBuffer;
+use rustc_hash::FxHashMap;
+
+/// How the analysis runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Records may wait this long (ns) behind the newest record for older ones from slower
+    /// CPUs (see [`reorder`]).
+    pub reorder_window_ns: u64,
+    /// At most this many records wait in the reorder buffer.
+    pub reorder_capacity: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            reorder_window_ns: 2_000_000_000,
+            reorder_capacity: 1 << 20,
+        }
+    }
+}
+
+/// Analyzes a whole profile with its own kallsyms snapshot.
+///
+/// # Errors
+/// The first problem found while reading the records (see [`Profile::records`]): the
+/// records are read as they are analyzed, so a corrupt chunk ends the analysis without a
+/// report.
+pub fn analyze(profile: &Profile, options: &Options) -> Result<Report, ProfileError> {
+    let symbols = crate::symbols::Kallsyms::parse(profile.kallsyms());
+    analyze_with(profile, &symbols, options)
+}
+
+/// Analyzes a whole profile with the given symbols.
+///
+/// # Errors
+/// As [`analyze`].
+pub fn analyze_with(
+    profile: &Profile,
+    symbols: &dyn SymbolSource,
+    options: &Options,
+) -> Result<Report, ProfileError> {
+    analyze_with_progress(profile, symbols, options, &mut |_| {})
+}
+
+/// How far an analysis has come: records read of those the profile declares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// Records analyzed so far.
+    pub records_done: u64,
+    /// Records in the profile (its End section's count).
+    pub records_total: u64,
+}
+
+/// [`analyze_with`] calls `progress` after this many records, so that a front end can show
+/// progress without a call per record.
+pub const PROGRESS_EVERY: u64 = 1 << 16;
+
+/// [`analyze_with`], telling `progress` how far it has come: before the first record (with
+/// the total), every [`PROGRESS_EVERY`] records, and after the last.
+///
+/// # Errors
+/// As [`analyze`].
+pub fn analyze_with_progress(
+    profile: &Profile,
+    symbols: &dyn SymbolSource,
+    options: &Options,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Report, ProfileError> {
+    analyze_inner(profile, symbols, options, None, progress)
+}
+
+/// [`analyze_with_progress`] with the miss classification and working-set views
+/// ([`Report::misses`], [`Report::working_set`]; see [`crate::views`]): the main pass also
+/// records object lifetimes and slab samples, and the views are computed after it.
+///
+/// # Errors
+/// As [`analyze`].
+pub fn analyze_views(
+    profile: &Profile,
+    symbols: &dyn SymbolSource,
+    options: &Options,
+    views: &crate::views::ViewOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Report, ProfileError> {
+    analyze_inner(profile, symbols, options, Some(views), progress)
+}
+
+fn analyze_inner(
+    profile: &Profile,
+    symbols: &dyn SymbolSource,
+    options: &Options,
+    views: Option<&crate::views::ViewOptions>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Report, ProfileError> {
+    let mut analyzer = Analyzer::new(profile.header(), symbols, options);
+    if views.is_some() {
+        analyzer.record_views();
+    }
+    let mut records = profile.records();
+    let mut now = Progress {
+        records_done: 0,
+        records_total: profile.record_count(),
+    };
+    progress(now);
+    while let Some(pushed) =
+        records.next_view_with(|header, record| analyzer.push_view(header, record))
+    {
+        pushed?;
+        analyzer.prefetch_next(records.upcoming());
+        now.records_done += 1;
+        if now.records_done.is_multiple_of(PROGRESS_EVERY) {
+            progress(now);
+        }
+    }
+    progress(now);
+    let saw_histories = analyzer.saw_histories();
+    let (mut report, sampled, recorded) = analyzer.finish_with_views();
+    // A second pass, over history records only: profiles without histories pay nothing.
+    let histories = if saw_histories {
+        Some(crate::histories::assemble(profile, symbols)?)
+    } else {
+        None
+    };
+    if let Some(h) = histories.as_ref().filter(|h| !h.histories.is_empty()) {
+        report.histories = Some(crate::histories::report(h, symbols, Some(&sampled)));
+    }
+    if let (Some(views), Some(recorded)) = (views, recorded) {
+        crate::views::compute(
+            &mut report,
+            &recorded,
+            histories.as_ref(),
+            profile.header(),
+            symbols,
+            views,
+        );
+    }
+    Ok(report)
+}
+
+/// What waits in the reorder buffer.
+#[derive(Clone, Copy, Debug)]
+enum Event {
+    Alloc(SmallAlloc),
+    Free(u64),
+    Sample(SampleAccess),
+}
+
+/// What the replay needs of an allocation (smaller than [`Alloc`]: records wait in the
+/// reorder buffer by the thousand).
+#[derive(Clone, Copy, Debug)]
+struct SmallAlloc {
+    ptr: u64,
+    call_site: u64,
+    cache: u64,
+    bytes_alloc: u32,
+    flags: u32,
+}
+
+/// What the replay needs of a sample with a data address. What does not depend on the replay
+/// time (the `%gs` offset, whether the address is on the sample's stack, what the hardware
+/// said) is worked out before the sample waits in the reorder buffer. Kept to 32 bytes:
+/// samples wait by the thousand.
+#[derive(Clone, Copy, Debug)]
+struct SampleAccess {
+    ip: u64,
+    addr: u64,
+    /// `%gs`-relative accesses: `addr - gs_base`.
+    gs_offset: u64,
+    /// Bytes accessed (0: unknown; the largest memory operand, `xsave`'s, is far below 64K).
+    size: u16,
+    kind: AccessKind,
+    gs_relative: bool,
+    /// The address is in the `THREAD_SIZE` region of the sample's `%rsp`.
+    on_stack: bool,
+    /// What a hardware sampler said, packed by [`hw_bits`] (0 for software samples).
+    hw: u8,
+    /// Hardware latency in cycles, saturated (IBS's is 16 bits, PEBS's rarely more), when
+    /// `hw` has [`HW_HAS_LATENCY`].
+    latency: u16,
+}
+
+/// [`SampleAccess::hw`] bits 0-3: the [`MemSource`] index.
+const HW_SOURCE_MASK: u8 = 0x0f;
+/// [`SampleAccess::hw`]: the hardware said whether the access missed (the sample counts in the
+/// hardware statistics).
+const HW_KNOWN: u8 = 0x10;
+/// [`SampleAccess::hw`]: the access missed the L1 data cache.
+const HW_MISS: u8 = 0x20;
+/// [`SampleAccess::hw`]: the line was modified in another core's cache.
+const HW_HITM: u8 = 0x40;
+/// [`SampleAccess::hw`]: `latency` is valid.
+const HW_HAS_LATENCY: u8 = 0x80;
+
+const _: () = assert!(MemSource::ALL.len() <= HW_SOURCE_MASK as usize + 1);
+const _: () = assert!(std::mem::size_of::<SampleAccess>() == 32);
+
+/// What [`SampleAccess::hw`] says about a miss, for the views.
+fn miss_bit(hw: u8) -> crate::views::MissBit {
+    use crate::views::MissBit;
+    if hw & HW_KNOWN == 0 {
+        MissBit::Unknown
+    } else if hw & HW_MISS != 0 {
+        MissBit::Miss
+    } else {
+        MissBit::Hit
+    }
+}
+
+/// Packs what the hardware said into [`SampleAccess::hw`] and its latency.
+fn hw_bits(hw: Option<&HwAccess>) -> (u8, u16) {
+    let Some(hw) = hw else { return (0, 0) };
+    let Some(miss) = hw.miss else { return (0, 0) };
+    let mut bits = (hw.source.index() as u8 & HW_SOURCE_MASK) | HW_KNOWN;
+    if miss {
+        bits |= HW_MISS;
+    }
+    if hw.hitm {
+        bits |= HW_HITM;
+    }
+    let latency = hw.latency.map_or(0, |l| {
+        bits |= HW_HAS_LATENCY;
+        u16::try_from(l).unwrap_or(u16::MAX)
+    });
+    (bits, latency)
+}
+
+/// Counts of accesses by kind, and how many of them a hardware sampler saw miss.
+#[derive(Clone, Copy, Debug, Default)]
+struct Rw {
+    reads: u64,
+    writes: u64,
+    read_writes: u64,
+    misses: u64,
+}
+
+impl Rw {
+    #[inline]
+    fn add(&mut self, kind: AccessKind) {
+        match kind {
+            AccessKind::Read => self.reads += 1,
+            AccessKind::Write => self.writes += 1,
+            AccessKind::ReadWrite => self.read_writes += 1,
+        }
+    }
+
+    fn total(self) -> u64 {
+        self.reads + self.writes + self.read_writes
+    }
+
+    fn merge(&mut self, other: Self) {
+        self.reads += other.reads;
+        self.writes += other.writes;
+        self.read_writes += other.read_writes;
+        self.misses += other.misses;
+    }
+
+    /// Counts one sampled access.
+    #[inline]
+    fn add_access(&mut self, access: &SampleAccess) {
+        self.add(access.kind);
+        if access.hw & HW_MISS != 0 {
+            self.misses += 1;
+        }
+    }
+}
+
+/// Hardware statistics of one type: samples with a known hit/miss status only.
+#[derive(Clone, Copy, Debug, Default)]
+struct HwAcc {
+    samples: u64,
+    misses: u64,
+    hitm: u64,
+    latency_samples: u64,
+    latency_sum: u64,
+    sources: [u64; MemSource::ALL.len()],
+}
+
+impl HwAcc {
+    #[inline]
+    fn add(&mut self, access: &SampleAccess) {
+        let hw = access.hw;
+        if hw & HW_KNOWN == 0 {
+            return;
+        }
+        self.samples += 1;
+        if hw & HW_MISS != 0 {
+            self.misses += 1;
+        }
+        if hw & HW_HITM != 0 {
+            self.hitm += 1;
+        }
+        if hw & HW_HAS_LATENCY != 0 {
+            self.latency_samples += 1;
+            self.latency_sum += u64::from(access.latency);
+        }
+        if let Some(n) = self.sources.get_mut(usize::from(hw & HW_SOURCE_MASK)) {
+            *n += 1;
+        }
+    }
+
+    fn merge(&mut self, other: &Self) {
+        self.samples += other.samples;
+        self.misses += other.misses;
+        self.hitm += other.hitm;
+        self.latency_samples += other.latency_samples;
+        self.latency_sum += other.latency_sum;
+        for (a, b) in self.sources.iter_mut().zip(other.sources) {
+            *a += b;
+        }
+    }
+
+    /// The report's view; `all_misses` is the denominator of the miss share.
+    fn report(&self, all_misses: u64) -> TypeHardware {
+        let ratio = |n: u64, d: u64| if d == 0 { 0.0 } else { n as f64 / d as f64 };
+        TypeHardware {
+            samples: self.samples,
+            misses: self.misses,
+            miss_rate: ratio(self.misses, self.samples),
+            miss_share: ratio(self.misses, all_misses),
+            hitm: self.hitm,
+            latency_samples: self.latency_samples,
+            mean_latency_cycles: (self.latency_samples > 0)
+                .then(|| self.latency_sum as f64 / self.latency_samples as f64),
+            sources: source_counts(&self.sources),
+        }
+    }
+}
+
+/// Sources with samples, most first (ties nearest first).
+fn source_counts(counts: &[u64; MemSource::ALL.len()]) -> Vec<SourceCount> {
+    let mut out: Vec<SourceCount> = MemSource::ALL
+        .iter()
+        .zip(counts)
+        .filter(|(_, &n)| n > 0)
+        .map(|(&source, &samples)| SourceCount { source, samples })
+        .collect();
+    out.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.source.cmp(&b.source)));
+    out
+}
+
+/// Per-type accumulators.
+#[derive(Clone, Debug, Default)]
+struct TypeAcc {
+    rw: Rw,
+    hw: HwAcc,
+    objects: u64,
+    bounced: u64,
+    allocs: u64,
+    frees: u64,
+    live_objects: u64,
+    live_bytes: u64,
+    peak_objects: u64,
+    peak_bytes: u64,
+    cpus: Vec<u64>,
+}
+
+/// Key of the (type, offset, instruction) aggregation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct AccessKey {
+    type_id: u32,
+    offset: u64,
+    ip: u64,
+}
+
+impl TableKey for AccessKey {
+    /// Type ids index the interned types, so `u32::MAX` is none.
+    const VACANT: Self = Self {
+        type_id: u32::MAX,
+        offset: u64::MAX,
+        ip: u64::MAX,
+    };
+
+    #[inline]
+    fn hash(self) -> u64 {
+        const FIB: u64 = 0x9e37_79b9_7f4a_7c15;
+        let h = (u64::from(self.type_id) ^ self.offset.rotate_left(20)).wrapping_mul(FIB);
+        (h ^ self.ip).wrapping_mul(FIB)
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct AccessAcc {
+    rw: Rw,
+    size: u32,
+    /// Samples with a hardware hit/miss status.
+    hw_samples: u64,
+    latency_samples: u64,
+    latency_sum: u64,
+}
+
+/// What the samples of one (type, instruction, offset) saw.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AccessStats {
+    /// Samples.
+    pub samples: u64,
+    /// Read-only samples.
+    pub reads: u64,
+    /// Write-only samples.
+    pub writes: u64,
+    /// Read-modify-write samples.
+    pub read_writes: u64,
+    /// Samples with a hardware hit/miss status.
+    pub hw_samples: u64,
+    /// Of them, L1 data-cache misses.
+    pub misses: u64,
+    /// Samples with a latency.
+    pub latency_samples: u64,
+    /// Sum of their latencies (cycles).
+    pub latency_sum: u64,
+}
+
+impl AccessStats {
+    fn add(&mut self, other: &Self) {
+        self.samples += other.samples;
+        self.reads += other.reads;
+        self.writes += other.writes;
+        self.read_writes += other.read_writes;
+        self.hw_samples += other.hw_samples;
+        self.misses += other.misses;
+        self.latency_samples += other.latency_samples;
+        self.latency_sum += other.latency_sum;
+    }
+}
+
+/// Sampled accesses by (type, instruction, offset): what path traces join history hits with
+/// (paper section 4.4: same type, offset and ip).
+#[derive(Clone, Debug, Default)]
+pub struct SampledAccesses {
+    /// `(type name, ip)` to `(offset, stats)`.
+    by_ip: FxHashMap<(String, u64), Vec<(u64, AccessStats)>>,
+    hardware: bool,
+}
+
+impl SampledAccesses {
+    /// The samples of type `type_name` by the instruction at `ip` at offsets in `offsets`,
+    /// summed.
+    #[must_use]
+    pub fn matching(&self, type_name: &str, ip: u64, offsets: std::ops::Range<u64>) -> AccessStats {
+        let mut out = AccessStats::default();
+        if let Some(list) = self.by_ip.get(&(type_name.to_owned(), ip)) {
+            for (offset, stats) in list {
+                if offsets.contains(offset) {
+                    out.add(stats);
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether a hardware sampler took the samples (misses and latencies are known).
+    #[must_use]
+    pub const fn hardware(&self) -> bool {
+        self.hardware
+    }
+
+    /// Samples per (type name, instruction), over all offsets, in no particular order.
+    pub fn samples_by_type_and_ip(&self) -> impl Iterator<Item = (&str, u64, u64)> + '_ {
+        self.by_ip.iter().map(|((type_name, ip), list)| {
+            let samples = list.iter().map(|(_, stats)| stats.samples).sum();
+            (type_name.as_str(), *ip, samples)
+        })
+    }
+
+    /// Adds the stats of one (type, instruction, offset): for tests and other producers.
+    pub fn insert(&mut self, type_name: &str, ip: u64, offset: u64, stats: AccessStats) {
+        self.hardware |= stats.hw_samples > 0;
+        self.by_ip
+            .entry((type_name.to_owned(), ip))
+            .or_default()
+            .push((offset, stats));
+    }
+}
+
+/// Touch state of a non-slab instance (global symbol, per-CPU copy, stack).
+#[derive(Clone, Copy, Debug)]
+struct Instance {
+    first_cpu: u32,
+    bounced: bool,
+}
+
+/// Instance owner of globals and stacks: owned by no CPU.
+const NO_OWNER: u32 = u32::MAX;
+
+/// Largest CPU number tracked per type (CPU numbers come from the profile, below `nr_cpu_ids`).
+const MAX_TRACKED_CPU: u32 = 1 << 16;
+
+/// Streaming analysis: [`Analyzer::push`] records in file order, then [`Analyzer::finish`].
+pub struct Analyzer<'s> {
+    header: ProfileHeader,
+    options: Options,
+    decoder: Decoder,
+    resolver: Resolver<'s>,
+    reorder: ReorderBuffer<(u32, Event)>,
+    /// `(time, cpu, event)` that left the reorder buffer, to replay (see [`replay_batch`]).
+    batch: Vec<(u64, u32, Event)>,
+    state: State,
+    /// Family and model of the profiled CPU when it is AMD: the IBS decoder's quirks.
+    amd_cpu: Option<dprof_ibs::CpuModel>,
+}
+
+/// Everything the replay updates (apart from the resolver).
+#[derive(Default)]
+struct State {
+    buckets: [u64; Bucket::ALL.len()],
+    types: Vec<TypeAcc>,
+    accesses: Table<AccessKey, AccessAcc>,
+    instances: FxHashMap<(u32, u64), Instance>,
+    unknown_ips: FxHashMap<u64, Rw>,
+    peak_live: u64,
+    live: u64,
+    records: u64,
+    first_time: Option<u64>,
+    last_time: Option<u64>,
+    lost: u64,
+    gs_relative_samples: u64,
+    /// Hardware samples of memory operations (resolved or not).
+    hw_samples: u64,
+    /// Of them, those whose data address came from the hardware.
+    hw_addresses: u64,
+    /// Of those, the ones whose decoded instruction gave another address.
+    hw_address_mismatches: u64,
+    /// `SAMPLER_KIND_*` bits (1 << kind) of the hardware samplers seen.
+    hw_kinds: u8,
+    /// History records seen (they are analysed apart, see [`crate::histories`]).
+    history_records: u64,
+    /// Experiment records, in file order: few (two per experiment), analysed at the end (see
+    /// [`crate::causal`]) rather than in a second pass over the records.
+    experiments: Vec<dprof_format::ExperimentRecord>,
+    /// What the miss classification and working-set views need; `None` unless asked for
+    /// ([`Analyzer::record_views`]).
+    views: Option<Box<crate::views::Recorded>>,
+}
+
+impl std::fmt::Debug for Analyzer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Analyzer")
+            .field("records", &self.state.records)
+            .field("buffered", &self.reorder.len())
+            .field("resolver", &self.resolver)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'s> Analyzer<'s> {
+    /// An analyzer for a profile with this header.
+    #[must_use]
+    pub fn new(header: &ProfileHeader, symbols: &'s dyn SymbolSource, options: &Options) -> Self {
+        Self {
+            header: header.clone(),
+            options: *options,
+            decoder: Decoder::new(),
+            resolver: Resolver::new(symbols),
+            reorder: ReorderBuffer::new(
+                header.online_cpus as usize,
+                options.reorder_window_ns,
+                options.reorder_capacity,
+            ),
+            batch: Vec::new(),
+            state: State::default(),
+            amd_cpu: header
+                .cpu_id
+                .as_ref()
+                .filter(|id| matches!(id.vendor.as_str(), "AuthenticAMD" | "HygonGenuine"))
+                .map(|id| dprof_ibs::CpuModel {
+                    family: id.family,
+                    model: id.model,
+                }),
+        }
+    }
+
+    /// Feeds one record, in file order.
+    pub fn push(&mut self, header: &RecordHeader, record: &Record) {
+        if let Record::AccessSample(sample) = record {
+            // Software samples, the common case, carry nothing from the hardware: skip
+            // building an empty answer.
+            let hw = if sample.sampler == SAMPLER_KIND_SOFTWARE {
+                None
+            } else {
+                HwAccess::of_on(sample, self.amd_cpu)
+            };
+            self.push_sample(header, sample, hw);
+        } else {
+            self.push_other(header, record);
+        }
+    }
+
+    /// [`Analyzer::push`] of a record as [`dprof_format::Records::next_view_with`] gives
+    /// it: access samples are read in place.
+    #[inline]
+    pub fn push_view(&mut self, header: &RecordHeader, record: RecordView<'_>) {
+        match record {
+            RecordView::AccessSample(view) => {
+                let hw = if view.sampler() == SAMPLER_KIND_SOFTWARE {
+                    None
+                } else {
+                    HwAccess::of_on(&view.to_sample(), self.amd_cpu)
+                };
+                self.push_sample(header, &view, hw);
+            }
+            RecordView::Decoded(record) => self.push(header, record),
+        }
+    }
+
+    /// Prefetches the decoder's entry for the next record, when it is an access sample
+    /// (`upcoming`: the bytes from its start, see [`dprof_format::Records::upcoming`]), so
+    /// that its miss overlaps this record's work. Unchecked bytes: only a hint.
+    #[inline]
+    pub fn prefetch_next(&self, upcoming: &[u8]) {
+        let Ok(header) = RecordHeader::decode(upcoming) else {
+            return;
+        };
+        if !matches!(
+            RecordKind::from_u16(header.kind),
+            Some(RecordKind::AccessSample | RecordKind::IbsSample)
+        ) {
+            return;
+        }
+        // The sample's payload starts with its ip.
+        if let Some(ip) = upcoming
+            .get(RECORD_HEADER_SIZE..RECORD_HEADER_SIZE + 8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_le_bytes)
+        {
+            self.decoder.prefetch(ip);
+        }
+    }
+
+    /// Counts a record's time.
+    #[inline]
+    fn count_record(&mut self, t: u64) {
+        let st = &mut self.state;
+        st.records += 1;
+        st.first_time = Some(st.first_time.map_or(t, |f| f.min(t)));
+        st.last_time = Some(st.last_time.map_or(t, |l| l.max(t)));
+    }
+
+    /// Feeds an access sample; `hw` is what its hardware sampler said.
+    #[inline]
+    fn push_sample<S: SampleFields>(
+        &mut self,
+        header: &RecordHeader,
+        sample: &S,
+        hw: Option<HwAccess>,
+    ) {
+        self.count_record(header.time_ns);
+        if let Some(event) = self.sample_event(header.cpu, sample, hw) {
+            self.reorder_push(header, event);
+        }
+    }
+
+    /// Hands an event to the reorder buffer, replaying what leaves it.
+    #[inline]
+    fn reorder_push(&mut self, header: &RecordHeader, event: Event) {
+        let (resolver, state, batch) = (&mut self.resolver, &mut self.state, &mut self.batch);
+        self.reorder.push(
+            header.cpu,
+            header.time_ns,
+            (header.cpu, event),
+            |time, &(cpu, event)| {
+                batch.push((time, cpu, event));
+                if batch.len() >= MAX_BATCH {
+                    replay_batch(resolver, state, batch);
+                }
+            },
+        );
+        // Replayed before the next record is read, as if replayed as they left.
+        if !self.batch.is_empty() {
+            replay_batch(&mut self.resolver, &mut self.state, &mut self.batch);
+        }
+    }
+
+    /// Replays everything the reorder buffer still holds.
+    fn replay_rest(&mut self) {
+        let (resolver, state, batch) = (&mut self.resolver, &mut self.state, &mut self.batch);
+        self.reorder.finish(|time, &(cpu, event)| {
+            batch.push((time, cpu, event));
+            if batch.len() >= MAX_BATCH {
+                replay_batch(resolver, state, batch);
+            }
+        });
+        replay_batch(&mut self.resolver, &mut self.state, &mut self.batch);
+    }
+
+    /// Feeds a record other than an access sample.
+    fn push_other(&mut self, header: &RecordHeader, record: &Record) {
+        self.count_record(header.time_ns);
+        let st = &mut self.state;
+        let event = match record {
+            Record::CacheInfo(info) => {
+                self.resolver.cache_info(info);
+                return;
+            }
+            Record::Lost(lost) => {
+                st.lost = st.lost.saturating_add(lost.count);
+                return;
+            }
+            Record::Alloc(a) => Event::Alloc(SmallAlloc {
+                ptr: a.ptr,
+                call_site: a.call_site,
+                cache: a.cache,
+                bytes_alloc: a.bytes_alloc,
+                flags: a.flags,
+            }),
+            Record::Free(free) => Event::Free(free.ptr),
+            // Histories have their own analysis (the data flow view).
+            Record::HistoryStart(_)
+            | Record::HistoryArm(_)
+            | Record::HistoryHit(_)
+            | Record::HistoryEnd(_) => {
+                st.history_records += 1;
+                return;
+            }
+            // Causal experiments have their own analysis (the causal view).
+            Record::ExperimentStart(_) | Record::ExperimentEnd(_) => {
+                st.experiments
+                    .extend(dprof_format::ExperimentRecord::of(record));
+                return;
+            }
+            // Taken by `push`.
+            Record::AccessSample(_) => return,
+        };
+        self.reorder_push(header, event);
+    }
+
+    /// Decodes a sample; counts it at once when it has no data address.
+    ///
+    /// A hardware sample's data address is the hardware's; the instruction is still decoded
+    /// for the access size and read/write, and a decoded address that differs is counted
+    /// (PEBS reports registers as they were after the load, so some differences are
+    /// expected). An IBS op that is neither a load nor a store accessed no memory.
+    #[inline]
+    fn sample_event<S: SampleFields>(
+        &mut self,
+        cpu: u32,
+        sample: &S,
+        hw: Option<HwAccess>,
+    ) -> Option<Event> {
+        if sample.flags() & SAMPLE_USER != 0 {
+            self.state.buckets[Bucket::UserMode.index()] += 1;
+            return None;
+        }
+        let gs_base = sample.gs_base();
+        self.resolver.learn_gs_base(cpu, gs_base);
+        if let Some(h) = &hw {
+            if !h.memory_op {
+                self.state.buckets[Bucket::NoMemoryOperand.index()] += 1;
+                return None;
+            }
+            self.state.hw_samples += 1;
+            self.state.hw_kinds |= 1u8.checked_shl(u32::from(sample.sampler())).unwrap_or(0);
+        }
+        let hw_addr = hw.as_ref().and_then(|h| h.addr);
+        let access = match (self.decoder.access(sample), hw_addr) {
+            (DecodeOutcome::Access(decoded), Some(addr)) => {
+                self.state.hw_addresses += 1;
+                if decoded.addr != addr {
+                    self.state.hw_address_mismatches += 1;
+                }
+                MemAccess { addr, ..decoded }
+            }
+            (DecodeOutcome::Access(decoded), None) => decoded,
+            (DecodeOutcome::None(_), Some(addr)) => {
+                self.state.hw_addresses += 1;
+                MemAccess {
+                    addr,
+                    size: hw.as_ref().and_then(|h| h.size).unwrap_or(0),
+                    kind: hw.as_ref().and_then(|h| h.kind).unwrap_or(AccessKind::Read),
+                    gs_relative: false,
+                }
+            }
+            (DecodeOutcome::None(why), None) => {
+                self.state.buckets[why.bucket().index()] += 1;
+                return None;
+            }
+        };
+        if access.gs_relative {
+            self.state.gs_relative_samples += 1;
+        }
+        let rsp = sample.reg(dprof_abi::reg::RSP);
+        let region = !(crate::resolve::THREAD_SIZE - 1);
+        let (hw, latency) = hw_bits(hw.as_ref());
+        Some(Event::Sample(SampleAccess {
+            ip: sample.ip(),
+            addr: access.addr,
+            gs_offset: access.addr.wrapping_sub(gs_base),
+            size: u16::try_from(access.size).unwrap_or(u16::MAX),
+            kind: access.kind,
+            gs_relative: access.gs_relative,
+            on_stack: rsp != 0 && access.addr & region == rsp & region,
+            hw,
+            latency,
+        }))
+    }
+
+    /// Also records, from now on, what the miss classification and working-set views need:
+    /// every object's lifetime and every sample that resolves to a slab object (see
+    /// [`crate::views`]). Call before the first record.
+    pub fn record_views(&mut self) {
+        self.state.views = Some(Box::default());
+    }
+
+    /// Replays what is still buffered and builds the report.
+    #[must_use]
+    pub fn finish(self) -> Report {
+        self.finish_with_accesses().0
+    }
+
+    /// [`Analyzer::finish_with_accesses`], also handing back what [`Analyzer::record_views`]
+    /// recorded (`None` unless it was called).
+    #[must_use]
+    pub fn finish_with_views(
+        mut self,
+    ) -> (Report, SampledAccesses, Option<crate::views::Recorded>) {
+        // What the reorder buffer still holds is replayed with recording on.
+        self.replay_rest();
+        let span = self.state.first_time.zip(self.state.last_time);
+        let recorded = self.state.views.take().map(|mut r| {
+            r.span = span;
+            r.type_names = self
+                .resolver
+                .types()
+                .iter()
+                .map(|(_, info)| info.name.clone())
+                .collect();
+            *r
+        });
+        let (report, sampled) = self.finish_with_accesses();
+        (report, sampled, recorded)
+    }
+
+    /// [`Analyzer::finish`], also handing back the sampled accesses by (type, instruction,
+    /// offset), for path traces.
+    #[must_use]
+    pub fn finish_with_accesses(mut self) -> (Report, SampledAccesses) {
+        self.replay_rest();
+        let report = build_report(&self);
+        let mut sampled = SampledAccesses {
+            hardware: self.state.hw_samples > 0,
+            ..SampledAccesses::default()
+        };
+        let types = self.resolver.types();
+        for (key, acc) in self.state.accesses.iter() {
+            let Some(info) = types.get(TypeId(key.type_id)) else {
+                continue;
+            };
+            sampled
+                .by_ip
+                .entry((info.name.clone(), key.ip))
+                .or_default()
+                .push((
+                    key.offset,
+                    AccessStats {
+                        samples: acc.rw.total(),
+                        reads: acc.rw.reads,
+                        writes: acc.rw.writes,
+                        read_writes: acc.rw.read_writes,
+                        hw_samples: acc.hw_samples,
+                        misses: acc.rw.misses,
+                        latency_samples: acc.latency_samples,
+                        latency_sum: acc.latency_sum,
+                    },
+                ));
+        }
+        (report, sampled)
+    }
+
+    /// Whether a history record was pushed (the profile was collected with histories).
+    #[must_use]
+    pub const fn saw_histories(&self) -> bool {
+        self.state.history_records > 0
+    }
+}
+
+fn type_acc(types: &mut Vec<TypeAcc>, id: TypeId) -> &mut TypeAcc {
+    let i = id.0 as usize;
+    if i >= types.len() {
+        types.resize_with(i + 1, TypeAcc::default);
+    }
+    // Just resized to hold `i`.
+    let last = types.len() - 1;
+    &mut types[i.min(last)]
+}
+
+fn on_gone(types: &mut [TypeAcc], type_id: TypeId, size: u32, freed: bool) {
+    if let Some(acc) = types.get_mut(type_id.0 as usize) {
+        acc.live_objects = acc.live_objects.saturating_sub(1);
+        acc.live_bytes = acc.live_bytes.saturating_sub(u64::from(size));
+        if freed {
+            acc.frees += 1;
+        }
+    }
+}
+
+/// Events replayed at once at most (the reorder buffer lets them go by the hundred when its
+/// watermark moves).
+const MAX_BATCH: usize = 256;
+
+/// Replay runs this many events ahead of itself with [`Resolver::prefetch`] of the page
+/// bucket, then of the page's entry: the replay's cost is cache misses on the address set,
+/// one chain of dependent misses per record, and prefetching overlaps those of a few records.
+const PREFETCH_FAR: usize = 8;
+const PREFETCH_NEAR: usize = 4;
+/// Then, for a sample that will land in a slab object (its page and entry are in the cache by
+/// now), the aggregation's bucket of its (type, offset, instruction) and its type's counters.
+const PREFETCH_KEY: usize = 2;
+
+/// The address an event will look up in the address set.
+#[inline]
+fn lookup_addr(event: &Event) -> Option<u64> {
+    match *event {
+        Event::Sample(ref a) if !a.gs_relative => Some(a.addr),
+        Event::Sample(_) => None,
+        Event::Free(ptr) => Some(ptr),
+        Event::Alloc(ref a) => Some(a.ptr),
+    }
+}
+
+/// Replays `batch` in order, prefetching ahead (a prefetch is a hint: the address set may
+/// change before its record is replayed, and then the lookup just misses), and empties it.
+fn replay_batch(resolver: &mut Resolver<'_>, st: &mut State, batch: &mut Vec<(u64, u32, Event)>) {
+    for (_, _, event) in batch.iter().take(PREFETCH_FAR) {
+        if let Some(addr) = lookup_addr(event) {
+            resolver.prefetch(addr, false);
+        }
+    }
+    for i in 0..batch.len() {
+        if let Some(addr) = batch.get(i + PREFETCH_FAR).and_then(|e| lookup_addr(&e.2)) {
+            resolver.prefetch(addr, false);
+        }
+        if let Some(addr) = batch.get(i + PREFETCH_NEAR).and_then(|e| lookup_addr(&e.2)) {
+            resolver.prefetch(addr, true);
+        }
+        if let Some((_, _, Event::Sample(a))) = batch.get(i + PREFETCH_KEY) {
+            if let Some(hit) = (!a.gs_relative)
+                .then(|| resolver.objects().find(a.addr))
+                .flatten()
+            {
+                st.accesses.prefetch(AccessKey {
+                    type_id: hit.type_id.0,
+                    offset: hit.offset,
+                    ip: a.ip,
+                });
+                if let Some(acc) = st.types.get(hit.type_id.0 as usize) {
+                    crate::prefetch(acc);
+                }
+            }
+        }
+        if let Some(&(time, cpu, ref event)) = batch.get(i) {
+            replay(resolver, st, time, cpu, event);
+        }
+    }
+    batch.clear();
+}
+
+/// One record in time order.
+#[inline]
+fn replay(resolver: &mut Resolver<'_>, st: &mut State, time: u64, cpu: u32, event: &Event) {
+    match *event {
+        Event::Alloc(a) => {
+            let alloc = Alloc {
+                ptr: a.ptr,
+                call_site: a.call_site,
+                cache: a.cache,
+                bytes_alloc: a.bytes_alloc,
+                flags: a.flags,
+                ..Alloc::default()
+            };
+            replay_alloc(resolver, st, time, cpu, &alloc);
+        }
+        Event::Free(ptr) => {
+            if let Some(gone) = resolver.free_entry(ptr) {
+                st.live = st.live.saturating_sub(1);
+                on_gone(&mut st.types, gone.type_id, gone.size, true);
+                if let Some(views) = st.views.as_deref_mut() {
+                    // The freed slot still holds the object: nothing was inserted since.
+                    if let Some(obj) = resolver.objects().get(gone.slot) {
+                        views.end(obj.serial, time);
+                    }
+                }
+            }
+        }
+        Event::Sample(access) => replay_sample(resolver, st, cpu, &access),
+    }
+}
+
+fn replay_alloc(resolver: &mut Resolver<'_>, st: &mut State, time: u64, cpu: u32, alloc: &Alloc) {
+    let (types, views) = (&mut st.types, &mut st.views);
+    let mut replaced = 0u64;
+    let Some((slot, type_id)) = resolver.alloc(alloc, time, cpu, |old| {
+        on_gone(types, old.type_id, old.size, false);
+        replaced += 1;
+        if let Some(views) = views.as_deref_mut() {
+            views.end(old.serial, time);
+        }
+    }) else {
+        return;
+    };
+    if let Some(views) = st.views.as_deref_mut() {
+        if let Some(obj) = resolver.objects().get(slot) {
+            views.alloc(obj);
+        }
+    }
+    st.live = st.live.saturating_sub(replaced) + 1;
+    st.peak_live = st.peak_live.max(st.live);
+    let acc = type_acc(&mut st.types, type_id);
+    acc.allocs += 1;
+    acc.live_objects += 1;
+    acc.live_bytes += u64::from(alloc.bytes_alloc);
+    acc.peak_objects = acc.peak_objects.max(acc.live_objects);
+    acc.peak_bytes = acc.peak_bytes.max(acc.live_bytes);
+}
+
+/// Hands a sample that resolved to the object in `slot` to the views, when recording.
+#[inline]
+fn record_slab_sample(
+    resolver: &Resolver<'_>,
+    st: &mut State,
+    slot: crate::resolve::Slot,
+    offset: u64,
+    cpu: u32,
+    access: &SampleAccess,
+) {
+    if let Some(views) = st.views.as_deref_mut() {
+        if let Some(obj) = resolver.objects().get(slot) {
+            let miss = miss_bit(access.hw);
+            views.sample(obj, offset, cpu, access.ip, access.size, access.kind, miss);
+        }
+    }
+}
+
+#[inline]
+fn replay_sample(resolver: &mut Resolver<'_>, st: &mut State, cpu: u32, access: &SampleAccess) {
+    // A context that gives the resolver what was worked out at ingestion: any address in the
+    // stack region stands for %rsp, and the gs base is what makes the offset.
+    let ctx = SampleContext {
+        cpu,
+        gs_base: access.addr.wrapping_sub(access.gs_offset),
+        rsp: if access.on_stack { access.addr } else { 0 },
+    };
+    let ip = access.ip;
+    let (resolution, touch) = resolver.resolve_touch(access.addr, access.gs_relative, &ctx);
+    let (bucket, type_id, offset, instance) = match resolution {
+        Resolution::Slab {
+            slot,
+            type_id,
+            offset,
+        } => {
+            record_slab_sample(resolver, st, slot, offset, cpu, access);
+            (Bucket::Slab, type_id, offset, None)
+        }
+        Resolution::Global {
+            type_id,
+            symbol,
+            offset,
+        } => (Bucket::Global, type_id, offset, Some((symbol, NO_OWNER))),
+        Resolution::Percpu {
+            type_id,
+            owner_cpu,
+            offset,
+        } => (
+            Bucket::Percpu,
+            type_id,
+            offset,
+            Some((u64::from(owner_cpu), owner_cpu)),
+        ),
+        Resolution::Stack {
+            type_id,
+            base,
+            offset,
+        } => (Bucket::Stack, type_id, offset, Some((base, NO_OWNER))),
+        Resolution::Unknown => {
+            st.buckets[Bucket::UnknownAddress.index()] += 1;
+            st.unknown_ips.entry(ip).or_default().add_access(access);
+            return;
+        }
+    };
+    st.buckets[bucket.index()] += 1;
+    let acc = type_acc(&mut st.types, type_id);
+    // Only slab hits come with a touch.
+    match touch {
+        Some(Touch::First) => acc.objects += 1,
+        Some(Touch::Bounced) => acc.bounced += 1,
+        Some(Touch::Again) | None => {}
+    }
+    if let Some((key, owner)) = instance {
+        // A per-CPU copy belongs to its CPU from the start: any other CPU bounces it.
+        let inst = st.instances.entry((type_id.0, key)).or_insert_with(|| {
+            acc.objects += 1;
+            Instance {
+                first_cpu: if owner == NO_OWNER { cpu } else { owner },
+                bounced: false,
+            }
+        });
+        if inst.first_cpu != cpu && !inst.bounced {
+            inst.bounced = true;
+            acc.bounced += 1;
+        }
+    }
+    acc.rw.add_access(access);
+    acc.hw.add(access);
+    if cpu < MAX_TRACKED_CPU {
+        let c = cpu as usize;
+        if c >= acc.cpus.len() {
+            acc.cpus.resize(c + 1, 0);
+        }
+        if let Some(n) = acc.cpus.get_mut(c) {
+            *n += 1;
+        }
+    }
+    let entry = st.accesses.get_or_default(AccessKey {
+        type_id: type_id.0,
+        offset,
+        ip,
+    });
+    entry.rw.add_access(access);
+    entry.size = u32::from(access.size);
+    if access.hw & HW_KNOWN != 0 {
+        entry.hw_samples += 1;
+    }
+    if access.hw & HW_HAS_LATENCY != 0 {
+        entry.latency_samples += 1;
+        entry.latency_sum += u64::from(access.latency);
+    }
+}
+
+/// Function name of `ip` (Rust symbols demangled, without their hash), or the address.
+fn function_name(symbols: &dyn SymbolSource, ip: u64) -> String {
+    symbols.function(ip).map_or_else(
+        || format!("{ip:#x}"),
+        |(name, _)| format!("{:#}", rustc_demangle::demangle(name)),
+    )
+}
+
+/// Sums `(name, Rw)` pairs by name into counts, most first: most misses first when `hw` (the
+/// profile has hardware samples; their misses are then reported), else most samples.
+fn function_counts(items: impl IntoIterator<Item = (String, Rw)>, hw: bool) -> Vec<FunctionCount> {
+    let mut by_name: FxHashMap<String, Rw> = FxHashMap::default();
+    for (name, rw) in items {
+        by_name.entry(name).or_default().merge(rw);
+    }
+    let mut out: Vec<FunctionCount> = by_name
+        .into_iter()
+        .map(|(function, rw)| FunctionCount {
+            function,
+            samples: rw.total(),
+            reads: rw.reads,
+            writes: rw.writes,
+            read_writes: rw.read_writes,
+            misses: hw.then_some(rw.misses),
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.misses
+            .cmp(&a.misses)
+            .then(b.samples.cmp(&a.samples))
+            .then_with(|| a.function.cmp(&b.function))
+    });
+    out
+}
+
+#[allow(
+    clippy::too_many_lines,
+    reason = "one pass from accumulators to the model"
+)]
+fn build_report(a: &Analyzer<'_>) -> Report {
+    let st = &a.state;
+    let symbols = a.resolver.symbols();
+    let types = a.resolver.types();
+    let coverage = Coverage::from_counts(&st.buckets);
+    let resolved = coverage.resolved_samples;
+    // With hardware samples, types, fields and functions are ranked by misses.
+    let hw = st.hw_samples > 0;
+    let mut hw_total = HwAcc::default();
+    for acc in &st.types {
+        hw_total.merge(&acc.hw);
+    }
+
+    // Functions and fields per type, from the (type, offset, ip) aggregation.
+    let mut names: FxHashMap<u64, String> = FxHashMap::default();
+    let mut per_type_fns: FxHashMap<u32, Vec<(String, Rw)>> = FxHashMap::default();
+    let mut per_type_fields: FxHashMap<(u32, u64), (Rw, u32, u64)> = FxHashMap::default();
+    for (key, acc) in st.accesses.iter() {
+        let name = names
+            .entry(key.ip)
+            .or_insert_with(|| function_name(symbols, key.ip))
+            .clone();
+        per_type_fns
+            .entry(key.type_id)
+            .or_default()
+            .push((name, acc.rw));
+        let field = per_type_fields.entry((key.type_id, key.offset)).or_insert((
+            Rw::default(),
+            acc.size,
+            0,
+        ));
+        field.0.merge(acc.rw);
+        // The size of the most sampled instruction at this offset (ties: smaller ip, so the
+        // report does not depend on hash order).
+        let n = acc.rw.total();
+        if n > field.2 || (n == field.2 && acc.size < field.1) {
+            field.1 = acc.size;
+            field.2 = n;
+        }
+    }
+    let mut per_type_field_list: FxHashMap<u32, Vec<FieldCount>> = FxHashMap::default();
+    for ((type_id, offset), (rw, size, _)) in per_type_fields {
+        per_type_field_list
+            .entry(type_id)
+            .or_default()
+            .push(FieldCount {
+                offset,
+                size,
+                field: None,
+                samples: rw.total(),
+                reads: rw.reads,
+                writes: rw.writes,
+                read_writes: rw.read_writes,
+                misses: hw.then_some(rw.misses),
+            });
+    }
+
+    let mut profiles: Vec<TypeProfile> = Vec::new();
+    for (id, info) in types.iter() {
+        let Some(acc) = st.types.get(id.0 as usize) else {
+            continue;
+        };
+        let samples = acc.rw.total();
+        if samples == 0 && acc.allocs == 0 {
+            continue;
+        }
+        let slab = info.kind == TypeKind::Slab;
+        let functions = function_counts(per_type_fns.remove(&id.0).unwrap_or_default(), hw);
+        let mut fields = per_type_field_list.remove(&id.0).unwrap_or_default();
+        fields.sort_by(|x, y| {
+            y.misses
+                .cmp(&x.misses)
+                .then(y.samples.cmp(&x.samples))
+                .then(x.offset.cmp(&y.offset))
+        });
+        let mut cpus: Vec<CpuCount> = acc
+            .cpus
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(cpu, &n)| CpuCount {
+                cpu: cpu as u32,
+                samples: n,
+            })
+            .collect();
+        cpus.sort_by(|x, y| y.samples.cmp(&x.samples).then(x.cpu.cmp(&y.cpu)));
+        profiles.push(TypeProfile {
+            rank: 0,
+            name: info.name.clone(),
+            kind: info.kind,
+            cache: info.cache.clone(),
+            site: info.site.clone(),
+            struct_name: None,
+            object_size: info.object_size,
+            samples,
+            share: if resolved == 0 {
+                0.0
+            } else {
+                samples as f64 / resolved as f64
+            },
+            reads: acc.rw.reads,
+            writes: acc.rw.writes,
+            read_writes: acc.rw.read_writes,
+            objects: acc.objects,
+            bounced_objects: acc.bounced,
+            bounce: acc.bounced > 0,
+            allocs: slab.then_some(acc.allocs),
+            frees: slab.then_some(acc.frees),
+            peak_live_objects: slab.then_some(acc.peak_objects),
+            peak_live_bytes: slab.then_some(acc.peak_bytes),
+            hardware: hw.then(|| acc.hw.report(hw_total.misses)),
+            functions,
+            fields,
+            cpus,
+        });
+    }
+    let misses = |t: &TypeProfile| t.hardware.as_ref().map(|h| h.misses);
+    profiles.sort_by(|x, y| {
+        misses(y)
+            .cmp(&misses(x))
+            .then(y.samples.cmp(&x.samples))
+            .then(y.peak_live_bytes.cmp(&x.peak_live_bytes))
+            .then_with(|| x.name.cmp(&y.name))
+    });
+    for (i, p) in profiles.iter_mut().enumerate() {
+        p.rank = i + 1;
+    }
+
+    let unknown_functions = function_counts(
+        st.unknown_ips
+            .iter()
+            .map(|(&ip, &rw)| (function_name(symbols, ip), rw)),
+        hw,
+    );
+    let counts = a.resolver.counts();
+    let address_set = AddressSetStats {
+        allocs: counts.allocs,
+        frees: counts.frees,
+        unknown_frees: counts.unknown_frees,
+        null_frees: counts.null_frees,
+        missed_frees: counts.missed_frees,
+        unknown_cache_allocs: counts.unknown_cache_allocs,
+        live_at_end: a.resolver.objects().len() as u64,
+        peak_live_objects: st.peak_live,
+    };
+    let rc = a.reorder.counts();
+    let ordering = OrderingStats {
+        late_records: rc.late,
+        forced_records: rc.forced,
+        max_buffered: rc.max_buffered,
+        window_ns: a.options.reorder_window_ns,
+    };
+    let function_count = symbols.function_count();
+    let warnings = warnings(a, &coverage, &address_set, &ordering, function_count);
+    Report {
+        profile: ProfileInfo {
+            kernel_release: a.header.kernel_release.clone(),
+            cpu_model: a.header.cpu_model.clone(),
+            online_cpus: a.header.online_cpus,
+            slab_merging: a.header.slab_merging,
+            records: st.records,
+            first_time_ns: st.first_time,
+            last_time_ns: st.last_time,
+            lost_records: st.lost,
+            kallsyms_functions: function_count,
+        },
+        coverage,
+        data_profile: DataProfile {
+            metric: if hw { Metric::Misses } else { Metric::Samples },
+            resolved_samples: resolved,
+            hardware: hw.then(|| hardware_summary(st, &hw_total)),
+            types: profiles,
+        },
+        unknown_functions,
+        address_set,
+        ordering,
+        warnings,
+        histories: None,
+        misses: None,
+        working_set: None,
+        causal: a
+            .header
+            .config
+            .causal
+            .as_ref()
+            .filter(|_| !st.experiments.is_empty())
+            .map(|config| crate::causal::analyze(config, &st.experiments)),
+    }
+}
+
+/// The profile-wide hardware statistics.
+fn hardware_summary(st: &State, total: &HwAcc) -> HardwareSummary {
+    let samplers = [
+        (dprof_abi::SAMPLER_KIND_IBS, "ibs"),
+        (dprof_abi::SAMPLER_KIND_PEBS, "pebs"),
+    ]
+    .iter()
+    .filter(|(kind, _)| st.hw_kinds & 1u8.checked_shl(u32::from(*kind)).unwrap_or(0) != 0)
+    .map(|(_, name)| (*name).to_owned())
+    .collect();
+    let t = total.report(total.misses);
+    HardwareSummary {
+        samplers,
+        samples: st.hw_samples,
+        resolved_samples: t.samples,
+        misses: t.misses,
+        miss_rate: t.miss_rate,
+        hitm: t.hitm,
+        latency_samples: t.latency_samples,
+        mean_latency_cycles: t.mean_latency_cycles,
+        hardware_addresses: st.hw_addresses,
+        address_mismatches: st.hw_address_mismatches,
+        sources: t.sources,
+    }
+}
+
+/// Share of memory-access samples at unknown addresses above which the report warns.
+const MANY_UNKNOWN: f64 = 0.25;
+
+fn warnings(
+    a: &Analyzer<'_>,
+    coverage: &Coverage,
+    address_set: &AddressSetStats,
+    ordering: &OrderingStats,
+    function_count: usize,
+) -> Vec<Warning> {
+    let mut out = Vec::new();
+    let mut warn = |code, message: String| out.push(Warning { code, message });
+    if coverage.total_samples == 0 {
+        warn(
+            WarningCode::NoSamples,
+            "the profile has no access samples: collect with --events samples".to_owned(),
+        );
+    }
+    if function_count == 0 {
+        warn(
+            WarningCode::NoKallsyms,
+            "the profile's kallsyms snapshot has no usable symbols (was it collected without \
+             root?): functions and allocation sites are shown as addresses, and globals and \
+             per-CPU variables cannot be named"
+                .to_owned(),
+        );
+    }
+    if a.header.slab_merging {
+        warn(
+            WarningCode::SlabMerging,
+            "slab merging was on (no slab_nomerge on the kernel command line): caches of \
+             similar geometry share one name, so some types are merged; boot with slab_nomerge \
+             for exact types"
+                .to_owned(),
+        );
+    }
+    if a.state.lost > 0 {
+        warn(
+            WarningCode::RecordsLost,
+            format!(
+                "the module dropped {} records (full rings): some allocations, frees or samples \
+                 are missing, so some addresses resolve to the wrong object or to none; collect \
+                 with a larger --ring-size",
+                a.state.lost
+            ),
+        );
+    }
+    if ordering.late_records > 0 || ordering.forced_records > 0 {
+        warn(
+            WarningCode::OutOfOrder,
+            format!(
+                "{} records came later than the {} ms reorder window and {} left the reorder \
+                 buffer early because it was full: they were replayed out of time order",
+                ordering.late_records,
+                ordering.window_ns / 1_000_000,
+                ordering.forced_records
+            ),
+        );
+    }
+    if address_set.unknown_cache_allocs > 0 {
+        warn(
+            WarningCode::UnknownCaches,
+            format!(
+                "{} allocations came from caches the profile has no CacheInfo for: their types \
+                 are named by cache address",
+                address_set.unknown_cache_allocs
+            ),
+        );
+    }
+    if a.state.gs_relative_samples > 0 && a.resolver.symbols().percpu_range().is_none() {
+        warn(
+            WarningCode::NoPercpuLayout,
+            format!(
+                "{} samples accessed per-CPU data but the kallsyms snapshot does not give the \
+                 per-CPU area (__per_cpu_start/__per_cpu_end): they are counted as {}",
+                a.state.gs_relative_samples,
+                crate::resolve::PERCPU_DYNAMIC_TYPE
+            ),
+        );
+    }
+    let unknown = coverage.count(Bucket::UnknownAddress);
+    let with_address = unknown + coverage.resolved_samples;
+    if with_address > 0 && unknown as f64 > MANY_UNKNOWN * with_address as f64 {
+        warn(
+            WarningCode::ManyUnknown,
+            format!(
+                "{:.1}% of sampled data addresses resolved to nothing: objects allocated before \
+                 collection started are not in the address set; start collecting before the \
+                 workload",
+                unknown as f64 * 100.0 / with_address as f64
+            ),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod function_name_tests {
+    use super::function_name;
+    use crate::symbols::Kallsyms;
+
+    #[test]
+    fn rust_symbols_are_demangled_and_c_symbols_kept() {
+        let kallsyms = Kallsyms::parse(
+            b"ffffffffa0000000 t _RNvMs_NtCsjer0vnqcy3J_10dprof_main7sessionNtB4_7Session4emit\t[dprof]\n\
+              ffffffffa0000100 t dprof_selftest_produce\t[dprof_selftest]\n\
+              ffffffffa0000200 t end_marker\t[dprof_selftest]\n",
+        );
+        assert_eq!(
+            function_name(&kallsyms, 0xffff_ffff_a000_0010),
+            "<dprof_main::session::Session>::emit"
+        );
+        assert_eq!(
+            function_name(&kallsyms, 0xffff_ffff_a000_0104),
+            "dprof_selftest_produce"
+        );
+        assert_eq!(function_name(&kallsyms, 0x10), "0x10");
+    }
+}

@@ -1,0 +1,74 @@
+//! Names in the report model: which C struct a slab type's objects are ([`StructNames`]) and
+//! which field an offset falls in ([`FieldSource`], implemented over DWARF). Offsets are always
+//! in the report; names only once [`annotate_fields`] ran.
+
+mod struct_names;
+
+#[cfg(test)]
+mod tests;
+
+use dprof_model::{Report, TypeKind};
+
+pub use struct_names::{StructNames, TypeMapError};
+
+/// Names struct types and fields in `report`: sets [`TypeProfile::struct_name`] of slab types from
+/// `names` (the user map, the built-in table, or a cache named like a struct `fields`
+/// knows), and [`FieldCount::field`] from `fields` when given.
+pub fn annotate_fields(report: &mut Report, names: &StructNames, fields: Option<&dyn FieldSource>) {
+    for t in &mut report.data_profile.types {
+        if t.kind != TypeKind::Slab {
+            continue;
+        }
+        let Some(cache) = &t.cache else { continue };
+        if t.site.is_some() {
+            // Generic kmalloc: no struct from the cache name.
+            continue;
+        }
+        t.struct_name = names.struct_for(cache, fields);
+        if let (Some(st), Some(fields)) = (&t.struct_name, fields) {
+            for f in &mut t.fields {
+                f.field = fields.field_at(st, f.offset);
+            }
+        }
+    }
+    let (Some(misses), Some(fields)) = (&mut report.misses, fields) else {
+        return;
+    };
+    for m in &mut misses.types {
+        let Some(st) = report
+            .data_profile
+            .types
+            .iter()
+            .find(|t| t.name == m.name)
+            .and_then(|t| t.struct_name.as_deref())
+        else {
+            continue;
+        };
+        let sites = m
+            .sharing
+            .iter_mut()
+            .flat_map(|e| [&mut e.writer, &mut e.missing])
+            .chain(m.cannot_tell.iter_mut().map(|e| &mut e.missing));
+        for site in sites {
+            site.field = fields.field_at(st, site.offset);
+        }
+    }
+}
+
+/// Field names from debug info (implemented over DWARF of vmlinux and modules).
+pub trait FieldSource {
+    /// Whether a struct of this name is known.
+    fn has_struct(&self, name: &str) -> bool;
+    /// The field of `struct_name` at byte `offset` (a dotted path for nested structs, with
+    /// `[i]` for arrays), if any.
+    fn field_at(&self, struct_name: &str, offset: u64) -> Option<String>;
+}
+
+impl FieldSource for crate::debuginfo::DebugInfo {
+    fn has_struct(&self, name: &str) -> bool {
+        self.struct_size(name).is_some()
+    }
+    fn field_at(&self, struct_name: &str, offset: u64) -> Option<String> {
+        Self::field_at(self, struct_name, offset)
+    }
+}

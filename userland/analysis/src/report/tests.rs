@@ -1,0 +1,210 @@
+use super::*;
+use dprof_model::AddressSetStats;
+use dprof_model::Bucket;
+use dprof_model::Coverage;
+use dprof_model::DataProfile;
+use dprof_model::FieldCount;
+use dprof_model::Metric;
+use dprof_model::OrderingStats;
+use dprof_model::ProfileInfo;
+use dprof_model::TypeProfile;
+
+struct Dwarf;
+
+impl FieldSource for Dwarf {
+    fn has_struct(&self, name: &str) -> bool {
+        matches!(name, "sk_buff" | "dentry")
+    }
+    fn field_at(&self, struct_name: &str, offset: u64) -> Option<String> {
+        match (struct_name, offset) {
+            ("sk_buff", 0..=7) => Some("next".to_owned()),
+            ("sk_buff", 0x70..=0x73) => Some("len".to_owned()),
+            _ => None,
+        }
+    }
+}
+
+fn slab_type(name: &str, site: Option<&str>, offsets: &[u64]) -> TypeProfile {
+    TypeProfile {
+        rank: 1,
+        name: name.to_owned(),
+        kind: TypeKind::Slab,
+        cache: Some(name.split('@').next().unwrap_or(name).to_owned()),
+        site: site.map(str::to_owned),
+        struct_name: None,
+        object_size: None,
+        samples: 0,
+        share: 0.0,
+        reads: 0,
+        writes: 0,
+        read_writes: 0,
+        objects: 0,
+        bounced_objects: 0,
+        bounce: false,
+        allocs: None,
+        frees: None,
+        peak_live_objects: None,
+        peak_live_bytes: None,
+        hardware: None,
+        functions: Vec::new(),
+        fields: offsets
+            .iter()
+            .map(|&offset| FieldCount {
+                offset,
+                size: 4,
+                field: None,
+                samples: 1,
+                reads: 1,
+                writes: 0,
+                read_writes: 0,
+                misses: None,
+            })
+            .collect(),
+        cpus: Vec::new(),
+    }
+}
+
+fn report(types: Vec<TypeProfile>) -> Report {
+    Report {
+        profile: ProfileInfo {
+            kernel_release: String::new(),
+            cpu_model: String::new(),
+            online_cpus: 1,
+            slab_merging: false,
+            records: 0,
+            first_time_ns: None,
+            last_time_ns: None,
+            lost_records: 0,
+            kallsyms_functions: 0,
+        },
+        coverage: Coverage::from_counts(&[0; Bucket::ALL.len()]),
+        data_profile: DataProfile {
+            metric: Metric::Samples,
+            resolved_samples: 0,
+            hardware: None,
+            types,
+        },
+        unknown_functions: Vec::new(),
+        address_set: AddressSetStats::default(),
+        ordering: OrderingStats::default(),
+        warnings: Vec::new(),
+        histories: None,
+        misses: None,
+        working_set: None,
+        causal: None,
+    }
+}
+
+#[test]
+fn struct_names_come_from_the_user_map_the_table_or_the_cache_name() {
+    let mut names = StructNames::builtin();
+    assert_eq!(
+        names.struct_for("skbuff_head_cache", None).as_deref(),
+        Some("sk_buff")
+    );
+    assert_eq!(names.struct_for("TCP", None).as_deref(), Some("tcp_sock"));
+    assert_eq!(names.struct_for("names_cache", Some(&Dwarf)), None);
+    assert_eq!(names.struct_for("dentry", None).as_deref(), Some("dentry"));
+    assert_eq!(names.struct_for("my_cache", Some(&Dwarf)), None);
+    names
+        .add_user_map("# comment\n\nmy_cache = sk_buff\nTCP=\n")
+        .expect("valid map");
+    assert_eq!(
+        names.struct_for("my_cache", None).as_deref(),
+        Some("sk_buff")
+    );
+    assert_eq!(names.struct_for("TCP", None), None, "the user map wins");
+    let err = names
+        .add_user_map("ok=fine\nnot a mapping\n")
+        .expect_err("line 2 is bad");
+    assert_eq!(
+        err,
+        TypeMapError::Syntax {
+            line: 2,
+            text: "not a mapping".to_owned()
+        }
+    );
+    assert!(names.add_user_map("a=b c").is_err());
+}
+
+#[test]
+fn annotation_names_structs_and_fields() {
+    let mut r = report(vec![
+        slab_type("skbuff_head_cache", None, &[0x70, 4, 0x200]),
+        slab_type("kmalloc-1k@__alloc_skb", Some("__alloc_skb"), &[0]),
+    ]);
+    annotate_fields(&mut r, &StructNames::builtin(), None);
+    assert_eq!(
+        r.data_profile.types[0].struct_name.as_deref(),
+        Some("sk_buff")
+    );
+    assert_eq!(
+        r.data_profile.types[0].fields[0].field, None,
+        "no debug info"
+    );
+    annotate_fields(&mut r, &StructNames::builtin(), Some(&Dwarf));
+    let fields: Vec<Option<&str>> = r.data_profile.types[0]
+        .fields
+        .iter()
+        .map(|f| f.field.as_deref())
+        .collect();
+    assert_eq!(fields, [Some("len"), Some("next"), None]);
+    assert_eq!(r.data_profile.types[1].struct_name, None);
+}
+
+#[test]
+fn similar_types_suggests_close_names() {
+    let r = report(vec![
+        slab_type("skbuff_head_cache", None, &[]),
+        slab_type("skbuff_fclone_cache", None, &[]),
+        slab_type("task_struct", None, &[]),
+        slab_type("kmalloc-1k@__alloc_skb", Some("__alloc_skb"), &[]),
+    ]);
+    assert_eq!(
+        r.similar_types("skbuff", 5),
+        ["skbuff_head_cache", "skbuff_fclone_cache"]
+    );
+    assert_eq!(r.similar_types("task_strcut", 5), ["task_struct"]);
+    assert_eq!(r.similar_types("kmalloc-1k", 5), ["kmalloc-1k@__alloc_skb"]);
+    assert!(r.similar_types("zzz", 5).is_empty());
+}
+
+#[test]
+fn coverage_summary_lists_buckets_with_samples() {
+    let mut counts = [0; Bucket::ALL.len()];
+    counts[Bucket::Slab.index()] = 6;
+    counts[Bucket::Stack.index()] = 2;
+    counts[Bucket::UserMode.index()] = 2;
+    let c = Coverage::from_counts(&counts);
+    assert_eq!(
+        c.summary,
+        "10 samples: 8 resolved (80.0%): slab 60.0%, stack 20.0%; unresolved: user mode 20.0%"
+    );
+    assert_eq!(c.count(Bucket::Slab), 6);
+    let empty = Coverage::from_counts(&[0; Bucket::ALL.len()]);
+    assert_eq!(empty.summary, "0 samples: 0 resolved (0.0%)");
+    for (i, b) in Bucket::ALL.iter().enumerate() {
+        assert_eq!(b.index(), i);
+    }
+}
+
+/// `dprof tui` reads back what `dprof report --json` wrote: the JSON holds the whole model,
+/// hardware statistics included.
+#[test]
+fn json_reads_back_the_same_report() {
+    use crate::pipeline::{self, Options};
+    use dprof_fixtures::{data_profile as example, hardware as hw_example};
+    use dprof_format::Profile;
+    for bytes in [
+        example::profile(),
+        hw_example::profile(hw_example::Sampler::Ibs),
+        hw_example::profile(hw_example::Sampler::Pebs),
+    ] {
+        let profile = Profile::from_vec(bytes).expect("valid profile");
+        let mut report = pipeline::analyze(&profile, &Options::default()).expect("valid");
+        annotate_fields(&mut report, &StructNames::builtin(), Some(&Dwarf));
+        let json = serde_json::to_string_pretty(&report).expect("serializes");
+        let back: Report = serde_json::from_str(&json).expect("deserializes");
+        assert_eq!(back, report);
+    }
+}

@@ -1,0 +1,668 @@
+//! Address resolution: from a data address at a point in time to what lives there.
+//!
+//! The [`Resolver`] replays the address set (paper section 4) in time order: an allocation
+//! inserts `[ptr, ptr + bytes_alloc)` with its type, a free removes it, so that any address at
+//! any replay time resolves to (type, object, offset). Addresses outside the address set
+//! resolve, in this order, to per-CPU data (`%gs`-relative operands, or an address inside a
+//! known CPU's static per-CPU area), the kernel stack of the sampled task (the `THREAD_SIZE`
+//! region holding the sample's `%rsp`), a global data symbol, or [`Resolution::Unknown`].
+//!
+//! # Types
+//! - A dedicated slab cache names its type: `task_struct`, `skbuff_head_cache`, `TCP`.
+//! - Generic kmalloc caches (`kmalloc-*`, `kmalloc-cg-*`, `kmalloc-rcl-*`, `dma-kmalloc-*`)
+//!   are split by allocation site function: `kmalloc-1k@__alloc_skb`; allocations with no
+//!   cache (large kmalloc) are `kmalloc-large@SITE`. Without symbols the site is an address.
+//! - Globals are `global:SYMBOL`, per-CPU variables `percpu:SYMBOL` (`percpu:(static)` for
+//!   an offset inside the static per-CPU area with no symbol, `percpu:(dynamic)` beyond it),
+//!   kernel stacks `stack`.
+//!
+//! Objects allocated before collection started are not in the address set: accesses to them
+//! resolve to [`Resolution::Unknown`] (the profile cannot tell them from any other unknown
+//! address), and their frees are counted, not errors.
+//!
+//! Symbols come through the [`SymbolSource`] trait so that resolution does no I/O and can be
+//! tested with tables.
+
+mod address_set;
+mod types;
+
+#[cfg(test)]
+mod tests;
+
+use std::ops::Range;
+
+use dprof_abi::{Alloc, CacheInfo, ALLOC_KMALLOC};
+
+pub use address_set::{
+    AddressSet, Hit, LiveObject, NewObject, Removed, Slot, Touch, MAX_PAGED_BYTES,
+};
+use dprof_model::TypeKind;
+use rustc_hash::FxHashMap;
+pub use types::{
+    is_generic_kmalloc, kmalloc_type_name, TypeId, TypeInfo, TypeTable, KMALLOC_LARGE,
+};
+
+/// Bytes of a kernel stack (`THREAD_SIZE` on x86-64 without KASAN), to which stacks are
+/// aligned.
+pub const THREAD_SIZE: u64 = 16 * 1024;
+
+/// Name of the type of kernel stacks.
+pub const STACK_TYPE: &str = "stack";
+/// Name of the type of `%gs`-relative accesses inside the static per-CPU area that no symbol
+/// covers.
+pub const PERCPU_STATIC_TYPE: &str = "percpu:(static)";
+/// Name of the type of `%gs`-relative accesses beyond the static per-CPU area (dynamic
+/// per-CPU allocations), or of all of them when the per-CPU layout is unknown.
+pub const PERCPU_DYNAMIC_TYPE: &str = "percpu:(dynamic)";
+
+/// What resolution needs to know about kernel symbols. Implementations do no I/O.
+pub trait SymbolSource {
+    /// The function containing `ip` and the offset of `ip` in it.
+    fn function(&self, ip: u64) -> Option<(&str, u64)>;
+
+    /// The global data symbol (kernel image or module data, bss, rodata) containing `addr` and
+    /// the offset in it. Must not answer for addresses outside kernel data (the heap, the
+    /// direct map), nor for per-CPU symbols.
+    fn data_symbol(&self, addr: u64) -> Option<(&str, u64)>;
+
+    /// The static per-CPU area as symbol addresses (`__per_cpu_start..__per_cpu_end`): a
+    /// CPU's copy of a per-CPU symbol at `s` lives at `gs_base + s`.
+    fn percpu_range(&self) -> Option<Range<u64>>;
+
+    /// The per-CPU symbol containing symbol address `addr` (inside [`Self::percpu_range`]) and
+    /// the offset in it.
+    fn percpu_symbol(&self, addr: u64) -> Option<(&str, u64)>;
+
+    /// Number of function symbols (0: functions can only be shown as addresses).
+    fn function_count(&self) -> usize;
+}
+
+impl SymbolSource for crate::symbols::Kallsyms {
+    fn function(&self, ip: u64) -> Option<(&str, u64)> {
+        self.lookup(ip).map(|l| (l.symbol.name.as_str(), l.offset))
+    }
+    fn data_symbol(&self, addr: u64) -> Option<(&str, u64)> {
+        self.lookup_data(addr)
+            .map(|l| (l.symbol.name.as_str(), l.offset))
+    }
+    fn percpu_range(&self) -> Option<Range<u64>> {
+        Self::percpu_range(self)
+    }
+    fn percpu_symbol(&self, addr: u64) -> Option<(&str, u64)> {
+        self.lookup_percpu(addr)
+            .map(|l| (l.symbol.name.as_str(), l.offset))
+    }
+    fn function_count(&self) -> usize {
+        self.len()
+    }
+}
+
+/// Kallsyms for functions and the per-CPU layout, a vmlinux's symbol table (exact sizes) first
+/// for data and per-CPU symbols.
+#[derive(Clone, Copy)]
+pub struct WithDebugInfo<'a> {
+    kallsyms: &'a crate::symbols::Kallsyms,
+    debug: &'a crate::debuginfo::DebugInfo,
+}
+
+impl<'a> WithDebugInfo<'a> {
+    /// Symbols from both; `debug` must already be placed with
+    /// [`crate::debuginfo::DebugInfo::use_kallsyms`].
+    #[must_use]
+    pub fn new(
+        kallsyms: &'a crate::symbols::Kallsyms,
+        debug: &'a crate::debuginfo::DebugInfo,
+    ) -> Self {
+        Self { kallsyms, debug }
+    }
+}
+
+impl std::fmt::Debug for WithDebugInfo<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WithDebugInfo").finish_non_exhaustive()
+    }
+}
+
+impl SymbolSource for WithDebugInfo<'_> {
+    fn function(&self, ip: u64) -> Option<(&str, u64)> {
+        self.kallsyms.function(ip)
+    }
+    fn data_symbol(&self, addr: u64) -> Option<(&str, u64)> {
+        match self.debug.data_symbol(addr) {
+            Some(s) => Some((s.name, s.offset)),
+            None => self.kallsyms.data_symbol(addr),
+        }
+    }
+    fn percpu_range(&self) -> Option<Range<u64>> {
+        SymbolSource::percpu_range(self.kallsyms)
+    }
+    fn percpu_symbol(&self, addr: u64) -> Option<(&str, u64)> {
+        match self.debug.percpu_symbol(addr) {
+            Some(s) => Some((s.name, s.offset)),
+            None => self.kallsyms.percpu_symbol(addr),
+        }
+    }
+    fn function_count(&self) -> usize {
+        self.kallsyms.function_count()
+    }
+}
+
+/// A [`SymbolSource`] that knows nothing: every type falls back to addresses.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoSymbols;
+
+impl SymbolSource for NoSymbols {
+    fn function(&self, _ip: u64) -> Option<(&str, u64)> {
+        None
+    }
+    fn data_symbol(&self, _addr: u64) -> Option<(&str, u64)> {
+        None
+    }
+    fn percpu_range(&self) -> Option<Range<u64>> {
+        None
+    }
+    fn percpu_symbol(&self, _addr: u64) -> Option<(&str, u64)> {
+        None
+    }
+    fn function_count(&self) -> usize {
+        0
+    }
+}
+
+/// Where an address resolved to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resolution {
+    /// A live object of the address set.
+    Slab {
+        /// Its slot in the [`AddressSet`].
+        slot: Slot,
+        /// Its type.
+        type_id: TypeId,
+        /// Offset of the address in the object.
+        offset: u64,
+    },
+    /// A global variable.
+    Global {
+        /// `global:SYMBOL`.
+        type_id: TypeId,
+        /// The symbol's address (identifies the instance).
+        symbol: u64,
+        /// Offset in the symbol.
+        offset: u64,
+    },
+    /// A per-CPU variable.
+    Percpu {
+        /// `percpu:SYMBOL`.
+        type_id: TypeId,
+        /// The CPU whose copy it is.
+        owner_cpu: u32,
+        /// Offset in the symbol (in the per-CPU area for the `(static)`/`(dynamic)` types).
+        offset: u64,
+    },
+    /// A kernel stack.
+    Stack {
+        /// The [`STACK_TYPE`] type.
+        type_id: TypeId,
+        /// Base of the `THREAD_SIZE` region (identifies the stack).
+        base: u64,
+        /// Offset in the region.
+        offset: u64,
+    },
+    /// None of the above.
+    Unknown,
+}
+
+/// What the sampled CPU's state says about where things are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SampleContext {
+    /// CPU that took the sample.
+    pub cpu: u32,
+    /// Its `%gs` base (its per-CPU area offset in kernel mode).
+    pub gs_base: u64,
+    /// `%rsp` at the sample.
+    pub rsp: u64,
+}
+
+/// Counters of the address set replay.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReplayCounts {
+    /// Allocations inserted.
+    pub allocs: u64,
+    /// Allocations ignored: a NULL or `ZERO_SIZE_PTR` pointer.
+    pub null_allocs: u64,
+    /// Frees that removed a live object.
+    pub frees: u64,
+    /// Frees of NULL or `ZERO_SIZE_PTR` (the kfree tracepoint fires before the NULL check).
+    pub null_frees: u64,
+    /// Frees of addresses no live object starts at: allocated before collection, or the
+    /// allocation was lost.
+    pub unknown_frees: u64,
+    /// Live objects replaced by an allocation over them: their free was missed.
+    pub missed_frees: u64,
+    /// Allocations from caches with no `CacheInfo`.
+    pub unknown_cache_allocs: u64,
+}
+
+/// Per-cache state: its name, and its type when it is not split by site.
+#[derive(Clone, Debug)]
+struct CacheEntry {
+    name: String,
+    object_size: u32,
+    generic: bool,
+    type_id: Option<TypeId>,
+}
+
+/// Addresses no larger than this are NULL or `ZERO_SIZE_PTR` (16), never objects.
+const MAX_NULL_PTR: u64 = 16;
+
+/// The address set replay plus symbol-based resolution.
+pub struct Resolver<'s> {
+    symbols: &'s dyn SymbolSource,
+    percpu: Option<Range<u64>>,
+    types: TypeTable,
+    objects: AddressSet,
+    caches: FxHashMap<u64, CacheEntry>,
+    /// Type of (cache, call site) for allocations split by site.
+    sites: FxHashMap<(u64, u64), TypeId>,
+    /// `global:`/`percpu:` type of each symbol, by symbol address.
+    symbol_types: FxHashMap<(bool, u64), TypeId>,
+    /// Per-CPU areas learnt from samples' gs bases: (start, end, cpu), sorted by start.
+    areas: Vec<(u64, u64, u32)>,
+    /// gs base of each CPU seen, indexed by CPU (0 = not seen).
+    gs_bases: Vec<u64>,
+    stack_type: Option<TypeId>,
+    counts: ReplayCounts,
+}
+
+impl std::fmt::Debug for Resolver<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Resolver")
+            .field("types", &self.types.len())
+            .field("live_objects", &self.objects.len())
+            .field("counts", &self.counts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'s> Resolver<'s> {
+    /// A resolver with an empty address set.
+    #[must_use]
+    pub fn new(symbols: &'s dyn SymbolSource) -> Self {
+        Self {
+            symbols,
+            percpu: symbols.percpu_range().filter(|r| r.start < r.end),
+            types: TypeTable::new(),
+            objects: AddressSet::new(),
+            caches: FxHashMap::default(),
+            sites: FxHashMap::default(),
+            symbol_types: FxHashMap::default(),
+            areas: Vec::new(),
+            gs_bases: Vec::new(),
+            stack_type: None,
+            counts: ReplayCounts::default(),
+        }
+    }
+
+    /// Records a cache's name and geometry. A later info with another name for the same
+    /// identifier (a cache destroyed and another created at its address) names the objects
+    /// allocated from then on; live objects keep their type.
+    pub fn cache_info(&mut self, info: &CacheInfo) {
+        let name = crate::summary::cache_name(info);
+        if self.caches.get(&info.cache).is_some_and(|e| e.name == name) {
+            return;
+        }
+        self.sites.retain(|&(cache, _), _| cache != info.cache);
+        self.caches.insert(
+            info.cache,
+            CacheEntry {
+                generic: is_generic_kmalloc(&name),
+                name,
+                object_size: info.object_size,
+                type_id: None,
+            },
+        );
+    }
+
+    /// The type of an allocation, creating it on first use.
+    pub fn alloc_type(&mut self, alloc: &Alloc) -> TypeId {
+        if alloc.cache == 0 {
+            return self.site_type(0, alloc.call_site, KMALLOC_LARGE, None);
+        }
+        let Some(entry) = self.caches.get(&alloc.cache) else {
+            self.counts.unknown_cache_allocs += 1;
+            let name = format!("cache@{:#x}", alloc.cache);
+            if alloc.flags & ALLOC_KMALLOC != 0 {
+                return self.site_type(alloc.cache, alloc.call_site, &name, None);
+            }
+            return self.types.intern(TypeInfo {
+                name: name.clone(),
+                kind: TypeKind::Slab,
+                cache: Some(name),
+                site: None,
+                object_size: None,
+            });
+        };
+        if entry.generic {
+            if let Some(&id) = self.sites.get(&(alloc.cache, alloc.call_site)) {
+                return id;
+            }
+            let (name, size) = (entry.name.clone(), entry.object_size);
+            return self.site_type(alloc.cache, alloc.call_site, &name, Some(size));
+        }
+        if let Some(id) = entry.type_id {
+            return id;
+        }
+        let info = TypeInfo {
+            name: entry.name.clone(),
+            kind: TypeKind::Slab,
+            cache: Some(entry.name.clone()),
+            site: None,
+            object_size: Some(entry.object_size),
+        };
+        let id = self.types.intern(info);
+        if let Some(entry) = self.caches.get_mut(&alloc.cache) {
+            entry.type_id = Some(id);
+        }
+        id
+    }
+
+    fn site_type(
+        &mut self,
+        cache: u64,
+        call_site: u64,
+        cache_name: &str,
+        object_size: Option<u32>,
+    ) -> TypeId {
+        if let Some(&id) = self.sites.get(&(cache, call_site)) {
+            return id;
+        }
+        let site = self
+            .symbols
+            .function(call_site)
+            .map_or_else(|| format!("{call_site:#x}"), |(name, _)| name.to_owned());
+        let id = self.types.intern(TypeInfo {
+            name: kmalloc_type_name(cache_name, &site),
+            kind: TypeKind::Slab,
+            cache: (cache != 0).then(|| cache_name.to_owned()),
+            site: Some(site),
+            object_size,
+        });
+        self.sites.insert((cache, call_site), id);
+        id
+    }
+
+    /// Replays an allocation at `time_ns` on `cpu`. Objects it replaces are handed to
+    /// `replaced` (their free was missed). Returns the new object's slot, or `None` for a NULL
+    /// pointer.
+    pub fn alloc(
+        &mut self,
+        alloc: &Alloc,
+        time_ns: u64,
+        cpu: u32,
+        mut replaced: impl FnMut(&LiveObject),
+    ) -> Option<(Slot, TypeId)> {
+        if alloc.ptr <= MAX_NULL_PTR {
+            self.counts.null_allocs += 1;
+            return None;
+        }
+        let type_id = self.alloc_type(alloc);
+        self.counts.allocs += 1;
+        let counts = &mut self.counts;
+        let slot = self.objects.insert(
+            NewObject {
+                base: alloc.ptr,
+                size: alloc.bytes_alloc,
+                type_id,
+                time_ns,
+                cpu,
+            },
+            |old| {
+                counts.missed_frees += 1;
+                replaced(&old);
+            },
+        );
+        Some((slot, type_id))
+    }
+
+    /// Replays a free of `ptr`, returning the object it ends.
+    pub fn free(&mut self, ptr: u64) -> Option<LiveObject> {
+        let removed = self.free_entry(ptr)?;
+        self.objects.get(removed.slot).copied()
+    }
+
+    /// [`Resolver::free`] that returns what the address set's index knows of the object (see
+    /// [`AddressSet::remove_entry`]): the replay's common case.
+    #[inline]
+    pub fn free_entry(&mut self, ptr: u64) -> Option<Removed> {
+        if ptr <= MAX_NULL_PTR {
+            self.counts.null_frees += 1;
+            return None;
+        }
+        let removed = self.objects.remove_entry(ptr);
+        if removed.is_some() {
+            self.counts.frees += 1;
+        } else {
+            self.counts.unknown_frees += 1;
+        }
+        removed
+    }
+
+    /// Prefetches for a lookup of `addr` some records from now: [`AddressSet::prefetch_page`]
+    /// when `near` is false, [`AddressSet::prefetch_entry`] when true.
+    #[inline]
+    pub fn prefetch(&self, addr: u64, near: bool) {
+        if near {
+            self.objects.prefetch_entry(addr);
+        } else {
+            self.objects.prefetch_page(addr);
+        }
+    }
+
+    /// Learns a CPU's gs base from one of its kernel-mode samples, so that later addresses
+    /// inside its per-CPU area resolve.
+    #[inline]
+    pub fn learn_gs_base(&mut self, cpu: u32, gs_base: u64) {
+        // Every kernel sample comes here, and almost always with the base already known.
+        if gs_base == 0 || self.gs_bases.get(cpu as usize) == Some(&gs_base) {
+            return;
+        }
+        self.learn_new_gs_base(cpu, gs_base);
+    }
+
+    #[cold]
+    fn learn_new_gs_base(&mut self, cpu: u32, gs_base: u64) {
+        let Some(range) = self.percpu.clone() else {
+            return;
+        };
+        let i = cpu as usize;
+        // CPU numbers are below the module's nr_cpu_ids, checked by the profile reader; a
+        // cap keeps a hostile value from allocating much.
+        if i >= self.gs_bases.len() {
+            if i >= 1 << 16 {
+                return;
+            }
+            self.gs_bases.resize(i + 1, 0);
+        }
+        if let Some(slot) = self.gs_bases.get_mut(i) {
+            *slot = gs_base;
+        }
+        self.areas.retain(|&(_, _, c)| c != cpu);
+        let start = gs_base.wrapping_add(range.start);
+        let end = start.wrapping_add(range.end - range.start);
+        if start < end {
+            let at = self.areas.partition_point(|&(s, _, _)| s < start);
+            self.areas.insert(at, (start, end, cpu));
+        }
+    }
+
+    /// Resolves a data address accessed by a sample.
+    #[inline]
+    pub fn resolve(&mut self, addr: u64, gs_relative: bool, ctx: &SampleContext) -> Resolution {
+        self.resolve_touch(addr, gs_relative, ctx).0
+    }
+
+    /// Resolves a data address accessed by a sample, and for a slab object records that
+    /// `ctx.cpu` touched it (see [`AddressSet::find_touch`]).
+    #[inline]
+    pub fn resolve_touch(
+        &mut self,
+        addr: u64,
+        gs_relative: bool,
+        ctx: &SampleContext,
+    ) -> (Resolution, Option<Touch>) {
+        if gs_relative {
+            return (
+                self.percpu_at(addr.wrapping_sub(ctx.gs_base), ctx.cpu),
+                None,
+            );
+        }
+        if let Some((hit, touch)) = self.objects.find_touch(addr, ctx.cpu) {
+            let slab = Resolution::Slab {
+                slot: hit.slot,
+                type_id: hit.type_id,
+                offset: hit.offset,
+            };
+            return (slab, Some(touch));
+        }
+        (self.resolve_rest(addr, ctx), None)
+    }
+
+    /// Resolution of an address outside the address set.
+    fn resolve_rest(&mut self, addr: u64, ctx: &SampleContext) -> Resolution {
+        if ctx.rsp != 0 && addr & !(THREAD_SIZE - 1) == ctx.rsp & !(THREAD_SIZE - 1) {
+            let base = addr & !(THREAD_SIZE - 1);
+            let type_id = self.stack_type();
+            return Resolution::Stack {
+                type_id,
+                base,
+                offset: addr - base,
+            };
+        }
+        if let Some(&(start, end, cpu)) = self.areas.get(
+            self.areas
+                .partition_point(|&(s, _, _)| s <= addr)
+                .wrapping_sub(1),
+        ) {
+            if (start..end).contains(&addr) {
+                let symbol_addr = self
+                    .percpu
+                    .as_ref()
+                    .map_or(0, |r| r.start.wrapping_add(addr - start));
+                return self.percpu_at(symbol_addr, cpu);
+            }
+        }
+        if let Some((name, offset)) = self.symbols.data_symbol(addr) {
+            let symbol = addr.wrapping_sub(offset);
+            let type_id = if let Some(&id) = self.symbol_types.get(&(false, symbol)) {
+                id
+            } else {
+                let id = self.types.intern(TypeInfo {
+                    name: format!("global:{name}"),
+                    kind: TypeKind::Global,
+                    cache: None,
+                    site: None,
+                    object_size: None,
+                });
+                self.symbol_types.insert((false, symbol), id);
+                id
+            };
+            return Resolution::Global {
+                type_id,
+                symbol,
+                offset,
+            };
+        }
+        Resolution::Unknown
+    }
+
+    /// A per-CPU access at symbol address `symbol_addr` (the offset from the gs base) in
+    /// `owner_cpu`'s copy.
+    fn percpu_at(&mut self, symbol_addr: u64, owner_cpu: u32) -> Resolution {
+        let in_static = self
+            .percpu
+            .as_ref()
+            .is_some_and(|r| r.contains(&symbol_addr));
+        let (key, name, offset) = if in_static {
+            match self.symbols.percpu_symbol(symbol_addr) {
+                Some((name, offset)) => (symbol_addr.wrapping_sub(offset), Some(name), offset),
+                None => (u64::MAX - 1, None, symbol_addr),
+            }
+        } else {
+            // Kernels whose per-CPU section is not linked at 0 (x86-64 since 6.15) keep
+            // per-CPU variables among ordinary data symbols, at `addr - gs_base`.
+            match self.symbols.data_symbol(symbol_addr) {
+                Some((name, offset)) if self.percpu.is_none() => {
+                    (symbol_addr.wrapping_sub(offset), Some(name), offset)
+                }
+                _ => (u64::MAX, None, symbol_addr),
+            }
+        };
+        let type_id = if let Some(&id) = self.symbol_types.get(&(true, key)) {
+            id
+        } else {
+            let name = match name {
+                Some(n) => format!("percpu:{n}"),
+                None if in_static => PERCPU_STATIC_TYPE.to_owned(),
+                None => PERCPU_DYNAMIC_TYPE.to_owned(),
+            };
+            let id = self.types.intern(TypeInfo {
+                name,
+                kind: TypeKind::Percpu,
+                cache: None,
+                site: None,
+                object_size: None,
+            });
+            self.symbol_types.insert((true, key), id);
+            id
+        };
+        Resolution::Percpu {
+            type_id,
+            owner_cpu,
+            offset,
+        }
+    }
+
+    fn stack_type(&mut self) -> TypeId {
+        if let Some(id) = self.stack_type {
+            return id;
+        }
+        let id = self.types.intern(TypeInfo {
+            name: STACK_TYPE.to_owned(),
+            kind: TypeKind::Stack,
+            cache: None,
+            site: None,
+            object_size: None,
+        });
+        self.stack_type = Some(id);
+        id
+    }
+
+    /// The types met so far.
+    #[must_use]
+    pub fn types(&self) -> &TypeTable {
+        &self.types
+    }
+
+    /// The live objects.
+    #[must_use]
+    pub fn objects(&self) -> &AddressSet {
+        &self.objects
+    }
+
+    /// The live objects, to update their access state.
+    pub fn objects_mut(&mut self) -> &mut AddressSet {
+        &mut self.objects
+    }
+
+    /// Replay counters.
+    #[must_use]
+    pub fn counts(&self) -> ReplayCounts {
+        self.counts
+    }
+
+    /// The symbols used.
+    #[must_use]
+    pub fn symbols(&self) -> &'s dyn SymbolSource {
+        self.symbols
+    }
+}

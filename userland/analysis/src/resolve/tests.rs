@@ -1,0 +1,474 @@
+use std::ops::Range;
+
+use dprof_abi::{Alloc, CacheInfo, ALLOC_KMALLOC, CACHE_NAME_BYTES};
+
+use super::*;
+
+/// A table-driven symbol source.
+struct Table;
+
+impl SymbolSource for Table {
+    fn function(&self, ip: u64) -> Option<(&str, u64)> {
+        (0x1000..0x2000)
+            .contains(&ip)
+            .then(|| ("f", ip - 0x1000))
+            .or_else(|| (0x2000..0x3000).contains(&ip).then(|| ("g", ip - 0x2000)))
+    }
+    fn data_symbol(&self, addr: u64) -> Option<(&str, u64)> {
+        (0xffff_ffff_8200_0000..0xffff_ffff_8200_0040)
+            .contains(&addr)
+            .then(|| ("jiffies", addr - 0xffff_ffff_8200_0000))
+    }
+    fn percpu_range(&self) -> Option<Range<u64>> {
+        Some(0..0x2000)
+    }
+    fn percpu_symbol(&self, addr: u64) -> Option<(&str, u64)> {
+        (0x1000..0x1100)
+            .contains(&addr)
+            .then(|| ("runqueues", addr - 0x1000))
+    }
+    fn function_count(&self) -> usize {
+        2
+    }
+}
+
+fn cache(id: u64, name: &str, size: u32) -> CacheInfo {
+    CacheInfo {
+        cache: id,
+        object_size: size,
+        size,
+        align: 8,
+        slab_flags: 0,
+        name_len: 0,
+        origin: 0,
+        name: [0; CACHE_NAME_BYTES],
+    }
+    .with_name(name.as_bytes())
+}
+
+fn alloc(ptr: u64, cache: u64, size: u32, call_site: u64) -> Alloc {
+    Alloc {
+        ptr,
+        call_site,
+        cache,
+        bytes_req: size,
+        bytes_alloc: size,
+        flags: if cache == 0 { ALLOC_KMALLOC } else { 0 },
+        ..Alloc::default()
+    }
+}
+
+const CTX: SampleContext = SampleContext {
+    cpu: 0,
+    gs_base: 0xffff_8880_7fc0_0000,
+    rsp: 0xffff_c900_0001_3e80,
+};
+
+fn name(r: &Resolver<'_>, id: TypeId) -> String {
+    r.types()
+        .get(id)
+        .map(|t| t.name.clone())
+        .unwrap_or_default()
+}
+
+#[test]
+fn interval_lookup_finds_the_object_and_offset() {
+    let mut set = AddressSet::new();
+    let new = |base, size| NewObject {
+        base,
+        size,
+        type_id: TypeId(0),
+        time_ns: 0,
+        cpu: 0,
+    };
+    let at = |set: &AddressSet, addr| set.find(addr).map(|h| (h.slot, h.offset));
+    let a = set.insert(new(0x1000, 0x100), |_| panic!("nothing to replace"));
+    let b = set.insert(new(0x1100, 0x40), |_| panic!("nothing to replace"));
+    assert_eq!(at(&set, 0x1000), Some((a, 0)));
+    assert_eq!(at(&set, 0x10ff), Some((a, 0xff)));
+    assert_eq!(at(&set, 0x1100), Some((b, 0)));
+    assert_eq!(at(&set, 0x113f), Some((b, 0x3f)));
+    assert_eq!(at(&set, 0x1140), None);
+    assert_eq!(at(&set, 0xfff), None);
+    assert_eq!(set.remove(0x1000).map(|o| o.base), Some(0x1000));
+    assert_eq!(at(&set, 0x1010), None);
+    assert_eq!(set.remove(0x1000), None, "already freed");
+    // Touches: first, again, from another CPU (once), again.
+    let touch = |set: &mut AddressSet, addr, cpu| set.find_touch(addr, cpu).map(|(_, t)| t);
+    assert_eq!(touch(&mut set, 0x1100, 3), Some(Touch::First));
+    assert_eq!(touch(&mut set, 0x1108, 3), Some(Touch::Again));
+    assert_eq!(touch(&mut set, 0x1110, 1), Some(Touch::Bounced));
+    assert_eq!(touch(&mut set, 0x1100, 2), Some(Touch::Again));
+    assert_eq!(touch(&mut set, 0x1140, 2), None);
+    // The freed slot is reused, with a new serial.
+    let c = set.insert(new(0x2000, 8), |_| {});
+    assert_eq!(c, a);
+    assert_eq!(set.get(c).map(|o| o.serial), Some(2));
+    assert_eq!(
+        set.find_touch(0x2000, 5).map(|(h, t)| (h.slot, t)),
+        Some((c, Touch::First)),
+        "a new lifetime starts untouched"
+    );
+    assert_eq!(set.len(), 2);
+}
+
+#[test]
+fn page_crossing_large_and_empty_objects() {
+    let mut set = AddressSet::new();
+    let new = |base, size| NewObject {
+        base,
+        size,
+        type_id: TypeId(7),
+        time_ns: 0,
+        cpu: 0,
+    };
+    let at = |set: &AddressSet, addr| set.find(addr).map(|h| (h.slot, h.offset, h.type_id));
+    // 16 KiB across five pages, starting mid-page.
+    let a = set.insert(new(0x1_0f00, 0x4000), |_| {});
+    assert_eq!(at(&set, 0x1_0f00), Some((a, 0, TypeId(7))));
+    assert_eq!(at(&set, 0x1_2abc), Some((a, 0x1bbc, TypeId(7))));
+    assert_eq!(at(&set, 0x1_4eff), Some((a, 0x3fff, TypeId(7))));
+    assert_eq!(at(&set, 0x1_4f00), None);
+    // Its touch state is one, whichever page is touched.
+    let touch = |set: &mut AddressSet, addr, cpu| set.find_touch(addr, cpu).map(|(_, t)| t);
+    assert_eq!(touch(&mut set, 0x1_0f00, 0), Some(Touch::First));
+    assert_eq!(touch(&mut set, 0x1_4000, 0), Some(Touch::Again));
+    assert_eq!(touch(&mut set, 0x1_3000, 1), Some(Touch::Bounced));
+    assert_eq!(touch(&mut set, 0x1_0f00, 2), Some(Touch::Again));
+    // 1 MiB: not paged.
+    let big = set.insert(new(0x100_0000, 1 << 20), |_| {});
+    assert_eq!(at(&set, 0x108_0000), Some((big, 0x8_0000, TypeId(7))));
+    assert_eq!(touch(&mut set, 0x108_0000, 4), Some(Touch::First));
+    assert_eq!(touch(&mut set, 0x100_0000, 5), Some(Touch::Bounced));
+    assert_eq!(at(&set, 0x110_0000), None);
+    // A small object inside the large one replaces it.
+    let mut gone = Vec::new();
+    let small = set.insert(new(0x104_0000, 64), |o| gone.push(o.base));
+    assert_eq!(gone, [0x100_0000]);
+    assert_eq!(at(&set, 0x104_0010), Some((small, 0x10, TypeId(7))));
+    assert_eq!(at(&set, 0x100_0010), None);
+    // A large object over small ones replaces them all.
+    let mut gone = Vec::new();
+    set.insert(new(0x1_0000, 1 << 26), |o| gone.push(o.base));
+    gone.sort_unstable();
+    assert_eq!(gone, [0x1_0f00, 0x104_0000]);
+    assert_eq!(set.len(), 1);
+    assert!(set.remove(0x1_0000).is_some());
+    assert!(set.is_empty());
+    // A zero-size object holds no address but can be freed.
+    set.insert(new(0x5000, 0), |_| {});
+    assert_eq!(at(&set, 0x5000), None);
+    assert!(set.remove(0x5000).is_some());
+}
+
+/// xorshift64: deterministic pseudo-random numbers for the model tests.
+fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
+/// Checks the address set against a naive model (a list of (start, size, first CPU touching
+/// it, bounced)) over `steps` random operations: inserts of what `object` picks, frees, and
+/// lookups near what `object` picks from a random CPU, with their touch states (kept in page
+/// indexes for objects within a page, by slot for others, across the page forms' changes).
+/// Returns the most pages indexed by position at once.
+fn check_against_model(
+    steps: usize,
+    mut next: impl FnMut() -> u64,
+    mut object: impl FnMut(&mut dyn FnMut() -> u64) -> (u64, u32),
+) -> usize {
+    let mut set = AddressSet::new();
+    let mut model: Vec<(u64, u32, Option<u32>, bool)> = Vec::new();
+    let mut positional = 0;
+    for _ in 0..steps {
+        let (base, size) = object(&mut next);
+        match next() % 3 {
+            0 => {
+                let end = base + u64::from(size.max(1));
+                let mut expected: Vec<u64> = model
+                    .iter()
+                    .filter(|&&(s, z, ..)| s < end && s + u64::from(z.max(1)) > base)
+                    .map(|&(s, ..)| s)
+                    .collect();
+                model.retain(|&(s, z, ..)| !(s < end && s + u64::from(z.max(1)) > base));
+                model.push((base, size, None, false));
+                let mut got = Vec::new();
+                set.insert(
+                    NewObject {
+                        base,
+                        size,
+                        type_id: TypeId(0),
+                        time_ns: 0,
+                        cpu: 0,
+                    },
+                    |o| got.push(o.base),
+                );
+                got.sort_unstable();
+                expected.sort_unstable();
+                assert_eq!(got, expected);
+            }
+            1 => {
+                let known = model.iter().position(|&(s, ..)| s == base);
+                assert_eq!(
+                    set.remove_entry(base).map(|r| r.size),
+                    known.map(|i| model[i].1)
+                );
+                if let Some(i) = known {
+                    model.swap_remove(i);
+                }
+            }
+            _ => {
+                let addr = base + next() % 4096;
+                let cpu = (next() % 3) as u32;
+                let expected = model
+                    .iter_mut()
+                    .find(|(s, z, ..)| addr >= *s && addr - *s < u64::from(*z))
+                    .map(|(s, _, first, bounced)| {
+                        let touch = match *first {
+                            None => {
+                                *first = Some(cpu);
+                                Touch::First
+                            }
+                            Some(c) if c != cpu && !*bounced => {
+                                *bounced = true;
+                                Touch::Bounced
+                            }
+                            Some(_) => Touch::Again,
+                        };
+                        (*s, addr - *s, touch)
+                    });
+                let found = set.find(addr).map(|h| h.slot);
+                let got = set.find_touch(addr, cpu).map(|(h, touch)| {
+                    assert_eq!(Some(h.slot), found, "find and find_touch agree");
+                    let obj = set.get(h.slot).expect("a hit's slot is live");
+                    (obj.base, h.offset, touch)
+                });
+                assert_eq!(got, expected, "{addr:#x}");
+            }
+        }
+        assert_eq!(set.len(), model.len());
+        positional = positional.max(set.positional_pages());
+    }
+    positional
+}
+
+/// Objects of random sizes at random 8-byte aligned starts.
+#[test]
+fn matches_a_naive_model() {
+    check_against_model(20_000, xorshift(0x2545_f491_4f6c_dd1d), |next| {
+        let base = 0x10_0000 + (next() % 0x4_0000) * 8;
+        let size = match next() % 10 {
+            0 => (next() % (1 << 20)) as u32,
+            1 => 0,
+            _ => 8 << (next() % 10),
+        };
+        (base, size)
+    });
+}
+
+/// Slab-like layouts (objects of one size at its stride, pages filling up and emptying, which
+/// switches pages between their positional and sorted forms), with now and then an object of
+/// another size or phase in the middle.
+#[test]
+fn matches_a_naive_model_on_slab_layouts() {
+    const SIZES: [u32; 6] = [8, 24, 64, 192, 640, 4096];
+    let positional = check_against_model(200_000, xorshift(0x9e37_79b9_7f4a_7c15), |next| {
+        let cache = (next() % SIZES.len() as u64) as usize;
+        let size = SIZES[cache];
+        // Few objects per cache, so pages fill up and empty again often.
+        let region = 0x1000_0000 * (cache as u64 + 1);
+        let phase = if cache.is_multiple_of(2) { 0 } else { 40 };
+        let base = region + phase + (next() % 600) * u64::from(size);
+        match next() % 50 {
+            0 => (base + 8, size),
+            1 => (base, size / 2 + 8),
+            _ => (base, size),
+        }
+    });
+    assert!(
+        positional > 10,
+        "only {positional} pages reached the positional form"
+    );
+}
+
+#[test]
+fn an_allocation_replaces_every_object_it_overlaps() {
+    let mut set = AddressSet::new();
+    let new = |base, size| NewObject {
+        base,
+        size,
+        type_id: TypeId(0),
+        time_ns: 0,
+        cpu: 0,
+    };
+    set.insert(new(0x1000, 0x100), |_| {});
+    set.insert(new(0x1100, 0x100), |_| {});
+    set.insert(new(0x1200, 0x100), |_| {});
+    set.insert(new(0x1300, 0x100), |_| {});
+    let mut replaced = Vec::new();
+    set.insert(new(0x1080, 0x200), |o| replaced.push(o.base));
+    replaced.sort_unstable();
+    assert_eq!(replaced, [0x1000, 0x1100, 0x1200]);
+    assert_eq!(set.len(), 2);
+    assert_eq!(set.find(0x1000), None);
+    assert!(set.find(0x1300).is_some());
+    // Same start: replaced too.
+    let mut n = 0;
+    set.insert(new(0x1300, 8), |_| n += 1);
+    assert_eq!(n, 1);
+    // Sizes up to the top of the address space do not overflow.
+    set.insert(new(u64::MAX - 4, u32::MAX), |_| {});
+    assert!(set.find(u64::MAX - 1).is_some());
+}
+
+#[test]
+fn dedicated_caches_name_their_type_and_kmalloc_is_split_by_site() {
+    let mut r = Resolver::new(&Table);
+    r.cache_info(&cache(1, "task_struct", 4096));
+    r.cache_info(&cache(2, "kmalloc-1k", 1024));
+    r.cache_info(&cache(3, "kmalloc-cg-64", 64));
+    r.cache_info(&cache(4, "dma-kmalloc-512", 512));
+    r.cache_info(&cache(1, "task_struct", 4096));
+    let t = r.alloc_type(&alloc(0x10, 1, 0, 0x1010));
+    assert_eq!(name(&r, t), "task_struct");
+    // Another cache at the same address later.
+    r.cache_info(&cache(1, "renamed", 8));
+    let t2 = r.alloc_type(&alloc(0x10, 1, 0, 0x1010));
+    assert_eq!(name(&r, t2), "renamed");
+    r.cache_info(&cache(1, "task_struct", 4096));
+    assert_eq!(
+        r.alloc_type(&alloc(0x10, 1, 0, 0x1010)),
+        t,
+        "one type per name"
+    );
+    let f = r.alloc_type(&alloc(0x10, 2, 0, 0x1010));
+    let g = r.alloc_type(&alloc(0x10, 2, 0, 0x2020));
+    let f2 = r.alloc_type(&alloc(0x10, 2, 0, 0x1fff));
+    assert_eq!(name(&r, f), "kmalloc-1k@f");
+    assert_eq!(name(&r, g), "kmalloc-1k@g");
+    assert_eq!(f, f2, "two call sites in one function are one type");
+    let cg = r.alloc_type(&alloc(0x10, 3, 0, 0x1000));
+    assert_eq!(name(&r, cg), "kmalloc-cg-64@f");
+    let dma = r.alloc_type(&alloc(0x10, 4, 0, 0x9999));
+    assert_eq!(name(&r, dma), "dma-kmalloc-512@0x9999");
+    let large = r.alloc_type(&alloc(0x10, 0, 0, 0x2000));
+    assert_eq!(name(&r, large), "kmalloc-large@g");
+    let unknown = r.alloc_type(&alloc(0x10, 0xabc, 0, 0x1000));
+    assert_eq!(name(&r, unknown), "cache@0xabc");
+    assert_eq!(r.counts().unknown_cache_allocs, 1);
+    assert!(is_generic_kmalloc("kmalloc-rnd-01-64"));
+    assert!(is_generic_kmalloc("kmalloc-rcl-8"));
+    assert!(!is_generic_kmalloc("kmem_cache"));
+}
+
+#[test]
+fn resolution_order_is_slab_stack_percpu_global() {
+    let mut r = Resolver::new(&Table);
+    r.cache_info(&cache(1, "task_struct", 4096));
+    r.alloc(
+        &alloc(0xffff_8880_0500_0000, 1, 4096, 0x1000),
+        10,
+        0,
+        |_| {},
+    )
+    .expect("allocated");
+    r.learn_gs_base(3, 0xffff_8880_7fd8_0000);
+    let at = |r: &mut Resolver<'_>, addr, gs| {
+        let res = r.resolve(addr, gs, &CTX);
+        let n = match res {
+            Resolution::Slab { type_id, .. }
+            | Resolution::Global { type_id, .. }
+            | Resolution::Percpu { type_id, .. }
+            | Resolution::Stack { type_id, .. } => name(r, type_id),
+            Resolution::Unknown => "?".to_owned(),
+        };
+        (n, res)
+    };
+    let (n, res) = at(&mut r, 0xffff_8880_0500_0010, false);
+    assert_eq!(n, "task_struct");
+    assert!(matches!(res, Resolution::Slab { offset: 0x10, .. }));
+    let (n, res) = at(&mut r, 0xffff_c900_0001_0008, false);
+    assert_eq!(n, "stack");
+    assert!(matches!(
+        res,
+        Resolution::Stack {
+            base: 0xffff_c900_0001_0000,
+            offset: 8,
+            ..
+        }
+    ));
+    // %gs-relative: offset from the sample's own gs base.
+    let (n, res) = at(&mut r, CTX.gs_base + 0x1008, true);
+    assert_eq!(n, "percpu:runqueues");
+    assert!(matches!(
+        res,
+        Resolution::Percpu {
+            owner_cpu: 0,
+            offset: 8,
+            ..
+        }
+    ));
+    // Another CPU's area through a plain pointer.
+    let (n, res) = at(&mut r, 0xffff_8880_7fd8_1010, false);
+    assert_eq!(n, "percpu:runqueues");
+    assert!(matches!(
+        res,
+        Resolution::Percpu {
+            owner_cpu: 3,
+            offset: 0x10,
+            ..
+        }
+    ));
+    let (n, _) = at(&mut r, CTX.gs_base + 0x1800, true);
+    assert_eq!(n, PERCPU_STATIC_TYPE);
+    let (n, _) = at(&mut r, CTX.gs_base + 0x10_0000, true);
+    assert_eq!(n, PERCPU_DYNAMIC_TYPE);
+    let (n, res) = at(&mut r, 0xffff_ffff_8200_0008, false);
+    assert_eq!(n, "global:jiffies");
+    assert!(matches!(
+        res,
+        Resolution::Global {
+            symbol: 0xffff_ffff_8200_0000,
+            offset: 8,
+            ..
+        }
+    ));
+    assert_eq!(at(&mut r, 0xffff_8880_0900_0000, false).0, "?");
+    // After the free the object is gone.
+    assert!(r.free(0xffff_8880_0500_0000).is_some());
+    assert_eq!(at(&mut r, 0xffff_8880_0500_0010, false).0, "?");
+}
+
+#[test]
+fn null_and_unknown_frees_are_counted() {
+    let mut r = Resolver::new(&NoSymbols);
+    assert!(r.free(0).is_none());
+    assert!(r.free(16).is_none());
+    assert!(r.free(0xffff_8880_0000_0000).is_none());
+    assert!(r.alloc(&alloc(0, 0, 8, 0x1000), 0, 0, |_| {}).is_none());
+    let c = r.counts();
+    assert_eq!((c.null_frees, c.unknown_frees, c.null_allocs), (2, 1, 1));
+}
+
+#[test]
+fn kallsyms_is_a_symbol_source() {
+    let k = crate::symbols::Kallsyms::parse(dprof_fixtures::data_profile::KALLSYMS.as_bytes());
+    let s: &dyn SymbolSource = &k;
+    assert_eq!(
+        s.function(0xffff_ffff_8110_0010),
+        Some(("tcp_sendmsg", 0x10))
+    );
+    assert_eq!(s.data_symbol(0xffff_ffff_8210_0008), Some(("jiffies", 8)));
+    assert_eq!(
+        s.data_symbol(0xffff_8880_0000_0000),
+        None,
+        "the heap is not data"
+    );
+    assert_eq!(s.percpu_range(), Some(0..0x2000));
+    assert_eq!(s.percpu_symbol(0x1048), Some(("runqueues", 8)));
+    assert!(s.function_count() > 0);
+}

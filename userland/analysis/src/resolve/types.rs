@@ -1,0 +1,98 @@
+//! Data types: what a resolved address is an instance of, and how slab allocations are named.
+
+use dprof_model::TypeKind;
+use rustc_hash::FxHashMap;
+
+/// Index of a type in a [`TypeTable`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TypeId(pub u32);
+
+/// One type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TypeInfo {
+    /// Unique name: `task_struct`, `kmalloc-1k@__alloc_skb`, `global:jiffies`,
+    /// `percpu:runqueues`, `stack`.
+    pub name: String,
+    /// What kind of memory.
+    pub kind: TypeKind,
+    /// Slab cache name (slab types).
+    pub cache: Option<String>,
+    /// Allocation site function (generic kmalloc types split by site).
+    pub site: Option<String>,
+    /// The cache's object size (slab types with a `CacheInfo`).
+    pub object_size: Option<u32>,
+}
+
+/// Every type met during one analysis, each with a small id.
+#[derive(Clone, Debug, Default)]
+pub struct TypeTable {
+    types: Vec<TypeInfo>,
+    by_name: FxHashMap<String, TypeId>,
+}
+
+impl TypeTable {
+    /// An empty table.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The id of the type named `info.name`, adding it if new (the first info of a name wins).
+    pub fn intern(&mut self, info: TypeInfo) -> TypeId {
+        if let Some(&id) = self.by_name.get(&info.name) {
+            return id;
+        }
+        let id = TypeId(u32::try_from(self.types.len()).unwrap_or(u32::MAX));
+        self.by_name.insert(info.name.clone(), id);
+        self.types.push(info);
+        id
+    }
+
+    /// The type with this id.
+    #[must_use]
+    pub fn get(&self, id: TypeId) -> Option<&TypeInfo> {
+        self.types.get(id.0 as usize)
+    }
+
+    /// The id of the type with this name.
+    #[must_use]
+    pub fn id_of(&self, name: &str) -> Option<TypeId> {
+        self.by_name.get(name).copied()
+    }
+
+    /// Number of types.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.types.len()
+    }
+
+    /// Whether there are none.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.types.is_empty()
+    }
+
+    /// Every type with its id, in id order.
+    pub fn iter(&self) -> impl Iterator<Item = (TypeId, &TypeInfo)> + '_ {
+        self.types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (TypeId(u32::try_from(i).unwrap_or(u32::MAX)), t))
+    }
+}
+
+/// Whether a cache is one of the kernel's generic kmalloc caches, whose objects have no single
+/// type: `kmalloc-N`, `kmalloc-cg-N`, `kmalloc-rcl-N`, `kmalloc-rnd-NN-N`, `dma-kmalloc-N`.
+#[must_use]
+pub fn is_generic_kmalloc(cache_name: &str) -> bool {
+    cache_name.starts_with("kmalloc-") || cache_name.starts_with("dma-kmalloc-")
+}
+
+/// Name of the type of large kmallocs (straight from the page allocator, no cache).
+pub const KMALLOC_LARGE: &str = "kmalloc-large";
+
+/// The type name of a generic-cache allocation: `cache@site`.
+#[must_use]
+pub fn kmalloc_type_name(cache_name: &str, site: &str) -> String {
+    format!("{cache_name}@{site}")
+}

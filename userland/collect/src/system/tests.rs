@@ -1,0 +1,318 @@
+use std::path::Path;
+
+use super::*;
+use dprof_format::{CollectConfig, CpuId, ModuleInfo, Target};
+
+fn put(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().expect("has a parent")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
+}
+
+fn cache(root: &Path, cpu: u32, index: u32, fields: &[(&str, &str)]) {
+    for (name, value) in fields {
+        put(
+            root,
+            &format!("sys/devices/system/cpu/cpu{cpu}/cache/index{index}/{name}"),
+            &format!("{value}\n"),
+        );
+    }
+}
+
+/// A 4-CPU machine: private L1d/L1i, L2 per pair, one L3; plus entries sysfs also has that
+/// are not CPUs or caches.
+fn fake_tree() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    put(root, "proc/sys/kernel/osrelease", "6.12.0-dprof\n");
+    put(
+        root,
+        "proc/cmdline",
+        "BOOT_IMAGE=/vmlinuz console=ttyS0 quiet\n",
+    );
+    put(
+        root,
+        "proc/cpuinfo",
+        "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\n\
+         model name\t: AMD EPYC 7B13 64-Core Processor\n\n\
+         processor\t: 1\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 85\n\
+         model name\t: AMD EPYC 7B13 64-Core Processor\n",
+    );
+    put(root, "proc/kallsyms", "ffffffff81000000 T _stext\n");
+    put(
+        root,
+        "proc/modules",
+        "dprof 65536 0 - Live 0xffffffffc0100000 (O)\n",
+    );
+    put(root, "sys/devices/system/cpu/online", "0-3\n");
+    put(
+        root,
+        "sys/devices/system/cpu/cpuidle/current_driver",
+        "none\n",
+    );
+    put(root, "sys/devices/system/cpu/cpufreq/boost", "1\n");
+    for cpu in 0..4 {
+        let own = cpu.to_string();
+        let pair = if cpu < 2 { "0-1" } else { "2-3" };
+        let l1 = |t| {
+            [
+                ("level", "1"),
+                ("type", t),
+                ("size", "32K"),
+                ("ways_of_associativity", "8"),
+                ("coherency_line_size", "64"),
+                ("number_of_sets", "64"),
+                ("shared_cpu_list", own.as_str()),
+            ]
+        };
+        cache(root, cpu, 0, &l1("Data"));
+        cache(root, cpu, 1, &l1("Instruction"));
+        cache(
+            root,
+            cpu,
+            2,
+            &[
+                ("level", "2"),
+                ("type", "Unified"),
+                ("size", "512K"),
+                ("ways_of_associativity", "8"),
+                ("coherency_line_size", "64"),
+                ("number_of_sets", "1024"),
+                ("shared_cpu_list", pair),
+            ],
+        );
+        // Like some hypervisors: no sets or ways for the last level.
+        cache(
+            root,
+            cpu,
+            3,
+            &[
+                ("level", "3"),
+                ("type", "Unified"),
+                ("size", "32768K"),
+                ("coherency_line_size", "64"),
+                ("shared_cpu_list", "0-3"),
+            ],
+        );
+    }
+    // An index without level/type is skipped.
+    cache(root, 0, 9, &[("size", "1K")]);
+    dir
+}
+
+#[test]
+fn reads_release_cmdline_model_and_cpus() {
+    let dir = fake_tree();
+    let root = dir.path();
+    assert_eq!(kernel_release(root).expect("release"), "6.12.0-dprof");
+    assert_eq!(
+        boot_cmdline(root).expect("cmdline"),
+        "BOOT_IMAGE=/vmlinuz console=ttyS0 quiet"
+    );
+    assert_eq!(
+        cpu_model(root).expect("model"),
+        "AMD EPYC 7B13 64-Core Processor"
+    );
+    assert_eq!(online_cpus(root).expect("cpus"), 4);
+    assert_eq!(
+        kallsyms(root).expect("kallsyms"),
+        b"ffffffff81000000 T _stext\n"
+    );
+    assert!(modules(root).expect("modules").starts_with(b"dprof "));
+}
+
+#[test]
+fn one_entry_per_distinct_cache() {
+    let dir = fake_tree();
+    let caches = cache_geometry(dir.path());
+    let brief: Vec<(u32, &str, Option<u64>, &str)> = caches
+        .iter()
+        .map(|c| {
+            (
+                c.level,
+                c.cache_type.as_str(),
+                c.size_bytes,
+                c.shared_cpu_list.as_str(),
+            )
+        })
+        .collect();
+    let l1 = 32 * 1024;
+    assert_eq!(
+        brief,
+        [
+            (1, "Data", Some(l1), "0"),
+            (1, "Instruction", Some(l1), "0"),
+            (1, "Data", Some(l1), "1"),
+            (1, "Instruction", Some(l1), "1"),
+            (1, "Data", Some(l1), "2"),
+            (1, "Instruction", Some(l1), "2"),
+            (1, "Data", Some(l1), "3"),
+            (1, "Instruction", Some(l1), "3"),
+            (2, "Unified", Some(512 * 1024), "0-1"),
+            (2, "Unified", Some(512 * 1024), "2-3"),
+            (3, "Unified", Some(32 << 20), "0-3"),
+        ]
+    );
+    assert_eq!(
+        (caches[0].ways, caches[0].line_bytes, caches[0].sets),
+        (Some(8), Some(64), Some(64))
+    );
+    let l3 = &caches[10];
+    assert_eq!((l3.ways, l3.line_bytes, l3.sets), (None, Some(64), None));
+}
+
+#[test]
+fn no_cache_information_is_an_empty_list() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    assert!(cache_geometry(dir.path()).is_empty());
+}
+
+#[test]
+fn gathers_a_whole_header() {
+    let dir = fake_tree();
+    let config = CollectConfig {
+        events: vec!["slab".to_owned()],
+        ring_bytes: 1 << 20,
+        target: Target::Duration { ns: 1_000_000_000 },
+        sampling: None,
+        histories: None,
+        causal: None,
+    };
+    let module = ModuleInfo::from(dprof_abi::VersionInfo {
+        abi_version: 1,
+        nr_cpu_ids: 4,
+        ..dprof_abi::VersionInfo::default()
+    });
+    let header = gather_header(dir.path(), config.clone(), module, 42).expect("header");
+    assert_eq!(header.dprof_version, crate::VERSION);
+    assert_eq!(header.created_unix_s, 42);
+    assert_eq!(header.online_cpus, 4);
+    assert_eq!(header.caches.len(), 11);
+    assert!(header.slab_merging, "no slab_nomerge in the fake cmdline");
+    assert_eq!(header.config, config);
+    assert_eq!(header.module.nr_cpu_ids, 4);
+    assert_eq!(
+        header.proc_version, None,
+        "no proc/version in the fake tree"
+    );
+    assert_eq!(header.build_id, None);
+    put(
+        dir.path(),
+        "proc/version",
+        "Linux version 6.12.0-dprof (a@b) #1 SMP\n",
+    );
+    std::fs::create_dir_all(dir.path().join("sys/kernel")).expect("mkdir");
+    std::fs::write(dir.path().join("sys/kernel/notes"), kernel_notes()).expect("write");
+    let header = gather_header(dir.path(), config, module, 42).expect("header");
+    assert_eq!(
+        header.proc_version.as_deref(),
+        Some("Linux version 6.12.0-dprof (a@b) #1 SMP")
+    );
+    assert_eq!(
+        header.build_id.as_deref(),
+        Some("e4f18d9dc1d0e6fc2b17e93e885a647b3c0a6fc1")
+    );
+}
+
+/// A `/sys/kernel/notes` as a real kernel exports it: a Xen-less mix of notes, the GNU build
+/// id second.
+fn kernel_notes() -> Vec<u8> {
+    let note = |name: &[u8], kind: u32, desc: &[u8]| {
+        let mut out = Vec::new();
+        out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(desc.len() as u32).to_le_bytes());
+        out.extend_from_slice(&kind.to_le_bytes());
+        out.extend_from_slice(name);
+        out.resize(out.len().next_multiple_of(4), 0);
+        out.extend_from_slice(desc);
+        out.resize(out.len().next_multiple_of(4), 0);
+        out
+    };
+    let id = [
+        0xe4, 0xf1, 0x8d, 0x9d, 0xc1, 0xd0, 0xe6, 0xfc, 0x2b, 0x17, 0xe9, 0x3e, 0x88, 0x5a, 0x64,
+        0x7b, 0x3c, 0x0a, 0x6f, 0xc1,
+    ];
+    let mut notes = note(b"Linux\0", 0x101, &[0; 4]);
+    notes.extend(note(b"GNU\0", 3, &id));
+    notes.extend(note(b"Linux\0", 0x100, b"6.12.0-dprof\0"));
+    notes
+}
+
+#[test]
+fn missing_files_name_the_path() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let err = kernel_release(dir.path()).expect_err("missing");
+    assert!(
+        err.to_string().starts_with(&format!(
+            "cannot read {}/proc/sys/kernel/osrelease",
+            dir.path().display()
+        )),
+        "{err}"
+    );
+    put(dir.path(), "sys/devices/system/cpu/online", "zero\n");
+    let err = online_cpus(dir.path()).expect_err("malformed");
+    assert!(
+        err.to_string().ends_with("\"zero\" is not a CPU list"),
+        "{err}"
+    );
+}
+
+#[test]
+fn cpu_model_falls_back_to_unknown() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    put(
+        dir.path(),
+        "proc/cpuinfo",
+        "processor\t: 0\nCPU implementer\t: 0x41\n",
+    );
+    assert_eq!(cpu_model(dir.path()).expect("model"), "unknown");
+}
+
+/// Family and model come from the first CPU; without all of vendor, family and model (not
+/// x86) there is no CPU id rather than a guessed one.
+#[test]
+fn cpu_id_is_the_first_cpus_vendor_family_and_model() {
+    let dir = fake_tree();
+    assert_eq!(
+        cpu_id(dir.path()).expect("cpuinfo"),
+        Some(CpuId {
+            vendor: "AuthenticAMD".to_owned(),
+            family: 25,
+            model: 1,
+        })
+    );
+    let arm = tempfile::tempdir().expect("tempdir");
+    put(
+        arm.path(),
+        "proc/cpuinfo",
+        "processor\t: 0\nCPU implementer\t: 0x41\nCPU part\t: 0xd0c\n",
+    );
+    assert_eq!(cpu_id(arm.path()).expect("cpuinfo"), None);
+}
+
+#[test]
+fn cpu_lists() {
+    assert_eq!(cpu_list_len("0"), Some(1));
+    assert_eq!(cpu_list_len("0-3"), Some(4));
+    assert_eq!(cpu_list_len("0-3,8,10-11\n"), Some(7));
+    assert_eq!(cpu_list_len(""), Some(0));
+    assert_eq!(cpu_list_len("3-1"), None);
+    assert_eq!(cpu_list_len("a"), None);
+}
+
+#[test]
+fn cache_sizes() {
+    assert_eq!(parse_cache_size("32K"), Some(32768));
+    assert_eq!(parse_cache_size("16M"), Some(16 << 20));
+    assert_eq!(parse_cache_size("512"), Some(512));
+    assert_eq!(parse_cache_size("1X"), None);
+    assert_eq!(parse_cache_size(""), None);
+}
+
+#[test]
+fn slab_merging_from_cmdline() {
+    assert!(slab_merging("console=ttyS0"));
+    assert!(!slab_merging("console=ttyS0 slab_nomerge"));
+    assert!(!slab_merging("slub_nomerge quiet"));
+    assert!(slab_merging("noslab_nomerge=1"));
+}

@@ -1,0 +1,760 @@
+//! Reading profiles, streamed: the reader never holds the records in memory.
+//!
+//! [`Profile::open`] walks the section headers: it reads and CRC-checks the small sections
+//! (Header, Kallsyms, Modules, Stop, End) and seeks over the Records payloads, checking the
+//! section order, the chunk size limit, the End section's byte and chunk counts and that nothing
+//! follows End. A cut or unfinished file therefore fails at open, before any record is read.
+//!
+//! [`Profile::records`] then reads one Records chunk at a time into a reused buffer, checks its
+//! CRC, checks and decodes each record once, and at the end compares the number of records
+//! with the End section: those checks need the payloads, so they happen while iterating and
+//! an error can come after records were already yielded.
+//!
+//! One parser and one iterator serve files and byte vectors ([`Profile::from_bytes`], for tests
+//! and the fuzzer): both read through [`Source::read_at`].
+
+use std::fs::File;
+use std::io;
+use std::iter::FusedIterator;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use dprof_abi::{Record, RecordHeader, RecordView};
+
+use super::{
+    check_record_into, check_record_view, KernelText, ProfileError, ProfileHeader, SectionKind,
+    StopInfo, END_SIZE, FILE_HEADER_SIZE, FORMAT_VERSION, MAGIC, MAX_RECORDS_CHUNK,
+    SECTION_HEADER_SIZE,
+};
+
+/// A profile whose structure has been checked: the small sections are in memory, the records
+/// stay in the file (or byte vector) until [`Profile::records`] reads them.
+#[derive(Debug)]
+pub struct Profile {
+    source: Source,
+    layout: Layout,
+}
+
+/// Where the bytes come from. Everything reads through [`Source::read_at`], so files and byte
+/// vectors share the parser and the iterator.
+#[derive(Debug)]
+enum Source {
+    File { file: File, path: PathBuf },
+    Memory(Vec<u8>),
+}
+
+impl Source {
+    /// Fills `buf` from `offset`; the callers stay within the length found at open.
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), ProfileError> {
+        match self {
+            Self::File { file, path } => {
+                file.read_exact_at(buf, offset)
+                    .map_err(|source| ProfileError::Io {
+                        path: path.clone(),
+                        source,
+                    })
+            }
+            Self::Memory(bytes) => {
+                let src = usize::try_from(offset)
+                    .ok()
+                    .and_then(|start| bytes.get(start..start.checked_add(buf.len())?));
+                match src {
+                    Some(src) => {
+                        buf.copy_from_slice(src);
+                        Ok(())
+                    }
+                    None => Err(self.io_error(io::ErrorKind::UnexpectedEof.into())),
+                }
+            }
+        }
+    }
+
+    fn io_error(&self, source: io::Error) -> ProfileError {
+        let path = match self {
+            Self::File { path, .. } => path.clone(),
+            Self::Memory(_) => PathBuf::from("(profile in memory)"),
+        };
+        ProfileError::Io { path, source }
+    }
+
+    /// Reads `len` bytes at `offset` into a new vector (small sections only).
+    fn read_vec(&self, offset: u64, len: usize) -> Result<Vec<u8>, ProfileError> {
+        let mut buf = vec![0; len];
+        self.read_at(offset, &mut buf)?;
+        Ok(buf)
+    }
+}
+
+/// What [`parse`] found: the small sections and where the records are.
+#[derive(Debug)]
+struct Layout {
+    header: ProfileHeader,
+    stop: StopInfo,
+    kallsyms: Vec<u8>,
+    modules: Vec<u8>,
+    text: KernelText,
+    /// Offset of the first section after Modules: the first Records section, if any.
+    records_start: u64,
+    /// Offset of the section that ends the Records sections (Text or Stop).
+    records_end: u64,
+    /// The End section's counts, in its order: records, bytes of records, Records sections.
+    /// Bytes and sections were checked against the section headers at open; records are
+    /// checked by the iterator.
+    end: [u64; 3],
+    /// Offset of the End section's payload (its record count is the first field).
+    end_payload: u64,
+    file_size: u64,
+}
+
+impl Profile {
+    /// Opens the profile at `path` and checks its structure (see the module docs); the records
+    /// are read, and checked, by [`Profile::records`].
+    ///
+    /// # Errors
+    /// [`ProfileError::Io`] when the file cannot be read, else the first structural problem
+    /// with its offset.
+    pub fn open(path: &Path) -> Result<Self, ProfileError> {
+        let io_error = |source| ProfileError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = File::open(path).map_err(io_error)?;
+        let len = file.metadata().map_err(io_error)?.len();
+        let source = Source::File {
+            file,
+            path: path.to_path_buf(),
+        };
+        let layout = parse(&source, len)?;
+        Ok(Self { source, layout })
+    }
+
+    /// A profile held in `bytes` (copied); checked like [`Profile::open`].
+    ///
+    /// # Errors
+    /// A [`ProfileError`] naming the first structural problem and its offset.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, ProfileError> {
+        Self::from_vec(bytes.to_vec())
+    }
+
+    /// A profile held in `bytes` (taken over); checked like [`Profile::open`].
+    ///
+    /// # Errors
+    /// A [`ProfileError`] naming the first structural problem and its offset.
+    pub fn from_vec(bytes: Vec<u8>) -> Result<Self, ProfileError> {
+        let len = bytes.len() as u64;
+        let source = Source::Memory(bytes);
+        let layout = parse(&source, len)?;
+        Ok(Self { source, layout })
+    }
+
+    /// The Header section.
+    #[must_use]
+    pub fn header(&self) -> &ProfileHeader {
+        &self.layout.header
+    }
+
+    /// The Stop section.
+    #[must_use]
+    pub fn stop(&self) -> &StopInfo {
+        &self.layout.stop
+    }
+
+    /// The `/proc/kallsyms` snapshot.
+    #[must_use]
+    pub fn kallsyms(&self) -> &[u8] {
+        &self.layout.kallsyms
+    }
+
+    /// The `/proc/modules` snapshot.
+    #[must_use]
+    pub fn modules(&self) -> &[u8] {
+        &self.layout.modules
+    }
+
+    /// Kernel code captured at the end of collection (empty when none was).
+    #[must_use]
+    pub fn text(&self) -> &KernelText {
+        &self.layout.text
+    }
+
+    /// Number of records the End section declares. Checked against the records when
+    /// [`Profile::records`] reaches the end (or by [`Profile::validate`]), not at open.
+    #[must_use]
+    pub fn record_count(&self) -> u64 {
+        self.layout.end[0]
+    }
+
+    /// Bytes of records (checked against the Records sections at open).
+    #[must_use]
+    pub fn record_bytes(&self) -> u64 {
+        self.layout.end[1]
+    }
+
+    /// Number of Records sections (checked at open).
+    #[must_use]
+    pub fn chunk_count(&self) -> u64 {
+        self.layout.end[2]
+    }
+
+    /// Size of the whole file.
+    #[must_use]
+    pub fn file_size(&self) -> u64 {
+        self.layout.file_size
+    }
+
+    /// Every record, in file order, read one chunk at a time. Each chunk's CRC and each record
+    /// are checked as they are read, and the number of records against the End section at the
+    /// end; the first problem is yielded as an error and ends the iteration.
+    #[must_use]
+    pub fn records(&self) -> Records<'_> {
+        Records {
+            profile: self,
+            buf: Vec::new(),
+            chunk_len: 0,
+            pos: 0,
+            payload_offset: 0,
+            next_section: self.layout.records_start,
+            next_header: None,
+            chunks_left: self.layout.end[2],
+            yielded: 0,
+            nr_cpu_ids: self.layout.header.module.nr_cpu_ids,
+            done: false,
+            record: Record::Lost(dprof_abi::Lost { count: 0 }),
+        }
+    }
+
+    /// Reads and checks every record, for callers that want the whole file checked before
+    /// they use it. Returns the number of records.
+    ///
+    /// # Errors
+    /// The first problem [`Profile::records`] finds.
+    pub fn validate(&self) -> Result<u64, ProfileError> {
+        let mut n = 0;
+        for item in self.records() {
+            item?;
+            n += 1;
+        }
+        Ok(n)
+    }
+}
+
+/// Iterator over the records of a [`Profile`], in file order: `Ok` records until the end or
+/// the first error, which is yielded once and ends the iteration.
+pub struct Records<'a> {
+    profile: &'a Profile,
+    /// The current chunk's payload, then the header of the section after it (read together,
+    /// one read per chunk). Reused: at most [`MAX_RECORDS_CHUNK`] + a section header.
+    buf: Vec<u8>,
+    /// Bytes of payload in `buf`.
+    chunk_len: usize,
+    /// Position of the next record in `buf`.
+    pos: usize,
+    /// File offset of the current chunk's payload.
+    payload_offset: u64,
+    /// File offset of the next section header.
+    next_section: u64,
+    /// That header, when it came with the previous chunk.
+    next_header: Option<[u8; SECTION_HEADER_SIZE]>,
+    chunks_left: u64,
+    /// Records yielded so far.
+    yielded: u64,
+    nr_cpu_ids: u32,
+    done: bool,
+    /// Where each record is decoded (see [`Records::next_with`]).
+    record: Record,
+}
+
+impl std::fmt::Debug for Records<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Records")
+            .field("next_section", &self.next_section)
+            .field("chunks_left", &self.chunks_left)
+            .field("yielded", &self.yielded)
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Records<'_> {
+    /// Bytes the iterator's buffer holds: one chunk and a section header at most (the tests
+    /// check that memory does not grow with the file).
+    #[must_use]
+    pub fn buffer_capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// Reads the next Records section into `buf` and checks its CRC.
+    fn load_chunk(&mut self) -> Result<(), ProfileError> {
+        let profile = self.profile;
+        let source = &profile.source;
+        let offset = self.next_section;
+        let header = if let Some(h) = self.next_header.take() {
+            h
+        } else {
+            let mut h = [0; SECTION_HEADER_SIZE];
+            source.read_at(offset, &mut h)?;
+            h
+        };
+        let (kind, stored, declared) = section_header(&header);
+        let payload_offset = offset + SECTION_HEADER_SIZE as u64;
+        // Open found a Records section here that ends before the Stop section; anything else
+        // means the file changed since.
+        let room = profile.layout.records_end.saturating_sub(payload_offset);
+        let len = match usize::try_from(declared) {
+            Ok(len)
+                if kind == SectionKind::Records as u32
+                    && len <= MAX_RECORDS_CHUNK
+                    && declared <= room =>
+            {
+                len
+            }
+            _ => return Err(changed(source, offset)),
+        };
+        // The payload and the header of the next section (at worst the Stop section's).
+        let total = len + SECTION_HEADER_SIZE;
+        if self.buf.len() < total {
+            self.buf.resize(total, 0);
+        }
+        let buf = &mut self.buf[..total];
+        source.read_at(payload_offset, buf)?;
+        let (payload, next) = buf.split_at(len);
+        let computed = crc32fast::hash(payload);
+        if computed != stored {
+            return Err(ProfileError::Checksum {
+                offset,
+                kind: SectionKind::Records,
+                stored,
+                computed,
+            });
+        }
+        self.next_header = next.try_into().ok();
+        self.chunk_len = len;
+        self.pos = 0;
+        self.payload_offset = payload_offset;
+        self.next_section = payload_offset + declared;
+        self.chunks_left -= 1;
+        Ok(())
+    }
+
+    /// After the last chunk: the records must be those the End section counts.
+    fn finish(&self) -> Result<(), ProfileError> {
+        let layout = &self.profile.layout;
+        if self.next_section != layout.records_end {
+            return Err(changed(&self.profile.source, self.next_section));
+        }
+        let declared = layout.end[0];
+        if self.yielded != declared {
+            return Err(ProfileError::EndMismatch {
+                offset: layout.end_payload,
+                what: END_COUNTS[0],
+                declared,
+                found: self.yielded,
+            });
+        }
+        Ok(())
+    }
+
+    /// Ends the iteration with `e`.
+    fn fail<R>(&mut self, e: ProfileError) -> Result<R, ProfileError> {
+        self.done = true;
+        Err(e)
+    }
+}
+
+impl Records<'_> {
+    /// Reads the next record and hands it to `f` by reference: what the iterator does, without
+    /// moving the record through `Option<Result<..>>` (a sample is a few hundred bytes, and the
+    /// analysis reads millions of them).
+    ///
+    /// # Errors
+    /// As [`Iterator::next`]: the first problem found, once.
+    pub fn next_with<R>(
+        &mut self,
+        f: impl FnOnce(&RecordHeader, &Record) -> R,
+    ) -> Option<Result<R, ProfileError>> {
+        if self.done {
+            return None;
+        }
+        loop {
+            if let Some(rest) = self
+                .buf
+                .get(self.pos..self.chunk_len)
+                .filter(|r| !r.is_empty())
+            {
+                return match check_record_into(rest, self.nr_cpu_ids, &mut self.record) {
+                    Ok((header, size)) => {
+                        self.pos += size;
+                        self.yielded += 1;
+                        Some(Ok(f(&header, &self.record)))
+                    }
+                    Err(problem) => Some(self.fail(ProfileError::BadRecord {
+                        offset: self.payload_offset + self.pos as u64,
+                        problem,
+                    })),
+                };
+            }
+            if self.chunks_left == 0 {
+                self.done = true;
+                return self.finish().err().map(Err);
+            }
+            if let Err(e) = self.load_chunk() {
+                return Some(self.fail(e));
+            }
+        }
+    }
+}
+
+impl Records<'_> {
+    /// The bytes of the records still to come in the current chunk (its CRC checked, each
+    /// record not yet): for read-ahead hints, such as prefetching what the next record will
+    /// need, never for results.
+    #[must_use]
+    pub fn upcoming(&self) -> &[u8] {
+        self.buf.get(self.pos..self.chunk_len).unwrap_or_default()
+    }
+
+    /// [`Records::next_with`], handing access samples over in place ([`RecordView`]): a
+    /// reader that needs a few fields of each sample does not copy the whole sample.
+    ///
+    /// # Errors
+    /// As [`Iterator::next`]: the first problem found, once.
+    pub fn next_view_with<R>(
+        &mut self,
+        f: impl FnOnce(&RecordHeader, RecordView<'_>) -> R,
+    ) -> Option<Result<R, ProfileError>> {
+        if self.done {
+            return None;
+        }
+        loop {
+            if let Some(rest) = self
+                .buf
+                .get(self.pos..self.chunk_len)
+                .filter(|r| !r.is_empty())
+            {
+                return match check_record_view(rest, self.nr_cpu_ids, &mut self.record) {
+                    Ok((header, view)) => {
+                        self.pos += usize::from(header.size);
+                        self.yielded += 1;
+                        Some(Ok(f(&header, view)))
+                    }
+                    Err(problem) => Some(self.fail(ProfileError::BadRecord {
+                        offset: self.payload_offset + self.pos as u64,
+                        problem,
+                    })),
+                };
+            }
+            if self.chunks_left == 0 {
+                self.done = true;
+                return self.finish().err().map(Err);
+            }
+            if let Err(e) = self.load_chunk() {
+                return Some(self.fail(e));
+            }
+        }
+    }
+}
+
+impl Iterator for Records<'_> {
+    type Item = Result<(RecordHeader, Record), ProfileError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_with(|header, record| (*header, *record))
+    }
+}
+
+impl FusedIterator for Records<'_> {}
+
+/// The error for a file whose sections are no longer what [`Profile::open`] found.
+fn changed(source: &Source, offset: u64) -> ProfileError {
+    source.io_error(io::Error::other(format!(
+        "the section at offset {offset} is not what it was when the profile was opened: the \
+         file changed while it was read"
+    )))
+}
+
+/// Kind, CRC-32 and payload length of a section header.
+fn section_header(h: &[u8; SECTION_HEADER_SIZE]) -> (u32, u32, u64) {
+    let [k0, k1, k2, k3, c0, c1, c2, c3, l0, l1, l2, l3, l4, l5, l6, l7] = *h;
+    (
+        u32::from_le_bytes([k0, k1, k2, k3]),
+        u32::from_le_bytes([c0, c1, c2, c3]),
+        u64::from_le_bytes([l0, l1, l2, l3, l4, l5, l6, l7]),
+    )
+}
+
+/// The JSON of a Header or Stop section; an error names the section and its offset.
+fn parse_json<T: serde::de::DeserializeOwned>(
+    payload: &[u8],
+    offset: u64,
+    kind: SectionKind,
+) -> Result<T, ProfileError> {
+    serde_json::from_slice(payload).map_err(|e| ProfileError::BadJson {
+        offset,
+        kind,
+        message: e.to_string(),
+    })
+}
+
+fn u64_at(bytes: &[u8], pos: usize) -> Option<u64> {
+    let b: [u8; 8] = bytes.get(pos..pos.checked_add(8)?)?.try_into().ok()?;
+    Some(u64::from_le_bytes(b))
+}
+
+/// Where the parser is in the fixed section order.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    Header,
+    Kallsyms,
+    Modules,
+    /// Records sections, the Text section or the Stop section.
+    Body,
+    /// The Stop section (after Text).
+    Stop,
+    End,
+}
+
+/// Checks the file header and the sections' order, sizes and (except Records) CRCs of a
+/// source of `len` bytes, and reads the small sections.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one match over (expected, found) section is the format's grammar in one place"
+)]
+fn parse(source: &Source, len: u64) -> Result<Layout, ProfileError> {
+    let mut file_header = [0u8; FILE_HEADER_SIZE];
+    let have = len.min(FILE_HEADER_SIZE as u64) as usize;
+    source.read_at(0, &mut file_header[..have])?;
+    let magic_len = have.min(MAGIC.len());
+    if file_header.get(..magic_len) != MAGIC.get(..magic_len) {
+        return Err(ProfileError::BadMagic { offset: 0 });
+    }
+    if have < FILE_HEADER_SIZE {
+        return Err(ProfileError::TruncatedFileHeader { offset: len });
+    }
+    let [_, _, _, _, _, _, _, _, v0, v1, v2, v3, r0, r1, r2, r3] = file_header;
+    let version = u32::from_le_bytes([v0, v1, v2, v3]);
+    if version != FORMAT_VERSION {
+        return Err(ProfileError::UnsupportedVersion {
+            offset: 8,
+            version,
+            supported: FORMAT_VERSION,
+        });
+    }
+    let reserved = u32::from_le_bytes([r0, r1, r2, r3]);
+    if reserved != 0 {
+        return Err(ProfileError::NonZeroReserved {
+            offset: 12,
+            value: reserved,
+        });
+    }
+
+    let mut expect = Expect::Header;
+    let mut header: Option<ProfileHeader> = None;
+    let mut stop: Option<StopInfo> = None;
+    let mut kallsyms = Vec::new();
+    let mut modules = Vec::new();
+    let mut text = KernelText::new();
+    let mut chunks = 0u64;
+    let mut record_bytes = 0u64;
+    let mut records_start = 0;
+    let mut records_end = 0;
+    let mut pos = FILE_HEADER_SIZE as u64;
+
+    loop {
+        let Section {
+            kind,
+            payload,
+            end: section_end,
+        } = read_section(source, len, pos)?;
+        let offset = pos;
+        let payload_offset = pos + SECTION_HEADER_SIZE as u64;
+        let misplaced = |expected| {
+            Err(ProfileError::MisplacedSection {
+                offset,
+                kind,
+                expected,
+            })
+        };
+        match (expect, kind) {
+            (Expect::Header, SectionKind::Header) => {
+                header = Some(parse_json(&payload, payload_offset, kind)?);
+                expect = Expect::Kallsyms;
+            }
+            (Expect::Header, _) => return misplaced("a profile starts with its Header section"),
+            (Expect::Kallsyms, SectionKind::Kallsyms) => {
+                kallsyms = payload;
+                expect = Expect::Modules;
+            }
+            (Expect::Kallsyms, _) => {
+                return misplaced("the Header section must be followed by the Kallsyms section")
+            }
+            (Expect::Modules, SectionKind::Modules) => {
+                modules = payload;
+                records_start = section_end;
+                expect = Expect::Body;
+            }
+            (Expect::Modules, _) => {
+                return misplaced("the Kallsyms section must be followed by the Modules section")
+            }
+            (Expect::Body, SectionKind::Records) => {
+                // Its CRC and records are checked when the records are read.
+                record_bytes += section_end - payload_offset;
+                chunks += 1;
+            }
+            (Expect::Body, SectionKind::Text) => {
+                text = KernelText::decode(&payload, payload_offset)?;
+                records_end = offset;
+                expect = Expect::Stop;
+            }
+            (Expect::Body | Expect::Stop, SectionKind::Stop) => {
+                stop = Some(parse_json(&payload, payload_offset, kind)?);
+                if expect == Expect::Body {
+                    records_end = offset;
+                }
+                expect = Expect::End;
+            }
+            (Expect::Stop, _) => {
+                return misplaced("the Text section must be followed by the Stop section")
+            }
+            (Expect::Body, SectionKind::End) => {
+                return misplaced("the Stop section must come before the End section")
+            }
+            (Expect::Body, _) => return misplaced("the file already has one"),
+            (Expect::End, SectionKind::End) => {
+                let end = check_end(&payload, offset, payload_offset, record_bytes, chunks)?;
+                if section_end != len {
+                    return Err(ProfileError::TrailingData {
+                        offset: section_end,
+                        extra: len - section_end,
+                    });
+                }
+                // Both are set: the order above admits End only after Header and Stop.
+                let (Some(header), Some(stop)) = (header, stop) else {
+                    return misplaced("a profile needs a Header and a Stop section");
+                };
+                return Ok(Layout {
+                    header,
+                    stop,
+                    kallsyms,
+                    modules,
+                    text,
+                    records_start,
+                    records_end,
+                    end,
+                    end_payload: payload_offset,
+                    file_size: len,
+                });
+            }
+            (Expect::End, _) => {
+                return misplaced("only the End section may follow the Stop section")
+            }
+        }
+        pos = section_end;
+    }
+}
+
+struct Section {
+    kind: SectionKind,
+    /// The payload, CRC-checked; empty for a Records section, which is not read here.
+    payload: Vec<u8>,
+    /// Offset just past the payload.
+    end: u64,
+}
+
+/// Reads and checks the section whose header is at `pos` of a source of `len` bytes: known
+/// kind, whole, and, except for Records sections, CRC right.
+fn read_section(source: &Source, len: u64, pos: u64) -> Result<Section, ProfileError> {
+    let available = len.saturating_sub(pos);
+    if available == 0 {
+        return Err(ProfileError::MissingEnd { offset: len });
+    }
+    if available < SECTION_HEADER_SIZE as u64 {
+        return Err(ProfileError::TruncatedSectionHeader {
+            offset: len,
+            available,
+        });
+    }
+    let mut h = [0u8; SECTION_HEADER_SIZE];
+    source.read_at(pos, &mut h)?;
+    let (raw_kind, stored, declared) = section_header(&h);
+    let Some(kind) = SectionKind::from_u32(raw_kind) else {
+        return Err(ProfileError::UnknownSection {
+            offset: pos,
+            kind: raw_kind,
+        });
+    };
+    if kind == SectionKind::Records && declared > MAX_RECORDS_CHUNK as u64 {
+        return Err(ProfileError::ChunkTooLarge {
+            offset: pos,
+            len: declared,
+            max: MAX_RECORDS_CHUNK as u64,
+        });
+    }
+    let start = pos + SECTION_HEADER_SIZE as u64;
+    // Compared with what the file holds before anything is allocated, so a huge declared
+    // length is caught here.
+    if declared > len - start {
+        return Err(ProfileError::TruncatedSection {
+            offset: len,
+            kind,
+            declared,
+        });
+    }
+    let end = start + declared;
+    if kind == SectionKind::Records {
+        return Ok(Section {
+            kind,
+            payload: Vec::new(),
+            end,
+        });
+    }
+    let size = usize::try_from(declared).map_err(|_| ProfileError::TruncatedSection {
+        offset: len,
+        kind,
+        declared,
+    })?;
+    let payload = source.read_vec(start, size)?;
+    let computed = crc32fast::hash(&payload);
+    if computed != stored {
+        return Err(ProfileError::Checksum {
+            offset: pos,
+            kind,
+            stored,
+            computed,
+        });
+    }
+    Ok(Section { kind, payload, end })
+}
+
+/// What the End section's counts are, in order, as [`ProfileError::EndMismatch`] names them.
+const END_COUNTS: [&str; 3] = ["records", "bytes of records", "Records sections"];
+
+/// Checks the End section's size and its byte and chunk counts against what the section
+/// headers say; returns its three counts (the record count is checked by the iterator).
+fn check_end(
+    payload: &[u8],
+    offset: u64,
+    payload_offset: u64,
+    record_bytes: u64,
+    chunks: u64,
+) -> Result<[u64; 3], ProfileError> {
+    if payload.len() != END_SIZE {
+        return Err(ProfileError::BadEndSize {
+            offset,
+            len: payload.len() as u64,
+            expected: END_SIZE as u64,
+        });
+    }
+    let declared = [0, 1, 2].map(|i| u64_at(payload, i * 8).unwrap_or(u64::MAX));
+    for i in [1, 2] {
+        let found = [0, record_bytes, chunks][i];
+        if declared[i] != found {
+            return Err(ProfileError::EndMismatch {
+                offset: payload_offset + (i * 8) as u64,
+                what: END_COUNTS[i],
+                declared: declared[i],
+                found,
+            });
+        }
+    }
+    Ok(declared)
+}

@@ -1,0 +1,888 @@
+//! The profile reader and writer on synthetic files: round trips, every structural error, and
+//! bounded memory.
+
+use dprof_abi::{Alloc, Lost, Record};
+
+use dprof_fixtures::profile::{encode_record, example_header, example_profile, EXAMPLE_KALLSYMS};
+use dprof_format::*;
+
+/// A file from raw (kind, payload) sections, each with a correct CRC.
+fn build(sections: &[(u32, Vec<u8>)]) -> Vec<u8> {
+    let mut out = MAGIC.to_vec();
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    for (kind, payload) in sections {
+        out.extend_from_slice(&kind.to_le_bytes());
+        out.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+        out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        out.extend_from_slice(payload);
+    }
+    out
+}
+
+fn header_json() -> Vec<u8> {
+    serde_json::to_vec(&example_header()).expect("serializes")
+}
+
+fn stop_json() -> Vec<u8> {
+    serde_json::to_vec(&StopInfo {
+        reason: StopReason::DurationElapsed,
+        ended_unix_s: 1,
+        elapsed_ns: 2,
+        device: None,
+    })
+    .expect("serializes")
+}
+
+fn end(records: u64, bytes: u64, chunks: u64) -> Vec<u8> {
+    [records, bytes, chunks]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect()
+}
+
+fn alloc_record(cpu: u32) -> Vec<u8> {
+    encode_record(cpu, 10, &Record::Alloc(Alloc::default()))
+}
+
+/// Header, Kallsyms, Modules, the given Records chunks, Stop, and a matching End.
+fn with_chunks(chunks: &[Vec<u8>]) -> Vec<(u32, Vec<u8>)> {
+    let mut sections = vec![(1, header_json()), (2, Vec::new()), (3, Vec::new())];
+    for c in chunks {
+        sections.push((4, c.clone()));
+    }
+    sections.push((6, stop_json()));
+    let bytes: usize = chunks.iter().map(Vec::len).sum();
+    // The tests' chunks hold 64-byte Alloc records.
+    let records = bytes / alloc_record(0).len();
+    sections.push((5, end(records as u64, bytes as u64, chunks.len() as u64)));
+    sections
+}
+
+/// The error of opening `bytes`, which must be refused at open.
+fn error_of(bytes: &[u8]) -> ProfileError {
+    Profile::from_bytes(bytes).expect_err("must be refused at open")
+}
+
+/// The error of reading the records of `bytes`, which must open: open does not read them.
+fn records_error_of(bytes: &[u8]) -> ProfileError {
+    Profile::from_bytes(bytes)
+        .expect("opens: the records are checked as they are read")
+        .validate()
+        .expect_err("the records must be refused")
+}
+
+/// The error of opening `bytes` or, when they open, of reading their records.
+fn any_error_of(bytes: &[u8]) -> ProfileError {
+    match Profile::from_bytes(bytes) {
+        Err(e) => e,
+        Ok(profile) => profile.validate().expect_err("must be refused"),
+    }
+}
+
+/// (kind, offset of the section header, payload length) of every section of a whole file.
+fn sections_of(bytes: &[u8]) -> Vec<(u32, usize, usize)> {
+    let mut out = Vec::new();
+    let mut pos = FILE_HEADER_SIZE;
+    while pos < bytes.len() {
+        let kind = u32::from_le_bytes(bytes[pos..pos + 4].try_into().expect("4"));
+        let len = u64::from_le_bytes(bytes[pos + 8..pos + 16].try_into().expect("8")) as usize;
+        out.push((kind, pos, len));
+        pos += SECTION_HEADER_SIZE + len;
+    }
+    out
+}
+
+/// Header offset and payload length of the Records sections of a whole file.
+fn chunks_of(bytes: &[u8]) -> Vec<(usize, usize)> {
+    sections_of(bytes)
+        .into_iter()
+        .filter(|&(kind, _, _)| kind == SectionKind::Records as u32)
+        .map(|(_, at, len)| (at, len))
+        .collect()
+}
+
+#[test]
+fn headers_from_before_sampling_still_load() {
+    let mut json = serde_json::to_value(example_header()).expect("json");
+    let header = json.as_object_mut().expect("object");
+    header.remove("proc_version");
+    header.remove("build_id");
+    header["config"]
+        .as_object_mut()
+        .expect("object")
+        .remove("sampling");
+    let old: ProfileHeader = serde_json::from_value(json).expect("loads");
+    assert_eq!(old.proc_version, None);
+    assert_eq!(old.build_id, None);
+    assert_eq!(old.config.sampling, None);
+}
+
+#[test]
+fn example_round_trips() {
+    let profile = Profile::from_vec(example_profile()).expect("valid");
+    assert_eq!(profile.header(), &example_header());
+    assert_eq!(profile.kallsyms(), EXAMPLE_KALLSYMS.as_bytes());
+    assert_eq!(profile.record_count(), 14);
+    assert_eq!(profile.chunk_count(), 2);
+    assert_eq!(
+        profile.stop().reason,
+        StopReason::CommandExited { status: 0 }
+    );
+    let records: Vec<_> = profile
+        .records()
+        .collect::<Result<_, _>>()
+        .expect("valid records");
+    assert_eq!(records.len(), 14);
+    assert_eq!(profile.validate().expect("valid records"), 14);
+    assert_eq!(records[6].0.cpu, 3);
+    assert!(matches!(records[8].1, Record::Lost(Lost { count: 7 })));
+    assert!(matches!(records[11].1, Record::AccessSample(s) if s.pid == 1000));
+    let times: Vec<u64> = records.iter().map(|(h, _)| h.time_ns).collect();
+    assert!(times.is_sorted(), "file order is the order written");
+    let mut infos = std::collections::BTreeMap::new();
+    for (_, record) in &records {
+        if let Record::CacheInfo(info) = record {
+            infos.entry(info.cache).or_insert(*info);
+        }
+    }
+    assert_eq!(infos.len(), 3);
+    assert_eq!(
+        infos
+            .get(&0xffff_8880_0300_0000)
+            .map(dprof_abi::CacheInfo::name_bytes),
+        Some(&b"skbuff_head_cache"[..])
+    );
+}
+
+#[test]
+fn every_prefix_is_refused_as_truncated() {
+    let bytes = example_profile();
+    for n in 0..bytes.len() {
+        let err = error_of(&bytes[..n]);
+        assert!(
+            matches!(
+                err,
+                ProfileError::TruncatedFileHeader { .. }
+                    | ProfileError::TruncatedSectionHeader { .. }
+                    | ProfileError::TruncatedSection { .. }
+                    | ProfileError::MissingEnd { .. }
+            ),
+            "prefix of {n} bytes: {err}"
+        );
+        assert_eq!(err.offset(), Some(n as u64), "prefix of {n} bytes: {err}");
+    }
+}
+
+#[test]
+fn every_flipped_byte_is_refused() {
+    let bytes = example_profile();
+    for i in 0..bytes.len() {
+        let mut bad = bytes.clone();
+        bad[i] ^= 0x5a;
+        let err = any_error_of(&bad);
+        assert!(err.offset().is_some(), "byte {i}: {err}");
+    }
+}
+
+#[test]
+fn truncation_message_names_section_and_offset() {
+    let bytes = example_profile();
+    let profile = Profile::from_bytes(&bytes).expect("valid");
+    // Cut in the middle of the first Records section.
+    let kallsyms_len = profile.kallsyms().len();
+    let records_at = bytes
+        .windows(4)
+        .enumerate()
+        .skip(FILE_HEADER_SIZE + kallsyms_len)
+        .find(|(_, w)| *w == 4u32.to_le_bytes())
+        .map(|(i, _)| i)
+        .expect("a Records section");
+    let cut = records_at + SECTION_HEADER_SIZE + 40;
+    let err = error_of(&bytes[..cut]);
+    let declared = u64::from_le_bytes(
+        bytes[records_at + 8..records_at + 16]
+            .try_into()
+            .expect("8"),
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "file ends at offset {cut} inside a Records section that declares {declared} bytes: \
+             the profile is truncated (the collector did not finish)"
+        )
+    );
+}
+
+#[test]
+fn foreign_magic() {
+    let err = error_of(b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0");
+    assert_eq!(
+        err.to_string(),
+        "not a dprof profile: bad magic at offset 0"
+    );
+    assert_eq!(
+        error_of(b"PK").to_string(),
+        "not a dprof profile: bad magic at offset 0"
+    );
+}
+
+#[test]
+fn text_mode_transfer_is_caught_by_the_magic() {
+    let mut bytes = example_profile();
+    bytes.splice(6..8, *b"\n");
+    assert!(matches!(
+        error_of(&bytes),
+        ProfileError::BadMagic { offset: 0 }
+    ));
+}
+
+#[test]
+fn newer_version_is_refused() {
+    let mut bytes = example_profile();
+    bytes[8] = 2;
+    assert_eq!(
+        error_of(&bytes).to_string(),
+        "format version 2 at offset 8 is not supported: this dprof reads version 1 (was the \
+         profile written by another dprof?)"
+    );
+}
+
+#[test]
+fn missing_end() {
+    let mut sections = with_chunks(&[alloc_record(0)]);
+    sections.pop();
+    let bytes = build(&sections);
+    let err = error_of(&bytes);
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "no End section: the profile is incomplete (was the collector interrupted?); the \
+             file ends at offset {}",
+            bytes.len()
+        )
+    );
+}
+
+#[test]
+fn unknown_section() {
+    let mut sections = with_chunks(&[]);
+    sections.insert(3, (77, b"future".to_vec()));
+    let bytes = build(&sections);
+    let err = error_of(&bytes);
+    assert!(
+        matches!(err, ProfileError::UnknownSection { kind: 77, .. }),
+        "{err}"
+    );
+    assert!(err
+        .to_string()
+        .contains("unknown kind 77: the file was written by a newer dprof"));
+}
+
+#[test]
+fn crc_mismatch() {
+    let mut bytes = build(&with_chunks(&[alloc_record(0)]));
+    let len = bytes.len();
+    // The record's time field, inside the Records payload, well before Stop and End.
+    let records_payload = bytes
+        .windows(alloc_record(0).len())
+        .position(|w| w == alloc_record(0).as_slice())
+        .expect("record in file");
+    bytes[records_payload + 8] ^= 1;
+    let err = records_error_of(&bytes);
+    assert!(
+        matches!(
+            err,
+            ProfileError::Checksum {
+                kind: SectionKind::Records,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        err.offset(),
+        Some((records_payload - SECTION_HEADER_SIZE) as u64)
+    );
+    assert!(len > 0);
+}
+
+#[test]
+fn unknown_record_kind_with_valid_crc() {
+    let mut record = alloc_record(0);
+    record[0] = 77;
+    let bytes = build(&with_chunks(&[record]));
+    let err = records_error_of(&bytes);
+    let at = err.offset().expect("offset");
+    assert_eq!(
+        err.to_string(),
+        format!("record at offset {at}: unknown record kind 77")
+    );
+}
+
+#[test]
+fn straddling_record() {
+    let record = alloc_record(0);
+    let (a, b) = record.split_at(24);
+    let bytes = build(&with_chunks(&[a.to_vec(), b.to_vec()]));
+    let err = records_error_of(&bytes);
+    assert!(
+        err.to_string().ends_with(
+            "it needs 64 bytes but only 24 remain in its chunk (records must not straddle chunks)"
+        ),
+        "{err}"
+    );
+    let (a, b) = record.split_at(8);
+    let err = records_error_of(&build(&with_chunks(&[a.to_vec(), b.to_vec()])));
+    assert!(
+        err.to_string().contains("needs 16 bytes but only 8 remain"),
+        "{err}"
+    );
+}
+
+#[test]
+fn record_cpu_out_of_range() {
+    let bytes = build(&with_chunks(&[alloc_record(4)]));
+    let err = records_error_of(&bytes);
+    assert!(
+        err.to_string()
+            .ends_with("cpu 4 is not below the module's nr_cpu_ids 4"),
+        "{err}"
+    );
+}
+
+#[test]
+fn end_counts_must_match() {
+    let mut sections = with_chunks(&[alloc_record(0)]);
+    let last = sections.len() - 1;
+    sections[last].1 = end(2, 64, 1);
+    // The record count is only known once the records are read.
+    let err = records_error_of(&build(&sections));
+    assert!(
+        err.to_string()
+            .ends_with("declares 2 records but the file holds 1: the profile is inconsistent"),
+        "{err}"
+    );
+    sections[last].1 = end(1, 64, 1);
+    let profile = Profile::from_bytes(&build(&sections)).expect("valid");
+    assert_eq!(profile.validate().expect("valid records"), 1);
+    sections[last].1 = end(1, 65, 1);
+    assert!(matches!(
+        error_of(&build(&sections)),
+        ProfileError::EndMismatch {
+            what: "bytes of records",
+            ..
+        }
+    ));
+    sections[last].1 = end(1, 64, 2);
+    assert!(matches!(
+        error_of(&build(&sections)),
+        ProfileError::EndMismatch {
+            what: "Records sections",
+            ..
+        }
+    ));
+    sections[last].1 = vec![0; 8];
+    assert!(matches!(
+        error_of(&build(&sections)),
+        ProfileError::BadEndSize { .. }
+    ));
+}
+
+#[test]
+fn sections_out_of_order() {
+    let mut sections = with_chunks(&[]);
+    sections.swap(1, 2);
+    let err = error_of(&build(&sections));
+    assert!(
+        err.to_string().starts_with("Modules section at offset"),
+        "{err}"
+    );
+    let mut sections = with_chunks(&[alloc_record(0)]);
+    sections.insert(sections.len() - 1, (4, alloc_record(0)));
+    let err = error_of(&build(&sections));
+    assert!(
+        err.to_string()
+            .contains("only the End section may follow the Stop section"),
+        "{err}"
+    );
+    let mut sections = with_chunks(&[]);
+    sections.remove(0);
+    let err = error_of(&build(&sections));
+    assert!(
+        err.to_string()
+            .contains("a profile starts with its Header section"),
+        "{err}"
+    );
+    let mut sections = with_chunks(&[]);
+    sections.insert(3, (1, header_json()));
+    let err = error_of(&build(&sections));
+    assert!(err.to_string().contains("already has one"), "{err}");
+    let mut sections = with_chunks(&[]);
+    sections.remove(3);
+    let err = error_of(&build(&sections));
+    assert!(
+        err.to_string().contains("Stop section must come before"),
+        "{err}"
+    );
+}
+
+#[test]
+fn trailing_bytes_after_end() {
+    let mut bytes = example_profile();
+    let len = bytes.len();
+    bytes.extend_from_slice(b"junk");
+    let err = error_of(&bytes);
+    assert_eq!(
+        err.to_string(),
+        format!("4 bytes follow the End section at offset {len}: the file is not one profile")
+    );
+}
+
+#[test]
+fn bad_header_json() {
+    let mut sections = with_chunks(&[]);
+    sections[0].1 = b"{\"dprof_version\": 1}".to_vec();
+    let err = error_of(&build(&sections));
+    assert_eq!(
+        err.offset(),
+        Some((FILE_HEADER_SIZE + SECTION_HEADER_SIZE) as u64)
+    );
+    assert!(
+        err.to_string()
+            .starts_with("Header section at offset 32 is not valid for this dprof: "),
+        "{err}"
+    );
+}
+
+#[test]
+fn huge_declared_lengths_do_not_allocate() {
+    let mut bytes = build(&[]);
+    bytes.extend_from_slice(&1u32.to_le_bytes());
+    bytes.extend_from_slice(&0u32.to_le_bytes());
+    bytes.extend_from_slice(&u64::MAX.to_le_bytes());
+    let err = error_of(&bytes);
+    assert!(
+        matches!(
+            err,
+            ProfileError::TruncatedSection {
+                declared: u64::MAX,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let mut bytes = build(&with_chunks(&[])[..3]);
+    bytes.extend_from_slice(&4u32.to_le_bytes());
+    bytes.extend_from_slice(&0u32.to_le_bytes());
+    bytes.extend_from_slice(&(1u64 << 40).to_le_bytes());
+    assert!(matches!(
+        error_of(&bytes),
+        ProfileError::ChunkTooLarge { .. }
+    ));
+}
+
+#[test]
+fn encoder_refuses_bad_records_and_writes_nothing() {
+    let mut enc = ProfileEncoder::new(Vec::new(), &example_header(), b"", b"").expect("vec");
+    let mut bad = alloc_record(0);
+    bad.extend_from_slice(&alloc_record(0)[..20]);
+    let err = enc.records(&bad).expect_err("cut record");
+    assert_eq!(
+        err.to_string(),
+        "the device returned a bad record at byte 64 of a 84-byte read: it needs 64 bytes but \
+         only 20 remain in its chunk (records must not straddle chunks) (do the module and \
+         dprof agree on the ABI?)"
+    );
+    assert_eq!(enc.record_count(), 0);
+    assert_eq!(enc.chunk_count(), 0);
+}
+
+#[test]
+fn encoder_splits_large_reads_into_chunks() {
+    let mut enc = ProfileEncoder::new(Vec::new(), &example_header(), b"", b"").expect("vec");
+    let one = alloc_record(1);
+    let n = WRITTEN_RECORDS_CHUNK / one.len() * 2 + 3;
+    let big: Vec<u8> = one.iter().copied().cycle().take(one.len() * n).collect();
+    enc.records(&big).expect("valid");
+    enc.records(&[]).expect("nothing");
+    assert_eq!(enc.chunk_count(), 3);
+    let bytes = enc
+        .finish(&StopInfo {
+            reason: StopReason::DurationElapsed,
+            ended_unix_s: 0,
+            elapsed_ns: 0,
+            device: None,
+        })
+        .expect("vec");
+    let profile = Profile::from_vec(bytes).expect("valid");
+    assert_eq!(profile.record_count(), n as u64);
+    assert_eq!(profile.validate().expect("valid records"), n as u64);
+}
+
+#[test]
+fn writer_renames_only_when_finished() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("out.dprof");
+    let partial = partial_path(&path);
+    assert_eq!(partial, dir.path().join("out.dprof.partial"));
+
+    let mut w = ProfileWriter::create(&path, &example_header(), b"k", b"m").expect("create");
+    w.write_records(&alloc_record(2)).expect("write");
+    assert!(partial.exists() && !path.exists());
+    let final_path = w
+        .finish(&StopInfo {
+            reason: StopReason::Interrupted { signal: 2 },
+            ended_unix_s: 0,
+            elapsed_ns: 0,
+            device: None,
+        })
+        .expect("finish");
+    assert_eq!(final_path, path);
+    assert!(path.exists() && !partial.exists());
+    let profile = Profile::open(&path).expect("valid");
+    assert_eq!(profile.record_count(), 1);
+    assert_eq!(profile.validate().expect("valid records"), 1);
+    assert_eq!(profile.modules(), b"m");
+    assert_eq!(
+        profile.stop().reason.to_string(),
+        "interrupted by signal 2 (SIGINT)"
+    );
+}
+
+#[test]
+fn dropped_writer_leaves_an_unreadable_partial() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("out.dprof");
+    let mut w = ProfileWriter::create(&path, &example_header(), b"", b"").expect("create");
+    w.write_records(&alloc_record(0)).expect("write");
+    drop(w);
+    assert!(!path.exists());
+    let partial = partial_path(&path);
+    // Even renamed by hand it does not read as complete.
+    std::fs::rename(&partial, &path).expect("rename");
+    let err = Profile::open(&path).expect_err("incomplete");
+    assert!(matches!(err, ProfileError::MissingEnd { .. }), "{err}");
+}
+
+#[test]
+fn abandon_removes_the_partial() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("out.dprof");
+    let w = ProfileWriter::create(&path, &example_header(), b"", b"").expect("create");
+    w.abandon().expect("remove");
+    assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
+}
+
+#[test]
+fn open_missing_file() {
+    let err = Profile::open(std::path::Path::new("/nonexistent/x.dprof")).expect_err("missing");
+    assert!(
+        err.to_string()
+            .starts_with("cannot read /nonexistent/x.dprof"),
+        "{err}"
+    );
+    assert_eq!(err.offset(), None);
+}
+
+#[test]
+fn crc_error_in_the_second_chunk_comes_from_the_iterator() {
+    let mut bytes = build(&with_chunks(&[alloc_record(0), alloc_record(1)]));
+    let chunks = chunks_of(&bytes);
+    assert_eq!(chunks.len(), 2);
+    let (second, _) = chunks[1];
+    bytes[second + SECTION_HEADER_SIZE + 20] ^= 0x08;
+    let profile = Profile::from_bytes(&bytes).expect("opens: open does not read records");
+    let mut records = profile.records();
+    let (first, _) = records
+        .next()
+        .expect("an item")
+        .expect("the first chunk is fine");
+    assert_eq!(first.cpu, 0);
+    let err = records.next().expect("an item").expect_err("corrupt chunk");
+    assert!(
+        matches!(
+            err,
+            ProfileError::Checksum {
+                kind: SectionKind::Records,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(err.offset(), Some(second as u64));
+    assert!(
+        err.to_string()
+            .starts_with(&format!("Records section at offset {second} is corrupt: ")),
+        "{err}"
+    );
+    // The error comes once and ends the iteration.
+    assert!(records.next().is_none());
+    assert!(records.next().is_none());
+}
+
+#[test]
+fn record_count_mismatch_comes_at_the_end_of_the_records() {
+    let mut sections = with_chunks(&[alloc_record(0), alloc_record(1)]);
+    let last = sections.len() - 1;
+    sections[last].1 = end(3, 128, 2);
+    let bytes = build(&sections);
+    let end_payload = bytes.len() - END_SIZE;
+    let profile = Profile::from_bytes(&bytes).expect("opens: the count needs the records");
+    assert_eq!(
+        profile.record_count(),
+        3,
+        "as declared, until the records are read"
+    );
+    let items: Vec<_> = profile.records().collect();
+    assert_eq!(items.len(), 3);
+    assert!(items[0].is_ok() && items[1].is_ok());
+    let Err(err) = &items[2] else {
+        panic!("the count is checked at the end")
+    };
+    assert!(
+        matches!(
+            err,
+            ProfileError::EndMismatch {
+                what: "records",
+                declared: 3,
+                found: 2,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(err.offset(), Some(end_payload as u64));
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "End section at offset {end_payload} declares 3 records but the file holds 2: the \
+             profile is inconsistent"
+        )
+    );
+}
+
+#[test]
+fn a_file_cut_inside_a_records_chunk_fails_at_open() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bytes = example_profile();
+    let (second, len) = chunks_of(&bytes)[1];
+    let cut = second + SECTION_HEADER_SIZE + len / 2;
+    let path = dir.path().join("cut.dprof");
+    std::fs::write(&path, &bytes[..cut]).expect("write");
+    let err = Profile::open(&path).expect_err("truncated");
+    assert!(
+        matches!(
+            err,
+            ProfileError::TruncatedSection {
+                kind: SectionKind::Records,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(err.offset(), Some(cut as u64));
+}
+
+#[test]
+fn open_does_not_read_the_records() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut bytes = example_profile();
+    // Both chunks: one with a wrong CRC, one with a bad record under a right CRC.
+    let chunks = chunks_of(&bytes);
+    let (first, _) = chunks[0];
+    bytes[first + SECTION_HEADER_SIZE] = 77;
+    let (second, second_len) = chunks[1];
+    let payload = second + SECTION_HEADER_SIZE..second + SECTION_HEADER_SIZE + second_len;
+    bytes[payload.start] = 77;
+    let crc = crc32fast::hash(&bytes[payload]);
+    bytes[second + 4..second + 8].copy_from_slice(&crc.to_le_bytes());
+    let path = dir.path().join("bad-records.dprof");
+    std::fs::write(&path, &bytes).expect("write");
+    let profile = Profile::open(&path).expect("opens: only the section headers are read");
+    assert_eq!(profile.record_count(), 14);
+    assert_eq!(profile.chunk_count(), 2);
+    assert_eq!(profile.file_size(), bytes.len() as u64);
+    let err = profile.validate().expect_err("the first chunk's CRC");
+    assert!(
+        matches!(err, ProfileError::Checksum { offset, .. } if offset == first as u64),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_bad_record_under_a_right_crc_names_its_offset() {
+    let bytes = example_profile();
+    let mut bad = bytes.clone();
+    let (second, second_len) = chunks_of(&bytes)[1];
+    let payload = second + SECTION_HEADER_SIZE..second + SECTION_HEADER_SIZE + second_len;
+    // The second record of the chunk gets CPU 9 of 4.
+    let at = payload.start
+        + usize::from(u16::from_le_bytes([
+            bad[payload.start + 2],
+            bad[payload.start + 3],
+        ]));
+    bad[at + 4] = 9;
+    let crc = crc32fast::hash(&bad[payload]);
+    bad[second + 4..second + 8].copy_from_slice(&crc.to_le_bytes());
+    let profile = Profile::from_bytes(&bad).expect("opens");
+    let items: Vec<_> = profile.records().collect();
+    let good = items.iter().take_while(|i| i.is_ok()).count();
+    assert_eq!(items.len(), good + 1, "the error ends the iteration");
+    let err = items[good].as_ref().expect_err("bad record");
+    assert_eq!(err.offset(), Some(at as u64));
+    assert_eq!(
+        err.to_string(),
+        format!("record at offset {at}: cpu 9 is not below the module's nr_cpu_ids 4")
+    );
+}
+
+#[test]
+fn reading_a_file_holds_one_chunk_at_a_time() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("big.dprof");
+    let mut w = ProfileWriter::create(&path, &example_header(), b"k", b"m").expect("create");
+    let one = alloc_record(1);
+    let n = WRITTEN_RECORDS_CHUNK / one.len() * 3 + 5;
+    let big: Vec<u8> = one.iter().copied().cycle().take(one.len() * n).collect();
+    w.write_records(&big).expect("valid");
+    drop(big);
+    w.finish(&StopInfo {
+        reason: StopReason::DurationElapsed,
+        ended_unix_s: 0,
+        elapsed_ns: 0,
+        device: None,
+    })
+    .expect("finish");
+    let profile = Profile::open(&path).expect("valid");
+    assert_eq!(profile.chunk_count(), 4);
+    assert!(profile.file_size() > 3 * WRITTEN_RECORDS_CHUNK as u64);
+    let mut records = profile.records();
+    let mut count = 0;
+    let mut most = 0;
+    while let Some(item) = records.next() {
+        item.expect("valid record");
+        count += 1;
+        most = most.max(records.buffer_capacity());
+    }
+    assert_eq!(count, n);
+    assert!(
+        most <= WRITTEN_RECORDS_CHUNK + SECTION_HEADER_SIZE,
+        "the iterator held {most} bytes"
+    );
+}
+
+#[test]
+fn a_file_cut_after_open_is_an_error_not_a_panic() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("shrinks.dprof");
+    let bytes = example_profile();
+    std::fs::write(&path, &bytes).expect("write");
+    let profile = Profile::open(&path).expect("valid");
+    let (second, _) = chunks_of(&bytes)[1];
+    std::fs::write(&path, &bytes[..second + 20]).expect("cut");
+    let items: Vec<_> = profile.records().collect();
+    let err = items
+        .last()
+        .expect("items")
+        .as_ref()
+        .expect_err("the cut shows");
+    assert!(matches!(err, ProfileError::Io { .. }), "{err}");
+}
+
+fn example_text() -> KernelText {
+    let mut text = KernelText::new();
+    text.insert(0xffff_ffff_8100_0010, &[0x55, 0x48, 0x89, 0xe5]);
+    text.insert(0xffff_ffff_c000_0000, &[0xc3; 11]);
+    text
+}
+
+#[test]
+fn text_section_round_trips_through_the_writer() {
+    let text = example_text();
+    let mut encoder = ProfileEncoder::new(Vec::new(), &example_header(), b"", b"").expect("header");
+    encoder.records(&alloc_record(0)).expect("records");
+    let stop: StopInfo = serde_json::from_slice(&stop_json()).expect("stop");
+    let bytes = encoder.finish_with_text(&stop, &text).expect("finish");
+    let profile = Profile::from_vec(bytes).expect("opens");
+    assert_eq!(profile.text(), &text);
+    assert_eq!(profile.validate().expect("records"), 1);
+    assert_eq!(
+        profile.text().bytes_at(0xffff_ffff_8100_0011, 3),
+        Some(&[0x48, 0x89, 0xe5][..])
+    );
+    assert_eq!(profile.text().bytes_at(0xffff_ffff_8100_0011, 4), None);
+    assert_eq!(profile.text().bytes_at(0xffff_ffff_8100_000f, 1), None);
+    // A profile without one reads as having no code.
+    let plain = Profile::from_vec(example_profile()).expect("opens");
+    assert!(plain.text().is_empty());
+}
+
+#[test]
+fn text_blocks_merge_when_they_overlap_or_touch() {
+    let mut text = KernelText::new();
+    text.insert(100, &[1, 2, 3]);
+    text.insert(110, &[9]);
+    text.insert(102, &[7, 4, 5]); // overlaps 100..103: the held byte 3 wins at 102
+    text.insert(105, &[6]); // touches 100..105
+    assert_eq!(text.len(), 2);
+    assert_eq!(text.bytes_at(100, 6), Some(&[1, 2, 3, 4, 5, 6][..]));
+    assert_eq!(text.block_containing(110), Some((110, &[9][..])));
+    assert_eq!(text.block_containing(106), None);
+    let back = KernelText::decode(&text.encode(), 0).expect("decodes");
+    assert_eq!(back, text);
+}
+
+#[test]
+fn bad_text_sections_are_refused_with_the_block_offset() {
+    let good = example_text().encode();
+    let with_text = |payload: Vec<u8>| {
+        let mut sections = with_chunks(&[]);
+        sections.insert(3, (7, payload));
+        build(&sections)
+    };
+    assert!(Profile::from_vec(with_text(good.clone())).is_ok());
+    let mut reserved = good.clone();
+    reserved[12] = 1;
+    let mut cut = good.clone();
+    cut.truncate(18);
+    let mut unsorted = example_text().encode();
+    let second = 16 + 8; // the first block: header + 4 bytes padded to 8
+    let (a, b) = unsorted.split_at(second);
+    // The first block, moved behind the second, is the first out of order.
+    let first_moved = b.len();
+    unsorted = [b, a].concat();
+    let mut padding = good.clone();
+    padding[20] = 0xcc;
+    let mut empty = good.clone();
+    empty[8..12].copy_from_slice(&0u32.to_le_bytes());
+    for (payload, reason, at) in [
+        (reserved, "reserved word", 0),
+        (cut, "runs past the end", 0),
+        (unsorted, "not sorted", first_moved),
+        (padding, "padding", 0),
+        (empty, "empty", 0),
+    ] {
+        let err = error_of(&with_text(payload));
+        assert!(err.to_string().contains(reason), "{err}");
+        let section_payload = 16 + 3 * 16 + header_json().len() as u64 + 16;
+        assert_eq!(err.offset(), Some(section_payload + at as u64), "{err}");
+    }
+    // One Text section at most, and never after Stop.
+    let mut sections = with_chunks(&[]);
+    sections.insert(3, (7, good.clone()));
+    sections.insert(3, (7, good.clone()));
+    let err = error_of(&build(&sections));
+    assert!(
+        err.to_string()
+            .contains("Text section must be followed by the Stop"),
+        "{err}"
+    );
+    let mut sections = with_chunks(&[]);
+    sections.insert(4, (7, good));
+    let err = error_of(&build(&sections));
+    assert!(
+        err.to_string().contains("only the End section may follow"),
+        "{err}"
+    );
+}

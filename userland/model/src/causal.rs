@@ -1,0 +1,444 @@
+//! The causal view in the report: the experiments a session ran, and per progress point the
+//! slope of program speedup against each type's virtual speedup, with the experiments left
+//! out and why.
+
+use serde::{Deserialize, Serialize};
+
+/// Fewest distinct virtual speedups (0% included) a slope is fitted from.
+pub const MIN_DISTINCT_SPEEDUPS: usize = 3;
+
+/// The causal view of a profile's experiments.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CausalReport {
+    /// Progress points, `kind:name`, in plan order.
+    pub points: Vec<String>,
+    /// Latency mode: indices in `points` of the begin and the end point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<(usize, usize)>,
+    /// Experiment length the collector aimed for at the start (ns).
+    pub experiment_ns: u64,
+    /// The type table, in table order.
+    pub types: Vec<CausalType>,
+    /// Every experiment seen, by experiment number.
+    pub experiments: Vec<Experiment>,
+    /// One per progress point (throughput), then the latency pair if any.
+    pub analyses: Vec<Analysis>,
+    /// What the view could not see, one sentence each.
+    pub unseen: Vec<String>,
+}
+
+/// One entry of the type table.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CausalType {
+    /// Index in the table (`ExperimentControl.type_index`).
+    pub index: usize,
+    /// The type's name as the data profile names it.
+    pub name: String,
+    /// Samples of the type in the profiling phase that chose the types.
+    pub plan_samples: u64,
+    /// Rank by `plan_samples` among the table's types (1: most sampled); `None` for a type
+    /// with none.
+    pub data_profile_rank: Option<usize>,
+    /// Experiments that selected it, whatever became of them.
+    pub selected: usize,
+    /// Samples on its accesses during its experiments that ended: a type with none had no
+    /// delay inserted, so its experiments measure nothing but noise.
+    pub experiment_samples: u64,
+}
+
+/// One experiment, as its records say.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Experiment {
+    /// The collector's number for it.
+    pub experiment: u32,
+    /// Index in the type table (may be outside it: see [`Discard::TypeNotInTable`]).
+    pub type_index: u32,
+    /// Virtual speedup, percent.
+    pub speedup_percent: u32,
+    /// What its end record measured; `None` when it has none.
+    pub measured: Option<Measurement>,
+    /// Why no analysis uses it at all; `None` when it is usable.
+    pub discarded: Option<Discard>,
+}
+
+/// What an `ExperimentEnd` measured.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// Ended by the session's stop rather than by the collector.
+    pub cut_short: bool,
+    /// Wall time from start to end (ns).
+    pub wall_ns: u64,
+    /// Delay every CPU was asked to serve (ns).
+    pub delay_ns: u64,
+    /// Pauses actually served, all CPUs together (ns).
+    pub paused_ns: u64,
+    /// Delay forgiven to idle CPUs, all CPUs together (ns).
+    pub credited_ns: u64,
+    /// Samples on the experiment's type.
+    pub type_samples: u64,
+    /// All samples.
+    pub samples: u64,
+    /// Visits of each progress point, in plan order.
+    pub points: Vec<PointCount>,
+}
+
+/// Visits of one progress point during an experiment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PointCount {
+    /// Visits during the experiment.
+    pub visits: u64,
+    /// Sum over them of the time since the experiment began (ns).
+    pub time_sum_ns: u64,
+    /// Visits since the session began, this experiment's included.
+    pub total: u64,
+}
+
+impl Measurement {
+    /// Wall time minus inserted delay (ns); not positive for an unusable experiment.
+    #[must_use]
+    pub fn effective_ns(&self) -> i64 {
+        let effective = i128::from(self.wall_ns) - i128::from(self.delay_ns);
+        effective.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+    }
+
+    /// The integral over the experiment's wall time of the requests in flight between the
+    /// points `begin` and `end` (request x ns), by the formula in the module's doc; `None`
+    /// when a point is missing.
+    #[must_use]
+    pub fn in_flight_integral_wall(&self, begin: usize, end: usize) -> Option<f64> {
+        let (b, e) = (self.points.get(begin)?, self.points.get(end)?);
+        let wall = self.wall_ns as f64;
+        let before = |p: &PointCount| p.total.saturating_sub(p.visits) as f64;
+        let in_flight_at_start = before(b) - before(e);
+        let during = |p: &PointCount| p.visits as f64 * wall - p.time_sum_ns as f64;
+        Some(in_flight_at_start * wall + during(b) - during(e))
+    }
+
+    /// Mean requests in flight between `begin` and `end` over the experiment.
+    #[must_use]
+    pub fn mean_in_flight(&self, begin: usize, end: usize) -> Option<f64> {
+        if self.wall_ns == 0 {
+            return None;
+        }
+        Some(self.in_flight_integral_wall(begin, end)? / self.wall_ns as f64)
+    }
+}
+
+/// Why an experiment was left out, of every analysis or of one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Discard {
+    /// Its type index is not in the profile's type table.
+    TypeNotInTable,
+    /// An end record with no start record of its number.
+    EndWithoutStart,
+    /// An end record whose type or speedup differs from its start's.
+    ControlMismatch,
+    /// A start record with no end record (the records were lost, or the file was cut).
+    StartWithoutEnd,
+    /// Ended by the session's stop, not after the length the collector chose.
+    CutShort,
+    /// The inserted delay is not shorter than the wall time: no effective time to divide by.
+    NoEffectiveTime,
+    /// Its end record counts a different number of progress points than the header names.
+    PointCountMismatch,
+    /// No visit of the progress point analysed (latency: of the end point).
+    ZeroVisits,
+    /// Latency: no request in flight over the experiment by the counts.
+    NoRequestsInFlight,
+    /// Its type has no usable 0% experiment to compare with.
+    NoBaseline,
+}
+
+impl Discard {
+    /// Every reason, in report order.
+    pub const ALL: [Self; 10] = [
+        Self::TypeNotInTable,
+        Self::EndWithoutStart,
+        Self::ControlMismatch,
+        Self::StartWithoutEnd,
+        Self::CutShort,
+        Self::NoEffectiveTime,
+        Self::PointCountMismatch,
+        Self::ZeroVisits,
+        Self::NoRequestsInFlight,
+        Self::NoBaseline,
+    ];
+
+    /// The reason in a few words.
+    #[must_use]
+    pub const fn describe(self) -> &'static str {
+        match self {
+            Self::TypeNotInTable => "type index not in the type table",
+            Self::EndWithoutStart => "end record without its start",
+            Self::ControlMismatch => "end record does not match its start",
+            Self::StartWithoutEnd => "start record without an end",
+            Self::CutShort => "cut short by the end of the session",
+            Self::NoEffectiveTime => "too short: inserted delay not below wall time",
+            Self::PointCountMismatch => "progress point count differs from the header",
+            Self::ZeroVisits => "zero visits",
+            Self::NoRequestsInFlight => "no request in flight",
+            Self::NoBaseline => "no 0% baseline for its type",
+        }
+    }
+}
+
+/// What one analysis measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Target {
+    /// Visits per second of one progress point (higher is better).
+    Throughput {
+        /// Index in [`CausalReport::points`].
+        point: usize,
+    },
+    /// Mean time between a begin and an end point (lower is better).
+    Latency {
+        /// Index of the begin point.
+        begin: usize,
+        /// Index of the end point.
+        end: usize,
+    },
+}
+
+impl Target {
+    /// The unit of [`TypeSlope::baseline`] and [`SpeedupPoint::value`].
+    #[must_use]
+    pub const fn unit(self) -> &'static str {
+        match self {
+            Self::Throughput { .. } => "visits/s",
+            Self::Latency { .. } => "ns",
+        }
+    }
+}
+
+/// The ranking of the types by their effect on one progress measure.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Analysis {
+    /// What is measured.
+    pub target: Target,
+    /// The point's `kind:name`, or `begin -> end` for latency.
+    pub name: String,
+    /// Every type of the table: those with a slope by slope, highest first, then the others.
+    pub types: Vec<TypeSlope>,
+    /// Experiments usable in general that this analysis could not use, by experiment number.
+    pub discarded: Vec<Discarded>,
+}
+
+/// An experiment an analysis left out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Discarded {
+    /// The experiment's number.
+    pub experiment: u32,
+    /// Its type index.
+    pub type_index: u32,
+    /// Its virtual speedup, percent.
+    pub speedup_percent: u32,
+    /// Why.
+    pub reason: Discard,
+}
+
+/// One type's effect on one progress measure.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TypeSlope {
+    /// Index in the type table.
+    pub type_index: usize,
+    /// The type's name.
+    pub name: String,
+    /// Rank by slope (1: the steepest rise); `None` without a slope.
+    pub rank: Option<usize>,
+    /// Rank in the data profile of the planning phase ([`CausalType::data_profile_rank`]).
+    pub data_profile_rank: Option<usize>,
+    /// Samples in the planning phase.
+    pub plan_samples: u64,
+    /// Experiments used, the baseline's included.
+    pub experiments: usize,
+    /// Of them, at 0% virtual speedup.
+    pub baseline_experiments: usize,
+    /// The pooled 0% measure ([`Target::unit`]).
+    pub baseline: Option<f64>,
+    /// Experiments pooled per virtual speedup, by speedup: what plots and Coz's format show.
+    pub speedups: Vec<SpeedupPoint>,
+    /// Each experiment used: the points the slope is fitted to.
+    pub experiment_points: Vec<ExperimentPoint>,
+    /// The slope, or why there is none.
+    pub fit: Fit,
+}
+
+/// A type's experiments at one virtual speedup, pooled.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SpeedupPoint {
+    /// Virtual speedup, percent.
+    pub speedup_percent: u32,
+    /// Experiments pooled.
+    pub experiments: usize,
+    /// Pooled measure ([`Target::unit`]).
+    pub value: f64,
+    /// Against the baseline (0.1: 10% faster).
+    pub program_speedup: f64,
+}
+
+/// One experiment's program speedup.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentPoint {
+    /// The experiment's number.
+    pub experiment: u32,
+    /// Virtual speedup, percent.
+    pub speedup_percent: u32,
+    /// Its measure ([`Target::unit`]).
+    pub value: f64,
+    /// Against its local baseline: the 0% experiments just before and after it.
+    pub program_speedup: f64,
+}
+
+/// A type's slope, or why it has none.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Fit {
+    /// Fitted.
+    Slope(Slope),
+    /// Not fitted.
+    NoSlope {
+        /// Why.
+        reason: NoSlope,
+        /// Distinct virtual speedups among the experiments used.
+        distinct_speedups: usize,
+    },
+}
+
+impl Fit {
+    /// The slope, if fitted.
+    #[must_use]
+    pub const fn slope(&self) -> Option<&Slope> {
+        match self {
+            Self::Slope(s) => Some(s),
+            Self::NoSlope { .. } => None,
+        }
+    }
+}
+
+/// Why a type has no slope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum NoSlope {
+    /// No experiment selected it.
+    NeverSelected,
+    /// Experiments selected it, and every one was discarded.
+    AllDiscarded,
+    /// None of its usable experiments was at 0%.
+    NoBaseline,
+    /// Fewer than [`MIN_DISTINCT_SPEEDUPS`] distinct virtual speedups.
+    TooFewSpeedups,
+}
+
+impl NoSlope {
+    /// The reason in a few words.
+    #[must_use]
+    pub fn describe(self, distinct_speedups: usize) -> String {
+        match self {
+            Self::NeverSelected => "never selected".to_owned(),
+            Self::AllDiscarded => "every experiment discarded".to_owned(),
+            Self::NoBaseline => "no 0% baseline".to_owned(),
+            Self::TooFewSpeedups => format!(
+                "{distinct_speedups} distinct speedup{}, {MIN_DISTINCT_SPEEDUPS} needed",
+                if distinct_speedups == 1 { "" } else { "s" }
+            ),
+        }
+    }
+}
+
+/// Program speedup against virtual speedup, fitted by least squares.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Slope {
+    /// Program speedup per unit of virtual speedup (0.5: a 10% faster type, a 5% faster
+    /// program).
+    pub slope: f64,
+    /// Program speedup the fitted line gives at 0% (near 0 when the baseline is sound).
+    pub intercept: f64,
+    /// Lower end of the 95% confidence interval.
+    pub low: f64,
+    /// Upper end.
+    pub high: f64,
+    /// Standard error of the slope.
+    pub std_error: f64,
+    /// Student's t at 97.5% with `points - 2` degrees of freedom.
+    pub t_critical: f64,
+    /// Points fitted (experiments).
+    pub points: usize,
+    /// Distinct virtual speedups among them.
+    pub distinct_speedups: usize,
+    /// The interval is wholly below 0: speeding the type up slows the program (contention).
+    pub hurts: bool,
+    /// The interval contains 0: no effect told apart from noise.
+    pub within_noise: bool,
+}
+
+/// Experiments discarded for one reason, in one analysis or in all.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiscardGroup {
+    /// The reason.
+    pub reason: Discard,
+    /// The analysis's name; `None` for experiments no analysis uses.
+    pub analysis: Option<String>,
+    /// The experiments' numbers.
+    pub experiments: Vec<u32>,
+}
+
+impl CausalReport {
+    /// Discarded experiments grouped by reason: those no analysis uses first, then each
+    /// analysis's own.
+    #[must_use]
+    pub fn discard_groups(&self) -> Vec<DiscardGroup> {
+        let mut groups = Vec::new();
+        for reason in Discard::ALL {
+            let experiments: Vec<u32> = self
+                .experiments
+                .iter()
+                .filter(|e| e.discarded == Some(reason))
+                .map(|e| e.experiment)
+                .collect();
+            if !experiments.is_empty() {
+                groups.push(DiscardGroup {
+                    reason,
+                    analysis: None,
+                    experiments,
+                });
+            }
+        }
+        for analysis in &self.analyses {
+            for reason in Discard::ALL {
+                let experiments: Vec<u32> = analysis
+                    .discarded
+                    .iter()
+                    .filter(|d| d.reason == reason)
+                    .map(|d| d.experiment)
+                    .collect();
+                if !experiments.is_empty() {
+                    groups.push(DiscardGroup {
+                        reason,
+                        analysis: Some(analysis.name.clone()),
+                        experiments,
+                    });
+                }
+            }
+        }
+        groups
+    }
+
+    /// Experiments that no analysis can use.
+    #[must_use]
+    pub fn discarded_experiments(&self) -> usize {
+        self.experiments
+            .iter()
+            .filter(|e| e.discarded.is_some())
+            .count()
+    }
+
+    /// The type table's entry `index`.
+    #[must_use]
+    pub fn causal_type(&self, index: usize) -> Option<&CausalType> {
+        self.types.get(index)
+    }
+}

@@ -1,0 +1,554 @@
+//! Object access histories in the report (paper sections 4.3 and 4.4, view 3.4): per type, how
+//! its histories ended, the cross-check of their hits, the path traces, the order of fields
+//! watched together and the data flow from allocation to free.
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use crate::AccessKind;
+
+/// Why a history ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    /// The object was freed ([`HISTORY_END_FREED`]).
+    Freed,
+    /// Its address was allocated again without a traced free ([`HISTORY_END_REALLOCATED`]).
+    Reallocated,
+    /// It outlived the plan's timeout ([`HISTORY_END_TIMEOUT`]).
+    Timeout,
+    /// Collection stopped while it was alive ([`HISTORY_END_STOPPED`]).
+    Stopped,
+}
+
+impl EndReason {
+    /// Whether the history covers the object's whole life (alloc to free).
+    #[must_use]
+    pub const fn is_complete(self) -> bool {
+        matches!(self, Self::Freed | Self::Reallocated)
+    }
+}
+
+/// A watched byte range of an object, as reports show it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Span {
+    /// Offset from the object's start.
+    pub offset: u32,
+    /// Bytes.
+    pub len: u32,
+}
+
+impl std::fmt::Display for Span {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "+{:#x}/{}", self.offset, self.len)
+    }
+}
+
+/// Why a hit's address could not be checked against its watched range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unverifiable {
+    /// The instruction overwrote a base or index register of its memory operand
+    /// (`mov 0x8(%rax),%rax`): the trap's registers no longer give its address.
+    RegisterClobbered,
+    /// String instructions, push/pop and other implicit or several memory operands.
+    ImplicitOperands,
+    /// A `%gs`/`%fs`-relative operand: the hit does not carry the segment base.
+    SegmentBase,
+}
+
+/// Why no accessing instruction was found for a hit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoCode {
+    /// No kallsyms function contains the trap ip.
+    NoSymbol,
+    /// The profile's Text section holds no bytes for the function from its start.
+    NoBytes,
+    /// Decoding the function from its start gives no instruction ending at the trap ip.
+    NoBoundary,
+    /// The instruction there does not decode.
+    Undecodable,
+    /// The hit happened in user mode.
+    UserMode,
+}
+
+/// What the cross-check of one hit found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HitCheck {
+    /// The accessing instruction's memory operand overlaps the watched range.
+    Verified,
+    /// It does not (or the instruction found has no memory operand): the trap and the code
+    /// disagree.
+    Mismatched,
+    /// The address could not be recomputed.
+    Unverifiable(Unverifiable),
+    /// No accessing instruction was found.
+    NoCode(NoCode),
+}
+
+/// Hits by cross-check outcome.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HitChecks {
+    /// [`HitCheck::Verified`].
+    pub verified: u64,
+    /// [`HitCheck::Mismatched`].
+    pub mismatched: u64,
+    /// [`Unverifiable::RegisterClobbered`].
+    pub unverifiable_clobbered: u64,
+    /// [`Unverifiable::ImplicitOperands`].
+    pub unverifiable_implicit: u64,
+    /// [`Unverifiable::SegmentBase`].
+    pub unverifiable_segment: u64,
+    /// [`NoCode::NoSymbol`].
+    pub no_code_symbol: u64,
+    /// [`NoCode::NoBytes`].
+    pub no_code_bytes: u64,
+    /// [`NoCode::NoBoundary`].
+    pub no_code_boundary: u64,
+    /// [`NoCode::Undecodable`].
+    pub no_code_undecodable: u64,
+    /// [`NoCode::UserMode`].
+    pub no_code_user_mode: u64,
+}
+
+impl HitChecks {
+    /// Counts one hit's check.
+    pub fn add(&mut self, check: HitCheck) {
+        let n = match check {
+            HitCheck::Verified => &mut self.verified,
+            HitCheck::Mismatched => &mut self.mismatched,
+            HitCheck::Unverifiable(Unverifiable::RegisterClobbered) => {
+                &mut self.unverifiable_clobbered
+            }
+            HitCheck::Unverifiable(Unverifiable::ImplicitOperands) => {
+                &mut self.unverifiable_implicit
+            }
+            HitCheck::Unverifiable(Unverifiable::SegmentBase) => &mut self.unverifiable_segment,
+            HitCheck::NoCode(NoCode::NoSymbol) => &mut self.no_code_symbol,
+            HitCheck::NoCode(NoCode::NoBytes) => &mut self.no_code_bytes,
+            HitCheck::NoCode(NoCode::NoBoundary) => &mut self.no_code_boundary,
+            HitCheck::NoCode(NoCode::Undecodable) => &mut self.no_code_undecodable,
+            HitCheck::NoCode(NoCode::UserMode) => &mut self.no_code_user_mode,
+        };
+        *n += 1;
+    }
+
+    /// Hits whose address could not be recomputed.
+    #[must_use]
+    pub const fn unverifiable(&self) -> u64 {
+        self.unverifiable_clobbered + self.unverifiable_implicit + self.unverifiable_segment
+    }
+
+    /// Hits with no accessing instruction found.
+    #[must_use]
+    pub const fn no_code(&self) -> u64 {
+        self.no_code_symbol
+            + self.no_code_bytes
+            + self.no_code_boundary
+            + self.no_code_undecodable
+            + self.no_code_user_mode
+    }
+}
+
+impl std::fmt::Display for HitChecks {
+    /// `5 verified, 1 mismatched, 1 unverifiable (1 register clobbered), 1 no code (1 no
+    /// bytes)`, zero details left out.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let details = |parts: &[(u64, &str)]| {
+            let listed: Vec<String> = parts
+                .iter()
+                .filter(|(n, _)| *n > 0)
+                .map(|(n, what)| format!("{n} {what}"))
+                .collect();
+            if listed.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", listed.join(", "))
+            }
+        };
+        write!(
+            f,
+            "{} verified, {} mismatched, {} unverifiable{}, {} no code{}",
+            self.verified,
+            self.mismatched,
+            self.unverifiable(),
+            details(&[
+                (self.unverifiable_clobbered, "register clobbered"),
+                (self.unverifiable_implicit, "implicit operands"),
+                (self.unverifiable_segment, "segment base"),
+            ]),
+            self.no_code(),
+            details(&[
+                (self.no_code_symbol, "no symbol"),
+                (self.no_code_bytes, "no bytes"),
+                (self.no_code_boundary, "no instruction ends at the trap"),
+                (self.no_code_undecodable, "undecodable"),
+                (self.no_code_user_mode, "user mode"),
+            ]),
+        )
+    }
+}
+
+/// What one type's histories show.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TypeHistories {
+    /// Type name, as in the data profile.
+    pub name: String,
+    /// Histories of this type.
+    pub histories: u64,
+    /// Of them, from allocation to free: the ones path traces and the data flow use.
+    pub complete: u64,
+    /// Histories by how they ended; `unfinished`: no End record.
+    pub end_reasons: EndReasons,
+    /// Hits kept (in time, before the end).
+    pub hits: u64,
+    /// Hits the module reported dropping (End records).
+    pub dropped_hits: u64,
+    /// Hits timed after their history's end, dropped.
+    pub late_hits: u64,
+    /// Hits on another CPU than the previous one (the allocating CPU for the first).
+    pub cpu_changes: u64,
+    /// Mean lifetime of complete histories (ns).
+    pub mean_lifetime_ns: Option<u64>,
+    /// Longest delay before another CPU watched an object (ns): its accesses before were
+    /// missed.
+    pub max_arm_delay_ns: u64,
+    /// The hits' cross-check.
+    pub checks: HitChecks,
+    /// Distinct paths against histories seen.
+    pub convergence: Convergence,
+    /// Execution paths, most frequent first.
+    pub paths: Vec<PathTrace>,
+    /// Order of two fields watched together.
+    pub field_orders: Vec<FieldOrder>,
+    /// The functions from alloc to free, merged over the paths.
+    pub data_flow: DataFlow,
+}
+
+/// Histories per way of ending.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndReasons {
+    /// Freed.
+    pub freed: u64,
+    /// Reallocated without a traced free.
+    pub reallocated: u64,
+    /// Timed out.
+    pub timeout: u64,
+    /// Stopped with collection.
+    pub stopped: u64,
+    /// No End record.
+    pub unfinished: u64,
+}
+
+/// The histories section of a report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoryReport {
+    /// Histories in the profile.
+    pub histories: u64,
+    /// Of them, from allocation to free.
+    pub complete: u64,
+    /// Hits kept.
+    pub hits: u64,
+    /// Hits of histories with no start record.
+    pub orphan_hits: u64,
+    /// Hits timed after their history's end, dropped.
+    pub late_hits: u64,
+    /// The cross-check of every kept hit.
+    pub checks: HitChecks,
+    /// Types by histories, most first.
+    pub types: Vec<TypeHistories>,
+}
+
+impl HistoryReport {
+    /// The type named `name`.
+    #[must_use]
+    pub fn find_type(&self, name: &str) -> Option<&TypeHistories> {
+        self.types.iter().find(|t| t.name == name)
+    }
+}
+
+/// One access along a path.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PathElement {
+    /// Function of the accessing instruction (or of the trap ip when it was not found).
+    pub function: String,
+    /// Offset of the instruction in it.
+    pub function_offset: u64,
+    /// The accessing instruction's address (the trap ip when not found).
+    pub ip: u64,
+    /// Whether the accessing instruction was found (see [`super::HitCheck`]).
+    pub instruction_found: bool,
+    /// The watched range it touched.
+    pub range: Span,
+    /// Read, write or both, when known.
+    pub kind: Option<AccessKind>,
+    /// It ran on another CPU than the access before (the allocating CPU for the first).
+    pub cpu_change: bool,
+    /// Mean time since allocation over the path's histories (ns).
+    pub mean_since_alloc_ns: u64,
+    /// Samples of the same type, instruction and offset range; absent when none matched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<SampleMatch>,
+}
+
+/// What access samples say about one instruction and offset range of a type.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SampleMatch {
+    /// Matching samples.
+    pub samples: u64,
+    /// Of them, samples with a hardware hit/miss status.
+    pub hw_samples: u64,
+    /// L1 data-cache misses (hardware samplers only).
+    pub misses: Option<u64>,
+    /// `misses / hw_samples`.
+    pub miss_rate: Option<f64>,
+    /// Mean latency in cycles, when the hardware gave latencies.
+    pub mean_latency_cycles: Option<f64>,
+}
+
+/// Histories of one type that took the same path.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PathTrace {
+    /// Histories that took it (its frequency).
+    pub histories: u64,
+    /// `histories` / the type's complete histories.
+    pub share: f64,
+    /// The allocating function.
+    pub alloc_function: String,
+    /// The freeing function, or `(reallocated)` when the free was not traced.
+    pub end: String,
+    /// The object was freed on another CPU than its last access (or its allocation).
+    pub end_cpu_change: bool,
+    /// The accesses, in time order.
+    pub elements: Vec<PathElement>,
+}
+
+/// How fast new paths stopped appearing (the paper found 30 to 100 histories enough).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Convergence {
+    /// Complete histories, in start order.
+    pub histories: u64,
+    /// Distinct paths among them.
+    pub paths: u64,
+    /// The history count (1-based) at which each new path appeared.
+    pub new_path_at: Vec<u64>,
+    /// The history count at which the last new path appeared: histories after it found none.
+    pub last_new_path_at: u64,
+}
+
+/// The order of the first accesses to two ranges watched together (a pairwise history).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldOrder {
+    /// The range at the lower offset.
+    pub first: Span,
+    /// The other.
+    pub second: Span,
+    /// Histories that watched this pair.
+    pub histories: u64,
+    /// `first` was touched before `second`.
+    pub first_before_second: u64,
+    /// `second` was touched before `first`.
+    pub second_before_first: u64,
+    /// Only one of the two was touched, or neither.
+    pub one_or_none: u64,
+}
+
+/// What a function is to the type's objects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlowRole {
+    /// Allocates them.
+    Alloc,
+    /// Touches them.
+    Access,
+    /// Frees them (or stands for an untraced free: `(reallocated)`).
+    Free,
+    /// Both allocates and frees them.
+    AllocAndFree,
+}
+
+/// One function of the graph.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FlowNode {
+    /// Function name.
+    pub function: String,
+    /// Its role.
+    pub role: FlowRole,
+    /// Histories that went through it.
+    pub histories: u64,
+    /// Read-only hits in it.
+    pub reads: u64,
+    /// Write-only hits.
+    pub writes: u64,
+    /// Read-modify-write hits.
+    pub read_writes: u64,
+    /// Hits whose kind is unknown (instruction not found, implicit operands).
+    pub unknown_kind: u64,
+    /// Samples of the type at the instructions and ranges its hits name; absent when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<SampleMatch>,
+}
+
+impl FlowNode {
+    /// Hits in the function.
+    #[must_use]
+    pub const fn hits(&self) -> u64 {
+        self.reads + self.writes + self.read_writes + self.unknown_kind
+    }
+
+    /// What shades the node: sampled misses with a hardware sampler, else samples.
+    #[must_use]
+    pub fn cost(&self) -> u64 {
+        self.sampled
+            .as_ref()
+            .map_or(0, |s| s.misses.unwrap_or(s.samples))
+    }
+}
+
+/// A step from one function to the next within a history.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlowEdge {
+    /// From this function.
+    pub from: String,
+    /// To this one.
+    pub to: String,
+    /// Times the step was taken, all histories together.
+    pub transitions: u64,
+    /// Histories that took it.
+    pub histories: u64,
+    /// Of the transitions, those where the next function ran on another CPU.
+    pub cpu_changes: u64,
+}
+
+/// The data flow graph of one type.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DataFlow {
+    /// The type.
+    pub type_name: String,
+    /// Complete histories merged.
+    pub histories: u64,
+    /// Nodes, alloc first, free last, the others by their mean position along the histories.
+    pub nodes: Vec<FlowNode>,
+    /// Edges, in node order of `from`, then most taken first.
+    pub edges: Vec<FlowEdge>,
+}
+
+impl DataFlow {
+    /// The node of `function`.
+    #[must_use]
+    pub fn node(&self, function: &str) -> Option<&FlowNode> {
+        self.nodes.iter().find(|n| n.function == function)
+    }
+
+    /// The edge from `from` to `to`.
+    #[must_use]
+    pub fn edge(&self, from: &str, to: &str) -> Option<&FlowEdge> {
+        self.edges.iter().find(|e| e.from == from && e.to == to)
+    }
+
+    /// The graph in Graphviz DOT: alloc at the top, free at the bottom, edges labelled with
+    /// their transitions, CPU changes drawn thick and red, nodes shaded by sampled cost.
+    #[must_use]
+    pub fn to_dot(&self) -> String {
+        let mut out = String::new();
+        let max_cost = self.nodes.iter().map(FlowNode::cost).max().unwrap_or(0);
+        let index: std::collections::HashMap<&str, usize> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.function.as_str(), i))
+            .collect();
+        // Writing to a String cannot fail.
+        let _ = writeln!(out, "digraph data_flow {{");
+        let _ = writeln!(
+            out,
+            "  label=\"{}: {} histories\";",
+            escape(&self.type_name),
+            self.histories
+        );
+        let _ = writeln!(out, "  labelloc=t;");
+        let _ = writeln!(out, "  rankdir=TB;");
+        let _ = writeln!(
+            out,
+            "  node [shape=box, style=filled, fontname=\"monospace\"];"
+        );
+        for (i, n) in self.nodes.iter().enumerate() {
+            let role = match n.role {
+                FlowRole::Alloc => "alloc\\n",
+                FlowRole::Free => "free\\n",
+                FlowRole::AllocAndFree => "alloc, free\\n",
+                FlowRole::Access => "",
+            };
+            let cost = n
+                .sampled
+                .as_ref()
+                .map(|s| match s.misses {
+                    Some(m) => format!("\\n{m} misses"),
+                    None => format!("\\n{} samples", s.samples),
+                })
+                .unwrap_or_default();
+            let unknown = if n.unknown_kind > 0 {
+                format!(" ? {}", n.unknown_kind)
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                out,
+                "  n{i} [label=\"{}\\n{role}R {} W {} RW {}{unknown}{cost}\", fillcolor=\"{}\"];",
+                escape(&n.function),
+                n.reads,
+                n.writes,
+                n.read_writes,
+                shade(n.cost(), max_cost)
+            );
+        }
+        for e in &self.edges {
+            let (Some(a), Some(b)) = (index.get(e.from.as_str()), index.get(e.to.as_str())) else {
+                continue;
+            };
+            if e.cpu_changes > 0 {
+                let _ = writeln!(
+                    out,
+                    "  n{a} -> n{b} [label=\"{} ({} CPU changes)\", color=red, penwidth=3];",
+                    e.transitions, e.cpu_changes
+                );
+            } else {
+                let _ = writeln!(out, "  n{a} -> n{b} [label=\"{}\"];", e.transitions);
+            }
+        }
+        let ranked = |role: &[FlowRole]| -> Vec<String> {
+            self.nodes
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| role.contains(&n.role))
+                .map(|(i, _)| format!("n{i}"))
+                .collect()
+        };
+        let sources = ranked(&[FlowRole::Alloc, FlowRole::AllocAndFree]);
+        if !sources.is_empty() {
+            let _ = writeln!(out, "  {{ rank=source; {}; }}", sources.join("; "));
+        }
+        let sinks = ranked(&[FlowRole::Free]);
+        if !sinks.is_empty() {
+            let _ = writeln!(out, "  {{ rank=sink; {}; }}", sinks.join("; "));
+        }
+        let _ = writeln!(out, "}}");
+        out
+    }
+}
+
+/// A DOT string body: quotes and backslashes escaped.
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+/// White for no cost, darker grey for more (never so dark that black text is unreadable).
+fn shade(cost: u64, max: u64) -> String {
+    let level = (cost * 120)
+        .checked_div(max)
+        .map_or(255, |dark| 255 - dark as u8);
+    format!("#{level:02x}{level:02x}{level:02x}")
+}

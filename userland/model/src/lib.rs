@@ -1,0 +1,745 @@
+//! The report model: what `dprof report` shows, as plain data (serde both ways: `dprof report
+//! --json` writes it, `dprof tui` reads it back). The CLI, the TUI and exporters render it;
+//! nothing here prints.
+//!
+//! The data profile (paper section 3.1) ranks data types by L1 data-cache misses when a
+//! hardware sampler (IBS, PEBS) took the samples, with miss rates, latencies, data sources and
+//! HITM counts ([`TypeHardware`]); by samples otherwise (the software sampler has no miss
+//! bits, so samples stand in for misses). [`DataProfile::metric`] says which. Every sample
+//! lands in exactly one [`Bucket`] of the [`Coverage`], so the report always says what it
+//! could not see.
+//!
+//! Field names are optional: offsets are always there, names only once
+//! [`Report::annotate_fields`] ran with a [`FieldSource`] (DWARF of vmlinux).
+
+pub mod cache;
+pub mod causal;
+pub mod histories;
+pub mod misses;
+pub mod units;
+pub mod working_set;
+
+use serde::{Deserialize, Serialize};
+
+use crate::causal::CausalReport;
+use crate::histories::HistoryReport;
+use crate::misses::MissReport;
+use crate::working_set::WorkingSetReport;
+
+/// The whole report of one profile.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// What the profile is.
+    pub profile: ProfileInfo,
+    /// Where every sample went.
+    pub coverage: Coverage,
+    /// Types ranked by misses or samples.
+    pub data_profile: DataProfile,
+    /// Functions whose samples touched addresses nothing resolved, most first.
+    pub unknown_functions: Vec<FunctionCount>,
+    /// The address set replay.
+    pub address_set: AddressSetStats,
+    /// Ordering of records by time.
+    pub ordering: OrderingStats,
+    /// What the analysis could not do, one sentence each.
+    pub warnings: Vec<Warning>,
+    /// Object access histories, path traces and data flow; absent when the profile has no
+    /// history (collected without `--histories`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histories: Option<HistoryReport>,
+    /// Miss classification per type; absent unless the views were asked for
+    /// ([`crate::pipeline::analyze_views`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub misses: Option<MissReport>,
+    /// Live objects over time, cache residency and set histograms per type; absent unless
+    /// the views were asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_set: Option<WorkingSetReport>,
+    /// Types ranked by their effect on progress in causal experiments; absent when the
+    /// profile has none (collected without `dprof causal`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub causal: Option<CausalReport>,
+}
+
+/// The profile the report is about.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProfileInfo {
+    /// Kernel release.
+    pub kernel_release: String,
+    /// CPU model.
+    pub cpu_model: String,
+    /// CPUs online.
+    pub online_cpus: u32,
+    /// Whether slab merging was on.
+    pub slab_merging: bool,
+    /// Records read.
+    pub records: u64,
+    /// Earliest record time (ns).
+    pub first_time_ns: Option<u64>,
+    /// Latest record time (ns).
+    pub last_time_ns: Option<u64>,
+    /// Records the module dropped (sum of Lost records).
+    pub lost_records: u64,
+    /// Code symbols in the kallsyms snapshot (0: functions are addresses).
+    pub kallsyms_functions: usize,
+}
+
+/// What the data profile ranks types by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Sampled accesses (no miss information: the software sampler).
+    Samples,
+    /// L1 data-cache misses seen by a hardware sampler ([`TypeHardware::misses`]).
+    Misses,
+}
+
+/// Types ranked by [`DataProfile::metric`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DataProfile {
+    /// What the ranking counts.
+    pub metric: Metric,
+    /// Samples resolved to a type (slab, global, per-CPU, stack): the denominator of shares.
+    pub resolved_samples: u64,
+    /// What the hardware sampler saw, all types together; absent without hardware samples.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<HardwareSummary>,
+    /// Every type with samples or allocations: by misses (with hardware samples), then
+    /// samples, then peak live bytes, then name.
+    pub types: Vec<TypeProfile>,
+}
+
+/// The hardware sampler's view of the whole profile.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HardwareSummary {
+    /// The hardware samplers that took samples: `ibs`, `pebs`.
+    pub samplers: Vec<String>,
+    /// Hardware samples of memory operations, resolved or not.
+    pub samples: u64,
+    /// Of them, resolved to a type and with a hit/miss status: what the statistics below and
+    /// every [`TypeHardware`] count.
+    pub resolved_samples: u64,
+    /// Of those, L1 data-cache misses: the denominator of [`TypeHardware::miss_share`].
+    pub misses: u64,
+    /// `misses / resolved_samples`.
+    pub miss_rate: f64,
+    /// Accesses that found the line modified in another core's cache.
+    pub hitm: u64,
+    /// Samples with a latency.
+    pub latency_samples: u64,
+    /// Their mean latency in cycles.
+    pub mean_latency_cycles: Option<f64>,
+    /// Samples whose data address came from the hardware (the others were decoded from the
+    /// instruction and its registers).
+    pub hardware_addresses: u64,
+    /// Of those, samples whose decoded instruction gave another address; the hardware's is
+    /// used. PEBS reports registers as they were after the load, so a load that overwrites
+    /// its own base register is one.
+    pub address_mismatches: u64,
+    /// Where the data came from, most samples first.
+    pub sources: Vec<SourceCount>,
+}
+
+/// What the hardware sampler saw of one type: samples with a hit/miss status only.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TypeHardware {
+    /// Hardware samples of the type with a hit/miss status.
+    pub samples: u64,
+    /// Of them, L1 data-cache misses (a hit on an outstanding miss counts).
+    pub misses: u64,
+    /// `misses / samples` (0 without samples).
+    pub miss_rate: f64,
+    /// `misses` / all resolved misses.
+    pub miss_share: f64,
+    /// Accesses that found the line modified in another core's cache (true or false sharing).
+    pub hitm: u64,
+    /// Samples with a latency (IBS: loads that missed; PEBS: every sampled load).
+    pub latency_samples: u64,
+    /// Their mean latency in cycles.
+    pub mean_latency_cycles: Option<f64>,
+    /// Where the data came from, most samples first; the counts add up to `samples`.
+    pub sources: Vec<SourceCount>,
+}
+
+impl TypeHardware {
+    /// A type the hardware sampler did not see: every count zero.
+    pub const NONE: TypeHardware = TypeHardware {
+        samples: 0,
+        misses: 0,
+        miss_rate: 0.0,
+        miss_share: 0.0,
+        hitm: 0,
+        latency_samples: 0,
+        mean_latency_cycles: None,
+        sources: Vec::new(),
+    };
+}
+
+/// Samples served from one source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceCount {
+    /// The source.
+    pub source: MemSource,
+    /// Samples.
+    pub samples: u64,
+}
+
+/// One data type.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TypeProfile {
+    /// 1 for the most sampled type.
+    pub rank: usize,
+    /// Type name (`task_struct`, `kmalloc-1k@__alloc_skb`, `global:jiffies`, ...).
+    pub name: String,
+    /// What kind of memory.
+    pub kind: TypeKind,
+    /// Slab cache name.
+    pub cache: Option<String>,
+    /// Allocation site (generic kmalloc types).
+    pub site: Option<String>,
+    /// The C struct the type's objects are (from the cache-to-struct table), when known.
+    pub struct_name: Option<String>,
+    /// Object size from the cache (slab types).
+    pub object_size: Option<u32>,
+    /// Samples that touched this type.
+    pub samples: u64,
+    /// `samples` / all resolved samples.
+    pub share: f64,
+    /// Samples that only read.
+    pub reads: u64,
+    /// Samples that only wrote.
+    pub writes: u64,
+    /// Samples that read and wrote (read-modify-write).
+    pub read_writes: u64,
+    /// Distinct objects touched by samples: object lifetimes for slab types, CPU copies for
+    /// per-CPU types, stacks for the stack type, 1 for a global.
+    pub objects: u64,
+    /// Of those, objects touched by samples from more than one CPU within one lifetime (a
+    /// per-CPU copy used from another CPU counts).
+    pub bounced_objects: u64,
+    /// `bounced_objects > 0`: the paper's bounce flag.
+    pub bounce: bool,
+    /// Allocations replayed (slab types).
+    pub allocs: Option<u64>,
+    /// Frees replayed (slab types).
+    pub frees: Option<u64>,
+    /// Most objects live at once (slab types; objects allocated before collection are not
+    /// counted).
+    pub peak_live_objects: Option<u64>,
+    /// Most bytes live at once (slab types).
+    pub peak_live_bytes: Option<u64>,
+    /// What the hardware sampler saw; absent without hardware samples.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<TypeHardware>,
+    /// Functions whose samples touched the type, most first.
+    pub functions: Vec<FunctionCount>,
+    /// Offsets touched, most sampled first.
+    pub fields: Vec<FieldCount>,
+    /// CPUs whose samples touched the type, most first.
+    pub cpus: Vec<CpuCount>,
+}
+
+impl TypeProfile {
+    /// What the type is, in short phrases: kind and rank, cache, allocation site, struct,
+    /// object size (the line above a type's tables in the report and the browser).
+    #[must_use]
+    pub fn description(&self) -> Vec<String> {
+        let mut what = vec![format!("{} #{}", self.kind.name(), self.rank)];
+        if let Some(c) = &self.cache {
+            what.push(format!("cache {c}"));
+        }
+        if let Some(s) = &self.site {
+            what.push(format!("allocated in {s}"));
+        }
+        if let Some(s) = &self.struct_name {
+            what.push(format!("struct {s}"));
+        }
+        if let Some(n) = self.object_size {
+            what.push(format!("object size {n}"));
+        }
+        what
+    }
+}
+
+/// Samples of one function.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FunctionCount {
+    /// Function name, or the address as `0x...` when no symbol covers it.
+    pub function: String,
+    /// Samples.
+    pub samples: u64,
+    /// Read-only samples.
+    pub reads: u64,
+    /// Write-only samples.
+    pub writes: u64,
+    /// Read-modify-write samples.
+    pub read_writes: u64,
+    /// Samples a hardware sampler saw miss; absent without hardware samples.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub misses: Option<u64>,
+}
+
+/// Samples at one offset of a type.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldCount {
+    /// Byte offset in the object (or symbol).
+    pub offset: u64,
+    /// Bytes accessed (of the most sampled instruction at this offset).
+    pub size: u32,
+    /// Field name (`sk_buff.len`-style path without the struct: `len`, `sk.__sk_common.skc_refcnt`),
+    /// when debug info was given and covers the offset.
+    pub field: Option<String>,
+    /// Samples.
+    pub samples: u64,
+    /// Read-only samples.
+    pub reads: u64,
+    /// Write-only samples.
+    pub writes: u64,
+    /// Read-modify-write samples.
+    pub read_writes: u64,
+    /// Samples a hardware sampler saw miss; absent without hardware samples.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub misses: Option<u64>,
+}
+
+/// Samples on one CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuCount {
+    /// CPU number.
+    pub cpu: u32,
+    /// Samples.
+    pub samples: u64,
+}
+
+/// Where a sample went: exactly one bucket per sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bucket {
+    /// Resolved to a slab type through the address set.
+    Slab,
+    /// A global variable.
+    Global,
+    /// A per-CPU variable.
+    Percpu,
+    /// A kernel stack.
+    Stack,
+    /// A data address nothing resolved (e.g. objects allocated before collection, page cache,
+    /// vmalloc).
+    UnknownAddress,
+    /// The sample ran in user mode.
+    UserMode,
+    /// The instruction has no memory operand.
+    NoMemoryOperand,
+    /// Several or implicit memory operands (string ops, push/pop, call/ret).
+    MultipleMemoryOperands,
+    /// `lea`-like: an address computed, no memory accessed.
+    AddressOnly,
+    /// The bytes do not decode.
+    Undecodable,
+    /// No instruction bytes were captured.
+    NoBytes,
+    /// A segment whose base the sample lacks (`%fs`-relative operands).
+    UnsupportedSegment,
+}
+
+impl Bucket {
+    /// Every bucket, in report order.
+    pub const ALL: [Self; 12] = [
+        Self::Slab,
+        Self::Global,
+        Self::Percpu,
+        Self::Stack,
+        Self::UnknownAddress,
+        Self::UserMode,
+        Self::NoMemoryOperand,
+        Self::MultipleMemoryOperands,
+        Self::AddressOnly,
+        Self::Undecodable,
+        Self::NoBytes,
+        Self::UnsupportedSegment,
+    ];
+
+    /// Short name, as the coverage line prints it.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Slab => "slab",
+            Self::Global => "global",
+            Self::Percpu => "percpu",
+            Self::Stack => "stack",
+            Self::UnknownAddress => "unknown address",
+            Self::UserMode => "user mode",
+            Self::NoMemoryOperand => "no memory operand",
+            Self::MultipleMemoryOperands => "multiple memory operands",
+            Self::AddressOnly => "address only",
+            Self::Undecodable => "undecodable",
+            Self::NoBytes => "no bytes",
+            Self::UnsupportedSegment => "unsupported segment",
+        }
+    }
+
+    /// Whether samples in this bucket resolved to a type.
+    #[must_use]
+    pub const fn is_resolved(self) -> bool {
+        matches!(self, Self::Slab | Self::Global | Self::Percpu | Self::Stack)
+    }
+
+    /// Index in [`Bucket::ALL`].
+    #[must_use]
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Samples in one bucket.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BucketCount {
+    /// The bucket.
+    pub bucket: Bucket,
+    /// Samples in it.
+    pub samples: u64,
+    /// Percent of all samples.
+    pub percent: f64,
+}
+
+/// Where every sample went.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Coverage {
+    /// Access samples in the profile.
+    pub total_samples: u64,
+    /// Samples resolved to a type.
+    pub resolved_samples: u64,
+    /// Every bucket, in [`Bucket::ALL`] order (zeros included).
+    pub buckets: Vec<BucketCount>,
+    /// One line, like `perf report --type-stat`: `5000 samples: 3100 resolved (62.0%): slab
+    /// 50.0%, ...; unresolved: unknown address 8.0%, ...` (buckets with samples only).
+    pub summary: String,
+}
+
+impl Coverage {
+    /// Coverage from per-bucket counts indexed by [`Bucket::index`].
+    #[must_use]
+    pub fn from_counts(counts: &[u64; Bucket::ALL.len()]) -> Self {
+        let total: u64 = counts.iter().sum();
+        let pct = |n: u64| {
+            if total == 0 {
+                0.0
+            } else {
+                n as f64 * 100.0 / total as f64
+            }
+        };
+        let buckets: Vec<BucketCount> = Bucket::ALL
+            .iter()
+            .zip(counts)
+            .map(|(&bucket, &samples)| BucketCount {
+                bucket,
+                samples,
+                percent: pct(samples),
+            })
+            .collect();
+        let resolved: u64 = buckets
+            .iter()
+            .filter(|b| b.bucket.is_resolved())
+            .map(|b| b.samples)
+            .sum();
+        let part = |resolved_part: bool| {
+            buckets
+                .iter()
+                .filter(|b| b.bucket.is_resolved() == resolved_part && b.samples > 0)
+                .map(|b| format!("{} {:.1}%", b.bucket.name(), b.percent))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut summary = format!(
+            "{total} samples: {resolved} resolved ({:.1}%)",
+            pct(resolved)
+        );
+        let (res, unres) = (part(true), part(false));
+        if !res.is_empty() {
+            summary.push_str(": ");
+            summary.push_str(&res);
+        }
+        if !unres.is_empty() {
+            summary.push_str("; unresolved: ");
+            summary.push_str(&unres);
+        }
+        Self {
+            total_samples: total,
+            resolved_samples: resolved,
+            buckets,
+            summary,
+        }
+    }
+
+    /// Samples in `bucket`.
+    #[must_use]
+    pub fn count(&self, bucket: Bucket) -> u64 {
+        self.buckets
+            .iter()
+            .find(|b| b.bucket == bucket)
+            .map_or(0, |b| b.samples)
+    }
+}
+
+/// The address set replay's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AddressSetStats {
+    /// Allocations replayed.
+    pub allocs: u64,
+    /// Frees that ended a live object.
+    pub frees: u64,
+    /// Frees of addresses not live: allocated before collection, or the allocation was lost.
+    pub unknown_frees: u64,
+    /// Frees of NULL or `ZERO_SIZE_PTR` (ignored).
+    pub null_frees: u64,
+    /// Live objects replaced by a new allocation over them (their free was missed).
+    pub missed_frees: u64,
+    /// Allocations from caches the profile has no `CacheInfo` for.
+    pub unknown_cache_allocs: u64,
+    /// Objects still live at the end.
+    pub live_at_end: u64,
+    /// Most objects live at once, all types together.
+    pub peak_live_objects: u64,
+}
+
+/// How far file order was from time order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrderingStats {
+    /// Records that arrived after a younger record had been processed (processed late).
+    pub late_records: u64,
+    /// Records processed early because the reorder buffer was full.
+    pub forced_records: u64,
+    /// Most records held in the reorder buffer at once.
+    pub max_buffered: u64,
+    /// The reorder window (ns).
+    pub window_ns: u64,
+}
+
+/// Something the analysis could not do, or that limits what the report means.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warning {
+    /// Stable identifier.
+    pub code: WarningCode,
+    /// One sentence naming what is missing and what to do.
+    pub message: String,
+}
+
+/// Warning identifiers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum WarningCode {
+    /// The profile has no access samples.
+    NoSamples,
+    /// The kallsyms snapshot is empty or has no usable symbols.
+    NoKallsyms,
+    /// Slab merging was on.
+    SlabMerging,
+    /// The module dropped records.
+    RecordsLost,
+    /// Records were processed out of time order.
+    OutOfOrder,
+    /// Allocations from caches with no `CacheInfo`.
+    UnknownCaches,
+    /// No per-CPU layout: per-CPU accesses cannot be named.
+    NoPercpuLayout,
+    /// Many samples hit addresses outside the address set.
+    ManyUnknown,
+    /// The views need cache geometry and the profile gives none.
+    NoCacheGeometry,
+}
+
+impl Report {
+    /// The type named `name`.
+    #[must_use]
+    pub fn find_type(&self, name: &str) -> Option<&TypeProfile> {
+        self.data_profile.types.iter().find(|t| t.name == name)
+    }
+
+    /// Up to `n` type names close to `name` (same prefix, contains it, or a small edit
+    /// distance), most similar first: for "unknown type" messages.
+    #[must_use]
+    pub fn similar_types(&self, name: &str, n: usize) -> Vec<&str> {
+        let want = name.to_ascii_lowercase();
+        let mut scored: Vec<(usize, &str)> = self
+            .data_profile
+            .types
+            .iter()
+            .filter_map(|t| {
+                let have = t.name.to_ascii_lowercase();
+                let d = edit_distance(&want, &have);
+                let close = have.contains(&want)
+                    || want.contains(&have)
+                    || d <= want.len().max(3) / 3
+                    || have
+                        .as_bytes()
+                        .get(..4)
+                        .is_some_and(|p| want.as_bytes().get(..4) == Some(p));
+                close.then_some((d, t.name.as_str()))
+            })
+            .collect();
+        scored.sort_unstable();
+        scored.into_iter().take(n).map(|(_, s)| s).collect()
+    }
+}
+
+/// Levenshtein distance over bytes (names are ASCII).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, &ca) in a.iter().enumerate() {
+        cur[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// What kind of memory a type lives in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TypeKind {
+    /// Slab objects (and large kmallocs) from the address set.
+    Slab,
+    /// A kernel global variable (kallsyms data symbol).
+    Global,
+    /// A per-CPU variable.
+    Percpu,
+    /// Kernel stacks.
+    Stack,
+}
+
+impl TypeKind {
+    /// Lower-case name, as reports print it.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Slab => "slab",
+            Self::Global => "global",
+            Self::Percpu => "percpu",
+            Self::Stack => "stack",
+        }
+    }
+}
+
+/// Where the data of a sampled access came from, in one vocabulary for IBS and PEBS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemSource {
+    /// The L1 data cache: a hit.
+    L1,
+    /// An outstanding miss to the same line (Intel's line fill buffer or L2 miss buffer,
+    /// AMD's miss address buffer): the access missed, and waited for a fill under way.
+    FillBuffer,
+    /// The core's L2.
+    L2,
+    /// The local L3: Intel's shared L3; AMD's CCX, its L3 or another core's L1/L2 in it.
+    L3,
+    /// Another cache on the same node: another CCX (AMD Zen 4), or any cache (Intel).
+    NearCache,
+    /// A cache on another node or socket.
+    RemoteCache,
+    /// DRAM of the local node.
+    Dram,
+    /// DRAM of another node.
+    RemoteDram,
+    /// Other memory: L4, memory-side cache, persistent memory, CXL.
+    OtherMemory,
+    /// MMIO, configuration space, PCI or APIC.
+    Io,
+    /// Uncached memory.
+    Uncached,
+    /// The hardware did not say.
+    Unknown,
+}
+
+impl MemSource {
+    /// Every source, nearest first: the order reports list them in.
+    pub const ALL: [Self; 12] = [
+        Self::L1,
+        Self::FillBuffer,
+        Self::L2,
+        Self::L3,
+        Self::NearCache,
+        Self::RemoteCache,
+        Self::Dram,
+        Self::RemoteDram,
+        Self::OtherMemory,
+        Self::Io,
+        Self::Uncached,
+        Self::Unknown,
+    ];
+
+    /// Index in [`MemSource::ALL`].
+    #[must_use]
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The source at `index` in [`MemSource::ALL`] ([`MemSource::Unknown`] past the end).
+    #[must_use]
+    pub const fn from_index(index: usize) -> Self {
+        if index < Self::ALL.len() {
+            Self::ALL[index]
+        } else {
+            Self::Unknown
+        }
+    }
+
+    /// A short name, as text reports print it.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::L1 => "L1",
+            Self::FillBuffer => "LFB",
+            Self::L2 => "L2",
+            Self::L3 => "L3",
+            Self::NearCache => "near cache",
+            Self::RemoteCache => "remote cache",
+            Self::Dram => "DRAM",
+            Self::RemoteDram => "remote DRAM",
+            Self::OtherMemory => "other memory",
+            Self::Io => "I/O",
+            Self::Uncached => "uncached",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+/// Whether the instruction reads, writes or both at its memory operand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AccessKind {
+    /// Loads only.
+    Read,
+    /// Stores only.
+    Write,
+    /// Loads and stores (read-modify-write, xchg, cmpxchg, ...).
+    ReadWrite,
+}
+
+impl AccessKind {
+    /// `read`, `write` or `read_write`, as in JSON.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Write => "write",
+            Self::ReadWrite => "read_write",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::edit_distance;
+
+    #[test]
+    fn edit_distance_counts_insertions_deletions_and_substitutions() {
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+}

@@ -1,0 +1,224 @@
+//! Whole screens of every view at 80x24 and 160x48, from the library's example profiles,
+//! as insta snapshots (`cargo insta review`, or `INSTA_UPDATE=always`, after a deliberate
+//! change). The version in the status bar is filtered out: it changes with every release.
+
+#[path = "support/fixture.rs"]
+mod fixture;
+
+use dprof_tui::{App, Event, LoadEvent, View, MIN_HEIGHT, MIN_WIDTH};
+use fixture::{
+    causal_report, draw, history_report, ibs_report, press, report, screen, views_report,
+    views_report_without_geometry, SOURCE,
+};
+use ratatui::crossterm::event::KeyCode;
+
+/// Sizes every view is drawn at.
+const SIZES: [(u16, u16); 2] = [(80, 24), (160, 48)];
+
+fn assert_screen(name: &str, app: &App, width: u16, height: u16) {
+    let terminal = draw(app, width, height);
+    let mut settings = insta::Settings::clone_current();
+    settings.add_filter(r"dprof \d+\.\d+\.\d+\S*", "dprof [version]");
+    settings.set_snapshot_suffix(format!("{width}x{height}"));
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_snapshot!(name, terminal.backend()));
+}
+
+/// The app showing `view` of the software example (its first type selected).
+fn showing(view: View) -> App {
+    let mut app = App::with_report(SOURCE, report());
+    let digit = char::from(b'1' + view.index() as u8);
+    press(&mut app, [KeyCode::Char(digit)]);
+    assert_eq!(app.view(), view);
+    app
+}
+
+fn snake(view: View) -> String {
+    view.title().to_ascii_lowercase().replace(' ', "_")
+}
+
+#[test]
+fn every_view_at_two_sizes() {
+    for view in View::ALL {
+        let app = showing(view);
+        for (w, h) in SIZES {
+            assert_screen(&snake(view), &app, w, h);
+        }
+    }
+}
+
+#[test]
+fn views_of_a_hardware_profile() {
+    let mut app = App::with_report(SOURCE, ibs_report());
+    for (w, h) in SIZES {
+        assert_screen("ibs_data_profile", &app, w, h);
+    }
+    press(&mut app, [KeyCode::Enter]);
+    for (w, h) in SIZES {
+        assert_screen("ibs_type", &app, w, h);
+    }
+}
+
+/// The data flow of the history example: boxes and the side panel wide, a list of layers and
+/// short forms at 80x24; the selected node (`st_producer`, one down from alloc) is marked.
+#[test]
+fn data_flow_of_a_profile_with_histories() {
+    let mut app = App::with_report(SOURCE, history_report());
+    press(&mut app, [KeyCode::Char('5'), KeyCode::Down]);
+    assert_eq!(app.view(), View::DataFlow);
+    for (w, h) in SIZES {
+        assert_screen("history_data_flow", &app, w, h);
+    }
+}
+
+/// The app showing `view` of `report` with its type `name` selected in the view's own list.
+fn showing_type(report: dprof_model::Report, view: View, name: &str) -> App {
+    let mut app = App::with_report(SOURCE, report);
+    let digit = char::from(b'1' + view.index() as u8);
+    press(&mut app, [KeyCode::Char(digit), KeyCode::Home]);
+    for _ in 0..8 {
+        if app.view_type(view) == Some(name) {
+            break;
+        }
+        press(&mut app, [KeyCode::Down]);
+    }
+    assert_eq!(app.view(), view);
+    assert_eq!(app.view_type(view), Some(name));
+    app
+}
+
+/// The miss classification of the views example: `vw_pair`'s classes as bars (false sharing
+/// dominant), its sharing pairs writer → missing; `vw_page`'s flagged L1d sets.
+#[test]
+fn misses_of_the_views_example() {
+    let app = showing_type(views_report(), View::MissClassification, "vw_pair");
+    for (w, h) in SIZES {
+        assert_screen("views_misses_pair", &app, w, h);
+    }
+    let app = showing_type(views_report(), View::MissClassification, "vw_page");
+    assert_screen("views_misses_page", &app, 160, 48);
+}
+
+/// The working set of the views example: `vw_page`'s 32 live objects over time, its resident
+/// lines, and per level the histogram with the 8 flagged L1d sets marked.
+#[test]
+fn working_set_of_the_views_example() {
+    let app = showing_type(views_report(), View::WorkingSet, "vw_page");
+    for (w, h) in SIZES {
+        assert_screen("views_working_set_page", &app, w, h);
+    }
+}
+
+/// Without cache geometry, both views say what they cannot show and show the rest.
+#[test]
+fn views_without_cache_geometry() {
+    let app = showing_type(views_report_without_geometry(), View::WorkingSet, "vw_page");
+    assert_screen("views_working_set_no_geometry", &app, 80, 24);
+    let app = showing_type(
+        views_report_without_geometry(),
+        View::MissClassification,
+        "vw_pair",
+    );
+    for (w, h) in SIZES {
+        assert_screen("views_misses_no_geometry", &app, w, h);
+    }
+}
+
+#[test]
+fn type_view_of_a_stack_folds_untouched_lines() {
+    let mut app = App::with_report(SOURCE, report());
+    fixture::type_text(&mut app, "/stack");
+    press(&mut app, [KeyCode::Enter, KeyCode::Enter]);
+    assert_eq!(app.selected_type().map(|t| t.name.as_str()), Some("stack"));
+    assert_screen("stack_type", &app, 80, 24);
+}
+
+#[test]
+fn help_overlay() {
+    let mut app = showing(View::DataProfile);
+    press(&mut app, [KeyCode::Char('?')]);
+    for (w, h) in SIZES {
+        assert_screen("help", &app, w, h);
+    }
+}
+
+#[test]
+fn loading_shows_progress_and_warnings() {
+    let mut app = App::new(SOURCE);
+    assert_screen("loading_opening", &app, 80, 24);
+    app.handle(Event::Load(LoadEvent::Warning(
+        "no debug info for module(s) e1000: their fields and source lines stay unnamed".to_owned(),
+    )));
+    app.handle(Event::Load(LoadEvent::Records {
+        done: 65_536,
+        total: 262_144,
+    }));
+    assert_screen("loading_records", &app, 80, 24);
+}
+
+#[test]
+fn a_tiny_terminal_says_so() {
+    let app = showing(View::DataProfile);
+    assert_screen("too_small", &app, 40, 10);
+}
+
+/// No view panics at any size, down to nothing, with the help open or not.
+#[test]
+fn no_size_panics() {
+    let sizes = [
+        (0, 0),
+        (1, 1),
+        (3, 40),
+        (40, 3),
+        (MIN_WIDTH - 1, MIN_HEIGHT),
+        (MIN_WIDTH, MIN_HEIGHT - 1),
+        (MIN_WIDTH, MIN_HEIGHT),
+        (61, 17),
+        (119, 30),
+        (120, 30),
+        (300, 100),
+    ];
+    for make in [
+        report,
+        ibs_report,
+        history_report,
+        views_report,
+        views_report_without_geometry,
+    ] {
+        for view in View::ALL {
+            let mut app = App::with_report(SOURCE, make());
+            let digit = char::from(b'1' + view.index() as u8);
+            press(&mut app, [KeyCode::Char(digit)]);
+            for (w, h) in sizes {
+                let _ = screen(&app, w, h);
+            }
+            press(&mut app, [KeyCode::Char('?')]);
+            for (w, h) in sizes {
+                let _ = screen(&app, w, h);
+            }
+        }
+    }
+    let loading = App::new(SOURCE);
+    for (w, h) in sizes {
+        let _ = screen(&loading, w, h);
+    }
+}
+
+/// The causal ranking of the causal example: three slopes (helps, within noise, hurts), two
+/// types never selected; the chart of the first type, then of `task_struct`'s falling line.
+#[test]
+fn causal_ranking_and_chart() {
+    let mut app = App::with_report(SOURCE, causal_report());
+    press(&mut app, [KeyCode::Char('6'), KeyCode::Home]);
+    assert_eq!(app.view(), View::Causal);
+    for (w, h) in SIZES {
+        assert_screen("causal_ranking", &app, w, h);
+    }
+    press(&mut app, [KeyCode::Down, KeyCode::Down]);
+    assert_screen("causal_hurts", &app, 160, 48);
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("task_struct: slope -0.405"), "{s}");
+    press(&mut app, [KeyCode::Down]);
+    let s = screen(&app, 160, 48);
+    assert!(s.contains("nothing to plot: never selected"), "{s}");
+}
