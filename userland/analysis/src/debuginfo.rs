@@ -374,7 +374,7 @@ fn patch(data: &mut [u8], at: usize, size: u8, value: u64, little: bool) {
 impl ElfDebug {
     /// Parses one ELF file. `bases` places sections of a relocatable file (section name to
     /// run-time address); an executable's own addresses are kept.
-    #[allow(clippy::too_many_lines, reason = "one pass over one file")]
+    #[expect(clippy::too_many_lines, reason = "one pass over one file")]
     fn parse(
         path: &Path,
         data: &Arc<[u8]>,

@@ -21,6 +21,7 @@ pub mod histories;
 pub mod pipeline;
 pub mod report;
 pub mod resolve;
+pub mod sampled;
 pub mod summary;
 pub mod symbols;
 mod table;

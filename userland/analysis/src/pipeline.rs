@@ -35,6 +35,7 @@ mod hw_tests;
 #[cfg(test)]
 mod tests;
 
+pub use crate::sampled::{AccessStats, SampledAccesses};
 use dprof_abi::{
     Alloc, Record, RecordHeader, RecordKind, RecordView, RECORD_HEADER_SIZE, SAMPLER_KIND_SOFTWARE,
     SAMPLE_USER,
@@ -443,89 +444,6 @@ struct AccessAcc {
     latency_sum: u64,
 }
 
-/// What the samples of one (type, instruction, offset) saw.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct AccessStats {
-    /// Samples.
-    pub samples: u64,
-    /// Read-only samples.
-    pub reads: u64,
-    /// Write-only samples.
-    pub writes: u64,
-    /// Read-modify-write samples.
-    pub read_writes: u64,
-    /// Samples with a hardware hit/miss status.
-    pub hw_samples: u64,
-    /// Of them, L1 data-cache misses.
-    pub misses: u64,
-    /// Samples with a latency.
-    pub latency_samples: u64,
-    /// Sum of their latencies (cycles).
-    pub latency_sum: u64,
-}
-
-impl AccessStats {
-    fn add(&mut self, other: &Self) {
-        self.samples += other.samples;
-        self.reads += other.reads;
-        self.writes += other.writes;
-        self.read_writes += other.read_writes;
-        self.hw_samples += other.hw_samples;
-        self.misses += other.misses;
-        self.latency_samples += other.latency_samples;
-        self.latency_sum += other.latency_sum;
-    }
-}
-
-/// Sampled accesses by (type, instruction, offset): what path traces join history hits with
-/// (paper section 4.4: same type, offset and ip).
-#[derive(Clone, Debug, Default)]
-pub struct SampledAccesses {
-    /// `(type name, ip)` to `(offset, stats)`.
-    by_ip: FxHashMap<(String, u64), Vec<(u64, AccessStats)>>,
-    hardware: bool,
-}
-
-impl SampledAccesses {
-    /// The samples of type `type_name` by the instruction at `ip` at offsets in `offsets`,
-    /// summed.
-    #[must_use]
-    pub fn matching(&self, type_name: &str, ip: u64, offsets: std::ops::Range<u64>) -> AccessStats {
-        let mut out = AccessStats::default();
-        if let Some(list) = self.by_ip.get(&(type_name.to_owned(), ip)) {
-            for (offset, stats) in list {
-                if offsets.contains(offset) {
-                    out.add(stats);
-                }
-            }
-        }
-        out
-    }
-
-    /// Whether a hardware sampler took the samples (misses and latencies are known).
-    #[must_use]
-    pub const fn hardware(&self) -> bool {
-        self.hardware
-    }
-
-    /// Samples per (type name, instruction), over all offsets, in no particular order.
-    pub fn samples_by_type_and_ip(&self) -> impl Iterator<Item = (&str, u64, u64)> + '_ {
-        self.by_ip.iter().map(|((type_name, ip), list)| {
-            let samples = list.iter().map(|(_, stats)| stats.samples).sum();
-            (type_name.as_str(), *ip, samples)
-        })
-    }
-
-    /// Adds the stats of one (type, instruction, offset): for tests and other producers.
-    pub fn insert(&mut self, type_name: &str, ip: u64, offset: u64, stats: AccessStats) {
-        self.hardware |= stats.hw_samples > 0;
-        self.by_ip
-            .entry((type_name.to_owned(), ip))
-            .or_default()
-            .push((offset, stats));
-    }
-}
-
 /// Touch state of a non-slab instance (global symbol, per-CPU copy, stack).
 #[derive(Clone, Copy, Debug)]
 struct Instance {
@@ -889,32 +807,27 @@ impl<'s> Analyzer<'s> {
     pub fn finish_with_accesses(mut self) -> (Report, SampledAccesses) {
         self.replay_rest();
         let report = build_report(&self);
-        let mut sampled = SampledAccesses {
-            hardware: self.state.hw_samples > 0,
-            ..SampledAccesses::default()
-        };
+        let mut sampled = SampledAccesses::new(self.state.hw_samples > 0);
         let types = self.resolver.types();
         for (key, acc) in self.state.accesses.iter() {
             let Some(info) = types.get(TypeId(key.type_id)) else {
                 continue;
             };
-            sampled
-                .by_ip
-                .entry((info.name.clone(), key.ip))
-                .or_default()
-                .push((
-                    key.offset,
-                    AccessStats {
-                        samples: acc.rw.total(),
-                        reads: acc.rw.reads,
-                        writes: acc.rw.writes,
-                        read_writes: acc.rw.read_writes,
-                        hw_samples: acc.hw_samples,
-                        misses: acc.rw.misses,
-                        latency_samples: acc.latency_samples,
-                        latency_sum: acc.latency_sum,
-                    },
-                ));
+            sampled.push(
+                info.name.clone(),
+                key.ip,
+                key.offset,
+                AccessStats {
+                    samples: acc.rw.total(),
+                    reads: acc.rw.reads,
+                    writes: acc.rw.writes,
+                    read_writes: acc.rw.read_writes,
+                    hw_samples: acc.hw_samples,
+                    misses: acc.rw.misses,
+                    latency_samples: acc.latency_samples,
+                    latency_sum: acc.latency_sum,
+                },
+            );
         }
         (report, sampled)
     }
@@ -1213,7 +1126,7 @@ fn function_counts(items: impl IntoIterator<Item = (String, Rw)>, hw: bool) -> V
     out
 }
 
-#[allow(
+#[expect(
     clippy::too_many_lines,
     reason = "one pass from accumulators to the model"
 )]
@@ -1527,6 +1440,28 @@ fn warnings(
         );
     }
     out
+}
+
+/// Exact live objects of every slab type at any time of `profile` (see [`LiveIndex`](crate::views::LiveIndex)), with
+/// types named from the profile's own kallsyms: the address set replayed, nothing else
+/// computed.
+///
+/// # Errors
+/// The first problem found while reading the records.
+pub fn live_index(profile: &Profile) -> Result<crate::views::LiveIndex, ProfileError> {
+    let symbols = crate::symbols::Kallsyms::parse(profile.kallsyms());
+    let mut analyzer = Analyzer::new(profile.header(), &symbols, &Options::default());
+    analyzer.record_views();
+    let mut records = profile.records();
+    while let Some(pushed) =
+        records.next_view_with(|header, record| analyzer.push_view(header, record))
+    {
+        pushed?;
+    }
+    let (_, _, recorded) = analyzer.finish_with_views();
+    Ok(recorded.map_or_else(crate::views::LiveIndex::default, |r| {
+        crate::views::LiveIndex::from_recorded(&r)
+    }))
 }
 
 #[cfg(test)]

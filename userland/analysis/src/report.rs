@@ -9,7 +9,7 @@ mod tests;
 
 use dprof_model::{Report, TypeKind};
 
-pub use struct_names::{StructNames, TypeMapError};
+pub use struct_names::{FieldSource, StructNames, TypeMapError};
 
 /// Names struct types and fields in `report`: sets [`TypeProfile::struct_name`] of slab types from
 /// `names` (the user map, the built-in table, or a cache named like a struct `fields`
@@ -53,15 +53,6 @@ pub fn annotate_fields(report: &mut Report, names: &StructNames, fields: Option<
             site.field = fields.field_at(st, site.offset);
         }
     }
-}
-
-/// Field names from debug info (implemented over DWARF of vmlinux and modules).
-pub trait FieldSource {
-    /// Whether a struct of this name is known.
-    fn has_struct(&self, name: &str) -> bool;
-    /// The field of `struct_name` at byte `offset` (a dotted path for nested structs, with
-    /// `[i]` for arrays), if any.
-    fn field_at(&self, struct_name: &str, offset: u64) -> Option<String>;
 }
 
 impl FieldSource for crate::debuginfo::DebugInfo {

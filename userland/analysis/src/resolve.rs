@@ -666,3 +666,11 @@ impl<'s> Resolver<'s> {
         self.symbols
     }
 }
+
+/// Function name of `ip` (Rust symbols demangled), or the address, and the offset in it.
+pub fn function_of(symbols: &dyn SymbolSource, ip: u64) -> (String, u64) {
+    symbols.function(ip).map_or_else(
+        || (format!("{ip:#x}"), 0),
+        |(name, offset)| (format!("{:#}", rustc_demangle::demangle(name)), offset),
+    )
+}

@@ -5,10 +5,11 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::assemble::History;
 use super::paths::{element_samples, end_label};
-use super::{function_of, History};
-use crate::pipeline::{AccessStats, SampledAccesses};
+use crate::resolve::function_of;
 use crate::resolve::SymbolSource;
+use crate::sampled::{AccessStats, SampledAccesses};
 use dprof_model::histories::DataFlow;
 use dprof_model::histories::FlowEdge;
 use dprof_model::histories::FlowNode;
@@ -43,7 +44,7 @@ struct Visit {
 }
 
 /// Builds the graph of `complete` histories of `type_name`.
-#[allow(
+#[expect(
     clippy::too_many_lines,
     reason = "one pass from histories to the graph, then its ordering"
 )]

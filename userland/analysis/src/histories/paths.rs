@@ -5,9 +5,10 @@
 
 use rustc_hash::FxHashMap;
 
-use super::{function_of, History};
-use crate::pipeline::{AccessStats, SampledAccesses};
+use super::assemble::History;
+use crate::resolve::function_of;
 use crate::resolve::SymbolSource;
+use crate::sampled::{AccessStats, SampledAccesses};
 use dprof_model::histories::Convergence;
 use dprof_model::histories::FieldOrder;
 use dprof_model::histories::PathElement;

@@ -2,18 +2,21 @@
 
 use dprof_abi::{HistoryHit, HistoryStart};
 
+use super::assemble::{assemble_collected, Collected};
 use super::*;
 use crate::pipeline::{self, AccessStats, Options};
 use crate::symbols::Kallsyms;
 use dprof_fixtures::histories::{
     self as example, OBJ1, ST_ALLOC, ST_CONSUMER, ST_FREE, ST_PRODUCER, ST_TYPE, ST_UNTRACED,
 };
+use dprof_format::KernelText;
 use dprof_format::Profile;
 use dprof_model::histories::FlowRole;
 use dprof_model::histories::HistoryReport;
 use dprof_model::histories::HitCheck;
 use dprof_model::histories::NoCode;
 use dprof_model::histories::Unverifiable;
+use dprof_model::AccessKind;
 use dprof_model::AccessKind::{Read, ReadWrite, Write};
 
 fn example_profile() -> Profile {

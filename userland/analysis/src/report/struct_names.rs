@@ -3,8 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use super::FieldSource;
-
 /// Common caches whose name is not their struct's name (`None`: no struct, e.g. raw buffers).
 const BUILTIN: &[(&str, Option<&str>)] = &[
     ("skbuff_head_cache", Some("sk_buff")),
@@ -140,4 +138,13 @@ impl StructNames {
             .filter(|f| f.has_struct(cache))
             .map(|_| cache.to_owned())
     }
+}
+
+/// Field names from debug info (implemented over DWARF of vmlinux and modules).
+pub trait FieldSource {
+    /// Whether a struct of this name is known.
+    fn has_struct(&self, name: &str) -> bool;
+    /// The field of `struct_name` at byte `offset` (a dotted path for nested structs, with
+    /// `[i]` for arrays), if any.
+    fn field_at(&self, struct_name: &str, offset: u64) -> Option<String>;
 }

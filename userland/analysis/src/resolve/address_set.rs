@@ -15,21 +15,17 @@
 
 use std::collections::BTreeMap;
 
-use super::TypeId;
+use super::types::TypeId;
 
 mod page;
 
 use crate::table::Table;
-use page::{Entry, PageIndex, PAGE_SIZE};
+use page::{Entry, PageIndex, PAGE_SHIFT, PAGE_SIZE};
+pub use page::{Slot, NO_CPU};
 
 /// Objects up to this size are indexed by page (at most 17 pages each); larger ones are found
 /// through a tree by start address.
 pub const MAX_PAGED_BYTES: u64 = 64 * 1024;
-
-const PAGE_SHIFT: u32 = 12;
-
-/// Identifies a live object for as long as it lives: the slot may be reused after a free.
-pub type Slot = u32;
 
 /// One object in the address set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,8 +45,6 @@ pub struct LiveObject {
     pub serial: u64,
 }
 
-/// A `touched` value: no sample touched the object yet.
-pub const NO_CPU: u32 = u32::MAX;
 /// `touched` bit: samples from more than one CPU touched the object.
 const BOUNCED: u32 = 1 << 31;
 

@@ -12,8 +12,8 @@
 
 use rustc_hash::FxHashMap;
 
-use super::working_set::LiveIndex;
-use super::{Lifetime, Recorded};
+use super::live::LiveIndex;
+use super::recorded::{index_by_name, Lifetime, Recorded};
 use crate::cache::CacheModel;
 use crate::histories::Histories;
 use dprof_model::cache::CacheLevel;
@@ -108,7 +108,7 @@ impl Layout {
         for (i, l) in recorded.lifetimes.iter().enumerate() {
             objects_of.entry(l.type_id).or_default().push(i as u32);
         }
-        let ids = super::index_by_name(&recorded.type_names);
+        let ids = index_by_name(&recorded.type_names);
         let mut ranges: FxHashMap<&str, Vec<(u32, u32)>> = FxHashMap::default();
         for h in histories.map_or(&[][..], |h| h.histories.as_slice()) {
             let list = ranges.entry(h.type_name.as_str()).or_default();

@@ -32,7 +32,7 @@
 use rustc_hash::FxHashMap;
 
 use super::layout::Layout;
-use super::{Lifetime, MissBit, Recorded};
+use super::recorded::{Lifetime, MissBit, Recorded, ASSUMED_LINE_BYTES};
 use crate::cache::CacheModel;
 use crate::histories::{Histories, History};
 use crate::resolve::SymbolSource;
@@ -130,10 +130,6 @@ impl<'r> Neighbours<'r> {
 }
 
 /// Judges every access of `history`.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the judgement's inputs, each used once"
-)]
 fn judge_history(
     history: &History,
     line_shift: u32,
@@ -201,7 +197,7 @@ fn judge_history(
             Judged::NoInvalidation => {}
         }
         out.accesses.push(JudgedAccess {
-            function: crate::histories::function_of(symbols, hit.ip()).0,
+            function: crate::resolve::function_of(symbols, hit.ip()).0,
             range: hit.range,
             judged,
         });
@@ -246,7 +242,7 @@ fn sharing_fractions(
 }
 
 /// The miss classification section.
-#[allow(
+#[expect(
     clippy::too_many_lines,
     reason = "one pass from judgements to the model"
 )]
@@ -263,7 +259,7 @@ pub(super) fn report(
     let line_bytes = model
         .levels
         .first()
-        .map_or(super::ASSUMED_LINE_BYTES, |l| l.line_bytes);
+        .map_or(ASSUMED_LINE_BYTES, |l| l.line_bytes);
     let line_shift = line_bytes.trailing_zeros();
     let multi_cpu = online_cpus > 1;
     let neighbours = Neighbours::new(&recorded.lifetimes);
@@ -316,7 +312,7 @@ pub(super) fn report(
             .or_insert_with(|| {
                 let function = functions
                     .entry(s.ip)
-                    .or_insert_with(|| crate::histories::function_of(symbols, s.ip).0);
+                    .or_insert_with(|| crate::resolve::function_of(symbols, s.ip).0);
                 sharing_fractions(
                     &judgements[ti].accesses,
                     function,
@@ -375,7 +371,7 @@ pub(super) fn report(
             .collect();
         let (dominant, margin) = dominant(&classes);
         let site = |key: &SiteKey| SharingSite {
-            function: crate::histories::function_of(symbols, key.0).0,
+            function: crate::resolve::function_of(symbols, key.0).0,
             ip: key.0,
             cpu: key.1,
             offset: key.2,
@@ -451,7 +447,7 @@ pub(super) fn report(
         });
     }
 
-    let mut notes = super::common_notes(model);
+    let mut notes = super::notes::common_notes(model);
     if model.levels.is_empty() {
         notes.push(format!(
             "sharing is judged with {line_bytes}-byte lines (assumed: no geometry)"

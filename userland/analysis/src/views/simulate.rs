@@ -15,7 +15,7 @@
 use std::time::Instant;
 
 use super::layout::Layout;
-use super::{Recorded, ViewOptions};
+use super::recorded::{Recorded, ViewOptions};
 use crate::cache::sim::Hierarchy;
 use crate::cache::CacheModel;
 use dprof_model::cache::CacheLevel;
@@ -227,7 +227,7 @@ fn type_models<'r>(report: &'r Report, layout: &Layout) -> Vec<TypeModel<'r>> {
 }
 
 /// The accesses and frees of the chosen objects, in time order.
-#[allow(
+#[expect(
     clippy::too_many_arguments,
     reason = "the simulation's inputs, each used once"
 )]

@@ -283,7 +283,7 @@ fn live_objects_are_exact_at_any_time() {
     );
 
     let profile = Profile::from_vec(example::profile()).expect("valid");
-    let live = live_index(&profile).expect("index");
+    let live = crate::pipeline::live_index(&profile).expect("index");
     assert_eq!(live.live_objects(SWEEP, 999), 0);
     assert_eq!(live.live_objects(SWEEP, 1_000), 1);
     assert_eq!(live.live_objects(SWEEP, 1_100), 101);

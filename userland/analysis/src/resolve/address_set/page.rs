@@ -8,10 +8,17 @@
 //! sorted list. A page switches to positions when it holds [`STRIDED_MIN`] uniform objects
 //! and back to a list below [`STRIDED_KEEP`], so a nearly empty page costs little memory.
 
-use super::{Slot, TypeId, NO_CPU};
+use crate::resolve::types::TypeId;
 
 /// Bytes in a page.
-pub(super) const PAGE_SIZE: i64 = 1 << super::PAGE_SHIFT;
+pub(super) const PAGE_SHIFT: u32 = 12;
+pub(super) const PAGE_SIZE: i64 = 1 << PAGE_SHIFT;
+
+/// Identifies a live object for as long as it lives: the slot may be reused after a free.
+pub type Slot = u32;
+
+/// A `touched` value: no sample touched the object yet.
+pub const NO_CPU: u32 = u32::MAX;
 
 /// One object as one page sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
