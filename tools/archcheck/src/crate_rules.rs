@@ -2,7 +2,7 @@
 //!
 //! [`RULES`] is the one place that states the architecture. Dev-dependencies are free; normal
 //! and build dependencies must be allowed by the crate's row. `dprof-fixtures` stays a
-//! dev-only crate because no row but the fuzz targets' and the QEMU tools' allows it.
+//! dev-only crate because no row but the benchmarks', the fuzz targets' and the QEMU tools' allows it.
 
 use std::collections::BTreeSet;
 
@@ -129,6 +129,18 @@ pub const RULES: &[Rule] = &[
         workspace: Only(&["dprof-abi", "dprof-format", "dprof-model", "dprof-analysis"]),
         external: Any,
         why: "test profiles and reports; a dev-dependency of everyone else",
+    },
+    Rule {
+        package: "dprof-bench",
+        workspace: Only(&[
+            "dprof-abi",
+            "dprof-analysis",
+            "dprof-fixtures",
+            "dprof-format",
+            "dprof-model",
+        ]),
+        external: Any,
+        why: "a benchmark binary: runs the analysis on synthetic profiles, like the fuzz targets",
     },
     Rule {
         package: "dprof-fuzz",

@@ -719,7 +719,7 @@ fn put(buf: &mut Vec<u8>, cpu: u32, time_ns: u64, record: &Record) {
 }
 
 /// Writes the synthetic profile; returns (records, file bytes).
-#[allow(clippy::too_many_lines, reason = "one generator loop")]
+#[expect(clippy::too_many_lines, reason = "one generator loop")]
 fn generate(args: &Args, path: &Path) -> anyhow::Result<(u64, u64)> {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let cpus = args.cpus.max(1);

@@ -12,7 +12,7 @@ use dprof_analysis::symbols::Kallsyms;
 use dprof_format::{Profile, ProfileError, ProfileHeader, StopInfo, Target, FORMAT_VERSION};
 use serde_json::json;
 
-use crate::units::{format_bytes, format_ns};
+use dprof_model::units::{format_bytes, format_ns};
 
 /// Print a profile: its header and every record, one per line.
 ///
@@ -45,7 +45,7 @@ use crate::units::{format_bytes, format_ns};
 /// chunk, a bad record) comes after the records before it were printed.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
-#[allow(
+#[expect(
     clippy::doc_markdown,
     reason = "this is --help text, where backticks would show"
 )]

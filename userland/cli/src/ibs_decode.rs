@@ -49,7 +49,7 @@ use serde_json::{json, Map, Value};
 /// with one line and exit status 1.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
-#[allow(
+#[expect(
     clippy::doc_markdown,
     reason = "this is --help text, where backticks would show"
 )]

@@ -6,11 +6,10 @@ mod ibs_decode;
 mod progress;
 mod report;
 mod tui;
-mod units;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// dprof: a data-centric cache-miss profiler for the Linux kernel.
 ///
@@ -52,6 +51,11 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
+            if let Some(usage) = e.downcast_ref::<collect::UsageError>() {
+                Cli::command()
+                    .error(clap::error::ErrorKind::ArgumentConflict, &usage.0)
+                    .exit()
+            }
             // `{:#}` puts the whole context chain on one line.
             eprintln!("dprof: error: {e:#}");
             ExitCode::FAILURE

@@ -15,7 +15,7 @@ use dprof_collect::device::ProgressSignal;
 /// of this name, it fails and says so.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
-#[allow(
+#[expect(
     clippy::doc_markdown,
     reason = "this is --help text, where backticks would show"
 )]

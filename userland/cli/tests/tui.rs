@@ -9,7 +9,7 @@
 //! `DPROF_TEST_REQUIRE_EXTERNAL=1` (scripts/test), which makes its absence a failure.
 
 #[path = "support/cli_test.rs"]
-#[allow(dead_code, reason = "the golden files are other tests' business")]
+#[expect(dead_code, reason = "the golden files are other tests' business")]
 mod support;
 
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! files under tests/golden/.
 
 #[path = "support/cli_test.rs"]
-#[allow(
+#[expect(
     dead_code,
     reason = "helpers shared by the CLI tests; this file needs only some"
 )]

@@ -6,11 +6,36 @@
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use dprof_abi::{Config, CpuStatus, Status, VersionInfo, ABI_VERSION};
+
+/// The ioctls, through `nix`: one function per `dprof_abi::IOC_*` request, its argument the
+/// byte array the ABI encodes it into. The request numbers are the ABI's own (the `_bad`
+/// macros take them as they are instead of computing them again).
+mod sys {
+    use dprof_abi::{CausalPlan, CausalType, Config, ExperimentControl, HistoryPlan, Status};
+    use dprof_abi::{VersionInfo, IOC_CAUSAL_PLAN, IOC_CAUSAL_TYPE, IOC_CONFIGURE};
+    use dprof_abi::{IOC_EXPERIMENT_END, IOC_EXPERIMENT_START, IOC_HISTORY_PLAN, IOC_START};
+    use dprof_abi::{IOC_STATUS, IOC_STOP, IOC_VERSION};
+
+    nix::ioctl_read_bad!(version, IOC_VERSION, [u8; VersionInfo::SIZE]);
+    nix::ioctl_write_ptr_bad!(configure, IOC_CONFIGURE, [u8; Config::SIZE]);
+    nix::ioctl_none_bad!(start, IOC_START);
+    nix::ioctl_none_bad!(stop, IOC_STOP);
+    nix::ioctl_readwrite_bad!(status, IOC_STATUS, [u8; Status::SIZE]);
+    nix::ioctl_write_ptr_bad!(history_plan, IOC_HISTORY_PLAN, [u8; HistoryPlan::SIZE]);
+    nix::ioctl_write_ptr_bad!(causal_plan, IOC_CAUSAL_PLAN, [u8; CausalPlan::SIZE]);
+    nix::ioctl_write_ptr_bad!(causal_type, IOC_CAUSAL_TYPE, [u8; CausalType::SIZE]);
+    nix::ioctl_write_ptr_bad!(
+        experiment_start,
+        IOC_EXPERIMENT_START,
+        [u8; ExperimentControl::SIZE]
+    );
+    nix::ioctl_none_bad!(experiment_end, IOC_EXPERIMENT_END);
+}
 
 /// Why talking to the device failed.
 #[derive(Debug, thiserror::Error)]
@@ -183,22 +208,19 @@ impl Device {
         &self.path
     }
 
-    fn ioctl(&self, request: &'static str, number: u32, arg: *mut u8) -> Result<(), DeviceError> {
-        // SAFETY: `number` is one of the dprof_abi::IOC_* requests and `arg` is null (for
-        // requests without an argument) or points to a live buffer of exactly the size that
-        // request encodes, which the module reads or writes and does not keep.
-        // The request parameter is c_ulong on glibc and c_int on musl, hence `as _`.
-        #[allow(clippy::cast_lossless)]
-        let rc = unsafe { libc::ioctl(self.file.as_raw_fd(), number as _, arg) };
-        if rc < 0 {
-            Err(DeviceError::Ioctl {
+    /// Runs one ioctl `call` (one of [`sys`]'s) on the device; `request` names it in the error.
+    fn ioctl(
+        &self,
+        request: &'static str,
+        call: impl FnOnce(RawFd) -> nix::Result<libc::c_int>,
+    ) -> Result<(), DeviceError> {
+        call(self.file.as_raw_fd())
+            .map(drop)
+            .map_err(|errno| DeviceError::Ioctl {
                 request,
                 path: self.path.clone(),
-                source: io::Error::last_os_error(),
+                source: io::Error::from(errno),
             })
-        } else {
-            Ok(())
-        }
     }
 
     /// What the module is and can do (`IOC_VERSION`), whatever its ABI version.
@@ -207,7 +229,11 @@ impl Device {
     /// [`DeviceError::Ioctl`] or [`DeviceError::BadAnswer`].
     pub fn version(&self) -> Result<VersionInfo, DeviceError> {
         let mut buf = [0u8; VersionInfo::SIZE];
-        self.ioctl("VERSION", dprof_abi::IOC_VERSION, buf.as_mut_ptr())?;
+        self.ioctl("VERSION", |fd| {
+            // SAFETY: `buf` is a live buffer of exactly the size the request encodes, which the
+            // module reads or writes and does not keep.
+            unsafe { sys::version(fd, &raw mut buf) }
+        })?;
         VersionInfo::decode(&buf).map_err(|problem| DeviceError::BadAnswer {
             request: "VERSION",
             problem,
@@ -238,7 +264,11 @@ impl Device {
     pub fn configure(&self, config: &Config) -> Result<(), DeviceError> {
         let mut buf = [0u8; Config::SIZE];
         config.encode(&mut buf);
-        match self.ioctl("CONFIGURE", dprof_abi::IOC_CONFIGURE, buf.as_mut_ptr()) {
+        match self.ioctl("CONFIGURE", |fd| {
+            // SAFETY: `buf` is a live buffer of exactly the size the request encodes, which the
+            // module reads or writes and does not keep.
+            unsafe { sys::configure(fd, &raw const buf) }
+        }) {
             Err(DeviceError::Ioctl { source, .. })
                 if source.raw_os_error() == Some(libc::EINVAL) =>
             {
@@ -261,11 +291,11 @@ impl Device {
     pub fn history_plan(&self, plan: &dprof_abi::HistoryPlan) -> Result<(), DeviceError> {
         let mut buf = [0u8; dprof_abi::HistoryPlan::SIZE];
         plan.encode(&mut buf);
-        match self.ioctl(
-            "HISTORY_PLAN",
-            dprof_abi::IOC_HISTORY_PLAN,
-            buf.as_mut_ptr(),
-        ) {
+        match self.ioctl("HISTORY_PLAN", |fd| {
+            // SAFETY: `buf` is a live buffer of exactly the size the request encodes, which the
+            // module reads or writes and does not keep.
+            unsafe { sys::history_plan(fd, &raw const buf) }
+        }) {
             Err(DeviceError::Ioctl { source, .. }) => {
                 let why = match source.raw_os_error() {
                     Some(libc::ENOENT) => "a planned slab cache does not exist in this kernel",
@@ -295,7 +325,11 @@ impl Device {
     ) -> Result<(), DeviceError> {
         let mut buf = [0u8; dprof_abi::CausalPlan::SIZE];
         plan.encode(&mut buf);
-        match self.ioctl("CAUSAL_PLAN", dprof_abi::IOC_CAUSAL_PLAN, buf.as_mut_ptr()) {
+        match self.ioctl("CAUSAL_PLAN", |fd| {
+            // SAFETY: `buf` is a live buffer of exactly the size the request encodes, which the
+            // module reads or writes and does not keep.
+            unsafe { sys::causal_plan(fd, &raw const buf) }
+        }) {
             Err(DeviceError::Ioctl { source, .. }) => {
                 let why = match source.raw_os_error() {
                     Some(libc::ENOENT) => {
@@ -347,7 +381,12 @@ impl Device {
         .with_name(cache.as_bytes());
         let mut buf = [0u8; dprof_abi::CausalType::SIZE];
         entry.encode(&mut buf);
-        match self.ioctl("CAUSAL_TYPE", dprof_abi::IOC_CAUSAL_TYPE, buf.as_mut_ptr()) {
+        match self.ioctl("CAUSAL_TYPE", |fd| {
+            // SAFETY: `buf` is a live buffer of exactly the size the request encodes, and the
+            // instruction list it points to (`ip_bytes`) outlives the call; the module does
+            // not keep either.
+            unsafe { sys::causal_type(fd, &raw const buf) }
+        }) {
             Err(DeviceError::Ioctl { source, .. }) => {
                 let why = match source.raw_os_error() {
                     Some(libc::ENOENT) => "its slab cache does not exist in this kernel",
@@ -377,11 +416,11 @@ impl Device {
     ) -> Result<(), DeviceError> {
         let mut buf = [0u8; dprof_abi::ExperimentControl::SIZE];
         control.encode(&mut buf);
-        self.ioctl(
-            "EXPERIMENT_START",
-            dprof_abi::IOC_EXPERIMENT_START,
-            buf.as_mut_ptr(),
-        )
+        self.ioctl("EXPERIMENT_START", |fd| {
+            // SAFETY: `buf` is a live buffer of exactly the size the request encodes, which the
+            // module reads or writes and does not keep.
+            unsafe { sys::experiment_start(fd, &raw const buf) }
+        })
     }
 
     /// Ends the running experiment (`IOC_EXPERIMENT_END`); its record follows in the rings.
@@ -389,11 +428,10 @@ impl Device {
     /// # Errors
     /// [`DeviceError::Ioctl`].
     pub fn experiment_end(&self) -> Result<(), DeviceError> {
-        self.ioctl(
-            "EXPERIMENT_END",
-            dprof_abi::IOC_EXPERIMENT_END,
-            std::ptr::null_mut(),
-        )
+        self.ioctl("EXPERIMENT_END", |fd| {
+            // SAFETY: the request takes no argument.
+            unsafe { sys::experiment_end(fd) }
+        })
     }
 
     /// Starts collecting (`IOC_START`).
@@ -401,7 +439,10 @@ impl Device {
     /// # Errors
     /// [`DeviceError::Ioctl`].
     pub fn start(&self) -> Result<(), DeviceError> {
-        self.ioctl("START", dprof_abi::IOC_START, std::ptr::null_mut())
+        self.ioctl("START", |fd| {
+            // SAFETY: the request takes no argument.
+            unsafe { sys::start(fd) }
+        })
     }
 
     /// Stops collecting (`IOC_STOP`); what is in the rings can still be read.
@@ -409,7 +450,10 @@ impl Device {
     /// # Errors
     /// [`DeviceError::Ioctl`].
     pub fn stop(&self) -> Result<(), DeviceError> {
-        self.ioctl("STOP", dprof_abi::IOC_STOP, std::ptr::null_mut())
+        self.ioctl("STOP", |fd| {
+            // SAFETY: the request takes no argument.
+            unsafe { sys::stop(fd) }
+        })
     }
 
     /// The counters (`IOC_STATUS`), with up to `capacity` per-CPU entries (the module fills
@@ -430,7 +474,12 @@ impl Device {
             ..Status::default()
         }
         .encode(&mut buf);
-        self.ioctl("STATUS", dprof_abi::IOC_STATUS, buf.as_mut_ptr())?;
+        self.ioctl("STATUS", |fd| {
+            // SAFETY: `buf` is a live buffer of exactly the size the request encodes, and the
+            // per-CPU array it points to (`cpus`, `capacity` entries) outlives the call; the
+            // module writes both and keeps neither.
+            unsafe { sys::status(fd, &raw mut buf) }
+        })?;
         let bad = |problem| DeviceError::BadAnswer {
             request: "STATUS",
             problem,

@@ -3,7 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use super::SectionKind;
+use crate::sections::SectionKind;
 
 /// Why a profile could not be read. Every variant about the bytes names the offset in the
 /// file where the problem is.
@@ -19,7 +19,7 @@ pub enum ProfileError {
         #[source]
         source: io::Error,
     },
-    /// The first bytes are not [`super::MAGIC`].
+    /// The first bytes are not [`MAGIC`](crate::MAGIC).
     #[error("not a dprof profile: bad magic at offset {offset}")]
     BadMagic {
         /// Always 0.
@@ -143,7 +143,7 @@ pub enum ProfileError {
         /// What serde said.
         message: String,
     },
-    /// A Records section longer than [`super::MAX_RECORDS_CHUNK`].
+    /// A Records section longer than [`MAX_RECORDS_CHUNK`](crate::MAX_RECORDS_CHUNK).
     #[error(
         "Records section at offset {offset} declares {len} bytes, more than the {max} a chunk \
          may hold"
@@ -171,7 +171,7 @@ pub enum ProfileError {
         offset: u64,
         /// Its length.
         len: u64,
-        /// [`super::END_SIZE`].
+        /// [`END_SIZE`](crate::END_SIZE).
         expected: u64,
     },
     /// A Text section whose blocks do not parse.
@@ -280,7 +280,7 @@ pub enum WriteError {
         /// What serde said.
         message: String,
     },
-    /// Bytes handed to [`super::ProfileEncoder::records`] that are not whole, valid records.
+    /// Bytes handed to [`ProfileEncoder::records`](crate::ProfileEncoder::records) that are not whole, valid records.
     #[error(
         "the device returned a bad record at byte {offset} of a {len}-byte read: {problem} \
          (do the module and dprof agree on the ABI?)"

@@ -21,11 +21,14 @@ use std::path::{Path, PathBuf};
 
 use dprof_abi::{Record, RecordHeader, RecordView};
 
-use super::{
-    check_record_into, check_record_view, KernelText, ProfileError, ProfileHeader, SectionKind,
-    StopInfo, END_SIZE, FILE_HEADER_SIZE, FORMAT_VERSION, MAGIC, MAX_RECORDS_CHUNK,
+use crate::error::ProfileError;
+use crate::header::{ProfileHeader, StopInfo};
+use crate::record_check::{check_record_into, check_record_view};
+use crate::sections::{
+    SectionKind, END_SIZE, FILE_HEADER_SIZE, FORMAT_VERSION, MAGIC, MAX_RECORDS_CHUNK,
     SECTION_HEADER_SIZE,
 };
+use crate::text::KernelText;
 
 /// A profile whose structure has been checked: the small sections are in memory, the records
 /// stay in the file (or byte vector) until [`Profile::records`] reads them.
@@ -515,7 +518,7 @@ enum Expect {
 
 /// Checks the file header and the sections' order, sizes and (except Records) CRCs of a
 /// source of `len` bytes, and reads the small sections.
-#[allow(
+#[expect(
     clippy::too_many_lines,
     reason = "one match over (expected, found) section is the format's grammar in one place"
 )]

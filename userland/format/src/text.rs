@@ -7,7 +7,7 @@
 //! Payload: blocks, each `u64 address, u32 length, u32 reserved (0)`, then `length` bytes,
 //! then zero padding to a multiple of 8. Blocks are sorted by address and do not overlap.
 
-use super::ProfileError;
+use crate::error::ProfileError;
 
 /// Bytes of kernel code by address.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

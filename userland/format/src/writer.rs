@@ -6,10 +6,14 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use super::{
-    check_record, KernelText, ProfileHeader, SectionKind, StopInfo, WriteError, FORMAT_VERSION,
-    MAGIC, WRITTEN_RECORDS_CHUNK,
+use crate::error::WriteError;
+use crate::header::{ProfileHeader, StopInfo};
+use crate::record_check::check_record;
+use crate::sections::{
+    SectionKind, END_SIZE, FILE_HEADER_SIZE, FORMAT_VERSION, MAGIC, SECTION_HEADER_SIZE,
+    WRITTEN_RECORDS_CHUNK,
 };
+use crate::text::KernelText;
 
 /// Writes a profile section by section to `W`. The Header, Kallsyms and Modules sections go
 /// out in [`ProfileEncoder::new`], Records sections as [`ProfileEncoder::records`] is called,
@@ -35,7 +39,7 @@ impl<W: Write> ProfileEncoder<W> {
         kallsyms: &[u8],
         modules: &[u8],
     ) -> Result<Self, WriteError> {
-        let mut file_header = [0u8; super::FILE_HEADER_SIZE];
+        let mut file_header = [0u8; FILE_HEADER_SIZE];
         file_header[..8].copy_from_slice(&MAGIC);
         file_header[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
         out.write_all(&file_header)?;
@@ -138,7 +142,7 @@ impl<W: Write> ProfileEncoder<W> {
             message: e.to_string(),
         })?;
         write_section(&mut self.out, SectionKind::Stop, &json)?;
-        let mut end = [0u8; super::END_SIZE];
+        let mut end = [0u8; END_SIZE];
         end[0..8].copy_from_slice(&self.records.to_le_bytes());
         end[8..16].copy_from_slice(&self.record_bytes.to_le_bytes());
         end[16..24].copy_from_slice(&self.chunks.to_le_bytes());
@@ -158,7 +162,7 @@ fn record_size_at(bytes: &[u8], pos: usize) -> usize {
 }
 
 fn write_section<W: Write>(out: &mut W, kind: SectionKind, payload: &[u8]) -> std::io::Result<()> {
-    let mut header = [0u8; super::SECTION_HEADER_SIZE];
+    let mut header = [0u8; SECTION_HEADER_SIZE];
     header[0..4].copy_from_slice(&(kind as u32).to_le_bytes());
     header[4..8].copy_from_slice(&crc32fast::hash(payload).to_le_bytes());
     header[8..16].copy_from_slice(&(payload.len() as u64).to_le_bytes());

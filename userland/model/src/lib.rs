@@ -19,6 +19,10 @@ pub mod misses;
 pub mod units;
 pub mod working_set;
 
+mod access;
+
+pub use access::AccessKind;
+
 use serde::{Deserialize, Serialize};
 
 use crate::causal::CausalReport;
@@ -706,30 +710,6 @@ impl MemSource {
             Self::Io => "I/O",
             Self::Uncached => "uncached",
             Self::Unknown => "unknown",
-        }
-    }
-}
-
-/// Whether the instruction reads, writes or both at its memory operand.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AccessKind {
-    /// Loads only.
-    Read,
-    /// Stores only.
-    Write,
-    /// Loads and stores (read-modify-write, xchg, cmpxchg, ...).
-    ReadWrite,
-}
-
-impl AccessKind {
-    /// `read`, `write` or `read_write`, as in JSON.
-    #[must_use]
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Read => "read",
-            Self::Write => "write",
-            Self::ReadWrite => "read_write",
         }
     }
 }

@@ -11,6 +11,7 @@ mod data_flow;
 mod data_profile;
 mod list;
 mod type_detail;
+mod view;
 mod view_types;
 
 use dprof_model::{FunctionCount, Report, TypeProfile};
@@ -22,68 +23,10 @@ pub use data_flow::{DataFlowState, FlowLayout, FlowSubject};
 pub use data_profile::{field_label, type_label, Column, DataProfileState};
 pub use list::{ListState, Nav};
 pub use type_detail::{Pane, PaneSort, TypeDetailState};
+pub use view::View;
 pub use view_types::{view_type_names, ViewTypesState};
 
 use crate::event::{Event, EventState, LoadEvent};
-
-/// The views, in tab order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum View {
-    /// Types ranked by misses or samples, with the coverage line and the bounce flag.
-    DataProfile,
-    /// One type: its bytes as a heat strip, its offsets, functions and CPUs.
-    TypeDetail,
-    /// Invalidation, conflict and capacity misses per type, with their evidence.
-    MissClassification,
-    /// Live objects over time and the associativity-set histogram.
-    WorkingSet,
-    /// The functions that touch an object from allocation to free.
-    DataFlow,
-    /// Program speedup against virtual speedup per type.
-    Causal,
-}
-
-impl View {
-    /// Every view, in tab order.
-    pub const ALL: [Self; 6] = [
-        Self::DataProfile,
-        Self::TypeDetail,
-        Self::MissClassification,
-        Self::WorkingSet,
-        Self::DataFlow,
-        Self::Causal,
-    ];
-
-    /// The tab's title.
-    #[must_use]
-    pub const fn title(self) -> &'static str {
-        match self {
-            Self::DataProfile => "Data profile",
-            Self::TypeDetail => "Type",
-            Self::MissClassification => "Misses",
-            Self::WorkingSet => "Working set",
-            Self::DataFlow => "Data flow",
-            Self::Causal => "Causal",
-        }
-    }
-
-    /// Position in [`View::ALL`].
-    #[must_use]
-    pub const fn index(self) -> usize {
-        self as usize
-    }
-
-    /// Whether the view is about one type (the one selected in the data profile).
-    #[must_use]
-    pub const fn is_per_type(self) -> bool {
-        !matches!(self, Self::DataProfile)
-    }
-
-    fn offset(self, by: isize) -> Self {
-        let n = Self::ALL.len() as isize;
-        Self::ALL[(self.index() as isize + by).rem_euclid(n) as usize]
-    }
-}
 
 /// What the loader has said so far.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

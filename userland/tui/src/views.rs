@@ -10,32 +10,25 @@ mod heat_strip;
 mod help;
 mod loading;
 mod misses;
+mod style;
 mod type_detail;
 mod working_set;
+mod wrap;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Tabs, Widget};
 
 use crate::app::{App, FlowSubject, Pane, View};
+use style::{ACCENT, DIM};
+use wrap::wrap;
 
 /// The smallest terminal the browser draws in; smaller ones get a message.
 pub const MIN_WIDTH: u16 = 50;
 /// See [`MIN_WIDTH`].
 pub const MIN_HEIGHT: u16 = 12;
-
-/// Headings and the focused pane's title.
-const HEADING: Style = Style::new().add_modifier(Modifier::BOLD);
-/// The selected row.
-const SELECTED: Style = Style::new().add_modifier(Modifier::REVERSED);
-/// Secondary text.
-const DIM: Style = Style::new().fg(Color::DarkGray);
-/// Warnings and the bounce flag.
-const WARN: Style = Style::new().fg(Color::Yellow);
-/// The view's tab, key names in the status bar.
-const ACCENT: Style = Style::new().fg(Color::Cyan);
 
 impl Widget for &App {
     fn render(self, area: Rect, buf: &mut Buffer) {
@@ -207,68 +200,5 @@ fn status_keys(app: &App) -> &'static [(&'static str, &'static str)] {
             ("?", "help"),
             ("q", "quit"),
         ],
-    }
-}
-
-/// Greedy word wrap to `width` columns; words longer than a line are cut.
-pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
-    let width = width.max(1);
-    let mut lines = Vec::new();
-    let mut line = String::new();
-    let mut len = 0;
-    for word in text.split_whitespace() {
-        let mut word: Vec<char> = word.chars().collect();
-        loop {
-            let sep = usize::from(len > 0);
-            if len + sep + word.len() <= width {
-                if sep == 1 {
-                    line.push(' ');
-                }
-                line.extend(&word);
-                len += sep + word.len();
-                break;
-            }
-            if len > 0 {
-                lines.push(std::mem::take(&mut line));
-                len = 0;
-                continue;
-            }
-            // A word longer than a whole line.
-            let rest = word.split_off(width);
-            lines.push(word.iter().collect());
-            word = rest;
-        }
-    }
-    if len > 0 {
-        lines.push(line);
-    }
-    lines
-}
-
-/// `text` wrapped to `width`, at most `max` lines (the last one marked `…` when cut).
-pub(crate) fn wrap_at_most(text: &str, width: usize, max: usize) -> Vec<String> {
-    let mut lines = wrap(text, width);
-    if lines.len() > max {
-        lines.truncate(max);
-        if let Some(last) = lines.last_mut() {
-            if last.chars().count() >= width {
-                last.pop();
-            }
-            last.push('…');
-        }
-    }
-    lines
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn wrap_breaks_at_spaces_and_cuts_long_words() {
-        assert_eq!(wrap("a bb ccc dddd", 6), ["a bb", "ccc", "dddd"]);
-        assert_eq!(wrap("abcdefgh", 3), ["abc", "def", "gh"]);
-        assert_eq!(wrap("", 3), Vec::<String>::new());
-        assert_eq!(wrap_at_most("a b c d e f", 3, 2), ["a b", "c …"]);
     }
 }

@@ -1,6 +1,7 @@
 //! Scripted key sequences: each step checks the state and the screen, at 80x24.
 
 #[path = "support/fixture.rs"]
+#[expect(dead_code, reason = "the render tests use the rest of it")]
 mod fixture;
 
 use dprof_tui::{App, Column, Event, EventState, LoadEvent, Pane, View};

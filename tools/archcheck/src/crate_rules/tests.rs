@@ -97,13 +97,13 @@ fn unknown_package_is_reported() {
 }
 
 #[test]
-fn fixtures_is_a_normal_dependency_only_of_fuzz_and_qemu_tools() {
+fn fixtures_is_a_normal_dependency_only_of_bench_fuzz_and_qemu_tools() {
     let allowing: Vec<&str> = RULES
         .iter()
         .filter(|rule| rule.workspace.allows("dprof-fixtures"))
         .map(|rule| rule.package)
         .collect();
-    assert_eq!(allowing, ["dprof-fuzz", "dprof-qemu-tools"]);
+    assert_eq!(allowing, ["dprof-bench", "dprof-fuzz", "dprof-qemu-tools"]);
 }
 
 #[test]

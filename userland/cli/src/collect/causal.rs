@@ -29,7 +29,8 @@ use anyhow::{bail, Context};
 use dprof_abi::{CausalPlan, ExperimentControl, ExperimentEnd, ProgressPoint, Record};
 use dprof_analysis::pipeline::{Analyzer, Options, SampledAccesses};
 use dprof_analysis::symbols::Kallsyms;
-use dprof_collect::device::{Device, ReadOutcome};
+use dprof_collect::backend::Backend;
+use dprof_collect::device::ReadOutcome;
 use dprof_collect::samplers;
 use dprof_collect::system;
 use dprof_format::{
@@ -39,12 +40,12 @@ use dprof_format::{
 use dprof_model::Report;
 use indicatif::ProgressBar;
 
-use super::{
+use super::record::{
     now_unix_s, open_and_configure, parse_period, plan, progress_bar, read_until_drained,
-    target_of, warn, CollectArgs, Event, PeriodArg, SamplerChoice, Signals, Workload, IDLE_SLEEP,
-    PROGRESS_EVERY, READ_BUFFER,
+    target_of, usage_error, warn, CollectArgs, Event, PeriodArg, SamplerChoice, Signals, Workload,
+    IDLE_SLEEP, PROGRESS_EVERY, READ_BUFFER,
 };
-use crate::units::{self, format_ns};
+use dprof_model::units::{self, format_ns};
 
 /// Run causal experiments on the kernel's data types while a workload runs.
 ///
@@ -66,7 +67,7 @@ use crate::units::{self, format_ns};
 ///   dprof report --view causal c.dprof            (the ranking; --format coz for Coz's viewer)
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
-#[allow(
+#[expect(
     clippy::doc_markdown,
     reason = "this is --help text, where backticks would show"
 )]
@@ -261,29 +262,30 @@ fn points_of(args: &CausalArgs) -> (Vec<ProgressPointSpec>, Option<(usize, usize
     (points, latency)
 }
 
-fn check_points(points: &[ProgressPointSpec], symbols: &Kallsyms) {
+fn check_points(points: &[ProgressPointSpec], symbols: &Kallsyms) -> anyhow::Result<()> {
     if points.is_empty() {
-        super::usage_error(
+        return Err(usage_error(
             "experiments need a progress point to measure: give --progress (e.g. \
              --progress kprobe:udp_sendmsg) or --latency BEGIN,END",
-        );
+        ));
     }
     if points.len() > dprof_abi::MAX_PROGRESS_POINTS {
-        super::usage_error(&format!(
+        return Err(usage_error(&format!(
             "{} progress points; the module takes at most {}",
             points.len(),
             dprof_abi::MAX_PROGRESS_POINTS
-        ));
+        )));
     }
     for p in points.iter().filter(|p| p.kind == "kprobe") {
         if !symbols.text_symbols().iter().any(|s| s.name == p.name) {
-            super::usage_error(&format!(
+            return Err(usage_error(&format!(
                 "no kernel function named `{}` in /proc/kallsyms (progress point {})",
                 p.name,
                 p.label()
-            ));
+            )));
         }
     }
+    Ok(())
 }
 
 /// The `dprof collect` arguments of the profiling phase.
@@ -453,7 +455,7 @@ impl Ending<'_> {
 }
 
 /// One read: whole records, or why there are none.
-fn read_some<'b>(dev: &mut Device, buf: &'b mut [u8]) -> anyhow::Result<Option<&'b [u8]>> {
+fn read_some<'b, B: Backend>(dev: &mut B, buf: &'b mut [u8]) -> anyhow::Result<Option<&'b [u8]>> {
     Ok(match dev.read(buf)? {
         ReadOutcome::Data(n) => Some(buf.get(..n).unwrap_or(&[])),
         // A 0-byte read while running should not happen; waiting is the safe answer.
@@ -462,8 +464,8 @@ fn read_some<'b>(dev: &mut Device, buf: &'b mut [u8]) -> anyhow::Result<Option<&
 }
 
 /// Reads until the module says drained (after stop), handing whole records to `sink`.
-fn drain(
-    dev: &mut Device,
+fn drain<B: Backend>(
+    dev: &mut B,
     buf: &mut [u8],
     sink: &mut dyn FnMut(&[u8]) -> anyhow::Result<()>,
     progress: &ProgressBar,
@@ -503,14 +505,14 @@ struct Tally {
 
 pub fn run(args: &CausalArgs) -> anyhow::Result<ExitCode> {
     let cargs = collect_args(args);
-    let target = target_of(&cargs);
+    let target = target_of(&cargs)?;
     let hw = samplers::detect(Path::new("/"));
     plan(&cargs, None, &hw)?;
     let root = Path::new("/");
     let kallsyms = system::kallsyms(root)?;
     let symbols = Kallsyms::parse(&kallsyms);
     let (points, latency) = points_of(args);
-    check_points(&points, &symbols);
+    check_points(&points, &symbols)?;
     let labels: Vec<String> = points.iter().map(ProgressPointSpec::label).collect();
     let progress = progress_bar();
     let (mut dev, version, collect_plan, config) =
@@ -538,7 +540,7 @@ pub fn run(args: &CausalArgs) -> anyhow::Result<ExitCode> {
         sampling: collect_plan
             .sampling
             .as_ref()
-            .map(super::Sampling::header_config),
+            .map(super::record::Sampling::header_config),
         histories: None,
         causal: None,
     };
@@ -608,13 +610,13 @@ struct Inputs<'a> {
 }
 
 /// The profiling phase, then the experiments; the path of the finished profile.
-#[allow(
+#[expect(
     clippy::too_many_lines,
     reason = "one sequence of steps, each commented"
 )]
-fn run_phases(
+fn run_phases<B: Backend>(
     args: &CausalArgs,
-    dev: &mut Device,
+    dev: &mut B,
     header: &mut dprof_format::ProfileHeader,
     inputs: Inputs,
     signals: &Signals,
@@ -795,14 +797,14 @@ fn run_phases(
 }
 
 /// Runs experiments until the run ends; the profiling phase's records go to the file first.
-#[allow(
+#[expect(
     clippy::too_many_arguments,
     clippy::too_many_lines,
     reason = "the loop's whole context, passed once; one loop, its steps commented"
 )]
-fn experiments(
+fn experiments<B: Backend>(
     args: &CausalArgs,
-    dev: &mut Device,
+    dev: &mut B,
     writer: &mut ProfileWriter,
     plan_bytes: &[u8],
     ending: &Ending,
@@ -814,7 +816,7 @@ fn experiments(
     let mut buf = vec![0u8; READ_BUFFER];
     let mut ends: Vec<ExperimentEnd> = Vec::new();
     // One read, written out and searched for end records; false when there was nothing.
-    let mut pump = |dev: &mut Device,
+    let mut pump = |dev: &mut B,
                     writer: &mut ProfileWriter,
                     ends: &mut Vec<ExperimentEnd>|
      -> anyhow::Result<bool> {

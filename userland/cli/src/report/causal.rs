@@ -12,7 +12,8 @@ use dprof_analysis::causal;
 use dprof_format::Profile;
 use dprof_model::causal::{Analysis, CausalReport, Fit, Target, TypeSlope};
 
-use super::{more, notes_text, to_stdout, Format, ReportArgs, Table, DEFAULT_TOP};
+use super::args::{Format, ReportArgs, DEFAULT_TOP};
+use super::output::{more, no_such_type, notes_text, to_stdout, Table};
 
 pub(super) fn run(args: &ReportArgs, profile: &Profile) -> anyhow::Result<ExitCode> {
     let report = causal::analyze_profile(profile)
@@ -60,7 +61,7 @@ fn find_type(report: &CausalReport, name: &str) -> anyhow::Result<usize> {
         .position(|t| t.name == name)
         .ok_or_else(|| {
             let names: Vec<&str> = report.types.iter().map(|t| t.name.as_str()).collect();
-            super::no_such_type(name, "causal type table", &names)
+            no_such_type(name, "causal type table", &names)
         })
 }
 

@@ -8,7 +8,8 @@ use anyhow::{bail, Context};
 use dprof_model::histories::{DataFlow, FlowRole, HistoryReport, PathTrace, TypeHistories};
 use dprof_model::Report;
 
-use super::{Format, ReportArgs, Table, DEFAULT_TOP};
+use super::args::{Format, ReportArgs, DEFAULT_TOP};
+use super::output::Table;
 
 /// The arrow of a step that stayed on one CPU, and of one that changed CPU (same width).
 const SAME_CPU: &str = "------->";

@@ -6,13 +6,13 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use dprof_model::misses::{MissClass, MissReport, SharingSite, TypeMisses};
+use dprof_model::units::format_bytes;
 use dprof_model::Report;
 
-use super::{
-    geometry_line, header_lines, no_such_type, notes_text, report_json, to_stdout, ReportArgs,
-    Table, DEFAULT_TOP,
+use super::args::{ReportArgs, DEFAULT_TOP};
+use super::output::{
+    geometry_line, header_lines, no_such_type, notes_text, report_json, to_stdout, Table,
 };
-use crate::units::format_bytes;
 
 pub(super) fn run(args: &ReportArgs, report: &Report) -> anyhow::Result<ExitCode> {
     let misses = report

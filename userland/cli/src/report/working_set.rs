@@ -5,14 +5,14 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use dprof_model::units::format_bytes;
 use dprof_model::working_set::{SetHistogram, TypeWorkingSet, WorkingSetReport};
 use dprof_model::Report;
 
-use super::{
-    geometry_line, header_lines, no_such_type, notes_text, report_json, to_stdout, Format,
-    ReportArgs, Table, DEFAULT_TOP,
+use super::args::{Format, ReportArgs, DEFAULT_TOP};
+use super::output::{
+    geometry_line, header_lines, no_such_type, notes_text, report_json, to_stdout, Table,
 };
-use crate::units::format_bytes;
 
 /// Rows of the live-object series shown for one type.
 const SERIES_ROWS: usize = 10;

@@ -8,7 +8,7 @@
 
 use dprof_model::{Metric, Report};
 
-use super::View;
+use super::view::View;
 
 /// A view with nothing to show for this report.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use dprof_model::Report;
 use ratatui::crossterm::event::KeyEvent;
 
 use super::list::{ListState, Nav};
-use super::View;
+use super::view::View;
 use crate::event::EventState;
 
 /// The names of the types `view`'s report section lists, in its order; empty when the report

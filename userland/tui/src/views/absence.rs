@@ -5,7 +5,8 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Padding, Paragraph, Widget};
 
-use super::{wrap, DIM, HEADING, WARN};
+use super::style::{DIM, HEADING, WARN};
+use super::wrap::wrap;
 use crate::app::{Absence, App, View};
 
 /// The view shown, which has no section in the report.

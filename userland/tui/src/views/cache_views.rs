@@ -10,7 +10,8 @@ use ratatui::widgets::{
     Widget,
 };
 
-use super::{wrap, DIM, HEADING, SELECTED};
+use super::style::{DIM, HEADING, SELECTED};
+use super::wrap::wrap;
 use crate::app::ListState;
 use crate::format::bytes;
 

@@ -12,8 +12,10 @@ use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Widget};
 
+use super::absence;
 use super::cache_views::{frame, note_lines, render_lines, type_table};
-use super::{absence, wrap, wrap_at_most, ACCENT, DIM, HEADING, WARN};
+use super::style::{ACCENT, DIM, HEADING, WARN};
+use super::wrap::{wrap, wrap_at_most};
 use crate::app::App;
 
 /// From this width the ranking sits left of the chart.

@@ -16,7 +16,9 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Padding, Paragraph, Widget};
 
-use super::{absence, wrap, wrap_at_most, ACCENT, DIM, HEADING, SELECTED, WARN};
+use super::absence;
+use super::style::{ACCENT, DIM, HEADING, SELECTED, WARN};
+use super::wrap::{wrap, wrap_at_most};
 use crate::app::{App, FlowLayout, FlowSubject, View};
 
 /// From this width the graph and the side panel sit side by side.

@@ -9,7 +9,9 @@ use ratatui::widgets::{
     Cell, HighlightSpacing, Paragraph, Row, StatefulWidget, Table, TableState, Widget,
 };
 
-use super::{absence, wrap_at_most, ACCENT, DIM, HEADING, SELECTED, WARN};
+use super::absence;
+use super::style::{ACCENT, DIM, HEADING, SELECTED, WARN};
+use super::wrap::wrap_at_most;
 use crate::app::{App, Column, View};
 use crate::format::{grouped, percent};
 

@@ -10,7 +10,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 
-use super::DIM;
+use super::style::DIM;
 use crate::app::field_label;
 
 /// Bytes per cache line (x86).

@@ -5,7 +5,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph, Widget};
 
-use super::{ACCENT, DIM, HEADING};
+use super::style::{ACCENT, DIM, HEADING};
 
 /// Every key, and what it does.
 pub(crate) const KEYS: &[(&str, &str)] = &[

@@ -5,7 +5,8 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Gauge, Paragraph, Widget};
 
-use super::{wrap, ACCENT, DIM, HEADING, WARN};
+use super::style::{ACCENT, DIM, HEADING, WARN};
+use super::wrap::wrap;
 use crate::app::App;
 use crate::format::grouped;
 

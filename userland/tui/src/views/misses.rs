@@ -13,8 +13,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::widgets::Widget;
 
+use super::absence;
 use super::cache_views::{frame, geometry_text, note_lines, render_lines, type_table};
-use super::{absence, wrap, wrap_at_most, ACCENT, DIM, HEADING, WARN};
+use super::style::{ACCENT, DIM, HEADING, WARN};
+use super::wrap::{wrap, wrap_at_most};
 use crate::app::{App, View};
 use crate::format::bytes;
 

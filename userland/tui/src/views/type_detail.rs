@@ -10,8 +10,10 @@ use ratatui::widgets::{
     Widget,
 };
 
+use super::absence;
 use super::heat_strip::{HeatStrip, LINE_BYTES};
-use super::{absence, wrap, ACCENT, DIM, HEADING, SELECTED, WARN};
+use super::style::{ACCENT, DIM, HEADING, SELECTED, WARN};
+use super::wrap::wrap;
 use crate::app::{field_label, type_label};
 use crate::app::{App, ListState, Pane, View};
 use crate::format::{bytes, count, percent};

@@ -9,8 +9,10 @@ use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Bar, BarChart, BarGroup, Paragraph, Sparkline, Widget};
 
+use super::absence;
 use super::cache_views::{frame, geometry_text, note_lines, render_lines, type_table};
-use super::{absence, wrap_at_most, ACCENT, DIM, HEADING, WARN};
+use super::style::{ACCENT, DIM, HEADING, WARN};
+use super::wrap::wrap_at_most;
 use crate::app::{App, View};
 use crate::format::bytes;
 

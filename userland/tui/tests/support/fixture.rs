@@ -1,6 +1,5 @@
 //! The reports the TUI tests browse: the library's example profiles, analyzed, with field
 //! names from a small stand-in for DWARF. Included with `#[path]` by each test file.
-#![allow(dead_code, reason = "each test file uses part of it")]
 
 use dprof_analysis::pipeline::{self, Options};
 use dprof_analysis::report::annotate_fields;

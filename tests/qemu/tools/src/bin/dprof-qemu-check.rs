@@ -46,11 +46,14 @@ use dprof_abi::Record;
 use dprof_analysis::decode::{DecodeOutcome, Decoder};
 use dprof_analysis::symbols::Kallsyms;
 use dprof_format::Profile;
-use serde_json::Value;
+
+use json_report::{field_name_at, find_type, percent, report_json, type_samples_in};
 
 // A binary's modules sit beside it in src/bin, where Cargo would take them for binaries.
 #[path = "dprof-qemu-check/causal.rs"]
 mod causal;
+#[path = "dprof-qemu-check/json_report.rs"]
+mod json_report;
 #[path = "dprof-qemu-check/misses.rs"]
 mod misses;
 
@@ -136,7 +139,10 @@ struct Traced {
     frees_outer: u64,
 }
 
-#[allow(clippy::too_many_lines)] // one linear report; splitting it would only scatter it
+#[expect(
+    clippy::too_many_lines,
+    reason = "one linear report; splitting it would only scatter it"
+)]
 fn check_slab_workload(dir: &Path) -> Result<String> {
     let profile = Profile::open(&dir.join("slab.dprof")).context("opening the guest's profile")?;
     let mut report = String::new();
@@ -465,62 +471,6 @@ fn check_effective_addresses(profile: &Profile, report: &mut String) -> Result<(
     Ok(())
 }
 
-/// `part / whole` in percent (0 for an empty whole).
-fn percent(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        100.0 * part as f64 / whole as f64
-    }
-}
-
-/// `dprof report --json` of a profile, as the user would get it.
-fn report_json(profile: &Path, extra: &[&str]) -> Result<Value> {
-    let dprof = std::env::var("DPROF").unwrap_or_else(|_| "dprof".to_string());
-    let output = std::process::Command::new(&dprof)
-        .arg("report")
-        .arg("--json")
-        .args(extra)
-        .arg(profile)
-        .output()
-        .with_context(|| format!("running {dprof} report"))?;
-    ensure!(
-        output.status.success(),
-        "dprof report failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Ok(serde_json::from_slice(&output.stdout)?)
-}
-
-fn find_type<'a>(report: &'a Value, name: &str) -> Result<&'a Value> {
-    report["data_profile"]["types"]
-        .as_array()
-        .and_then(|types| types.iter().find(|t| t["name"] == name))
-        .with_context(|| format!("type {name} is not in the data profile"))
-}
-
-/// Samples of a type in a function, by the report's per-type function list.
-fn type_samples_in(ty: &Value, function: &str) -> u64 {
-    ty["functions"].as_array().map_or(0, |fs| {
-        fs.iter()
-            .filter(|f| {
-                f["function"]
-                    .as_str()
-                    .is_some_and(|n| n.split([' ', '+']).next() == Some(function))
-            })
-            .filter_map(|f| f["samples"].as_u64())
-            .sum()
-    })
-}
-
-fn field_name_at(ty: &Value, offset: u64) -> Option<String> {
-    ty["fields"]
-        .as_array()?
-        .iter()
-        .find(|f| f["offset"] == offset)
-        .and_then(|f| f["field"].as_str().map(str::to_string))
-}
-
 fn check_selftest(dir: &Path) -> Result<String> {
     let path = dir.join("selftest.dprof");
     let profile = Profile::open(&path).context("opening the guest's profile")?;
@@ -688,7 +638,10 @@ struct SeenHistory {
     arms: Vec<(u32, u64)>,
 }
 
-#[allow(clippy::too_many_lines)] // one linear report; splitting it would only scatter it
+#[expect(
+    clippy::too_many_lines,
+    reason = "one linear report; splitting it would only scatter it"
+)]
 fn check_histories(dir: &Path) -> Result<String> {
     let profile =
         Profile::open(&dir.join("histories.dprof")).context("opening the guest's profile")?;
@@ -983,7 +936,10 @@ fn history_counters(profile: &Profile) -> Result<(dprof_format::HistoryCounters,
     Ok((counters, stop.elapsed_ns))
 }
 
-#[allow(clippy::too_many_lines)] // one linear report; splitting it would only scatter it
+#[expect(
+    clippy::too_many_lines,
+    reason = "one linear report; splitting it would only scatter it"
+)]
 fn check_kernel_histories(dir: &Path) -> Result<String> {
     let mut report = String::new();
     let timings = std::fs::read_to_string(dir.join("timings")).context("reading timings")?;
@@ -1075,7 +1031,6 @@ fn check_kernel_histories(dir: &Path) -> Result<String> {
     }
     // The three runs differ by the histories alone (slab events in both dprof runs); on a
     // shared TCG host the difference can be smaller than the run-to-run noise.
-    #[allow(clippy::cast_possible_wrap)]
     let per_history_us =
         (hist as i64 - slab as i64) * 1000 / i64::try_from(counters.started.max(1))?;
     writeln!(

@@ -36,7 +36,7 @@ use dprof_abi::Record;
 use dprof_format::Profile;
 use serde_json::Value;
 
-use super::{find_type, percent, report_json, type_samples_in};
+use super::json_report::{find_type, percent, report_json, type_samples_in};
 
 /// X's 95% interval should lie above this. By construction X takes about a fifth of the
 /// chain's round (the workload's summary line measures it), so its slope is near 0.2.
@@ -294,7 +294,7 @@ fn describe_fit(entry: &Value) -> String {
     )
 }
 
-#[allow(
+#[expect(
     clippy::too_many_lines,
     reason = "one check after the other, each commented"
 )]

@@ -38,7 +38,7 @@ use dprof_format::Profile;
 use dprof_model::histories::HitCheck;
 use serde_json::Value;
 
-use super::{field_name_at, find_type, percent, report_json, type_samples_in};
+use super::json_report::{field_name_at, find_type, percent, report_json, type_samples_in};
 
 /// Share of a function's decoded samples that must resolve to the type, as in
 /// selftest-data-profile.
@@ -228,7 +228,10 @@ pub(crate) fn check(dir: &Path) -> Result<String> {
 
 /// The workload did what it claims, as the data profile sees it: its functions' samples on
 /// their CPUs, resolved to the type, at the known offsets and fields.
-#[allow(clippy::too_many_lines)] // one linear report; splitting it would only scatter it
+#[expect(
+    clippy::too_many_lines,
+    reason = "one linear report; splitting it would only scatter it"
+)]
 fn check_data_profile(
     profile: &Profile,
     json: &Value,
@@ -662,7 +665,10 @@ fn gcd(a: u64, b: u64) -> u64 {
 /// From the objects' own addresses the check computes each set's lines and which sets must be
 /// flagged (more lines than ways and at least twice the mean over all sets), and wants the
 /// report's histogram and flags to be exactly that.
-#[allow(clippy::too_many_lines)] // one linear report; splitting it would only scatter it
+#[expect(
+    clippy::too_many_lines,
+    reason = "one linear report; splitting it would only scatter it"
+)]
 fn check_conflict_sets(
     profile: &Profile,
     misses: &Value,

@@ -1,15 +1,21 @@
-//! `dprof collect --histories`: what to watch with the debug registers, turned into the
-//! module's [`HistoryPlan`], and the kernel code the traps land in, captured at the end.
+//! Object access histories (`dprof collect --histories`): what to watch with the debug
+//! registers, turned into the module's [`HistoryPlan`], and the kernel code the traps land
+//! in, captured at the end.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use anyhow::{bail, Context};
 use dprof_abi::{HistoryPlan, HistoryTarget, Record, WatchRange};
 use dprof_analysis::symbols::Kallsyms;
-use dprof_collect::kcore::{self, Kcore};
-use dprof_collect::plan::{plan_detailed, PlanBudget};
 use dprof_format::KernelText;
+
+use crate::kcore::{self, Kcore};
+use crate::plan::{plan_detailed, PlanBudget};
+
+/// Why no history plan could be made: one sentence for the person.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct HistoryPlanError(String);
 
 /// What `--histories` asked for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,6 +39,7 @@ pub struct TypeSpec {
 
 impl TypeSpec {
     /// The type's name as reports show it.
+    #[must_use]
     pub fn type_name(&self) -> String {
         match &self.site {
             Some(site) => format!("{}@{site}", self.cache),
@@ -65,6 +72,7 @@ impl std::fmt::Display for HistorySpec {
 
 impl HistorySpec {
     /// True when a sampling phase must choose what to watch.
+    #[must_use]
     pub fn needs_planning(&self) -> bool {
         match self {
             Self::Auto => true,
@@ -74,6 +82,9 @@ impl HistorySpec {
 }
 
 /// Parses `--histories`: `auto`, or comma-separated types (see [`TypeSpec`]).
+///
+/// # Errors
+/// A sentence saying what is wrong with `s`.
 pub fn parse_history_spec(s: &str) -> Result<HistorySpec, String> {
     let s = s.trim();
     if s == "auto" {
@@ -170,11 +181,15 @@ pub struct PlanLimits {
 
 /// The module's plan for `types`, which all have ranges. `@FUNCTION` becomes the function's
 /// address range from kallsyms.
+///
+/// # Errors
+/// [`HistoryPlanError`] when there are no types or too many, a type has no range, or a
+/// `@FUNCTION` is not in kallsyms.
 pub fn module_plan(
     types: &[TypeSpec],
     kallsyms: &Kallsyms,
     limits: PlanLimits,
-) -> anyhow::Result<HistoryPlan> {
+) -> Result<HistoryPlan, HistoryPlanError> {
     let mut plan = HistoryPlan {
         struct_size: HistoryPlan::SIZE as u32,
         target_count: u32::try_from(types.len()).unwrap_or(u32::MAX),
@@ -184,11 +199,11 @@ pub fn module_plan(
         ..HistoryPlan::default()
     };
     if types.is_empty() || types.len() > dprof_abi::MAX_HISTORY_TARGETS {
-        bail!(
+        return Err(HistoryPlanError(format!(
             "a history plan needs 1 to {} types, not {}",
             dprof_abi::MAX_HISTORY_TARGETS,
             types.len()
-        );
+        )));
     }
     for (slot, t) in plan.targets.iter_mut().zip(types) {
         let mut target = HistoryTarget::default().with_name(t.cache.as_bytes());
@@ -196,18 +211,21 @@ pub fn module_plan(
             *r = *range;
         }
         if target.ranges[0].len == 0 {
-            bail!("{}: no range to watch", t.type_name());
+            return Err(HistoryPlanError(format!(
+                "{}: no range to watch",
+                t.type_name()
+            )));
         }
         if let Some(site) = &t.site {
             let symbol = kallsyms
                 .text_symbols()
                 .iter()
                 .find(|s| s.name == *site)
-                .with_context(|| {
-                    format!(
+                .ok_or_else(|| {
+                    HistoryPlanError(format!(
                         "{}: no function {site} in /proc/kallsyms to take allocations from",
                         t.type_name()
-                    )
+                    ))
                 })?;
             target.site_start = symbol.address;
             target.site_end = symbol.address + symbol.size.max(1);
@@ -222,11 +240,14 @@ pub fn module_plan(
 /// (the planner watches the most-used offsets singly and in consecutive pairs, the paper's
 /// way to order fields without watching every pair). Types that could not be planned are
 /// said on stderr.
+///
+/// # Errors
+/// [`HistoryPlanError`] when a named type has no samples, or nothing could be planned.
 pub fn choose_types(
     spec: &HistorySpec,
     report: &dprof_model::Report,
     kallsyms: &Kallsyms,
-) -> anyhow::Result<Vec<TypeSpec>> {
+) -> Result<Vec<TypeSpec>, HistoryPlanError> {
     let (given, wanted): (Vec<TypeSpec>, Option<Vec<String>>) = match spec {
         HistorySpec::Auto => (Vec::new(), None),
         HistorySpec::Types(types) => (
@@ -265,11 +286,11 @@ pub fn choose_types(
                     .iter()
                     .any(|t| t.name == *name)
                 {
-                    bail!(
+                    return Err(HistoryPlanError(format!(
                         "--histories {name}: no access sample touched this type in the first \
                          sampling phase, so there are no offsets to choose from; give its \
                          ranges (e.g. {name}:0+8) or a longer --plan-time"
-                    );
+                    )));
                 }
             }
             budget.max_types = names.len();
@@ -300,10 +321,10 @@ pub fn choose_types(
         }
     }));
     if types.is_empty() {
-        bail!(
+        return Err(HistoryPlanError(format!(
             "--histories {spec}: no slab type had enough samples in the sampling phase to \
              plan histories; sample longer (--plan-time) or name the types and their ranges"
-        );
+        )));
     }
     Ok(types)
 }
@@ -320,6 +341,7 @@ impl TrapIps {
         }
     }
 
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
@@ -330,6 +352,7 @@ const MAX_FUNCTION_BYTES: u64 = 256 << 10;
 
 /// The code of the functions the traps landed in, read from `kcore`; with a sentence for
 /// what could not be read.
+#[must_use]
 pub fn capture_text(
     traps: &TrapIps,
     kallsyms: &Kallsyms,

@@ -1,0 +1,75 @@
+//! The file's framing: its magic, version and sizes, and the kinds of sections.
+
+/// The first 8 bytes of every profile.
+pub const MAGIC: [u8; 8] = *b"DPROF\0\r\n";
+/// The format version this library writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// Size of the file header (magic, version, reserved).
+pub const FILE_HEADER_SIZE: usize = 16;
+/// Size of a section header (kind, CRC-32, length).
+pub const SECTION_HEADER_SIZE: usize = 16;
+/// Largest payload of one Records section a reader accepts.
+pub const MAX_RECORDS_CHUNK: usize = 4 * 1024 * 1024;
+/// Payload size at which the writer starts a new Records section. A reader checks a chunk's
+/// CRC before decoding its records, so it walks each chunk twice: a chunk that fits in a
+/// core's L2 cache is read from memory once rather than twice.
+pub const WRITTEN_RECORDS_CHUNK: usize = 256 * 1024;
+/// Size of the End section's payload.
+pub const END_SIZE: usize = 24;
+
+/// Kinds of sections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum SectionKind {
+    /// JSON [`ProfileHeader`](crate::ProfileHeader).
+    Header = 1,
+    /// Text of `/proc/kallsyms`.
+    Kallsyms = 2,
+    /// Text of `/proc/modules`.
+    Modules = 3,
+    /// Whole ABI records.
+    Records = 4,
+    /// Counts of what precedes; the last section.
+    End = 5,
+    /// JSON [`StopInfo`](crate::StopInfo).
+    Stop = 6,
+    /// Kernel code bytes ([`KernelText`](crate::KernelText)).
+    Text = 7,
+}
+
+impl SectionKind {
+    /// The kind with this number, if format version 1 defines one.
+    #[must_use]
+    pub const fn from_u32(v: u32) -> Option<Self> {
+        match v {
+            1 => Some(Self::Header),
+            2 => Some(Self::Kallsyms),
+            3 => Some(Self::Modules),
+            4 => Some(Self::Records),
+            5 => Some(Self::End),
+            6 => Some(Self::Stop),
+            7 => Some(Self::Text),
+            _ => None,
+        }
+    }
+
+    /// The name used in messages and `dprof dump`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Header => "Header",
+            Self::Kallsyms => "Kallsyms",
+            Self::Modules => "Modules",
+            Self::Records => "Records",
+            Self::End => "End",
+            Self::Stop => "Stop",
+            Self::Text => "Text",
+        }
+    }
+}
+
+impl std::fmt::Display for SectionKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
