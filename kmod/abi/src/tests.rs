@@ -1052,3 +1052,399 @@ fn experiment_records_round_trip_and_reject_bad_fields() {
         Err(AbiError::Truncated { .. })
     ));
 }
+
+// Layout vectors: every structure with distinct field values, and its bytes as the hand-written
+// encoders of ABI version 5 laid them out (before `wire!` derived the offsets).
+
+/// Every structure with distinct field values, encoded: `(name, bytes)`.
+#[expect(clippy::too_many_lines, reason = "a table: one value per structure")]
+fn encoded_vectors(mut out: impl FnMut(&'static str, &[u8])) {
+    macro_rules! emit {
+        ($ty:ident, $value:expr) => {{
+            let mut buf = [0u8; $ty::SIZE];
+            $value.encode(&mut buf);
+            out(stringify!($ty), &buf);
+        }};
+    }
+    let control = ExperimentControl {
+        experiment: 0x0102_0304,
+        type_index: 5,
+        speedup_percent: 60,
+    };
+    let ibs = IbsRegs {
+        caps: IBS_CAPS_BRNTRGT | 0x0a0b_0000,
+        regs: [
+            0x11, 0x1122, 0x1133, 0x1144, 0x1155, 0x1166, 0x1177, 0x1188, 0,
+        ],
+    };
+    let mut sample = AccessSample {
+        ip: 0x0102_0304_0506_0708,
+        gs_base: 0x1112_1314_1516_1718,
+        pid: 0x2122_2324,
+        tid: 0x2526_2728,
+        insn_len: 15,
+        flags: SAMPLE_USER,
+        sampler: SAMPLER_KIND_IBS,
+        hw_valid: 0x3132_3334,
+        data_addr: 0x4142_4344_4546_4748,
+        phys_addr: 0x5152_5354_5556_5758,
+        data_src: 0x6162_6364_6566_6768,
+        latency: 0x7172_7374,
+        hw_flags: 0x7576_7778,
+        ibs: Some(ibs),
+        ..AccessSample::default()
+    };
+    for (i, r) in sample.regs.iter_mut().enumerate() {
+        *r = 0xa0 + i as u64;
+    }
+    for (i, b) in sample.insn.iter_mut().enumerate() {
+        *b = 0xc0 + i as u8;
+    }
+    let ranges = [
+        WatchRange { offset: 8, len: 8 },
+        WatchRange { offset: 2, len: 2 },
+    ];
+    emit!(
+        RecordHeader,
+        RecordHeader {
+            kind: 0x0102,
+            size: 0x0304,
+            cpu: 0x0506_0708,
+            time_ns: 0x1112_1314_1516_1718
+        }
+    );
+    emit!(
+        Alloc,
+        Alloc {
+            ptr: 0x0102_0304_0506_0708,
+            call_site: 0x1112_1314_1516_1718,
+            cache: 0x2122_2324_2526_2728,
+            bytes_req: 0x3132_3334,
+            bytes_alloc: 0x3536_3738,
+            gfp: 0x4142_4344,
+            node: -2,
+            flags: ALLOC_KMALLOC
+        }
+    );
+    emit!(
+        Free,
+        Free {
+            ptr: 0x0102_0304_0506_0708,
+            call_site: 0x1112_1314_1516_1718,
+            cache: 0x2122_2324_2526_2728,
+            flags: FREE_KFREE
+        }
+    );
+    emit!(
+        CacheInfo,
+        CacheInfo {
+            cache: 0x0102_0304_0506_0708,
+            object_size: 0x1112_1314,
+            size: 0x1516_1718,
+            align: 0x2122_2324,
+            slab_flags: 0x2526_2728,
+            name_len: 0,
+            origin: CACHE_ORIGIN_SEEN,
+            name: [0; CACHE_NAME_BYTES]
+        }
+        .with_name(b"kmalloc-1k")
+    );
+    emit!(
+        Lost,
+        Lost {
+            count: 0x0102_0304_0506_0708
+        }
+    );
+    emit!(AccessSample, sample);
+    emit!(IbsRegs, ibs);
+    emit!(
+        HistoryStart,
+        HistoryStart {
+            history: 0x0102_0304_0506_0708,
+            object: 0x1112_1314_1516_1718,
+            cache: 0x2122_2324_2526_2728,
+            call_site: 0x3132_3334_3536_3738,
+            target: 7,
+            ranges
+        }
+    );
+    emit!(
+        HistoryArm,
+        HistoryArm {
+            history: 0x0102_0304_0506_0708,
+            delay_ns: 0x1112_1314_1516_1718
+        }
+    );
+    emit!(
+        HistoryHit,
+        HistoryHit {
+            history: 0x0102_0304_0506_0708,
+            ip: 0x1112_1314_1516_1718,
+            regs: sample.regs,
+            pid: 0x2122_2324,
+            tid: 0x2526_2728,
+            range: 1,
+            flags: HIT_USER,
+            seq: 0x3132_3334
+        }
+    );
+    emit!(
+        HistoryEnd,
+        HistoryEnd {
+            history: 0x0102_0304_0506_0708,
+            object: 0x1112_1314_1516_1718,
+            call_site: 0x2122_2324_2526_2728,
+            reason: HISTORY_END_STOPPED,
+            hits: 0x3132_3334,
+            dropped_hits: 0x3536_3738,
+            lifetime_ns: 0x4142_4344_4546_4748
+        }
+    );
+    emit!(
+        ExperimentStart,
+        ExperimentStart {
+            control,
+            global_delay_ns: 0x1112_1314_1516_1718
+        }
+    );
+    let mut end = ExperimentEnd {
+        control,
+        flags: EXPERIMENT_CUT_SHORT,
+        point_count: 1,
+        wall_ns: 0x11,
+        delay_ns: 0x12,
+        paused_ns: 0x13,
+        credited_ns: 0x14,
+        type_samples: 0x15,
+        samples: 0x16,
+        ..ExperimentEnd::default()
+    };
+    end.points[0] = PointVisits {
+        visits: 0x21,
+        time_sum_ns: 0x22,
+        total: 0x23,
+    };
+    end.points[MAX_PROGRESS_POINTS - 1] = PointVisits {
+        visits: 0x31,
+        time_sum_ns: 0x32,
+        total: 0x33,
+    };
+    emit!(ExperimentEnd, end);
+    emit!(
+        VersionInfo,
+        VersionInfo {
+            abi_version: 1,
+            nr_cpu_ids: 2,
+            online_cpus: 3,
+            samplers: 4,
+            features: 5,
+            min_ring_bytes: 6,
+            max_ring_bytes: 7,
+            max_record_size: 8
+        }
+    );
+    emit!(
+        Config,
+        Config {
+            struct_size: 1,
+            events: 2,
+            ring_bytes: 3,
+            sampler: 4,
+            sample_period_ns: 5,
+            sample_user: 6,
+            pmu_type: 7,
+            pmu_config: 0x0102_0304_0506_0708,
+            pmu_config1: 0x1112_1314_1516_1718
+        }
+    );
+    let mut plan = HistoryPlan {
+        struct_size: 1,
+        target_count: 2,
+        max_per_sec: 3,
+        timeout_ms: 4,
+        max_hits: 5,
+        ..HistoryPlan::default()
+    };
+    plan.targets[MAX_HISTORY_TARGETS - 1] = HistoryTarget {
+        site_start: 0x0102_0304_0506_0708,
+        site_end: 0x1112_1314_1516_1718,
+        ranges,
+        ..HistoryTarget::default()
+    }
+    .with_name(b"filp");
+    emit!(HistoryPlan, plan);
+    let mut causal = CausalPlan {
+        struct_size: 1,
+        point_count: 2,
+        flags: 3,
+        ..CausalPlan::default()
+    };
+    causal.points[MAX_PROGRESS_POINTS - 1] = ProgressPoint::new(PROGRESS_USER, b"requests");
+    emit!(CausalPlan, causal);
+    emit!(
+        CausalType,
+        CausalType {
+            struct_size: 1,
+            index: 2,
+            ips_ptr: 0x0102_0304_0506_0708,
+            ip_count: 3,
+            ..CausalType::default()
+        }
+        .with_name(b"filp")
+    );
+    emit!(ExperimentControl, control);
+    emit!(
+        Status,
+        Status {
+            cpus_ptr: 0x0102_0304_0506_0708,
+            cpus_len: 2,
+            nr_cpus: 3,
+            state: STATE_STOPPED,
+            records_written: 5,
+            records_lost: 6,
+            bytes_read: 7,
+            histories_started: 8,
+            stray_hits: 9,
+            armed_slots: 10,
+            reserved_slots: 11
+        }
+    );
+    emit!(
+        CpuStatus,
+        CpuStatus {
+            records_written: 1,
+            records_lost: 2,
+            bytes_pending: 3
+        }
+    );
+}
+
+/// Hex, whitespace ignored; `0*N` stands for N zero bytes.
+const VECTORS: [(&str, &str); 21] = [
+    ("RecordHeader", "0201040308070605 1817161514131211"),
+    (
+        "Alloc",
+        "0807060504030201 1817161514131211 2827262524232221 3433323138373635 44434241feffffff \
+         0100000000000000",
+    ),
+    (
+        "Free",
+        "0807060504030201 1817161514131211 2827262524232221 0100000000000000",
+    ),
+    (
+        "CacheInfo",
+        "0807060504030201 1413121118171615 2423222128272625 0a0001006b6d616c 6c6f632d316b 0*42",
+    ),
+    ("Lost", "0807060504030201"),
+    (
+        "AccessSample",
+        "0807060504030201 a000000000000000 a100000000000000 a200000000000000 a300000000000000 \
+         a400000000000000 a500000000000000 a600000000000000 a700000000000000 a800000000000000 \
+         a900000000000000 aa00000000000000 ab00000000000000 ac00000000000000 ad00000000000000 \
+         ae00000000000000 af00000000000000 1817161514131211 2423222128272625 c0c1c2c3c4c5c6c7 \
+         c8c9cacbcccdcecf 0f01020034333231 4847464544434241 5857565554535251 6867666564636261 \
+         7473727178777675",
+    ),
+    (
+        "IbsRegs",
+        "20000b0a00000000 1100000000000000 2211000000000000 3311000000000000 4411000000000000 \
+         5511000000000000 6611000000000000 7711000000000000 8811000000000000 0000000000000000",
+    ),
+    (
+        "HistoryStart",
+        "0807060504030201 1817161514131211 2827262524232221 3837363534333231 0700000000000000 \
+         0800000008000000 0200000002000000",
+    ),
+    ("HistoryArm", "0807060504030201 1817161514131211"),
+    (
+        "HistoryHit",
+        "0807060504030201 1817161514131211 a000000000000000 a100000000000000 a200000000000000 \
+         a300000000000000 a400000000000000 a500000000000000 a600000000000000 a700000000000000 \
+         a800000000000000 a900000000000000 aa00000000000000 ab00000000000000 ac00000000000000 \
+         ad00000000000000 ae00000000000000 af00000000000000 2423222128272625 0101000034333231",
+    ),
+    (
+        "HistoryEnd",
+        "0807060504030201 1817161514131211 2827262524232221 0400000034333231 3837363500000000 \
+         4847464544434241",
+    ),
+    (
+        "ExperimentStart",
+        "0403020105000000 3c00000000000000 1817161514131211",
+    ),
+    (
+        "ExperimentEnd",
+        "0403020105000000 3c00000000000000 0100000001000000 1100000000000000 1200000000000000 \
+         1300000000000000 1400000000000000 1500000000000000 1600000000000000 2100000000000000 \
+         2200000000000000 23 0*151 3100000000000000 3200000000000000 3300000000000000",
+    ),
+    (
+        "VersionInfo",
+        "0100000002000000 0300000004000000 0500000006000000 0700000008000000",
+    ),
+    (
+        "Config",
+        "0100000002000000 0300000004000000 0500000006000000 0700000000000000 0807060504030201 \
+         1817161514131211",
+    ),
+    (
+        "HistoryPlan",
+        "0100000002000000 0300000004000000 05 0*567 66696c70 0*44 0807060504030201 \
+         1817161514131211 0800000008000000 0200000002000000",
+    ),
+    (
+        "CausalPlan",
+        "0100000002000000 03 0*511 0300000000000000 7265717565737473 0*56",
+    ),
+    (
+        "CausalType",
+        "0100000002000000 66696c70 0*44 0807060504030201 0300000000000000",
+    ),
+    ("ExperimentControl", "0403020105000000 3c00000000000000"),
+    (
+        "Status",
+        "0807060504030201 0200000003000000 0300000000000000 0500000000000000 0600000000000000 \
+         0700000000000000 0800000000000000 0900000000000000 0a0000000b000000",
+    ),
+    (
+        "CpuStatus",
+        "0100000000000000 0200000000000000 0300000000000000",
+    ),
+];
+
+/// The offset of the first byte where `bytes` and the vector `text` differ, if they do.
+fn first_difference(bytes: &[u8], text: &str) -> Option<usize> {
+    let mut at = 0;
+    for token in text.split_whitespace() {
+        if let Some(zeros) = token.strip_prefix("0*") {
+            let zeros: usize = zeros.parse().expect("a zero count");
+            for _ in 0..zeros {
+                if bytes.get(at) != Some(&0) {
+                    return Some(at);
+                }
+                at += 1;
+            }
+        } else {
+            for pair in token.as_bytes().chunks(2) {
+                let text = core::str::from_utf8(pair).expect("ASCII");
+                let byte = u8::from_str_radix(text, 16).expect("hex");
+                if bytes.get(at) != Some(&byte) {
+                    return Some(at);
+                }
+                at += 1;
+            }
+        }
+    }
+    (at != bytes.len()).then_some(at)
+}
+
+#[test]
+fn every_structure_keeps_the_layout_of_abi_version_5() {
+    let mut seen = 0;
+    encoded_vectors(|name, bytes| {
+        let (_, text) = VECTORS.iter().find(|(n, _)| *n == name).expect("a vector");
+        assert_eq!(first_difference(bytes, text), None, "{name}");
+        seen += 1;
+    });
+    assert_eq!(seen, VECTORS.len());
+}

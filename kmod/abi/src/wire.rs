@@ -53,6 +53,15 @@
 //! close(fd);
 //! ```
 
+//!
+//! # Layouts
+//! Each structure below is one `wire!` invocation: its fields in wire order, from which the
+//! macro derives the Rust struct, every field's offset, `SIZE`, the encoder and the decoder,
+//! and checks at compile time that the fields add up to the size written next to the name and
+//! that every field is naturally aligned (the layout is the C layout with explicit padding).
+
+use core::marker::PhantomData;
+
 /// Version of this ABI; bumped on any incompatible change.
 pub const ABI_VERSION: u32 = 5;
 /// Path of the device the module creates.
@@ -121,27 +130,305 @@ impl core::fmt::Display for AbiError {
 
 impl core::error::Error for AbiError {}
 
-// Little-endian field access on fixed-size buffers. Offsets are constants at every call site,
-// so bounds are known at compile time and nothing here can panic on a correct build.
-fn put_u16(buf: &mut [u8], off: usize, v: u16) {
-    buf[off..off + 2].copy_from_slice(&v.to_le_bytes());
+// ---------------------------------------------------------------------------------------------
+// The encoding: `Wire` for scalars and arrays, `wire!` for structures
+
+/// A value with a fixed little-endian encoding. Buffers handed to `put`, `get` and
+/// `reserved_zero` hold at least `SIZE` bytes, of which the value uses the first `SIZE`; the
+/// callers pass slices of constant bounds, so that the compiler sees every index in bounds.
+trait Wire: Sized {
+    /// Bytes on the wire.
+    const SIZE: usize;
+    /// Alignment it is kept at on the wire: a scalar's size, a structure's largest field's.
+    const ALIGN: usize;
+    /// Encodes the value, reserved bytes zero.
+    fn put(&self, out: &mut [u8]);
+    /// Decodes a value, checking nothing.
+    fn get(buf: &[u8]) -> Self;
+    /// Overwrites the fields on the wire with a decoded value, in place.
+    fn fill(&mut self, buf: &[u8]) {
+        *self = Self::get(buf);
+    }
+    /// Whether the reserved bytes (those of `_` fields) are zero.
+    fn reserved_zero(_buf: &[u8]) -> bool {
+        true
+    }
 }
-fn put_u32(buf: &mut [u8], off: usize, v: u32) {
-    buf[off..off + 4].copy_from_slice(&v.to_le_bytes());
+
+macro_rules! wire_scalars {
+    ($($t:ty),*) => {$(
+        impl Wire for $t {
+            const SIZE: usize = core::mem::size_of::<$t>();
+            const ALIGN: usize = core::mem::size_of::<$t>();
+            #[inline]
+            fn put(&self, out: &mut [u8]) {
+                out[..Self::SIZE].copy_from_slice(&self.to_le_bytes());
+            }
+            #[inline]
+            fn get(buf: &[u8]) -> Self {
+                let mut bytes = [0; core::mem::size_of::<$t>()];
+                bytes.copy_from_slice(&buf[..Self::SIZE]);
+                Self::from_le_bytes(bytes)
+            }
+        }
+    )*};
 }
-fn put_u64(buf: &mut [u8], off: usize, v: u64) {
-    buf[off..off + 8].copy_from_slice(&v.to_le_bytes());
+wire_scalars!(u8, u16, u32, u64, i32);
+
+/// Arrays are their elements one after the other.
+impl<T: Wire, const N: usize> Wire for [T; N] {
+    const SIZE: usize = N * T::SIZE;
+    const ALIGN: usize = T::ALIGN;
+    // Indexes rather than `chunks_exact`, whose division by a chunk size the compiler cannot
+    // see is non-zero leaves a panic path that the kernel's objtool warns about.
+    #[inline]
+    fn put(&self, out: &mut [u8]) {
+        for (i, value) in self.iter().enumerate() {
+            value.put(&mut out[i * T::SIZE..(i + 1) * T::SIZE]);
+        }
+    }
+    #[inline]
+    fn get(buf: &[u8]) -> Self {
+        core::array::from_fn(|i| T::get(&buf[i * T::SIZE..(i + 1) * T::SIZE]))
+    }
+    #[inline]
+    fn reserved_zero(buf: &[u8]) -> bool {
+        (0..N).all(|i| T::reserved_zero(&buf[i * T::SIZE..(i + 1) * T::SIZE]))
+    }
 }
-fn get_u16(buf: &[u8], off: usize) -> u16 {
-    u16::from_le_bytes([buf[off], buf[off + 1]])
+
+/// Where a field of type `T` lies in the wire bytes of its structure.
+struct Field<T> {
+    offset: usize,
+    _type: PhantomData<T>,
 }
-fn get_u32(buf: &[u8], off: usize) -> u32 {
-    u32::from_le_bytes([buf[off], buf[off + 1], buf[off + 2], buf[off + 3]])
+
+impl<T: Wire> Field<T> {
+    const fn at(offset: usize) -> Self {
+        Self {
+            offset,
+            _type: PhantomData,
+        }
+    }
+
+    /// The offset just past the field.
+    const fn end(&self) -> usize {
+        self.offset + T::SIZE
+    }
+
+    /// The field's bytes in `buf`, the wire bytes of its structure.
+    #[inline]
+    fn bytes<'a>(&self, buf: &'a [u8]) -> &'a [u8] {
+        &buf[self.offset..self.end()]
+    }
+
+    #[inline]
+    fn read(&self, buf: &[u8]) -> T {
+        T::get(self.bytes(buf))
+    }
+
+    #[inline]
+    fn write(&self, out: &mut [u8], value: &T) {
+        value.put(&mut out[self.offset..self.end()]);
+    }
 }
-fn get_u64(buf: &[u8], off: usize) -> u64 {
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&buf[off..off + 8]);
-    u64::from_le_bytes(b)
+
+/// The wire fields of structure `R`: associated constants named like its fields, each a
+/// [`Field`] (`Fields::<Alloc>::node` is the `Field<i32>` at offset 36). `wire!` defines them.
+struct Fields<R>(PhantomData<R>);
+
+const fn max(a: usize, b: usize) -> usize {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// The first `T::SIZE` bytes of `buf`, checked to be there and to have zero reserved bytes.
+#[inline]
+fn wire_bytes<T: Wire>(buf: &[u8]) -> Result<&[u8], AbiError> {
+    let Some(buf) = buf.get(..T::SIZE) else {
+        return Err(AbiError::Truncated {
+            needed: T::SIZE,
+            available: buf.len(),
+        });
+    };
+    if T::reserved_zero(buf) {
+        Ok(buf)
+    } else {
+        Err(AbiError::NonZeroReserved)
+    }
+}
+
+/// Defines a structure on the wire from its fields, in wire order:
+///
+/// ```text
+/// wire! {
+///     /// Docs and attributes of the struct.
+///     pub struct Name(DOCUMENTED_SIZE) {
+///         /// Docs of a field.
+///         pub field: u64,      // a scalar, an array or another `wire!` structure
+///         _: u32,              // reserved: written as zero, decoding checks it is zero
+///         pub extra: T = expr, // not on the wire: decoding sets it to `expr`
+///     }
+///     encode;                  // optional: `pub fn encode(&self, &mut [u8; SIZE])`
+///     /// What `check` refuses (appended to the docs' `# Errors`).
+///     decode, check;           // optional: `pub fn decode(&[u8]) -> Result<Self, AbiError>`,
+///                              // which calls `self.check()?` when one is named
+///     default;                 // optional: `Default` as the all-zero bytes, for a struct
+/// }                            // that cannot derive it (arrays over 32 elements)
+/// ```
+///
+/// Offsets are sums of the sizes before each field, constants of `Fields::<Name>`. Compile-time
+/// checks: the sizes add up to `DOCUMENTED_SIZE`, and each field lies at a multiple of its
+/// alignment, as does the end.
+macro_rules! wire {
+    // Fields, one at a time, into three lists: wire fields with their offsets, reserved fields
+    // with theirs, and fields not on the wire.
+    (@field $name:ident $head:tt $wire:tt [$($reserved:tt)*] $extra:tt ($off:expr)
+        $(#[$doc:meta])* _: $ty:ty $(, $($rest:tt)*)?
+    ) => {
+        wire!(@field $name $head $wire [$($reserved)* [$ty = $off]] $extra
+            ($off + <$ty as Wire>::SIZE) $($($rest)*)?);
+    };
+    (@field $name:ident $head:tt $wire:tt $reserved:tt [$($extra:tt)*] ($off:expr)
+        $(#[$doc:meta])* $vis:vis $field:ident: $ty:ty = $init:expr $(, $($rest:tt)*)?
+    ) => {
+        wire!(@field $name $head $wire $reserved [$($extra)* [$(#[$doc])* $vis $field: $ty = $init]]
+            ($off) $($($rest)*)?);
+    };
+    (@field $name:ident $head:tt [$($wire:tt)*] $reserved:tt $extra:tt ($off:expr)
+        $(#[$doc:meta])* $vis:vis $field:ident: $ty:ty $(, $($rest:tt)*)?
+    ) => {
+        wire!(@field $name $head [$($wire)* [$(#[$doc])* $vis $field: $ty = $off]] $reserved $extra
+            (Fields::<$name>::$field.end()) $($($rest)*)?);
+    };
+    // All fields seen: the definitions.
+    (@field $name:ident [($size:expr) $(#[$meta:meta])* $vis:vis]
+        [$([$(#[$doc:meta])* $fvis:vis $field:ident: $ty:ty = $off:expr])*]
+        [$([$rty:ty = $roff:expr])*]
+        [$([$(#[$edoc:meta])* $evis:vis $efield:ident: $ety:ty = $init:expr])*]
+        ($end:expr)
+    ) => {
+        $(#[$meta])*
+        $vis struct $name {
+            $($(#[$doc])* $fvis $field: $ty,)*
+            $($(#[$edoc])* $evis $efield: $ety,)*
+        }
+
+        #[expect(non_upper_case_globals, reason = "the offsets are named like their fields")]
+        impl Fields<$name> {
+            $(const $field: Field<$ty> = Field::at($off);)*
+        }
+
+        impl $name {
+            /// Size on the wire.
+            pub const SIZE: usize = $end;
+        }
+
+        impl Wire for $name {
+            const SIZE: usize = $end;
+            const ALIGN: usize = {
+                let align = 1;
+                $(let align = max(align, <$ty as Wire>::ALIGN);)*
+                $(let align = max(align, <$rty as Wire>::ALIGN);)*
+                align
+            };
+            #[inline]
+            fn put(&self, out: &mut [u8]) {
+                // One bounds check here, which the compiler then knows every field is within.
+                let out = &mut out[..Self::SIZE];
+                $(Fields::<Self>::$field.write(out, &self.$field);)*
+                $(const { Field::<$rty>::at($roff) }.write(out, &0);)*
+            }
+            #[inline]
+            fn get(buf: &[u8]) -> Self {
+                let buf = &buf[..Self::SIZE];
+                Self {
+                    $($field: Fields::<Self>::$field.read(buf),)*
+                    $($efield: $init,)*
+                }
+            }
+            #[inline]
+            fn fill(&mut self, buf: &[u8]) {
+                let buf = &buf[..Self::SIZE];
+                $(self.$field = Fields::<Self>::$field.read(buf);)*
+            }
+            #[inline]
+            fn reserved_zero(buf: &[u8]) -> bool {
+                let buf = &buf[..Self::SIZE];
+                $(const { Field::<$rty>::at($roff) }.read(buf) == 0 &&)*
+                $(<$ty as Wire>::reserved_zero(Fields::<Self>::$field.bytes(buf)) &&)*
+                true
+            }
+        }
+
+        const _: () = {
+            assert!(
+                $name::SIZE == $size,
+                concat!(stringify!($name), ": the fields do not add up to its size")
+            );
+            assert!($name::SIZE.is_multiple_of(<$name as Wire>::ALIGN));
+            $(assert!(
+                Fields::<$name>::$field.offset.is_multiple_of(<$ty as Wire>::ALIGN),
+                concat!(stringify!($name), ".", stringify!($field), " is misaligned")
+            );)*
+            $(assert!(
+                ($roff).is_multiple_of(<$rty as Wire>::ALIGN),
+                concat!(stringify!($name), ": a reserved field is misaligned")
+            );)*
+        };
+    };
+
+    // After the struct: `encode;`, `decode;` (or `decode, check;`) and `default;`.
+    (@tail $name:ident) => {};
+    (@tail $name:ident encode; $($rest:tt)*) => {
+        impl $name {
+            /// Encodes the structure into its wire bytes (reserved bytes zero).
+            pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
+                Wire::put(self, out);
+            }
+        }
+        wire!(@tail $name $($rest)*);
+    };
+    (@tail $name:ident $(#[$errors:meta])* decode $(, $check:ident)?; $($rest:tt)*) => {
+        impl $name {
+            /// Decodes the structure from the start of `buf`.
+            ///
+            /// # Errors
+            /// [`AbiError::Truncated`] when `buf` is shorter than [`SIZE`](Self::SIZE);
+            /// [`AbiError::NonZeroReserved`] when reserved bytes (padding), if any, are not zero.
+            $(#[$errors])*
+            pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
+                // Decoded straight into the result, which `check` then reads: no copy.
+                let decoded = Ok(Self::get(wire_bytes::<Self>(buf)?));
+                $(if let Ok(value) = &decoded {
+                    value.$check()?;
+                })?
+                decoded
+            }
+        }
+        wire!(@tail $name $($rest)*);
+    };
+    (@tail $name:ident default; $($rest:tt)*) => {
+        impl Default for $name {
+            /// All zero.
+            fn default() -> Self {
+                Self::get(&[0; Self::SIZE])
+            }
+        }
+        wire!(@tail $name $($rest)*);
+    };
+
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident($size:expr) { $($fields:tt)* }
+        $($tail:tt)*
+    ) => {
+        wire!(@field $name [($size) $(#[$meta])* $vis] [] [] [] (0) $($fields)*);
+        wire!(@tail $name $($tail)*);
+    };
 }
 
 /// A NUL-padded name up to its first NUL (all of it when it has none).
@@ -170,133 +457,115 @@ fn check_len(buf: &[u8], needed: usize) -> Result<(), AbiError> {
     }
 }
 
-/// Kinds of records.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u16)]
-pub enum RecordKind {
-    /// A slab allocation ([`Alloc`]).
-    Alloc = 1,
-    /// A slab free ([`Free`]).
-    Free = 2,
-    /// A slab cache's name and geometry ([`CacheInfo`]).
-    CacheInfo = 3,
-    /// Records dropped because a ring was full ([`Lost`]).
-    Lost = 4,
-    /// A sampled instruction with its machine state ([`AccessSample`]).
-    AccessSample = 5,
-    /// An IBS op sample: an [`AccessSample`] followed by the raw IBS registers ([`IbsRegs`]).
-    IbsSample = 6,
-    /// An object access history began: a planned object was allocated ([`HistoryStart`]).
-    HistoryStart = 7,
-    /// The record's CPU pointed its debug registers at the history's object ([`HistoryArm`]).
-    HistoryArm = 8,
-    /// A watched byte range of the history's object was accessed ([`HistoryHit`]).
-    HistoryHit = 9,
-    /// An object access history ended ([`HistoryEnd`]).
-    HistoryEnd = 10,
-    /// A causal experiment began ([`ExperimentStart`]).
-    ExperimentStart = 11,
-    /// A causal experiment ended, with its measurements ([`ExperimentEnd`]).
-    ExperimentEnd = 12,
-}
+// ---------------------------------------------------------------------------------------------
+// Records
 
-impl RecordKind {
-    /// The kind with this number, if this ABI version defines one.
-    #[must_use]
-    pub const fn from_u16(v: u16) -> Option<Self> {
-        match v {
-            1 => Some(Self::Alloc),
-            2 => Some(Self::Free),
-            3 => Some(Self::CacheInfo),
-            4 => Some(Self::Lost),
-            5 => Some(Self::AccessSample),
-            6 => Some(Self::IbsSample),
-            7 => Some(Self::HistoryStart),
-            8 => Some(Self::HistoryArm),
-            9 => Some(Self::HistoryHit),
-            10 => Some(Self::HistoryEnd),
-            11 => Some(Self::ExperimentStart),
-            12 => Some(Self::ExperimentEnd),
-            _ => None,
+/// `RecordKind` and its tables (number, name, payload size) from one row per kind, with
+/// compile-time checks that every record size is aligned and fits [`MAX_RECORD_SIZE`].
+macro_rules! record_kinds {
+    ($($(#[$doc:meta])* $kind:ident = $number:literal, $name:literal, $size:expr;)*) => {
+        /// Kinds of records.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(u16)]
+        pub enum RecordKind {
+            $($(#[$doc])* $kind = $number,)*
         }
-    }
 
-    /// Total size (header + payload) of a record of this kind.
-    #[must_use]
-    pub const fn record_size(self) -> usize {
-        RECORD_HEADER_SIZE
-            + match self {
-                Self::Alloc => Alloc::SIZE,
-                Self::Free => Free::SIZE,
-                Self::CacheInfo => CacheInfo::SIZE,
-                Self::Lost => Lost::SIZE,
-                Self::AccessSample => AccessSample::SIZE,
-                Self::IbsSample => AccessSample::SIZE + IbsRegs::SIZE,
-                Self::HistoryStart => HistoryStart::SIZE,
-                Self::HistoryArm => HistoryArm::SIZE,
-                Self::HistoryHit => HistoryHit::SIZE,
-                Self::HistoryEnd => HistoryEnd::SIZE,
-                Self::ExperimentStart => ExperimentStart::SIZE,
-                Self::ExperimentEnd => ExperimentEnd::SIZE,
+        impl RecordKind {
+            /// The kind with this number, if this ABI version defines one.
+            #[must_use]
+            pub const fn from_u16(v: u16) -> Option<Self> {
+                match v {
+                    $($number => Some(Self::$kind),)*
+                    _ => None,
+                }
             }
-    }
 
-    /// A short lower-case name, as `dprof dump` prints it.
-    #[must_use]
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Alloc => "alloc",
-            Self::Free => "free",
-            Self::CacheInfo => "cache_info",
-            Self::Lost => "lost",
-            Self::AccessSample => "sample",
-            Self::IbsSample => "ibs_sample",
-            Self::HistoryStart => "history_start",
-            Self::HistoryArm => "history_arm",
-            Self::HistoryHit => "history_hit",
-            Self::HistoryEnd => "history_end",
-            Self::ExperimentStart => "experiment_start",
-            Self::ExperimentEnd => "experiment_end",
+            /// Total size (header + payload) of a record of this kind.
+            #[must_use]
+            pub const fn record_size(self) -> usize {
+                // A table indexed by kind number: one load on the decoding path, where a
+                // `match` can compile to an indirect jump.
+                const LEN: usize = {
+                    let mut len = 0;
+                    $(len = max(len, $number + 1);)*
+                    len
+                };
+                const SIZES: [usize; LEN] = {
+                    let mut sizes = [0; LEN];
+                    $(sizes[$number] = RECORD_HEADER_SIZE + $size;)*
+                    sizes
+                };
+                SIZES[self as usize]
+            }
+
+            /// A short lower-case name, as `dprof dump` prints it.
+            #[must_use]
+            pub const fn name(self) -> &'static str {
+                match self { $(Self::$kind => $name,)* }
+            }
         }
-    }
+
+        const _: () = {$(
+            assert!(RecordKind::$kind.record_size().is_multiple_of(RECORD_ALIGN));
+            assert!(RecordKind::$kind.record_size() <= MAX_RECORD_SIZE);
+        )*};
+    };
 }
 
-/// The 16 bytes in front of every record.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RecordHeader {
-    /// A [`RecordKind`] number.
-    pub kind: u16,
-    /// Total record size in bytes, header included; a multiple of [`RECORD_ALIGN`].
-    pub size: u16,
-    /// CPU whose ring the record was written to.
-    pub cpu: u32,
-    /// Nanoseconds on the kernel's monotonic fast clock.
-    pub time_ns: u64,
+record_kinds! {
+    /// A slab allocation ([`Alloc`]).
+    Alloc = 1, "alloc", Alloc::SIZE;
+    /// A slab free ([`Free`]).
+    Free = 2, "free", Free::SIZE;
+    /// A slab cache's name and geometry ([`CacheInfo`]).
+    CacheInfo = 3, "cache_info", CacheInfo::SIZE;
+    /// Records dropped because a ring was full ([`Lost`]).
+    Lost = 4, "lost", Lost::SIZE;
+    /// A sampled instruction with its machine state ([`AccessSample`]).
+    AccessSample = 5, "sample", AccessSample::SIZE;
+    /// An IBS op sample: an [`AccessSample`] followed by the raw IBS registers ([`IbsRegs`]).
+    IbsSample = 6, "ibs_sample", AccessSample::SIZE + IbsRegs::SIZE;
+    /// An object access history began: a planned object was allocated ([`HistoryStart`]).
+    HistoryStart = 7, "history_start", HistoryStart::SIZE;
+    /// The record's CPU pointed its debug registers at the history's object ([`HistoryArm`]).
+    HistoryArm = 8, "history_arm", HistoryArm::SIZE;
+    /// A watched byte range of the history's object was accessed ([`HistoryHit`]).
+    HistoryHit = 9, "history_hit", HistoryHit::SIZE;
+    /// An object access history ended ([`HistoryEnd`]).
+    HistoryEnd = 10, "history_end", HistoryEnd::SIZE;
+    /// A causal experiment began ([`ExperimentStart`]).
+    ExperimentStart = 11, "experiment_start", ExperimentStart::SIZE;
+    /// A causal experiment ended, with its measurements ([`ExperimentEnd`]).
+    ExperimentEnd = 12, "experiment_end", ExperimentEnd::SIZE;
+}
+
+/// Largest record of this ABI version, for buffers that must hold any record.
+pub const MAX_RECORD_SIZE: usize = RECORD_HEADER_SIZE + AccessSample::SIZE + IbsRegs::SIZE;
+
+const _: () = {
+    assert!(MAX_RECORD_SIZE == RecordKind::IbsSample.record_size());
+    assert!(MAX_RECORD_SIZE < u16::MAX as usize);
+};
+
+wire! {
+    /// The 16 bytes in front of every record.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct RecordHeader(RECORD_HEADER_SIZE) {
+        /// A [`RecordKind`] number.
+        pub kind: u16,
+        /// Total record size in bytes, header included; a multiple of [`RECORD_ALIGN`].
+        pub size: u16,
+        /// CPU whose ring the record was written to.
+        pub cpu: u32,
+        /// Nanoseconds on the kernel's monotonic fast clock.
+        pub time_ns: u64,
+    }
+    encode;
+    decode;
 }
 
 impl RecordHeader {
-    /// Encodes the header into its 16 wire bytes.
-    pub fn encode(&self, out: &mut [u8; RECORD_HEADER_SIZE]) {
-        put_u16(out, 0, self.kind);
-        put_u16(out, 2, self.size);
-        put_u32(out, 4, self.cpu);
-        put_u64(out, 8, self.time_ns);
-    }
-
-    /// Decodes a header from the first 16 bytes of `buf`, checking only that they are there.
-    ///
-    /// # Errors
-    /// [`AbiError::Truncated`] if `buf` is shorter than a header.
-    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
-        check_len(buf, RECORD_HEADER_SIZE)?;
-        Ok(Self {
-            kind: get_u16(buf, 0),
-            size: get_u16(buf, 2),
-            cpu: get_u32(buf, 4),
-            time_ns: get_u64(buf, 8),
-        })
-    }
-
     /// Checks that the kind is known and the size is the size of that kind.
     ///
     /// # Errors
@@ -310,10 +579,17 @@ impl RecordHeader {
             Err(AbiError::WrongSize {
                 kind: self.kind,
                 size: self.size,
-                // Every record size is far below u16::MAX (asserted below).
+                // Every record size is far below u16::MAX (asserted above).
                 expected: expected as u16,
             })
         }
+    }
+
+    /// The payload of the record this header starts in `buf`.
+    fn payload<'a>(&self, buf: &'a [u8]) -> Result<&'a [u8], AbiError> {
+        let size = usize::from(self.size);
+        check_len(buf, size)?;
+        Ok(&buf[RECORD_HEADER_SIZE..size])
     }
 }
 
@@ -321,113 +597,53 @@ impl RecordHeader {
 /// large allocation straight from the page allocator when `cache` is 0).
 pub const ALLOC_KMALLOC: u32 = 1;
 
-/// A slab allocation, from the `kmem_cache_alloc` or `kmalloc` tracepoint.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct Alloc {
-    /// Address of the new object.
-    pub ptr: u64,
-    /// Return address into the allocating function.
-    pub call_site: u64,
-    /// The `struct kmem_cache` it came from (an identifier, see [`CacheInfo`]); 0 when the
-    /// memory did not come from a slab (large kmalloc).
-    pub cache: u64,
-    /// Bytes the caller asked for (`object_size` of the cache for `kmem_cache_alloc`).
-    pub bytes_req: u32,
-    /// Bytes the allocator handed out.
-    pub bytes_alloc: u32,
-    /// gfp flags of the allocation.
-    pub gfp: u32,
-    /// NUMA node asked for (-1: any).
-    pub node: i32,
-    /// `ALLOC_*` flags.
-    pub flags: u32,
-}
-
-impl Alloc {
-    /// Payload size on the wire.
-    pub const SIZE: usize = 48;
-
-    /// Encodes the payload.
-    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
-        put_u64(out, 0, self.ptr);
-        put_u64(out, 8, self.call_site);
-        put_u64(out, 16, self.cache);
-        put_u32(out, 24, self.bytes_req);
-        put_u32(out, 28, self.bytes_alloc);
-        put_u32(out, 32, self.gfp);
-        put_u32(out, 36, self.node as u32);
-        put_u32(out, 40, self.flags);
-        put_u32(out, 44, 0);
+wire! {
+    /// A slab allocation, from the `kmem_cache_alloc` or `kmalloc` tracepoint.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+    pub struct Alloc(48) {
+        /// Address of the new object.
+        pub ptr: u64,
+        /// Return address into the allocating function.
+        pub call_site: u64,
+        /// The `struct kmem_cache` it came from (an identifier, see [`CacheInfo`]); 0 when the
+        /// memory did not come from a slab (large kmalloc).
+        pub cache: u64,
+        /// Bytes the caller asked for (`object_size` of the cache for `kmem_cache_alloc`).
+        pub bytes_req: u32,
+        /// Bytes the allocator handed out.
+        pub bytes_alloc: u32,
+        /// gfp flags of the allocation.
+        pub gfp: u32,
+        /// NUMA node asked for (-1: any).
+        pub node: i32,
+        /// `ALLOC_*` flags.
+        pub flags: u32,
+        _: u32,
     }
-
-    /// Decodes the payload.
-    ///
-    /// # Errors
-    /// [`AbiError::Truncated`], or [`AbiError::NonZeroReserved`] for non-zero padding.
-    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
-        check_len(buf, Self::SIZE)?;
-        if get_u32(buf, 44) != 0 {
-            return Err(AbiError::NonZeroReserved);
-        }
-        Ok(Self {
-            ptr: get_u64(buf, 0),
-            call_site: get_u64(buf, 8),
-            cache: get_u64(buf, 16),
-            bytes_req: get_u32(buf, 24),
-            bytes_alloc: get_u32(buf, 28),
-            gfp: get_u32(buf, 32),
-            node: get_u32(buf, 36) as i32,
-            flags: get_u32(buf, 40),
-        })
-    }
+    encode;
+    decode;
 }
 
 /// `Free.flags`: the free came through the `kfree` tracepoint.
 pub const FREE_KFREE: u32 = 1;
 
-/// A slab free, from the `kfree` or `kmem_cache_free` tracepoint (they fire before the object
-/// is released).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct Free {
-    /// Address of the object.
-    pub ptr: u64,
-    /// Return address into the freeing function.
-    pub call_site: u64,
-    /// The cache it belongs to; 0 when not a slab object.
-    pub cache: u64,
-    /// `FREE_*` flags.
-    pub flags: u32,
-}
-
-impl Free {
-    /// Payload size on the wire.
-    pub const SIZE: usize = 32;
-
-    /// Encodes the payload.
-    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
-        put_u64(out, 0, self.ptr);
-        put_u64(out, 8, self.call_site);
-        put_u64(out, 16, self.cache);
-        put_u32(out, 24, self.flags);
-        put_u32(out, 28, 0);
+wire! {
+    /// A slab free, from the `kfree` or `kmem_cache_free` tracepoint (they fire before the
+    /// object is released).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+    pub struct Free(32) {
+        /// Address of the object.
+        pub ptr: u64,
+        /// Return address into the freeing function.
+        pub call_site: u64,
+        /// The cache it belongs to; 0 when not a slab object.
+        pub cache: u64,
+        /// `FREE_*` flags.
+        pub flags: u32,
+        _: u32,
     }
-
-    /// Decodes the payload.
-    ///
-    /// # Errors
-    /// [`AbiError::Truncated`], or [`AbiError::NonZeroReserved`] for non-zero padding.
-    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
-        check_len(buf, Self::SIZE)?;
-        if get_u32(buf, 28) != 0 {
-            return Err(AbiError::NonZeroReserved);
-        }
-        Ok(Self {
-            ptr: get_u64(buf, 0),
-            call_site: get_u64(buf, 8),
-            cache: get_u64(buf, 16),
-            flags: get_u32(buf, 24),
-        })
-    }
+    encode;
+    decode;
 }
 
 /// `CacheInfo.origin`: found by walking the kernel's list of caches when collection started.
@@ -435,32 +651,36 @@ pub const CACHE_ORIGIN_WALK: u16 = 0;
 /// `CacheInfo.origin`: first seen in an allocation or free during collection.
 pub const CACHE_ORIGIN_SEEN: u16 = 1;
 
-/// A slab cache: written once for every cache that exists when collection starts and the first
-/// time a cache is seen in an allocation or free.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CacheInfo {
-    /// The `struct kmem_cache` address: the identifier [`Alloc::cache`] and [`Free::cache`] use.
-    pub cache: u64,
-    /// Size of the objects the cache was created for.
-    pub object_size: u32,
-    /// Size of a slot, metadata and padding included.
-    pub size: u32,
-    /// Alignment of the objects.
-    pub align: u32,
-    /// The cache's `SLAB_*` flags.
-    pub slab_flags: u32,
-    /// Full length of the name; more than [`CACHE_NAME_BYTES`] - 1 means `name` was cut.
-    pub name_len: u16,
-    /// `CACHE_ORIGIN_*`.
-    pub origin: u16,
-    /// Name, NUL-padded.
-    pub name: [u8; CACHE_NAME_BYTES],
+wire! {
+    /// A slab cache: written once for every cache that exists when collection starts and the
+    /// first time a cache is seen in an allocation or free.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct CacheInfo(80) {
+        /// The `struct kmem_cache` address: the identifier [`Alloc::cache`] and [`Free::cache`]
+        /// use.
+        pub cache: u64,
+        /// Size of the objects the cache was created for.
+        pub object_size: u32,
+        /// Size of a slot, metadata and padding included.
+        pub size: u32,
+        /// Alignment of the objects.
+        pub align: u32,
+        /// The cache's `SLAB_*` flags.
+        pub slab_flags: u32,
+        /// Full length of the name; more than [`CACHE_NAME_BYTES`] - 1 means `name` was cut.
+        pub name_len: u16,
+        /// `CACHE_ORIGIN_*`.
+        pub origin: u16,
+        /// Name, NUL-padded.
+        pub name: [u8; CACHE_NAME_BYTES],
+        _: u32,
+    }
+    encode;
+    /// [`AbiError::OutOfRange`] for an unknown origin.
+    decode, check;
 }
 
 impl CacheInfo {
-    /// Payload size on the wire.
-    pub const SIZE: usize = 80;
-
     /// A cache info with `name` copied in (cut to [`CACHE_NAME_BYTES`] - 1 bytes).
     #[must_use]
     pub fn with_name(mut self, name: &[u8]) -> Self {
@@ -475,81 +695,29 @@ impl CacheInfo {
         until_nul(&self.name)
     }
 
-    /// Encodes the payload.
-    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
-        put_u64(out, 0, self.cache);
-        put_u32(out, 8, self.object_size);
-        put_u32(out, 12, self.size);
-        put_u32(out, 16, self.align);
-        put_u32(out, 20, self.slab_flags);
-        put_u16(out, 24, self.name_len);
-        put_u16(out, 26, self.origin);
-        out[28..28 + CACHE_NAME_BYTES].copy_from_slice(&self.name);
-        put_u32(out, 76, 0);
-    }
-
-    /// Decodes the payload.
-    ///
-    /// # Errors
-    /// [`AbiError::Truncated`], [`AbiError::NonZeroReserved`] for non-zero padding,
-    /// [`AbiError::OutOfRange`] for an unknown origin.
-    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
-        check_len(buf, Self::SIZE)?;
-        if get_u32(buf, 76) != 0 {
-            return Err(AbiError::NonZeroReserved);
-        }
-        let origin = get_u16(buf, 26);
-        if origin > CACHE_ORIGIN_SEEN {
+    fn check(&self) -> Result<(), AbiError> {
+        if self.origin > CACHE_ORIGIN_SEEN {
             return Err(AbiError::OutOfRange);
         }
-        let mut name = [0u8; CACHE_NAME_BYTES];
-        name.copy_from_slice(&buf[28..28 + CACHE_NAME_BYTES]);
-        Ok(Self {
-            cache: get_u64(buf, 0),
-            object_size: get_u32(buf, 8),
-            size: get_u32(buf, 12),
-            align: get_u32(buf, 16),
-            slab_flags: get_u32(buf, 20),
-            name_len: get_u16(buf, 24),
-            origin,
-            name,
-        })
+        Ok(())
     }
 }
 
-/// Records a CPU's ring could not take because it was full, since the last such record.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct Lost {
-    /// Number of records dropped.
-    pub count: u64,
-}
-
-impl Lost {
-    /// Payload size on the wire.
-    pub const SIZE: usize = 8;
-
-    /// Encodes the payload.
-    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
-        put_u64(out, 0, self.count);
+wire! {
+    /// Records a CPU's ring could not take because it was full, since the last such record.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+    pub struct Lost(8) {
+        /// Number of records dropped.
+        pub count: u64,
     }
-
-    /// Decodes the payload.
-    ///
-    /// # Errors
-    /// [`AbiError::Truncated`].
-    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
-        check_len(buf, Self::SIZE)?;
-        Ok(Self {
-            count: get_u64(buf, 0),
-        })
-    }
+    encode;
+    decode;
 }
 
 /// Number of general-purpose registers in [`AccessSample::regs`].
 pub const SAMPLE_REGS: usize = 16;
 /// Instruction bytes kept in [`AccessSample::insn`] (the longest x86 instruction is 15).
 pub const SAMPLE_INSN_BYTES: usize = 16;
-
 /// Index in [`AccessSample::regs`] of each register, in the hardware encoding order (the
 /// ModRM/SIB register numbers), so that decoders can index by register number.
 pub mod reg {
@@ -597,126 +765,83 @@ pub const HW_LATENCY: u32 = 8;
 /// `AccessSample.hw_valid` bit: `hw_flags` holds `HWF_*` bits.
 pub const HW_FLAGS: u32 = 16;
 
-/// A sampled instruction and the machine state needed to find the data it touched.
-///
-/// The software sampler fills the registers, `gs_base` and the instruction bytes; userland
-/// decodes the instruction and computes the effective address. Hardware samplers also
-/// fill the `hw_*` fields and say which in `hw_valid`; without a bit, the field is absent.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct AccessSample {
-    /// Instruction pointer of the sampled instruction.
-    pub ip: u64,
-    /// General-purpose registers at the sample, indexed by [`reg`].
-    pub regs: [u64; SAMPLE_REGS],
-    /// Base of the %gs segment: the CPU's per-CPU area in kernel mode.
-    pub gs_base: u64,
-    /// Thread group id of the interrupted task (0: none, e.g. idle).
-    pub pid: u32,
-    /// Thread id of the interrupted task.
-    pub tid: u32,
-    /// Instruction bytes at `ip`; the first `insn_len` are valid.
-    pub insn: [u8; SAMPLE_INSN_BYTES],
-    /// Valid bytes of `insn` (0 when `ip` could not be read).
-    pub insn_len: u8,
-    /// `SAMPLE_*` flags.
-    pub flags: u8,
-    /// `SAMPLER_KIND_*` that took the sample.
-    pub sampler: u8,
-    /// `HW_*` bits: which of the fields below are present.
-    pub hw_valid: u32,
-    /// Data virtual address (`HW_DATA_ADDR`).
-    pub data_addr: u64,
-    /// Data physical address (`HW_PHYS_ADDR`).
-    pub phys_addr: u64,
-    /// perf data source (`HW_DATA_SRC`).
-    pub data_src: u64,
-    /// Latency in cycles (`HW_LATENCY`).
-    pub latency: u32,
-    /// Miss/hit flags (`HW_FLAGS`): `HWF_*` bits.
-    pub hw_flags: u32,
-    /// The raw IBS op registers, for IBS samples only (record kind
-    /// [`RecordKind::IbsSample`]).
-    pub ibs: Option<IbsRegs>,
+wire! {
+    /// A sampled instruction and the machine state needed to find the data it touched.
+    ///
+    /// The software sampler fills the registers, `gs_base` and the instruction bytes; userland
+    /// decodes the instruction and computes the effective address. Hardware samplers also
+    /// fill the `hw_*` fields and say which in `hw_valid`; without a bit, the field is absent.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+    pub struct AccessSample(208) {
+        /// Instruction pointer of the sampled instruction.
+        pub ip: u64,
+        /// General-purpose registers at the sample, indexed by [`reg`].
+        pub regs: [u64; SAMPLE_REGS],
+        /// Base of the %gs segment: the CPU's per-CPU area in kernel mode.
+        pub gs_base: u64,
+        /// Thread group id of the interrupted task (0: none, e.g. idle).
+        pub pid: u32,
+        /// Thread id of the interrupted task.
+        pub tid: u32,
+        /// Instruction bytes at `ip`; the first `insn_len` are valid.
+        pub insn: [u8; SAMPLE_INSN_BYTES],
+        /// Valid bytes of `insn` (0 when `ip` could not be read).
+        pub insn_len: u8,
+        /// `SAMPLE_*` flags.
+        pub flags: u8,
+        /// `SAMPLER_KIND_*` that took the sample.
+        pub sampler: u8,
+        _: u8,
+        /// `HW_*` bits: which of the fields below are present.
+        pub hw_valid: u32,
+        /// Data virtual address (`HW_DATA_ADDR`).
+        pub data_addr: u64,
+        /// Data physical address (`HW_PHYS_ADDR`).
+        pub phys_addr: u64,
+        /// perf data source (`HW_DATA_SRC`).
+        pub data_src: u64,
+        /// Latency in cycles (`HW_LATENCY`).
+        pub latency: u32,
+        /// Miss/hit flags (`HW_FLAGS`): `HWF_*` bits.
+        pub hw_flags: u32,
+        /// The raw IBS op registers, for IBS samples only (record kind
+        /// [`RecordKind::IbsSample`]). Not in this payload: they follow it.
+        pub ibs: Option<IbsRegs> = None,
+    }
+    encode;
 }
 
 impl AccessSample {
-    /// Payload size on the wire.
-    pub const SIZE: usize = 208;
-
     /// The valid instruction bytes.
     #[must_use]
     pub fn insn_bytes(&self) -> &[u8] {
         &self.insn[..usize::from(self.insn_len).min(SAMPLE_INSN_BYTES)]
     }
 
-    /// Encodes the payload.
-    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
-        put_u64(out, 0, self.ip);
-        for (i, r) in self.regs.iter().enumerate() {
-            put_u64(out, 8 + 8 * i, *r);
-        }
-        put_u64(out, 136, self.gs_base);
-        put_u32(out, 144, self.pid);
-        put_u32(out, 148, self.tid);
-        out[152..168].copy_from_slice(&self.insn);
-        out[168] = self.insn_len;
-        out[169] = self.flags;
-        out[170] = self.sampler;
-        out[171] = 0;
-        put_u32(out, 172, self.hw_valid);
-        put_u64(out, 176, self.data_addr);
-        put_u64(out, 184, self.phys_addr);
-        put_u64(out, 192, self.data_src);
-        put_u32(out, 200, self.latency);
-        put_u32(out, 204, self.hw_flags);
-    }
-
-    /// Decodes the payload.
+    /// Decodes the payload (`ibs` is `None`: the registers are not in it).
     ///
     /// # Errors
     /// [`AbiError::Truncated`], [`AbiError::NonZeroReserved`] for non-zero padding,
     /// [`AbiError::OutOfRange`] for an instruction length over 16 or an unknown sampler.
     pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
         Self::check(buf)?;
-        let mut sample = Self::default();
-        sample.fill_from(buf);
-        Ok(sample)
+        Ok(Self::get(buf))
     }
 
-    /// Checks a payload as [`AccessSample::decode`] does.
+    /// Checks a payload as [`AccessSample::decode`] does, reading only the fields checked.
     fn check(buf: &[u8]) -> Result<(), AbiError> {
         check_len(buf, Self::SIZE)?;
-        if buf[171] != 0 {
+        if !Self::reserved_zero(buf) {
             return Err(AbiError::NonZeroReserved);
         }
-        if usize::from(buf[168]) > SAMPLE_INSN_BYTES
-            || !(SAMPLER_KIND_SOFTWARE..=SAMPLER_KIND_PEBS).contains(&buf[170])
+        let insn_len = Fields::<Self>::insn_len.read(buf);
+        let sampler = Fields::<Self>::sampler.read(buf);
+        if usize::from(insn_len) > SAMPLE_INSN_BYTES
+            || !(SAMPLER_KIND_SOFTWARE..=SAMPLER_KIND_PEBS).contains(&sampler)
         {
             return Err(AbiError::OutOfRange);
         }
         Ok(())
-    }
-
-    /// Overwrites every wire field from a payload that passed [`AccessSample::check`]
-    /// (`ibs` is not on this payload and stays).
-    fn fill_from(&mut self, buf: &[u8]) {
-        self.ip = get_u64(buf, 0);
-        for (i, r) in self.regs.iter_mut().enumerate() {
-            *r = get_u64(buf, 8 + 8 * i);
-        }
-        self.gs_base = get_u64(buf, 136);
-        self.pid = get_u32(buf, 144);
-        self.tid = get_u32(buf, 148);
-        self.insn.copy_from_slice(&buf[152..168]);
-        self.insn_len = buf[168];
-        self.flags = buf[169];
-        self.sampler = buf[170];
-        self.hw_valid = get_u32(buf, 172);
-        self.data_addr = get_u64(buf, 176);
-        self.phys_addr = get_u64(buf, 184);
-        self.data_src = get_u64(buf, 192);
-        self.latency = get_u32(buf, 200);
-        self.hw_flags = get_u32(buf, 204);
     }
 }
 
@@ -739,7 +864,7 @@ impl<'a> AccessSampleView<'a> {
         AccessSample::check(sample)?;
         let ibs = kind == RecordKind::IbsSample;
         // IBS samples always carry their registers, and only they do.
-        if (sample[170] == SAMPLER_KIND_IBS) != ibs {
+        if (Fields::<AccessSample>::sampler.read(sample) == SAMPLER_KIND_IBS) != ibs {
             return Err(AbiError::OutOfRange);
         }
         let ibs = if ibs {
@@ -758,14 +883,14 @@ impl<'a> AccessSampleView<'a> {
     /// See [`AccessSample::ip`].
     #[must_use]
     pub fn ip(&self) -> u64 {
-        get_u64(self.payload, 0)
+        Fields::<AccessSample>::ip.read(self.payload)
     }
 
     /// Register `index` (see [`reg`]); 0 past the last.
     #[must_use]
     pub fn reg(&self, index: usize) -> u64 {
         if index < SAMPLE_REGS {
-            get_u64(self.payload, 8 + 8 * index)
+            u64::get(&self.payload[Fields::<AccessSample>::regs.offset + 8 * index..])
         } else {
             0
         }
@@ -774,46 +899,46 @@ impl<'a> AccessSampleView<'a> {
     /// See [`AccessSample::gs_base`].
     #[must_use]
     pub fn gs_base(&self) -> u64 {
-        get_u64(self.payload, 136)
+        Fields::<AccessSample>::gs_base.read(self.payload)
     }
 
     /// See [`AccessSample::insn`].
     #[must_use]
     pub fn insn(&self) -> [u8; SAMPLE_INSN_BYTES] {
-        let mut insn = [0; SAMPLE_INSN_BYTES];
-        insn.copy_from_slice(&self.payload[152..168]);
-        insn
+        Fields::<AccessSample>::insn.read(self.payload)
     }
 
     /// See [`AccessSample::insn_len`].
     #[must_use]
     pub fn insn_len(&self) -> u8 {
-        self.payload[168]
+        Fields::<AccessSample>::insn_len.read(self.payload)
     }
 
     /// See [`AccessSample::flags`].
     #[must_use]
     pub fn flags(&self) -> u8 {
-        self.payload[169]
+        Fields::<AccessSample>::flags.read(self.payload)
     }
 
     /// See [`AccessSample::sampler`].
     #[must_use]
     pub fn sampler(&self) -> u8 {
-        self.payload[170]
+        Fields::<AccessSample>::sampler.read(self.payload)
     }
 
     /// The whole sample, copied.
     #[must_use]
     pub fn to_sample(&self) -> AccessSample {
         let mut sample = AccessSample::default();
-        sample.fill_from(self.payload);
-        sample.ibs = if self.ibs.is_empty() {
-            None
-        } else {
-            IbsRegs::decode(self.ibs).ok()
-        };
+        self.copy_to(&mut sample);
         sample
+    }
+
+    /// Overwrites `sample` with this one, in place.
+    fn copy_to(&self, sample: &mut AccessSample) {
+        sample.fill(self.payload);
+        // Checked by `new`.
+        sample.ibs = (!self.ibs.is_empty()).then(|| IbsRegs::get(self.ibs));
     }
 }
 
@@ -849,47 +974,31 @@ pub const IBS_CAPS_BRNTRGT: u32 = 1 << 5;
 /// `IbsRegs::caps` bit (`IBS_CAPS_OPDATA4` in the kernel): `IbsOpData4` exists.
 pub const IBS_CAPS_OPDATA4: u32 = 1 << 10;
 
-/// The raw IBS op registers of one sample, as perf read them (`PERF_SAMPLE_RAW`). The kernel's
-/// blob leaves out the registers the CPU lacks; here every register has a fixed index and an
-/// absent one (see `caps`) is zero, so that the record has one size.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct IbsRegs {
-    /// The kernel's `ibs_caps` (CPUID `Fn8000_001B` EAX) when the sample was taken.
-    pub caps: u32,
-    /// The registers, indexed by `IBS_OP_CTL` ... `IBS_OP_DATA4`.
-    pub regs: [u64; 9],
+wire! {
+    /// The raw IBS op registers of one sample, as perf read them (`PERF_SAMPLE_RAW`). The
+    /// kernel's blob leaves out the registers the CPU lacks; here every register has a fixed
+    /// index and an absent one (see `caps`) is zero, so that the record has one size.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+    pub struct IbsRegs(80) {
+        /// The kernel's `ibs_caps` (CPUID `Fn8000_001B` EAX) when the sample was taken.
+        pub caps: u32,
+        _: u32,
+        /// The registers, indexed by `IBS_OP_CTL` ... `IBS_OP_DATA4`.
+        pub regs: [u64; 9],
+    }
+    encode;
+    /// [`AbiError::NonZeroReserved`] also for a register the caps say is absent.
+    decode, check;
 }
 
 impl IbsRegs {
-    /// Payload size on the wire.
-    pub const SIZE: usize = 80;
-
-    /// Encodes the structure.
-    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
-        put_u32(out, 0, self.caps);
-        put_u32(out, 4, 0);
-        for (i, r) in self.regs.iter().enumerate() {
-            put_u64(out, 8 + 8 * i, *r);
-        }
-    }
-
-    /// Decodes the structure.
-    ///
-    /// # Errors
-    /// [`AbiError::Truncated`], or [`AbiError::NonZeroReserved`] for non-zero padding or a
-    /// register the caps say is absent.
-    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
-        check_len(buf, Self::SIZE)?;
-        let mut regs = [0u64; 9];
-        for (i, r) in regs.iter_mut().enumerate() {
-            *r = get_u64(buf, 8 + 8 * i);
-        }
-        let caps = get_u32(buf, 0);
-        let absent_set = (0..regs.len()).any(|i| !Self::present(caps, i) && regs[i] != 0);
-        if get_u32(buf, 4) != 0 || absent_set {
+    fn check(&self) -> Result<(), AbiError> {
+        let absent_set =
+            (0..self.regs.len()).any(|i| !Self::present(self.caps, i) && self.regs[i] != 0);
+        if absent_set {
             return Err(AbiError::NonZeroReserved);
         }
-        Ok(Self { caps, regs })
+        Ok(())
     }
 
     /// Whether a CPU with these `caps` has the register at `index` (`IbsBrTarget` and
@@ -902,7 +1011,6 @@ impl IbsRegs {
             _ => true,
         }
     }
-
     /// The registers in the kernel's `PERF_SAMPLE_RAW` layout: `u32 caps`, then the registers
     /// present, little-endian. Returns the number of bytes written to `out`.
     pub fn to_perf_raw(&self, out: &mut [u8; PERF_RAW_MAX]) -> usize {
@@ -944,14 +1052,17 @@ pub const PERF_RAW_MAX: usize = 4 + 8 * 9;
 /// Byte ranges one history watches at most: one, or a pair that orders two fields.
 pub const HISTORY_RANGES: usize = 2;
 
-/// A byte range of an object watched by a debug register: `len` is 1, 2, 4 or 8 and `offset`
-/// a multiple of it (the debug registers' alignment rule); `len` 0 marks an unused range.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct WatchRange {
-    /// Offset from the object's start.
-    pub offset: u32,
-    /// Bytes watched: 1, 2, 4 or 8; 0 for none.
-    pub len: u32,
+wire! {
+    /// A byte range of an object watched by a debug register: `len` is 1, 2, 4 or 8 and
+    /// `offset` a multiple of it (the debug registers' alignment rule); `len` 0 marks an unused
+    /// range.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+    pub struct WatchRange(8) {
+        /// Offset from the object's start.
+        pub offset: u32,
+        /// Bytes watched: 1, 2, 4 or 8; 0 for none.
+        pub len: u32,
+    }
 }
 
 impl WatchRange {
@@ -968,18 +1079,6 @@ impl WatchRange {
         let (a, b) = (self.offset as u64, other.offset as u64);
         a < b + other.len as u64 && b < a + self.len as u64
     }
-
-    fn put(self, out: &mut [u8], off: usize) {
-        put_u32(out, off, self.offset);
-        put_u32(out, off + 4, self.len);
-    }
-
-    fn get(buf: &[u8], off: usize) -> Self {
-        Self {
-            offset: get_u32(buf, off),
-            len: get_u32(buf, off + 4),
-        }
-    }
 }
 
 /// Checks the ranges of a plan target or history: the first watchable, the second unused
@@ -994,173 +1093,95 @@ const fn ranges_ok(ranges: &[WatchRange; HISTORY_RANGES]) -> bool {
     first.is_watchable() && second_ok
 }
 
-/// A history began: an object of a planned type was allocated and the debug registers of the
-/// allocating CPU now watch its ranges (other CPUs follow: [`HistoryArm`]). Written by the
-/// allocation tracepoint probe, after the allocator has initialised the object (constructor,
-/// `__GFP_ZERO`) and before the allocating code gets the pointer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct HistoryStart {
-    /// Number of the history in this session, from 1.
-    pub history: u64,
-    /// The object's address.
-    pub object: u64,
-    /// Its `struct kmem_cache`, as in [`CacheInfo::cache`].
-    pub cache: u64,
-    /// The allocation's call site.
-    pub call_site: u64,
-    /// Index of the [`HistoryPlan`] target it matched.
-    pub target: u32,
-    /// The watched ranges, in debug-register slot order.
-    pub ranges: [WatchRange; HISTORY_RANGES],
+wire! {
+    /// A history began: an object of a planned type was allocated and the debug registers of
+    /// the allocating CPU now watch its ranges (other CPUs follow: [`HistoryArm`]). Written by
+    /// the allocation tracepoint probe, after the allocator has initialised the object
+    /// (constructor, `__GFP_ZERO`) and before the allocating code gets the pointer.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+    pub struct HistoryStart(56) {
+        /// Number of the history in this session, from 1.
+        pub history: u64,
+        /// The object's address.
+        pub object: u64,
+        /// Its `struct kmem_cache`, as in [`CacheInfo::cache`].
+        pub cache: u64,
+        /// The allocation's call site.
+        pub call_site: u64,
+        /// Index of the [`HistoryPlan`] target it matched.
+        pub target: u32,
+        _: u32,
+        /// The watched ranges, in debug-register slot order.
+        pub ranges: [WatchRange; HISTORY_RANGES],
+    }
+    encode;
+    /// [`AbiError::OutOfRange`] for a target beyond [`MAX_HISTORY_TARGETS`] or ranges a debug
+    /// register cannot watch.
+    decode, check;
 }
 
 impl HistoryStart {
-    /// Payload size on the wire.
-    pub const SIZE: usize = 56;
-
-    /// Encodes the payload.
-    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
-        put_u64(out, 0, self.history);
-        put_u64(out, 8, self.object);
-        put_u64(out, 16, self.cache);
-        put_u64(out, 24, self.call_site);
-        put_u32(out, 32, self.target);
-        put_u32(out, 36, 0);
-        self.ranges[0].put(out, 40);
-        self.ranges[1].put(out, 48);
-    }
-
-    /// Decodes the payload.
-    ///
-    /// # Errors
-    /// [`AbiError::Truncated`], [`AbiError::NonZeroReserved`], or [`AbiError::OutOfRange`]
-    /// for a target beyond [`MAX_HISTORY_TARGETS`] or ranges a debug register cannot watch.
-    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
-        check_len(buf, Self::SIZE)?;
-        if get_u32(buf, 36) != 0 {
-            return Err(AbiError::NonZeroReserved);
-        }
-        let start = Self {
-            history: get_u64(buf, 0),
-            object: get_u64(buf, 8),
-            cache: get_u64(buf, 16),
-            call_site: get_u64(buf, 24),
-            target: get_u32(buf, 32),
-            ranges: [WatchRange::get(buf, 40), WatchRange::get(buf, 48)],
-        };
-        if start.target as usize >= MAX_HISTORY_TARGETS || !ranges_ok(&start.ranges) {
+    fn check(&self) -> Result<(), AbiError> {
+        if self.target as usize >= MAX_HISTORY_TARGETS || !ranges_ok(&self.ranges) {
             return Err(AbiError::OutOfRange);
         }
-        Ok(start)
+        Ok(())
     }
 }
 
-/// The record's CPU has pointed its debug registers at history `history`'s object.
-/// Accesses on this CPU between the allocation and `delay_ns` later were not seen.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct HistoryArm {
-    /// The history.
-    pub history: u64,
-    /// Nanoseconds from the history's start to this CPU's registers watching the object.
-    pub delay_ns: u64,
-}
-
-impl HistoryArm {
-    /// Payload size on the wire.
-    pub const SIZE: usize = 16;
-
-    /// Encodes the payload.
-    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
-        put_u64(out, 0, self.history);
-        put_u64(out, 8, self.delay_ns);
+wire! {
+    /// The record's CPU has pointed its debug registers at history `history`'s object.
+    /// Accesses on this CPU between the allocation and `delay_ns` later were not seen.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+    pub struct HistoryArm(16) {
+        /// The history.
+        pub history: u64,
+        /// Nanoseconds from the history's start to this CPU's registers watching the object.
+        pub delay_ns: u64,
     }
-
-    /// Decodes the payload.
-    ///
-    /// # Errors
-    /// [`AbiError::Truncated`].
-    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
-        check_len(buf, Self::SIZE)?;
-        Ok(Self {
-            history: get_u64(buf, 0),
-            delay_ns: get_u64(buf, 8),
-        })
-    }
+    encode;
+    decode;
 }
 
 /// `HistoryHit.flags`: the access happened in user mode (a kernel object touched through a
 /// user-mode instruction cannot happen; kept so that a surprise shows).
 pub const HIT_USER: u8 = 1;
 
-/// A debug-register trap on a watched range: the accessing instruction has completed, so `ip`
-/// is the instruction *after* it (userland finds the accessing one by decoding the function
-/// from its start) and `regs` are the registers after it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct HistoryHit {
-    /// The history.
-    pub history: u64,
-    /// Instruction pointer at the trap: just after the accessing instruction.
-    pub ip: u64,
-    /// General-purpose registers at the trap, indexed by [`reg`].
-    pub regs: [u64; SAMPLE_REGS],
-    /// Thread group id of the accessing task.
-    pub pid: u32,
-    /// Thread id of the accessing task.
-    pub tid: u32,
-    /// Index of the watched range that was hit (into [`HistoryStart::ranges`]).
-    pub range: u8,
-    /// `HIT_*` flags.
-    pub flags: u8,
-    /// Number of this hit in its history, from 0; gaps are hits dropped for lack of room.
-    pub seq: u32,
+wire! {
+    /// A debug-register trap on a watched range: the accessing instruction has completed, so
+    /// `ip` is the instruction *after* it (userland finds the accessing one by decoding the
+    /// function from its start) and `regs` are the registers after it.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+    pub struct HistoryHit(160) {
+        /// The history.
+        pub history: u64,
+        /// Instruction pointer at the trap: just after the accessing instruction.
+        pub ip: u64,
+        /// General-purpose registers at the trap, indexed by [`reg`].
+        pub regs: [u64; SAMPLE_REGS],
+        /// Thread group id of the accessing task.
+        pub pid: u32,
+        /// Thread id of the accessing task.
+        pub tid: u32,
+        /// Index of the watched range that was hit (into [`HistoryStart::ranges`]).
+        pub range: u8,
+        /// `HIT_*` flags.
+        pub flags: u8,
+        _: u16,
+        /// Number of this hit in its history, from 0; gaps are hits dropped for lack of room.
+        pub seq: u32,
+    }
+    encode;
+    /// [`AbiError::OutOfRange`] for a range index beyond [`HISTORY_RANGES`] or unknown flags.
+    decode, check;
 }
 
 impl HistoryHit {
-    /// Payload size on the wire.
-    pub const SIZE: usize = 160;
-
-    /// Encodes the payload.
-    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
-        put_u64(out, 0, self.history);
-        put_u64(out, 8, self.ip);
-        for (i, r) in self.regs.iter().enumerate() {
-            put_u64(out, 16 + 8 * i, *r);
-        }
-        put_u32(out, 144, self.pid);
-        put_u32(out, 148, self.tid);
-        out[152] = self.range;
-        out[153] = self.flags;
-        put_u16(out, 154, 0);
-        put_u32(out, 156, self.seq);
-    }
-
-    /// Decodes the payload.
-    ///
-    /// # Errors
-    /// [`AbiError::Truncated`], [`AbiError::NonZeroReserved`], or [`AbiError::OutOfRange`]
-    /// for a range index beyond [`HISTORY_RANGES`] or unknown flags.
-    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
-        check_len(buf, Self::SIZE)?;
-        if get_u16(buf, 154) != 0 {
-            return Err(AbiError::NonZeroReserved);
-        }
-        if usize::from(buf[152]) >= HISTORY_RANGES || buf[153] & !HIT_USER != 0 {
+    fn check(&self) -> Result<(), AbiError> {
+        if usize::from(self.range) >= HISTORY_RANGES || self.flags & !HIT_USER != 0 {
             return Err(AbiError::OutOfRange);
         }
-        let mut regs = [0u64; SAMPLE_REGS];
-        for (i, r) in regs.iter_mut().enumerate() {
-            *r = get_u64(buf, 16 + 8 * i);
-        }
-        Ok(Self {
-            history: get_u64(buf, 0),
-            ip: get_u64(buf, 8),
-            regs,
-            pid: get_u32(buf, 144),
-            tid: get_u32(buf, 148),
-            range: buf[152],
-            flags: buf[153],
-            seq: get_u32(buf, 156),
-        })
+        Ok(())
     }
 }
 
@@ -1176,75 +1197,45 @@ pub const HISTORY_END_TIMEOUT: u32 = 3;
 /// `HistoryEnd.reason`: collection stopped while the object was alive.
 pub const HISTORY_END_STOPPED: u32 = 4;
 
-/// A history ended and every CPU's debug registers are (or are about to be: hits are ignored
-/// from now on) pointed away from the object.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct HistoryEnd {
-    /// The history.
-    pub history: u64,
-    /// The object's address.
-    pub object: u64,
-    /// The free's call site ([`HISTORY_END_FREED`]), else 0.
-    pub call_site: u64,
-    /// `HISTORY_END_*`.
-    pub reason: u32,
-    /// Hits recorded.
-    pub hits: u32,
-    /// Hits not recorded: over the plan's `max_hits`, or the ring was full.
-    pub dropped_hits: u32,
-    /// Nanoseconds from the start to the end of the history.
-    pub lifetime_ns: u64,
+wire! {
+    /// A history ended and every CPU's debug registers are (or are about to be: hits are
+    /// ignored from now on) pointed away from the object.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+    pub struct HistoryEnd(48) {
+        /// The history.
+        pub history: u64,
+        /// The object's address.
+        pub object: u64,
+        /// The free's call site ([`HISTORY_END_FREED`]), else 0.
+        pub call_site: u64,
+        /// `HISTORY_END_*`.
+        pub reason: u32,
+        /// Hits recorded.
+        pub hits: u32,
+        /// Hits not recorded: over the plan's `max_hits`, or the ring was full.
+        pub dropped_hits: u32,
+        _: u32,
+        /// Nanoseconds from the start to the end of the history.
+        pub lifetime_ns: u64,
+    }
+    encode;
+    /// [`AbiError::OutOfRange`] for an unknown reason.
+    decode, check;
 }
 
 impl HistoryEnd {
-    /// Payload size on the wire.
-    pub const SIZE: usize = 48;
-
-    /// Encodes the payload.
-    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
-        put_u64(out, 0, self.history);
-        put_u64(out, 8, self.object);
-        put_u64(out, 16, self.call_site);
-        put_u32(out, 24, self.reason);
-        put_u32(out, 28, self.hits);
-        put_u32(out, 32, self.dropped_hits);
-        put_u32(out, 36, 0);
-        put_u64(out, 40, self.lifetime_ns);
-    }
-
-    /// Decodes the payload.
-    ///
-    /// # Errors
-    /// [`AbiError::Truncated`], [`AbiError::NonZeroReserved`], or [`AbiError::OutOfRange`]
-    /// for an unknown reason.
-    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
-        check_len(buf, Self::SIZE)?;
-        if get_u32(buf, 36) != 0 {
-            return Err(AbiError::NonZeroReserved);
-        }
-        let end = Self {
-            history: get_u64(buf, 0),
-            object: get_u64(buf, 8),
-            call_site: get_u64(buf, 16),
-            reason: get_u32(buf, 24),
-            hits: get_u32(buf, 28),
-            dropped_hits: get_u32(buf, 32),
-            lifetime_ns: get_u64(buf, 40),
-        };
-        if !(HISTORY_END_FREED..=HISTORY_END_STOPPED).contains(&end.reason) {
+    fn check(&self) -> Result<(), AbiError> {
+        if !(HISTORY_END_FREED..=HISTORY_END_STOPPED).contains(&self.reason) {
             return Err(AbiError::OutOfRange);
         }
-        Ok(end)
+        Ok(())
     }
 }
 
 /// A decoded record payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(
-    clippy::large_enum_variant,
-    reason = "records are decoded one at a time into a local; boxing samples would need an \
-              allocator, which this no_std ABI (also built into the kernel module) avoids"
-)]
+// Not boxed, though samples are large: records are decoded one at a time into a local, and a
+// box would need an allocator, which this no_std ABI (also built into the kernel module) avoids.
 pub enum Record {
     /// See [`Alloc`].
     Alloc(Alloc),
@@ -1264,7 +1255,9 @@ pub enum Record {
     HistoryHit(HistoryHit),
     /// See [`HistoryEnd`].
     HistoryEnd(HistoryEnd),
+    /// See [`ExperimentStart`].
     ExperimentStart(ExperimentStart),
+    /// See [`ExperimentEnd`].
     ExperimentEnd(ExperimentEnd),
 }
 
@@ -1292,79 +1285,33 @@ impl Record {
     pub fn encode(&self, cpu: u32, time_ns: u64, out: &mut [u8; MAX_RECORD_SIZE]) -> usize {
         let kind = self.kind();
         let size = kind.record_size();
-        let mut header = [0u8; RECORD_HEADER_SIZE];
+        let (header, payload) = out[..size].split_at_mut(RECORD_HEADER_SIZE);
         RecordHeader {
             kind: kind as u16,
-            // Every record size is far below u16::MAX (asserted below).
+            // Every record size is far below u16::MAX (asserted above).
             size: size as u16,
             cpu,
             time_ns,
         }
-        .encode(&mut header);
-        out[..RECORD_HEADER_SIZE].copy_from_slice(&header);
-        let payload = &mut out[RECORD_HEADER_SIZE..];
+        .put(header);
         match self {
-            Self::Alloc(r) => {
-                let mut p = [0u8; Alloc::SIZE];
-                r.encode(&mut p);
-                payload[..Alloc::SIZE].copy_from_slice(&p);
-            }
-            Self::Free(r) => {
-                let mut p = [0u8; Free::SIZE];
-                r.encode(&mut p);
-                payload[..Free::SIZE].copy_from_slice(&p);
-            }
-            Self::CacheInfo(r) => {
-                let mut p = [0u8; CacheInfo::SIZE];
-                r.encode(&mut p);
-                payload[..CacheInfo::SIZE].copy_from_slice(&p);
-            }
-            Self::Lost(r) => {
-                let mut p = [0u8; Lost::SIZE];
-                r.encode(&mut p);
-                payload[..Lost::SIZE].copy_from_slice(&p);
-            }
+            Self::Alloc(r) => r.put(payload),
+            Self::Free(r) => r.put(payload),
+            Self::CacheInfo(r) => r.put(payload),
+            Self::Lost(r) => r.put(payload),
             Self::AccessSample(r) => {
-                let mut p = [0u8; AccessSample::SIZE];
-                r.encode(&mut p);
-                payload[..AccessSample::SIZE].copy_from_slice(&p);
+                let (sample, regs) = payload.split_at_mut(AccessSample::SIZE);
+                r.put(sample);
                 if let Some(ibs) = &r.ibs {
-                    let mut p = [0u8; IbsRegs::SIZE];
-                    ibs.encode(&mut p);
-                    payload[AccessSample::SIZE..AccessSample::SIZE + IbsRegs::SIZE]
-                        .copy_from_slice(&p);
+                    ibs.put(regs);
                 }
             }
-            Self::HistoryStart(r) => {
-                let mut p = [0u8; HistoryStart::SIZE];
-                r.encode(&mut p);
-                payload[..HistoryStart::SIZE].copy_from_slice(&p);
-            }
-            Self::HistoryArm(r) => {
-                let mut p = [0u8; HistoryArm::SIZE];
-                r.encode(&mut p);
-                payload[..HistoryArm::SIZE].copy_from_slice(&p);
-            }
-            Self::HistoryHit(r) => {
-                let mut p = [0u8; HistoryHit::SIZE];
-                r.encode(&mut p);
-                payload[..HistoryHit::SIZE].copy_from_slice(&p);
-            }
-            Self::HistoryEnd(r) => {
-                let mut p = [0u8; HistoryEnd::SIZE];
-                r.encode(&mut p);
-                payload[..HistoryEnd::SIZE].copy_from_slice(&p);
-            }
-            Self::ExperimentStart(r) => {
-                let mut p = [0u8; ExperimentStart::SIZE];
-                r.encode(&mut p);
-                payload[..ExperimentStart::SIZE].copy_from_slice(&p);
-            }
-            Self::ExperimentEnd(r) => {
-                let mut p = [0u8; ExperimentEnd::SIZE];
-                r.encode(&mut p);
-                payload[..ExperimentEnd::SIZE].copy_from_slice(&p);
-            }
+            Self::HistoryStart(r) => r.put(payload),
+            Self::HistoryArm(r) => r.put(payload),
+            Self::HistoryHit(r) => r.put(payload),
+            Self::HistoryEnd(r) => r.put(payload),
+            Self::ExperimentStart(r) => r.put(payload),
+            Self::ExperimentEnd(r) => r.put(payload),
         }
         size
     }
@@ -1388,8 +1335,7 @@ impl Record {
     pub fn decode_into(buf: &[u8], out: &mut Self) -> Result<RecordHeader, AbiError> {
         let header = RecordHeader::decode(buf)?;
         let kind = header.validate()?;
-        check_len(buf, usize::from(header.size))?;
-        let payload = &buf[RECORD_HEADER_SIZE..usize::from(header.size)];
+        let payload = header.payload(buf)?;
         match kind {
             RecordKind::Alloc => *out = Self::Alloc(Alloc::decode(payload)?),
             RecordKind::Free => *out = Self::Free(Free::decode(payload)?),
@@ -1406,31 +1352,19 @@ impl Record {
                 *out = Self::ExperimentEnd(ExperimentEnd::decode(payload)?);
             }
             RecordKind::AccessSample | RecordKind::IbsSample => {
-                let ibs = kind == RecordKind::IbsSample;
-                let (sample, regs) = payload.split_at(AccessSample::SIZE);
                 // Checked before `out` changes, so that it is left alone on error.
-                AccessSample::check(sample)?;
-                let is_ibs = sample[170] == SAMPLER_KIND_IBS;
-                // IBS samples always carry their registers, and only they do.
-                if is_ibs != ibs {
-                    return Err(AbiError::OutOfRange);
-                }
-                let regs = if ibs {
-                    Some(IbsRegs::decode(regs)?)
-                } else {
-                    None
-                };
+                let view = AccessSampleView::new(kind, payload)?;
                 if !matches!(out, Self::AccessSample(_)) {
                     *out = Self::AccessSample(AccessSample::default());
                 }
-                if let Self::AccessSample(s) = out {
-                    s.fill_from(sample);
-                    s.ibs = regs;
+                if let Self::AccessSample(sample) = out {
+                    view.copy_to(sample);
                 }
             }
         }
         Ok(header)
     }
+
     /// [`Record::decode_into`], except that an access sample is checked but not copied: it
     /// comes back as a view into `buf` (and `out` is left alone); other records are decoded
     /// into `out`.
@@ -1444,57 +1378,13 @@ impl Record {
         let header = RecordHeader::decode(buf)?;
         let kind = header.validate()?;
         if matches!(kind, RecordKind::AccessSample | RecordKind::IbsSample) {
-            check_len(buf, usize::from(header.size))?;
-            let payload = &buf[RECORD_HEADER_SIZE..usize::from(header.size)];
-            let view = AccessSampleView::new(kind, payload)?;
+            let view = AccessSampleView::new(kind, header.payload(buf)?)?;
             return Ok((header, RecordView::AccessSample(view)));
         }
         let header = Self::decode_into(buf, out)?;
         Ok((header, RecordView::Decoded(out)))
     }
 }
-
-/// Largest record of this ABI version, for buffers that must hold any record.
-pub const MAX_RECORD_SIZE: usize = RECORD_HEADER_SIZE + AccessSample::SIZE + IbsRegs::SIZE;
-
-const _: () = {
-    assert!(RecordKind::Alloc.record_size().is_multiple_of(RECORD_ALIGN));
-    assert!(RecordKind::Free.record_size().is_multiple_of(RECORD_ALIGN));
-    assert!(RecordKind::CacheInfo
-        .record_size()
-        .is_multiple_of(RECORD_ALIGN));
-    assert!(RecordKind::Lost.record_size().is_multiple_of(RECORD_ALIGN));
-    assert!(RecordKind::AccessSample
-        .record_size()
-        .is_multiple_of(RECORD_ALIGN));
-    assert!(RecordKind::IbsSample
-        .record_size()
-        .is_multiple_of(RECORD_ALIGN));
-    assert!(RecordKind::HistoryStart
-        .record_size()
-        .is_multiple_of(RECORD_ALIGN));
-    assert!(RecordKind::HistoryArm
-        .record_size()
-        .is_multiple_of(RECORD_ALIGN));
-    assert!(RecordKind::HistoryHit
-        .record_size()
-        .is_multiple_of(RECORD_ALIGN));
-    assert!(RecordKind::HistoryEnd
-        .record_size()
-        .is_multiple_of(RECORD_ALIGN));
-    assert!(MAX_RECORD_SIZE >= RecordKind::HistoryHit.record_size());
-    assert!(RecordKind::ExperimentStart
-        .record_size()
-        .is_multiple_of(RECORD_ALIGN));
-    assert!(RecordKind::ExperimentEnd
-        .record_size()
-        .is_multiple_of(RECORD_ALIGN));
-    assert!(MAX_RECORD_SIZE >= RecordKind::ExperimentEnd.record_size());
-    assert!(MAX_RECORD_SIZE == RecordKind::IbsSample.record_size());
-    assert!(MAX_RECORD_SIZE < u16::MAX as usize);
-    assert!(MAX_RECORD_SIZE >= RecordKind::Alloc.record_size());
-    assert!(MAX_RECORD_SIZE >= RecordKind::CacheInfo.record_size());
-};
 
 // ---------------------------------------------------------------------------------------------
 // ioctls
@@ -1553,61 +1443,30 @@ pub const FEATURE_HISTORIES: u32 = 4;
 /// `VersionInfo.features`: causal experiments and progress points.
 pub const FEATURE_CAUSAL: u32 = 8;
 
-/// What the module is and can do (`IOC_VERSION`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct VersionInfo {
-    /// [`ABI_VERSION`] of the module.
-    pub abi_version: u32,
-    /// `nr_cpu_ids`: CPU numbers in records are below this.
-    pub nr_cpu_ids: u32,
-    /// CPUs online when asked.
-    pub online_cpus: u32,
-    /// `SAMPLER_*` bits: the samplers this module can drive (whether the CPU has IBS or PEBS
-    /// is read from sysfs by userland).
-    pub samplers: u32,
-    /// `FEATURE_*` bits.
-    pub features: u32,
-    /// Smallest ring accepted.
-    pub min_ring_bytes: u32,
-    /// Largest ring accepted.
-    pub max_ring_bytes: u32,
-    /// Largest record the module writes.
-    pub max_record_size: u32,
-}
-
-impl VersionInfo {
-    /// Size on the wire.
-    pub const SIZE: usize = 32;
-
-    /// Encodes the structure.
-    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
-        put_u32(out, 0, self.abi_version);
-        put_u32(out, 4, self.nr_cpu_ids);
-        put_u32(out, 8, self.online_cpus);
-        put_u32(out, 12, self.samplers);
-        put_u32(out, 16, self.features);
-        put_u32(out, 20, self.min_ring_bytes);
-        put_u32(out, 24, self.max_ring_bytes);
-        put_u32(out, 28, self.max_record_size);
+wire! {
+    /// What the module is and can do (`IOC_VERSION`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+    pub struct VersionInfo(32) {
+        /// [`ABI_VERSION`] of the module.
+        pub abi_version: u32,
+        /// `nr_cpu_ids`: CPU numbers in records are below this.
+        pub nr_cpu_ids: u32,
+        /// CPUs online when asked.
+        pub online_cpus: u32,
+        /// `SAMPLER_*` bits: the samplers this module can drive (whether the CPU has IBS or
+        /// PEBS is read from sysfs by userland).
+        pub samplers: u32,
+        /// `FEATURE_*` bits.
+        pub features: u32,
+        /// Smallest ring accepted.
+        pub min_ring_bytes: u32,
+        /// Largest ring accepted.
+        pub max_ring_bytes: u32,
+        /// Largest record the module writes.
+        pub max_record_size: u32,
     }
-
-    /// Decodes the structure.
-    ///
-    /// # Errors
-    /// [`AbiError::Truncated`].
-    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
-        check_len(buf, Self::SIZE)?;
-        Ok(Self {
-            abi_version: get_u32(buf, 0),
-            nr_cpu_ids: get_u32(buf, 4),
-            online_cpus: get_u32(buf, 8),
-            samplers: get_u32(buf, 12),
-            features: get_u32(buf, 16),
-            min_ring_bytes: get_u32(buf, 20),
-            max_ring_bytes: get_u32(buf, 24),
-            max_record_size: get_u32(buf, 28),
-        })
-    }
+    encode;
+    decode;
 }
 
 /// `Config.events` bit: slab allocations and frees, and cache infos.
@@ -1635,84 +1494,55 @@ pub const MAX_IBS_PERIOD: u32 = 0x7FF_FFF0;
 /// Shortest PEBS period accepted (events): below it the PEBS assist floods the rings.
 pub const MIN_PEBS_PERIOD: u32 = 1000;
 
-/// A collection's configuration (`IOC_CONFIGURE`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct Config {
-    /// Must be [`Config::SIZE`]: catches a collector built against another layout.
-    pub struct_size: u32,
-    /// `EVENT_*` bits; at least one, no unknown ones.
-    pub events: u32,
-    /// Bytes of each per-CPU ring: a power of two within [`MIN_RING_BYTES`]..=[`MAX_RING_BYTES`].
-    pub ring_bytes: u32,
-    /// With [`EVENT_SAMPLES`]: a `SAMPLER_KIND_*`; else 0.
-    pub sampler: u32,
-    /// With [`EVENT_SAMPLES`]: the period. Software: ns, within
-    /// [`MIN_SAMPLE_PERIOD_NS`]..=[`MAX_SAMPLE_PERIOD_NS`]. IBS: ops, a multiple of 16 within
-    /// [`MIN_IBS_PERIOD`]..=[`MAX_IBS_PERIOD`]. PEBS: events, at least [`MIN_PEBS_PERIOD`].
-    /// Else 0.
-    pub sample_period_ns: u32,
-    /// With [`EVENT_SAMPLES`]: 1 to sample user mode too (kernel mode always); else 0.
-    pub sample_user: u32,
-    /// With a hardware sampler: the perf PMU type (`/sys/bus/event_source/devices/*/type`);
-    /// else 0.
-    pub pmu_type: u32,
-    /// With a hardware sampler: `perf_event_attr.config`; else 0.
-    pub pmu_config: u64,
-    /// With PEBS: `perf_event_attr.config1` (the load-latency threshold); else 0.
-    pub pmu_config1: u64,
+wire! {
+    /// A collection's configuration (`IOC_CONFIGURE`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+    pub struct Config(48) {
+        /// Must be [`Config::SIZE`]: catches a collector built against another layout.
+        pub struct_size: u32,
+        /// `EVENT_*` bits; at least one, no unknown ones.
+        pub events: u32,
+        /// Bytes of each per-CPU ring: a power of two within
+        /// [`MIN_RING_BYTES`]..=[`MAX_RING_BYTES`].
+        pub ring_bytes: u32,
+        /// With [`EVENT_SAMPLES`]: a `SAMPLER_KIND_*`; else 0.
+        pub sampler: u32,
+        /// With [`EVENT_SAMPLES`]: the period. Software: ns, within
+        /// [`MIN_SAMPLE_PERIOD_NS`]..=[`MAX_SAMPLE_PERIOD_NS`]. IBS: ops, a multiple of 16
+        /// within [`MIN_IBS_PERIOD`]..=[`MAX_IBS_PERIOD`]. PEBS: events, at least
+        /// [`MIN_PEBS_PERIOD`]. Else 0.
+        pub sample_period_ns: u32,
+        /// With [`EVENT_SAMPLES`]: 1 to sample user mode too (kernel mode always); else 0.
+        pub sample_user: u32,
+        /// With a hardware sampler: the perf PMU type
+        /// (`/sys/bus/event_source/devices/*/type`); else 0.
+        pub pmu_type: u32,
+        _: u32,
+        /// With a hardware sampler: `perf_event_attr.config`; else 0.
+        pub pmu_config: u64,
+        /// With PEBS: `perf_event_attr.config1` (the load-latency threshold); else 0.
+        pub pmu_config1: u64,
+    }
+    encode;
+    /// [`AbiError::OutOfRange`] for a wrong `struct_size`, no or unknown events, a ring size out
+    /// of range, or sampler fields that the sampler (or its absence) does not allow.
+    decode, check;
 }
 
 impl Config {
-    /// Size on the wire (the tail is reserved and must be zero).
-    pub const SIZE: usize = 48;
-
-    /// Encodes the structure.
-    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
-        *out = [0; Self::SIZE];
-        put_u32(out, 0, self.struct_size);
-        put_u32(out, 4, self.events);
-        put_u32(out, 8, self.ring_bytes);
-        put_u32(out, 12, self.sampler);
-        put_u32(out, 16, self.sample_period_ns);
-        put_u32(out, 20, self.sample_user);
-        put_u32(out, 24, self.pmu_type);
-        put_u64(out, 32, self.pmu_config);
-        put_u64(out, 40, self.pmu_config1);
-    }
-
-    /// Decodes and validates the structure: right size, known events, ring size in range,
-    /// reserved bytes zero.
-    ///
-    /// # Errors
-    /// [`AbiError::Truncated`], [`AbiError::NonZeroReserved`] or [`AbiError::OutOfRange`].
-    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
-        check_len(buf, Self::SIZE)?;
-        if buf[28..32].iter().any(|&b| b != 0) {
-            return Err(AbiError::NonZeroReserved);
-        }
-        let config = Self {
-            struct_size: get_u32(buf, 0),
-            events: get_u32(buf, 4),
-            ring_bytes: get_u32(buf, 8),
-            sampler: get_u32(buf, 12),
-            sample_period_ns: get_u32(buf, 16),
-            sample_user: get_u32(buf, 20),
-            pmu_type: get_u32(buf, 24),
-            pmu_config: get_u64(buf, 32),
-            pmu_config1: get_u64(buf, 40),
-        };
-        let size_ok = config.struct_size as usize == Self::SIZE;
-        let events_ok = config.events != 0
-            && config.events & !EVENT_ALL == 0
-            && (config.events & EVENT_HISTORIES == 0 || config.events & EVENT_SLAB != 0);
-        let ring_ok = config.ring_bytes.is_power_of_two()
-            && (MIN_RING_BYTES..=MAX_RING_BYTES).contains(&config.ring_bytes);
-        let period = config.sample_period_ns;
-        let no_pmu = config.pmu_type == 0 && config.pmu_config == 0 && config.pmu_config1 == 0;
-        let sampler_ok = if config.events & EVENT_SAMPLES == 0 {
-            config.sampler == 0 && period == 0 && config.sample_user == 0 && no_pmu
+    fn check(&self) -> Result<(), AbiError> {
+        let size_ok = self.struct_size as usize == Self::SIZE;
+        let events_ok = self.events != 0
+            && self.events & !EVENT_ALL == 0
+            && (self.events & EVENT_HISTORIES == 0 || self.events & EVENT_SLAB != 0);
+        let ring_ok = self.ring_bytes.is_power_of_two()
+            && (MIN_RING_BYTES..=MAX_RING_BYTES).contains(&self.ring_bytes);
+        let period = self.sample_period_ns;
+        let no_pmu = self.pmu_type == 0 && self.pmu_config == 0 && self.pmu_config1 == 0;
+        let sampler_ok = if self.events & EVENT_SAMPLES == 0 {
+            self.sampler == 0 && period == 0 && self.sample_user == 0 && no_pmu
         } else {
-            let kind = u8::try_from(config.sampler).unwrap_or(u8::MAX);
+            let kind = u8::try_from(self.sampler).unwrap_or(u8::MAX);
             let kind_ok = match kind {
                 SAMPLER_KIND_SOFTWARE => {
                     (MIN_SAMPLE_PERIOD_NS..=MAX_SAMPLE_PERIOD_NS).contains(&period) && no_pmu
@@ -1722,16 +1552,16 @@ impl Config {
                 SAMPLER_KIND_IBS => {
                     (MIN_IBS_PERIOD..=MAX_IBS_PERIOD).contains(&period)
                         && period.is_multiple_of(16)
-                        && config.pmu_type != 0
-                        && config.pmu_config1 == 0
+                        && self.pmu_type != 0
+                        && self.pmu_config1 == 0
                 }
-                SAMPLER_KIND_PEBS => period >= MIN_PEBS_PERIOD && config.pmu_type != 0,
+                SAMPLER_KIND_PEBS => period >= MIN_PEBS_PERIOD && self.pmu_type != 0,
                 _ => false,
             };
-            kind_ok && config.sample_user <= 1
+            kind_ok && self.sample_user <= 1
         };
         if size_ok && events_ok && ring_ok && sampler_ok {
-            Ok(config)
+            Ok(())
         } else {
             Err(AbiError::OutOfRange)
         }
@@ -1748,36 +1578,25 @@ pub const MAX_HISTORY_TIMEOUT_MS: u32 = 600_000;
 /// Most hits one history may record.
 pub const MAX_HISTORY_HITS: u32 = 1 << 20;
 
-/// What to watch in objects of one type: the cache by name, optionally only allocations from
-/// call sites in `[site_start, site_end)` (one function, to split a `kmalloc-N` cache), and
-/// one range or a pair.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HistoryTarget {
-    /// The cache's name, NUL-padded, as in [`CacheInfo::name`].
-    pub cache_name: [u8; CACHE_NAME_BYTES],
-    /// First call site accepted; with `site_end` 0: any.
-    pub site_start: u64,
-    /// End (exclusive) of the call sites accepted; 0: any.
-    pub site_end: u64,
-    /// The ranges to watch; the second may be unused (zero).
-    pub ranges: [WatchRange; HISTORY_RANGES],
-}
-
-impl Default for HistoryTarget {
-    fn default() -> Self {
-        Self {
-            cache_name: [0; CACHE_NAME_BYTES],
-            site_start: 0,
-            site_end: 0,
-            ranges: [WatchRange::default(); HISTORY_RANGES],
-        }
+wire! {
+    /// What to watch in objects of one type: the cache by name, optionally only allocations
+    /// from call sites in `[site_start, site_end)` (one function, to split a `kmalloc-N`
+    /// cache), and one range or a pair.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct HistoryTarget(80) {
+        /// The cache's name, NUL-padded, as in [`CacheInfo::name`].
+        pub cache_name: [u8; CACHE_NAME_BYTES],
+        /// First call site accepted; with `site_end` 0: any.
+        pub site_start: u64,
+        /// End (exclusive) of the call sites accepted; 0: any.
+        pub site_end: u64,
+        /// The ranges to watch; the second may be unused (zero).
+        pub ranges: [WatchRange; HISTORY_RANGES],
     }
+    default;
 }
 
 impl HistoryTarget {
-    /// Size on the wire.
-    pub const SIZE: usize = 80;
-
     /// The name without its NUL padding.
     #[must_use]
     pub fn name_bytes(&self) -> &[u8] {
@@ -1791,28 +1610,6 @@ impl HistoryTarget {
         self
     }
 
-    fn encode(&self, out: &mut [u8], off: usize) {
-        out[off..off + CACHE_NAME_BYTES].copy_from_slice(&self.cache_name);
-        put_u64(out, off + 48, self.site_start);
-        put_u64(out, off + 56, self.site_end);
-        self.ranges[0].put(out, off + 64);
-        self.ranges[1].put(out, off + 72);
-    }
-
-    fn decode(buf: &[u8], off: usize) -> Self {
-        let mut cache_name = [0u8; CACHE_NAME_BYTES];
-        cache_name.copy_from_slice(&buf[off..off + CACHE_NAME_BYTES]);
-        Self {
-            cache_name,
-            site_start: get_u64(buf, off + 48),
-            site_end: get_u64(buf, off + 56),
-            ranges: [
-                WatchRange::get(buf, off + 64),
-                WatchRange::get(buf, off + 72),
-            ],
-        }
-    }
-
     /// A usable target: a non-empty name followed only by NULs, a sane site range, ranges a
     /// debug register can watch.
     fn is_valid(&self) -> bool {
@@ -1824,87 +1621,60 @@ impl HistoryTarget {
     }
 }
 
-/// Which objects to watch and how often (`IOC_HISTORY_PLAN`). The module watches one object at
-/// a time: the next allocation of a target's type after the previous history ended and the
-/// rate allows, taking targets in turn.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct HistoryPlan {
-    /// Must be [`HistoryPlan::SIZE`].
-    pub struct_size: u32,
-    /// Targets used, 1..=[`MAX_HISTORY_TARGETS`]; the rest must be zero.
-    pub target_count: u32,
-    /// Histories started per second at most, 1..=[`MAX_HISTORIES_PER_SEC`].
-    pub max_per_sec: u32,
-    /// A history still running after this many ms ends with [`HISTORY_END_TIMEOUT`];
-    /// 1..=[`MAX_HISTORY_TIMEOUT_MS`].
-    pub timeout_ms: u32,
-    /// Hits recorded per history at most, 1..=[`MAX_HISTORY_HITS`]; later ones are counted.
-    pub max_hits: u32,
-    /// The targets.
-    pub targets: [HistoryTarget; MAX_HISTORY_TARGETS],
+wire! {
+    /// Which objects to watch and how often (`IOC_HISTORY_PLAN`). The module watches one object
+    /// at a time: the next allocation of a target's type after the previous history ended and
+    /// the rate allows, taking targets in turn.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+    pub struct HistoryPlan(24 + MAX_HISTORY_TARGETS * HistoryTarget::SIZE) {
+        /// Must be [`HistoryPlan::SIZE`].
+        pub struct_size: u32,
+        /// Targets used, 1..=[`MAX_HISTORY_TARGETS`]; the rest must be zero.
+        pub target_count: u32,
+        /// Histories started per second at most, 1..=[`MAX_HISTORIES_PER_SEC`].
+        pub max_per_sec: u32,
+        /// A history still running after this many ms ends with [`HISTORY_END_TIMEOUT`];
+        /// 1..=[`MAX_HISTORY_TIMEOUT_MS`].
+        pub timeout_ms: u32,
+        /// Hits recorded per history at most, 1..=[`MAX_HISTORY_HITS`]; later ones are
+        /// counted.
+        pub max_hits: u32,
+        _: u32,
+        /// The targets.
+        pub targets: [HistoryTarget; MAX_HISTORY_TARGETS],
+    }
+    encode;
+    /// [`AbiError::OutOfRange`] for a wrong `struct_size`, a count, rate, timeout or hit limit out
+    /// of range, or a used target that is not valid; [`AbiError::NonZeroReserved`] also for an
+    /// unused target that is not all zero.
+    decode, check;
 }
 
 impl HistoryPlan {
-    /// Size on the wire.
-    pub const SIZE: usize = 24 + MAX_HISTORY_TARGETS * HistoryTarget::SIZE;
-
     /// The targets in use.
     #[must_use]
     pub fn used_targets(&self) -> &[HistoryTarget] {
         &self.targets[..(self.target_count as usize).min(MAX_HISTORY_TARGETS)]
     }
 
-    /// Encodes the structure.
-    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
-        put_u32(out, 0, self.struct_size);
-        put_u32(out, 4, self.target_count);
-        put_u32(out, 8, self.max_per_sec);
-        put_u32(out, 12, self.timeout_ms);
-        put_u32(out, 16, self.max_hits);
-        put_u32(out, 20, 0);
-        for (i, t) in self.targets.iter().enumerate() {
-            t.encode(out, 24 + i * HistoryTarget::SIZE);
-        }
-    }
-
-    /// Decodes and validates the structure.
-    ///
-    /// # Errors
-    /// [`AbiError::Truncated`], [`AbiError::NonZeroReserved`] (padding, or an unused target
-    /// that is not all zero), or [`AbiError::OutOfRange`].
-    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
-        check_len(buf, Self::SIZE)?;
-        if get_u32(buf, 20) != 0 {
-            return Err(AbiError::NonZeroReserved);
-        }
-        let mut plan = Self {
-            struct_size: get_u32(buf, 0),
-            target_count: get_u32(buf, 4),
-            max_per_sec: get_u32(buf, 8),
-            timeout_ms: get_u32(buf, 12),
-            max_hits: get_u32(buf, 16),
-            targets: [HistoryTarget::default(); MAX_HISTORY_TARGETS],
-        };
-        for (i, t) in plan.targets.iter_mut().enumerate() {
-            *t = HistoryTarget::decode(buf, 24 + i * HistoryTarget::SIZE);
-        }
-        let count = plan.target_count as usize;
-        let ok = plan.struct_size as usize == Self::SIZE
+    fn check(&self) -> Result<(), AbiError> {
+        let count = self.target_count as usize;
+        let ok = self.struct_size as usize == Self::SIZE
             && (1..=MAX_HISTORY_TARGETS).contains(&count)
-            && (1..=MAX_HISTORIES_PER_SEC).contains(&plan.max_per_sec)
-            && (1..=MAX_HISTORY_TIMEOUT_MS).contains(&plan.timeout_ms)
-            && (1..=MAX_HISTORY_HITS).contains(&plan.max_hits)
-            && plan.targets[..count].iter().all(HistoryTarget::is_valid);
+            && (1..=MAX_HISTORIES_PER_SEC).contains(&self.max_per_sec)
+            && (1..=MAX_HISTORY_TIMEOUT_MS).contains(&self.timeout_ms)
+            && (1..=MAX_HISTORY_HITS).contains(&self.max_hits)
+            && self.targets[..count].iter().all(HistoryTarget::is_valid);
         if !ok {
             return Err(AbiError::OutOfRange);
         }
-        if plan.targets[count..]
+        if self.targets[count..]
             .iter()
             .any(|t| *t != HistoryTarget::default())
         {
             return Err(AbiError::NonZeroReserved);
         }
-        Ok(plan)
+        Ok(())
     }
 }
 
@@ -1932,29 +1702,21 @@ pub const MAX_SPEEDUP_PERCENT: u32 = 100;
 /// experiments only count, so that long causal runs do not fill the rings).
 pub const CAUSAL_RECORD_SAMPLES: u32 = 1;
 
-/// One progress point of a [`CausalPlan`]: its index in the plan is its index in
-/// [`ExperimentEnd::points`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ProgressPoint {
-    /// `PROGRESS_*`.
-    pub kind: u32,
-    /// The function, tracepoint or user point name, NUL-padded.
-    pub name: [u8; PROGRESS_NAME_BYTES],
-}
-
-impl Default for ProgressPoint {
-    fn default() -> Self {
-        Self {
-            kind: 0,
-            name: [0; PROGRESS_NAME_BYTES],
-        }
+wire! {
+    /// One progress point of a [`CausalPlan`]: its index in the plan is its index in
+    /// [`ExperimentEnd::points`].
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct ProgressPoint(8 + PROGRESS_NAME_BYTES) {
+        /// `PROGRESS_*`.
+        pub kind: u32,
+        _: u32,
+        /// The function, tracepoint or user point name, NUL-padded.
+        pub name: [u8; PROGRESS_NAME_BYTES],
     }
+    default;
 }
 
 impl ProgressPoint {
-    /// Size on the wire.
-    pub const SIZE: usize = 8 + PROGRESS_NAME_BYTES;
-
     /// A point of `kind` named `name` (cut to fit, keeping a NUL).
     #[must_use]
     pub fn new(kind: u32, name: &[u8]) -> Self {
@@ -1970,24 +1732,6 @@ impl ProgressPoint {
         until_nul(&self.name)
     }
 
-    fn encode(&self, out: &mut [u8], off: usize) {
-        put_u32(out, off, self.kind);
-        put_u32(out, off + 4, 0);
-        out[off + 8..off + 8 + PROGRESS_NAME_BYTES].copy_from_slice(&self.name);
-    }
-
-    fn decode(buf: &[u8], off: usize) -> Result<Self, AbiError> {
-        if get_u32(buf, off + 4) != 0 {
-            return Err(AbiError::NonZeroReserved);
-        }
-        let mut name = [0u8; PROGRESS_NAME_BYTES];
-        name.copy_from_slice(&buf[off + 8..off + 8 + PROGRESS_NAME_BYTES]);
-        Ok(Self {
-            kind: get_u32(buf, off),
-            name,
-        })
-    }
-
     /// A known kind, a non-empty name of printable ASCII without spaces, NUL-padded with at
     /// least one NUL.
     fn is_valid(&self) -> bool {
@@ -2000,69 +1744,44 @@ impl ProgressPoint {
     }
 }
 
-/// The progress points of a causal session (`IOC_CAUSAL_PLAN`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct CausalPlan {
-    /// [`CausalPlan::SIZE`].
-    pub struct_size: u32,
-    /// Points in use, 1 to [`MAX_PROGRESS_POINTS`].
-    pub point_count: u32,
-    /// `CAUSAL_*` flags.
-    pub flags: u32,
-    /// The points; unused ones all zero.
-    pub points: [ProgressPoint; MAX_PROGRESS_POINTS],
+wire! {
+    /// The progress points of a causal session (`IOC_CAUSAL_PLAN`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+    pub struct CausalPlan(16 + MAX_PROGRESS_POINTS * ProgressPoint::SIZE) {
+        /// [`CausalPlan::SIZE`].
+        pub struct_size: u32,
+        /// Points in use, 1 to [`MAX_PROGRESS_POINTS`].
+        pub point_count: u32,
+        /// `CAUSAL_*` flags.
+        pub flags: u32,
+        _: u32,
+        /// The points; unused ones all zero.
+        pub points: [ProgressPoint; MAX_PROGRESS_POINTS],
+    }
+    encode;
+    /// [`AbiError::OutOfRange`] for a wrong `struct_size`, unknown flags, a point count out of
+    /// range, or used points that are not valid or not distinct per kind;
+    /// [`AbiError::NonZeroReserved`] also for an unused point that is not all zero.
+    decode, check;
 }
 
 impl CausalPlan {
-    /// Size on the wire.
-    pub const SIZE: usize = 16 + MAX_PROGRESS_POINTS * ProgressPoint::SIZE;
-
     /// The points in use.
     #[must_use]
     pub fn used_points(&self) -> &[ProgressPoint] {
         &self.points[..(self.point_count as usize).min(MAX_PROGRESS_POINTS)]
     }
 
-    /// Encodes the structure.
-    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
-        put_u32(out, 0, self.struct_size);
-        put_u32(out, 4, self.point_count);
-        put_u32(out, 8, self.flags);
-        put_u32(out, 12, 0);
-        for (i, p) in self.points.iter().enumerate() {
-            p.encode(out, 16 + i * ProgressPoint::SIZE);
-        }
-    }
-
-    /// Decodes and validates the structure: a known size and flags, 1 to
-    /// [`MAX_PROGRESS_POINTS`] valid points with distinct names per kind.
-    ///
-    /// # Errors
-    /// [`AbiError::Truncated`], [`AbiError::NonZeroReserved`] (padding, or an unused point that
-    /// is not all zero), or [`AbiError::OutOfRange`].
-    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
-        check_len(buf, Self::SIZE)?;
-        if get_u32(buf, 12) != 0 {
-            return Err(AbiError::NonZeroReserved);
-        }
-        let mut plan = Self {
-            struct_size: get_u32(buf, 0),
-            point_count: get_u32(buf, 4),
-            flags: get_u32(buf, 8),
-            points: [ProgressPoint::default(); MAX_PROGRESS_POINTS],
-        };
-        for (i, p) in plan.points.iter_mut().enumerate() {
-            *p = ProgressPoint::decode(buf, 16 + i * ProgressPoint::SIZE)?;
-        }
-        let count = plan.point_count as usize;
-        let ok = plan.struct_size as usize == Self::SIZE
+    fn check(&self) -> Result<(), AbiError> {
+        let count = self.point_count as usize;
+        let ok = self.struct_size as usize == Self::SIZE
             && (1..=MAX_PROGRESS_POINTS).contains(&count)
-            && plan.flags & !CAUSAL_RECORD_SAMPLES == 0
-            && plan.points[..count].iter().all(ProgressPoint::is_valid);
+            && self.flags & !CAUSAL_RECORD_SAMPLES == 0
+            && self.points[..count].iter().all(ProgressPoint::is_valid);
         if !ok {
             return Err(AbiError::OutOfRange);
         }
-        let used = &plan.points[..count];
+        let used = &self.points[..count];
         for (i, a) in used.iter().enumerate() {
             if used[i + 1..]
                 .iter()
@@ -2071,55 +1790,49 @@ impl CausalPlan {
                 return Err(AbiError::OutOfRange);
             }
         }
-        if plan.points[count..]
+        if self.points[count..]
             .iter()
             .any(|p| *p != ProgressPoint::default())
         {
             return Err(AbiError::NonZeroReserved);
         }
-        Ok(plan)
+        Ok(())
     }
 }
 
-/// One entry of the causal type table (`IOC_CAUSAL_TYPE`): what the sampler's O(1) type test
-/// counts as an access to this type.
-///
-/// - `ips`: the instructions that accessed the type in a first profiling phase. The software
-///   sampler cannot see data addresses, so a sample is of this type when its ip is in this
-///   set (the module keeps it in a hash table).
-/// - `cache_name`: with a hardware sampler's data address, a sample is also of this type when
-///   the address lies in a slab page of this cache. Empty: ips only.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CausalType {
-    /// [`CausalType::SIZE`].
-    pub struct_size: u32,
-    /// Index in the table, below [`MAX_CAUSAL_TYPES`]; setting an index again replaces it.
-    pub index: u32,
-    /// The slab cache's name, NUL-padded (may be empty).
-    pub cache_name: [u8; CACHE_NAME_BYTES],
-    /// User pointer to `ip_count` little-endian u64 instruction addresses.
-    pub ips_ptr: u64,
-    /// Number of addresses at `ips_ptr`, 0 to [`MAX_CAUSAL_TYPE_IPS`] (not 0 with an empty
-    /// `cache_name`).
-    pub ip_count: u32,
-}
-
-impl Default for CausalType {
-    fn default() -> Self {
-        Self {
-            struct_size: 0,
-            index: 0,
-            cache_name: [0; CACHE_NAME_BYTES],
-            ips_ptr: 0,
-            ip_count: 0,
-        }
+wire! {
+    /// One entry of the causal type table (`IOC_CAUSAL_TYPE`): what the sampler's O(1) type
+    /// test counts as an access to this type.
+    ///
+    /// - `ips`: the instructions that accessed the type in a first profiling phase. The
+    ///   software sampler cannot see data addresses, so a sample is of this type when its ip
+    ///   is in this set (the module keeps it in a hash table).
+    /// - `cache_name`: with a hardware sampler's data address, a sample is also of this type
+    ///   when the address lies in a slab page of this cache. Empty: ips only.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct CausalType(8 + CACHE_NAME_BYTES + 16) {
+        /// [`CausalType::SIZE`].
+        pub struct_size: u32,
+        /// Index in the table, below [`MAX_CAUSAL_TYPES`]; setting an index again replaces it.
+        pub index: u32,
+        /// The slab cache's name, NUL-padded (may be empty).
+        pub cache_name: [u8; CACHE_NAME_BYTES],
+        /// User pointer to `ip_count` little-endian u64 instruction addresses.
+        pub ips_ptr: u64,
+        /// Number of addresses at `ips_ptr`, 0 to [`MAX_CAUSAL_TYPE_IPS`] (not 0 with an empty
+        /// `cache_name`).
+        pub ip_count: u32,
+        _: u32,
     }
+    encode;
+    /// [`AbiError::OutOfRange`] for a wrong `struct_size`, an index beyond [`MAX_CAUSAL_TYPES`], a
+    /// name not NUL-padded, too many ips, neither ips nor a name, or one of `ips_ptr` and
+    /// `ip_count` zero and not the other.
+    decode, check;
+    default;
 }
 
 impl CausalType {
-    /// Size on the wire.
-    pub const SIZE: usize = 8 + CACHE_NAME_BYTES + 16;
-
     /// The cache name without its NUL padding.
     #[must_use]
     pub fn name_bytes(&self) -> &[u8] {
@@ -2133,245 +1846,144 @@ impl CausalType {
         self
     }
 
-    /// Encodes the structure.
-    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
-        put_u32(out, 0, self.struct_size);
-        put_u32(out, 4, self.index);
-        out[8..8 + CACHE_NAME_BYTES].copy_from_slice(&self.cache_name);
-        put_u64(out, 56, self.ips_ptr);
-        put_u32(out, 64, self.ip_count);
-        put_u32(out, 68, 0);
-    }
-
-    /// Decodes and validates the structure.
-    ///
-    /// # Errors
-    /// [`AbiError::Truncated`], [`AbiError::NonZeroReserved`] or [`AbiError::OutOfRange`].
-    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
-        check_len(buf, Self::SIZE)?;
-        if get_u32(buf, 68) != 0 {
-            return Err(AbiError::NonZeroReserved);
-        }
-        let mut cache_name = [0u8; CACHE_NAME_BYTES];
-        cache_name.copy_from_slice(&buf[8..8 + CACHE_NAME_BYTES]);
-        let entry = Self {
-            struct_size: get_u32(buf, 0),
-            index: get_u32(buf, 4),
-            cache_name,
-            ips_ptr: get_u64(buf, 56),
-            ip_count: get_u32(buf, 64),
-        };
-        let name = entry.name_bytes();
-        let ok = entry.struct_size as usize == Self::SIZE
-            && (entry.index as usize) < MAX_CAUSAL_TYPES
+    fn check(&self) -> Result<(), AbiError> {
+        let name = self.name_bytes();
+        let ok = self.struct_size as usize == Self::SIZE
+            && (self.index as usize) < MAX_CAUSAL_TYPES
             && name.len() < CACHE_NAME_BYTES
-            && entry.cache_name[name.len()..].iter().all(|&b| b == 0)
-            && entry.ip_count <= MAX_CAUSAL_TYPE_IPS
-            && (entry.ip_count != 0 || !name.is_empty())
-            && (entry.ip_count == 0) == (entry.ips_ptr == 0);
+            && self.cache_name[name.len()..].iter().all(|&b| b == 0)
+            && self.ip_count <= MAX_CAUSAL_TYPE_IPS
+            && (self.ip_count != 0 || !name.is_empty())
+            && (self.ip_count == 0) == (self.ips_ptr == 0);
         if ok {
-            Ok(entry)
+            Ok(())
         } else {
             Err(AbiError::OutOfRange)
         }
     }
 }
 
-/// The experiment to start (`IOC_EXPERIMENT_START`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct ExperimentControl {
-    /// The collector's number for the experiment, echoed in its records.
-    pub experiment: u32,
-    /// Index of a type set with `IOC_CAUSAL_TYPE`.
-    pub type_index: u32,
-    /// Virtual speedup of the type's accesses, 0 to [`MAX_SPEEDUP_PERCENT`].
-    pub speedup_percent: u32,
+wire! {
+    /// The experiment to start (`IOC_EXPERIMENT_START`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+    pub struct ExperimentControl(16) {
+        /// The collector's number for the experiment, echoed in its records.
+        pub experiment: u32,
+        /// Index of a type set with `IOC_CAUSAL_TYPE`.
+        pub type_index: u32,
+        /// Virtual speedup of the type's accesses, 0 to [`MAX_SPEEDUP_PERCENT`].
+        pub speedup_percent: u32,
+        _: u32,
+    }
+    encode;
+    /// [`AbiError::OutOfRange`] for a type index beyond [`MAX_CAUSAL_TYPES`] or a speedup over
+    /// [`MAX_SPEEDUP_PERCENT`] (whether the type is set is the module's check).
+    decode, check;
 }
 
 impl ExperimentControl {
-    /// Size on the wire.
-    pub const SIZE: usize = 16;
-
-    /// Encodes the structure.
-    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
-        put_u32(out, 0, self.experiment);
-        put_u32(out, 4, self.type_index);
-        put_u32(out, 8, self.speedup_percent);
-        put_u32(out, 12, 0);
-    }
-
-    /// Decodes and validates the structure (whether the type is set is the module's check).
-    ///
-    /// # Errors
-    /// [`AbiError::Truncated`], [`AbiError::NonZeroReserved`] or [`AbiError::OutOfRange`].
-    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
-        check_len(buf, Self::SIZE)?;
-        if get_u32(buf, 12) != 0 {
-            return Err(AbiError::NonZeroReserved);
-        }
-        let control = Self {
-            experiment: get_u32(buf, 0),
-            type_index: get_u32(buf, 4),
-            speedup_percent: get_u32(buf, 8),
-        };
-        if (control.type_index as usize) < MAX_CAUSAL_TYPES
-            && control.speedup_percent <= MAX_SPEEDUP_PERCENT
+    fn check(&self) -> Result<(), AbiError> {
+        if (self.type_index as usize) < MAX_CAUSAL_TYPES
+            && self.speedup_percent <= MAX_SPEEDUP_PERCENT
         {
-            Ok(control)
+            Ok(())
         } else {
             Err(AbiError::OutOfRange)
         }
     }
 }
 
-/// An experiment began: written when `IOC_EXPERIMENT_START` succeeds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct ExperimentStart {
-    /// What the collector asked for.
-    pub control: ExperimentControl,
-    /// The global delay count (ns) when the experiment began.
-    pub global_delay_ns: u64,
+wire! {
+    /// An experiment began: written when `IOC_EXPERIMENT_START` succeeds.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+    pub struct ExperimentStart(ExperimentControl::SIZE + 8) {
+        /// What the collector asked for.
+        pub control: ExperimentControl,
+        /// The global delay count (ns) when the experiment began.
+        pub global_delay_ns: u64,
+    }
+    encode;
+    /// [`AbiError::OutOfRange`] for a control that [`ExperimentControl::decode`] refuses.
+    decode, check;
 }
 
 impl ExperimentStart {
-    /// Size of the payload.
-    pub const SIZE: usize = ExperimentControl::SIZE + 8;
-
-    /// Encodes the payload.
-    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
-        let mut control = [0u8; ExperimentControl::SIZE];
-        self.control.encode(&mut control);
-        out[..ExperimentControl::SIZE].copy_from_slice(&control);
-        put_u64(out, 16, self.global_delay_ns);
+    fn check(&self) -> Result<(), AbiError> {
+        self.control.check()
     }
+}
 
-    /// Decodes and validates the payload.
+wire! {
+    /// Visits of one progress point during an experiment.
     ///
-    /// # Errors
-    /// As [`ExperimentControl::decode`].
-    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
-        check_len(buf, Self::SIZE)?;
-        Ok(Self {
-            control: ExperimentControl::decode(buf)?,
-            global_delay_ns: get_u64(buf, 16),
-        })
+    /// Latency by Little's law needs the mean number of requests in flight between a begin and
+    /// an end point: over an experiment of length `T`, `integral = in_flight_at_start * T +
+    /// (visits * T - time_sum_ns) of the begin point - (the same) of the end point`, where
+    /// `in_flight_at_start` comes from the `total` counts of the experiment before.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+    pub struct PointVisits(24) {
+        /// Visits during the experiment.
+        pub visits: u64,
+        /// Sum over those visits of the time since the experiment began (ns).
+        pub time_sum_ns: u64,
+        /// Visits since the session started, this experiment's included.
+        pub total: u64,
     }
-}
-
-/// Visits of one progress point during an experiment.
-///
-/// Latency by Little's law needs the mean number of requests in flight between a begin and an
-/// end point: over an experiment of length `T`, `integral = in_flight_at_start * T +
-/// (visits * T - time_sum_ns) of the begin point - (the same) of the end point`, where
-/// `in_flight_at_start` comes from the `total` counts of the experiment before.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct PointVisits {
-    /// Visits during the experiment.
-    pub visits: u64,
-    /// Sum over those visits of the time since the experiment began (ns).
-    pub time_sum_ns: u64,
-    /// Visits since the session started, this experiment's included.
-    pub total: u64,
-}
-
-impl PointVisits {
-    /// Size on the wire.
-    pub const SIZE: usize = 24;
 }
 
 /// `ExperimentEnd.flags`: the experiment was ended by `IOC_STOP` or the collector's close,
 /// not by `IOC_EXPERIMENT_END`: its length is not the one the collector chose.
 pub const EXPERIMENT_CUT_SHORT: u32 = 1;
 
-/// An experiment ended: its measurements.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct ExperimentEnd {
-    /// The experiment, as started.
-    pub control: ExperimentControl,
-    /// `EXPERIMENT_*` flags.
-    pub flags: u32,
-    /// Number of progress points in the plan (entries of `points` in use).
-    pub point_count: u32,
-    /// Wall time from start to end (ns).
-    pub wall_ns: u64,
-    /// Growth of the global delay count: the delay every CPU was asked to serve (ns). The
-    /// effective duration is `wall_ns - delay_ns`.
-    pub delay_ns: u64,
-    /// Sum over CPUs of the pauses actually served (ns).
-    pub paused_ns: u64,
-    /// Sum over CPUs of the delay forgiven because the CPU was idle when it fell behind (ns).
-    pub credited_ns: u64,
-    /// Samples the type test put on the experiment's type.
-    pub type_samples: u64,
-    /// All samples during the experiment.
-    pub samples: u64,
-    /// Visits of each progress point, in plan order.
-    pub points: [PointVisits; MAX_PROGRESS_POINTS],
+wire! {
+    /// An experiment ended: its measurements.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+    pub struct ExperimentEnd(
+        ExperimentControl::SIZE + 8 + 48 + MAX_PROGRESS_POINTS * PointVisits::SIZE
+    ) {
+        /// The experiment, as started.
+        pub control: ExperimentControl,
+        /// `EXPERIMENT_*` flags.
+        pub flags: u32,
+        /// Number of progress points in the plan (entries of `points` in use).
+        pub point_count: u32,
+        /// Wall time from start to end (ns).
+        pub wall_ns: u64,
+        /// Growth of the global delay count: the delay every CPU was asked to serve (ns). The
+        /// effective duration is `wall_ns - delay_ns`.
+        pub delay_ns: u64,
+        /// Sum over CPUs of the pauses actually served (ns).
+        pub paused_ns: u64,
+        /// Sum over CPUs of the delay forgiven because the CPU was idle when it fell behind
+        /// (ns).
+        pub credited_ns: u64,
+        /// Samples the type test put on the experiment's type.
+        pub type_samples: u64,
+        /// All samples during the experiment.
+        pub samples: u64,
+        /// Visits of each progress point, in plan order.
+        pub points: [PointVisits; MAX_PROGRESS_POINTS],
+    }
+    encode;
+    /// [`AbiError::OutOfRange`] for a control that [`ExperimentControl::decode`] refuses, unknown
+    /// flags, a point count out of range, more type samples than samples, more visits than the
+    /// total, or unused points that are not zero.
+    decode, check;
 }
 
 impl ExperimentEnd {
-    /// Size of the payload.
-    pub const SIZE: usize =
-        ExperimentControl::SIZE + 8 + 48 + MAX_PROGRESS_POINTS * PointVisits::SIZE;
-
-    /// Encodes the payload.
-    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
-        let mut control = [0u8; ExperimentControl::SIZE];
-        self.control.encode(&mut control);
-        out[..ExperimentControl::SIZE].copy_from_slice(&control);
-        put_u32(out, 16, self.flags);
-        put_u32(out, 20, self.point_count);
-        put_u64(out, 24, self.wall_ns);
-        put_u64(out, 32, self.delay_ns);
-        put_u64(out, 40, self.paused_ns);
-        put_u64(out, 48, self.credited_ns);
-        put_u64(out, 56, self.type_samples);
-        put_u64(out, 64, self.samples);
-        for (i, p) in self.points.iter().enumerate() {
-            let off = 72 + i * PointVisits::SIZE;
-            put_u64(out, off, p.visits);
-            put_u64(out, off + 8, p.time_sum_ns);
-            put_u64(out, off + 16, p.total);
-        }
-    }
-
-    /// Decodes and validates the payload: known flags, a point count the plan allows, unused
-    /// points zero, counts that fit (type samples within samples, visits within totals).
-    ///
-    /// # Errors
-    /// As [`ExperimentControl::decode`], or [`AbiError::OutOfRange`].
-    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
-        check_len(buf, Self::SIZE)?;
-        let mut end = Self {
-            control: ExperimentControl::decode(buf)?,
-            flags: get_u32(buf, 16),
-            point_count: get_u32(buf, 20),
-            wall_ns: get_u64(buf, 24),
-            delay_ns: get_u64(buf, 32),
-            paused_ns: get_u64(buf, 40),
-            credited_ns: get_u64(buf, 48),
-            type_samples: get_u64(buf, 56),
-            samples: get_u64(buf, 64),
-            points: [PointVisits::default(); MAX_PROGRESS_POINTS],
-        };
-        for (i, p) in end.points.iter_mut().enumerate() {
-            let off = 72 + i * PointVisits::SIZE;
-            *p = PointVisits {
-                visits: get_u64(buf, off),
-                time_sum_ns: get_u64(buf, off + 8),
-                total: get_u64(buf, off + 16),
-            };
-        }
-        let count = end.point_count as usize;
-        let ok = end.flags & !EXPERIMENT_CUT_SHORT == 0
+    fn check(&self) -> Result<(), AbiError> {
+        self.control.check()?;
+        let count = self.point_count as usize;
+        let ok = self.flags & !EXPERIMENT_CUT_SHORT == 0
             && (1..=MAX_PROGRESS_POINTS).contains(&count)
-            && end.type_samples <= end.samples
-            && end.points[..count].iter().all(|p| p.visits <= p.total)
-            && end.points[count..]
+            && self.type_samples <= self.samples
+            && self.points[..count].iter().all(|p| p.visits <= p.total)
+            && self.points[count..]
                 .iter()
                 .all(|p| *p == PointVisits::default());
         if ok {
-            Ok(end)
+            Ok(())
         } else {
             Err(AbiError::OutOfRange)
         }
@@ -2387,113 +1999,53 @@ pub const STATE_RUNNING: u32 = 2;
 /// Device state: stopped; rings may still hold records to read.
 pub const STATE_STOPPED: u32 = 3;
 
-/// Counters of the collection (`IOC_STATUS`). The caller passes an array of [`CpuStatus`]
-/// (`cpus_ptr`, `cpus_len` entries, may be empty); the module fills up to `nr_cpu_ids` of them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct Status {
-    /// In: user address of a `CpuStatus` array (0 with `cpus_len` 0 for none).
-    pub cpus_ptr: u64,
-    /// In: entries in that array.
-    pub cpus_len: u32,
-    /// Out: `nr_cpu_ids`; entries written are `min(cpus_len, nr_cpus)`.
-    pub nr_cpus: u32,
-    /// Out: `STATE_*`.
-    pub state: u32,
-    /// Out: records written to all rings.
-    pub records_written: u64,
-    /// Out: records dropped on full rings.
-    pub records_lost: u64,
-    /// Out: bytes handed to `read()`.
-    pub bytes_read: u64,
-    /// Out: histories started.
-    pub histories_started: u64,
-    /// Out: debug-register traps ignored: on a CPU whose registers still pointed at a history
-    /// that had ended (they are re-pointed asynchronously), or that was not ours.
-    pub stray_hits: u64,
-    /// Out: (CPU, debug register) pairs pointing at an object now; 0 when no history runs,
-    /// and always 0 once collection has stopped.
-    pub armed_slots: u32,
-    /// Out: debug registers reserved on each CPU for histories (0 when none are).
-    pub reserved_slots: u32,
+wire! {
+    /// Counters of the collection (`IOC_STATUS`). The caller passes an array of [`CpuStatus`]
+    /// (`cpus_ptr`, `cpus_len` entries, may be empty); the module fills up to `nr_cpu_ids` of
+    /// them.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+    pub struct Status(72) {
+        /// In: user address of a `CpuStatus` array (0 with `cpus_len` 0 for none).
+        pub cpus_ptr: u64,
+        /// In: entries in that array.
+        pub cpus_len: u32,
+        /// Out: `nr_cpu_ids`; entries written are `min(cpus_len, nr_cpus)`.
+        pub nr_cpus: u32,
+        /// Out: `STATE_*`.
+        pub state: u32,
+        _: u32,
+        /// Out: records written to all rings.
+        pub records_written: u64,
+        /// Out: records dropped on full rings.
+        pub records_lost: u64,
+        /// Out: bytes handed to `read()`.
+        pub bytes_read: u64,
+        /// Out: histories started.
+        pub histories_started: u64,
+        /// Out: debug-register traps ignored: on a CPU whose registers still pointed at a
+        /// history that had ended (they are re-pointed asynchronously), or that was not ours.
+        pub stray_hits: u64,
+        /// Out: (CPU, debug register) pairs pointing at an object now; 0 when no history runs,
+        /// and always 0 once collection has stopped.
+        pub armed_slots: u32,
+        /// Out: debug registers reserved on each CPU for histories (0 when none are).
+        pub reserved_slots: u32,
+    }
+    encode;
+    decode;
 }
 
-impl Status {
-    /// Size on the wire.
-    pub const SIZE: usize = 72;
-
-    /// Encodes the structure.
-    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
-        put_u64(out, 0, self.cpus_ptr);
-        put_u32(out, 8, self.cpus_len);
-        put_u32(out, 12, self.nr_cpus);
-        put_u32(out, 16, self.state);
-        put_u32(out, 20, 0);
-        put_u64(out, 24, self.records_written);
-        put_u64(out, 32, self.records_lost);
-        put_u64(out, 40, self.bytes_read);
-        put_u64(out, 48, self.histories_started);
-        put_u64(out, 56, self.stray_hits);
-        put_u32(out, 64, self.armed_slots);
-        put_u32(out, 68, self.reserved_slots);
+wire! {
+    /// One CPU's ring counters.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+    pub struct CpuStatus(24) {
+        /// Records written to this CPU's ring.
+        pub records_written: u64,
+        /// Records dropped because the ring was full.
+        pub records_lost: u64,
+        /// Bytes waiting in the ring now.
+        pub bytes_pending: u64,
     }
-
-    /// Decodes the structure.
-    ///
-    /// # Errors
-    /// [`AbiError::Truncated`], or [`AbiError::NonZeroReserved`] for non-zero padding.
-    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
-        check_len(buf, Self::SIZE)?;
-        if get_u32(buf, 20) != 0 {
-            return Err(AbiError::NonZeroReserved);
-        }
-        Ok(Self {
-            cpus_ptr: get_u64(buf, 0),
-            cpus_len: get_u32(buf, 8),
-            nr_cpus: get_u32(buf, 12),
-            state: get_u32(buf, 16),
-            records_written: get_u64(buf, 24),
-            records_lost: get_u64(buf, 32),
-            bytes_read: get_u64(buf, 40),
-            histories_started: get_u64(buf, 48),
-            stray_hits: get_u64(buf, 56),
-            armed_slots: get_u32(buf, 64),
-            reserved_slots: get_u32(buf, 68),
-        })
-    }
-}
-
-/// One CPU's ring counters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct CpuStatus {
-    /// Records written to this CPU's ring.
-    pub records_written: u64,
-    /// Records dropped because the ring was full.
-    pub records_lost: u64,
-    /// Bytes waiting in the ring now.
-    pub bytes_pending: u64,
-}
-
-impl CpuStatus {
-    /// Size on the wire.
-    pub const SIZE: usize = 24;
-
-    /// Encodes the structure.
-    pub fn encode(&self, out: &mut [u8; Self::SIZE]) {
-        put_u64(out, 0, self.records_written);
-        put_u64(out, 8, self.records_lost);
-        put_u64(out, 16, self.bytes_pending);
-    }
-
-    /// Decodes the structure.
-    ///
-    /// # Errors
-    /// [`AbiError::Truncated`].
-    pub fn decode(buf: &[u8]) -> Result<Self, AbiError> {
-        check_len(buf, Self::SIZE)?;
-        Ok(Self {
-            records_written: get_u64(buf, 0),
-            records_lost: get_u64(buf, 8),
-            bytes_pending: get_u64(buf, 16),
-        })
-    }
+    encode;
+    decode;
 }
