@@ -50,7 +50,8 @@ use kernel::uaccess::UserSlice;
 
 use crate::abi;
 use crate::ffi::{self, KmemCache, Tracepoint};
-use crate::session::{c_str_prefix, Session};
+use crate::lookup;
+use crate::sink::RecordSink;
 
 /// Longest pause one sample serves (ns); a larger debt is carried to the next samples.
 pub(crate) const MAX_PAUSE_NS: u64 = 5_000_000;
@@ -344,6 +345,10 @@ impl Causal {
     }
 }
 
+/// The irq_work after an NMI sample of a hardware sampler.
+///
+/// # Safety
+/// `data` must be the live [`Causal`] the works were allocated with.
 unsafe extern "C" fn causal_irq_work(data: *mut c_void) {
     // SAFETY: `data` is the Causal the works were allocated with; they are synced and freed
     // before it (CausalSession's Drop).
@@ -369,6 +374,9 @@ extern "C" fn dprof_rs_progress_visit(data: *mut c_void) {
 /// expects. With `CONFIG_CFI_CLANG` (kCFI, and FineIBT on top of it) the indirect call checks
 /// the callee's type hash against the tracepoint's prototype and would trap here; a kernel
 /// with it needs one probe per tracepoint prototype.
+///
+/// # Safety
+/// `data` must be a live [`ProbeData`].
 unsafe extern "C" fn tracepoint_visit(data: *mut c_void) {
     // SAFETY: `data` is the ProbeData registered with this probe; it is unregistered and
     // tracepoint_synchronize_unregister() has run before it is freed.
@@ -427,70 +435,6 @@ pub(crate) struct CausalSession {
 // SAFETY: the raw pointers are kernel objects (kprobes, tracepoints, per-CPU works) handed
 // back to their APIs from process context, and boxes this struct owns.
 unsafe impl Send for CausalSession {}
-
-struct FindTracepoint<'a> {
-    name: &'a [u8],
-    found: *mut Tracepoint,
-}
-
-unsafe extern "C" fn find_tracepoint(tp: *mut Tracepoint, data: *mut c_void) {
-    // SAFETY: `data` is the FindTracepoint of `lookup_tracepoint`, live during the walk.
-    let find = unsafe { &mut *data.cast::<FindTracepoint<'_>>() };
-    // SAFETY: `tp` is a live kernel tracepoint with a NUL-terminated static name.
-    let name = unsafe { c_str_prefix(ffi::dprof_shim_tracepoint_name(tp), 64) };
-    if name == find.name {
-        find.found = tp;
-    }
-}
-
-fn lookup_tracepoint(name: &[u8]) -> Option<*mut Tracepoint> {
-    let mut find = FindTracepoint {
-        name,
-        found: core::ptr::null_mut(),
-    };
-    // SAFETY: the callback only writes into `find`, which outlives the call.
-    unsafe {
-        ffi::for_each_kernel_tracepoint(
-            find_tracepoint,
-            core::ptr::from_mut(&mut find).cast::<c_void>(),
-        );
-    }
-    (!find.found.is_null()).then_some(find.found)
-}
-
-struct FindCache<'a> {
-    name: &'a [u8],
-    found: *const KmemCache,
-}
-
-unsafe extern "C" fn find_cache(cache: *const KmemCache, data: *mut c_void) {
-    // SAFETY: `data` is the FindCache of `lookup_cache`, live during the walk.
-    let find = unsafe { &mut *data.cast::<FindCache<'_>>() };
-    // SAFETY: the walk hands live caches, under slab_mutex.
-    let fields = unsafe { crate::session::cache_fields(cache) };
-    // SAFETY: a cache's name lives as long as the cache.
-    let name = unsafe { c_str_prefix(fields.name, 255) };
-    if name == find.name {
-        find.found = cache;
-    }
-}
-
-/// The slab cache named `name` (the existing cache walk); ENOENT when none is.
-fn lookup_cache(name: &[u8]) -> Result<*const KmemCache> {
-    let mut find = FindCache {
-        name,
-        found: core::ptr::null(),
-    };
-    // SAFETY: the callback only writes into `find`, which outlives the call.
-    let n = unsafe {
-        ffi::dprof_shim_walk_caches(find_cache, core::ptr::from_mut(&mut find).cast::<c_void>())
-    };
-    if n < 0 || find.found.is_null() {
-        Err(ENOENT)
-    } else {
-        Ok(find.found)
-    }
-}
 
 impl CausalSession {
     /// Sets up the plan's points and registers its kprobes and tracepoint probes. On failure
@@ -600,7 +544,7 @@ impl CausalSession {
                         .push((Probe::Kprobe(kp), data_ptr), GFP_KERNEL)?;
                 }
                 abi::PROGRESS_TRACEPOINT => {
-                    let tp = lookup_tracepoint(point.name_bytes()).ok_or(ENOENT)?;
+                    let tp = lookup::find_tracepoint(point.name_bytes()).ok_or(ENOENT)?;
                     // SAFETY: `tp` is a kernel tracepoint; the probe ignores its arguments
                     // (see tracepoint_visit); `data_ptr` lives until unregistration.
                     let ret = unsafe {
@@ -661,7 +605,7 @@ impl CausalSession {
         let cache = if name.is_empty() {
             core::ptr::null()
         } else {
-            lookup_cache(name)?
+            lookup::find_cache(name)?.cache
         };
         let set = TypeSet::new(&ips, cache)?;
         let slot = self.shared.types.get(entry.index as usize).ok_or(EINVAL)?;
@@ -681,7 +625,7 @@ impl CausalSession {
     pub(crate) fn start_experiment(
         &mut self,
         control: &abi::ExperimentControl,
-        session: &Session,
+        sink: &RecordSink,
     ) -> Result {
         if self.experiment.is_some() || self.types_set & (1 << control.type_index) == 0 {
             return Err(EINVAL);
@@ -725,14 +669,14 @@ impl CausalSession {
         };
         let mut payload = [0u8; abi::ExperimentStart::SIZE];
         record.encode(&mut payload);
-        session.emit_preempt_off(abi::RecordKind::ExperimentStart, &payload);
+        sink.emit_preempt_off(abi::RecordKind::ExperimentStart, &payload);
         self.experiment = Some(base);
         Ok(())
     }
 
     /// Ends the running experiment (EINVAL when none) and writes ExperimentEnd, with
     /// EXPERIMENT_CUT_SHORT when `cut_short`. Process context: waits for the handlers.
-    pub(crate) fn end_experiment(&mut self, session: &Session, cut_short: bool) -> Result {
+    pub(crate) fn end_experiment(&mut self, sink: &RecordSink, cut_short: bool) -> Result {
         let Some(base) = self.experiment.take() else {
             return Err(EINVAL);
         };
@@ -796,7 +740,7 @@ impl CausalSession {
         }
         let mut payload = [0u8; abi::ExperimentEnd::SIZE];
         record.encode(&mut payload);
-        session.emit_preempt_off(abi::RecordKind::ExperimentEnd, &payload);
+        sink.emit_preempt_off(abi::RecordKind::ExperimentEnd, &payload);
         Ok(())
     }
 

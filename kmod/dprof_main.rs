@@ -22,6 +22,12 @@
 //! count visits of a causal session's user progress points with write() (see `dprof_rs_write`).
 //! They cannot read, their ioctls fail with EBADF, and closing them leaves the session alone.
 //!
+//! Modules: `session` owns a collection (its record sink, the slab probes and the history
+//! engine); `sink` is where every producer writes records (per-CPU rings, `ring`); `history`,
+//! `sampler` and `causal` produce records into a sink and never reach back into `session`;
+//! `lookup` finds slab caches and tracepoints by name; `ffi` declares the shim and the structs
+//! it shares with C.
+//!
 //! The ioctl and record ABI is documented in `abi/src/wire.rs` (crate `dprof-abi`), with a
 //! user-space example of a whole session.
 //!
@@ -36,21 +42,49 @@ use kernel::prelude::*;
 use kernel::sync::Mutex;
 use kernel::uaccess::UserSlice;
 
+// First: its macro serves the modules declared after it.
+#[macro_use]
+mod layout;
+
 // The ABI is shared with userland, which uses all of it; the module needs only part, and its
 // `pub` items are the crate API of dprof-abi, not of this module.
-#[allow(dead_code, unreachable_pub)]
+#[expect(
+    dead_code,
+    unreachable_pub,
+    reason = "dprof-abi's public API, of which the module uses only part"
+)]
+// Userland's clippy leaves the names of a crate's exported API alone
+// (avoid-breaking-exported-api); here that API is private, so the kernel's clippy does not.
+#[expect(
+    clippy::wrong_self_convention,
+    reason = "dprof-abi's exported method names, kept for userland"
+)]
+// The kernel's clippy checks against 6.12's minimum rustc (1.78); dprof-abi uses
+// `is_multiple_of`, stable (also in const) since 1.87, so dprof.ko needs a kernel built with
+// rustc 1.87 or later.
+#[expect(
+    clippy::incompatible_msrv,
+    reason = "dprof-abi needs Rust 1.87, above the kernel's minimum"
+)]
 #[path = "abi/src/wire.rs"]
 mod abi;
 // The debugreg crate's one file: DR7 encoding for re-pointing breakpoints.
-#[allow(dead_code, unreachable_pub)]
+#[expect(
+    dead_code,
+    unreachable_pub,
+    reason = "the debugreg crate's public API, of which the module uses only part"
+)]
 #[path = "../debugreg/src/dr.rs"]
 mod debugreg;
+
 mod causal;
 mod ffi;
 mod history;
+mod lookup;
 mod ring;
 mod sampler;
 mod session;
+mod sink;
 
 use causal::{Causal, CausalSession};
 use session::{Session, SlabTracepoints};
@@ -105,7 +139,9 @@ impl kernel::Module for Dprof {
         // SAFETY: process context (module init).
         let cache_walk = unsafe { ffi::dprof_shim_init_cache_walk() };
         if !cache_walk {
-            pr_warn!("dprof: cannot list existing slab caches; only caches seen in use get named\n");
+            pr_warn!(
+                "dprof: cannot list existing slab caches; only caches seen in use get named\n"
+            );
         }
         // SAFETY: process context (module init).
         if !unsafe { ffi::dprof_shim_init_debugreg_copy() } {
@@ -182,7 +218,7 @@ fn drop_causal(dev: &mut DeviceState) {
     if causal.experiment_running() {
         if let Some(session) = dev.session.as_deref() {
             // Cannot fail: an experiment runs.
-            let _ = causal.end_experiment(session, true);
+            let _ = causal.end_experiment(session.sink(), true);
         }
     }
     if !USER_POINTS.load(Ordering::Acquire).is_null() {
@@ -295,7 +331,7 @@ extern "C" fn dprof_rs_read(
                 unsafe { ffi::dprof_shim_preempt_off(history::check_timeout_now, h) };
             }
         }
-        let rings = session.rings();
+        let rings = session.sink().rings();
         let mut copied = 0usize;
         for i in 0..rings.len() {
             let cpu = (dev.next_cpu + i) % rings.len();
@@ -373,7 +409,7 @@ extern "C" fn dprof_rs_ioctl(file: *mut c_void, cmd: c_uint, arg: c_ulong) -> c_
             return Err(EBADF);
         }
         let mut dev = device()?.lock();
-        ioctl(&mut dev, cmd, arg as usize)
+        ioctl(&mut dev, cmd, arg)
     })())
 }
 
@@ -399,7 +435,7 @@ fn ioctl(dev: &mut DeviceState, cmd: u32, arg: usize) -> Result<c_long> {
             else {
                 return Err(EINVAL);
             };
-            causal.end_experiment(session, false)?;
+            causal.end_experiment(session.sink(), false)?;
             Ok(0)
         }
         _ => {
@@ -456,7 +492,9 @@ fn ioctl_version(dev: &DeviceState, arg: usize) -> Result<c_long> {
     };
     let mut bytes = [0u8; abi::VersionInfo::SIZE];
     info.encode(&mut bytes);
-    UserSlice::new(arg, bytes.len()).writer().write_slice(&bytes)?;
+    UserSlice::new(arg, bytes.len())
+        .writer()
+        .write_slice(&bytes)?;
     Ok(0)
 }
 
@@ -465,7 +503,9 @@ fn ioctl_configure(dev: &mut DeviceState, arg: usize) -> Result<c_long> {
         return Err(EBUSY);
     }
     let mut bytes = [0u8; abi::Config::SIZE];
-    UserSlice::new(arg, bytes.len()).reader().read_slice(&mut bytes)?;
+    UserSlice::new(arg, bytes.len())
+        .reader()
+        .read_slice(&mut bytes)?;
     let config = abi::Config::decode(&bytes).map_err(|_| EINVAL)?;
     if config.events & abi::EVENT_SLAB != 0 && dev.tracepoints.is_none() {
         return Err(EINVAL);
@@ -485,7 +525,9 @@ fn ioctl_history_plan(dev: &mut DeviceState, arg: usize) -> Result<c_long> {
         return Err(EINVAL);
     }
     let mut bytes = [0u8; abi::HistoryPlan::SIZE];
-    UserSlice::new(arg, bytes.len()).reader().read_slice(&mut bytes)?;
+    UserSlice::new(arg, bytes.len())
+        .reader()
+        .read_slice(&mut bytes)?;
     let plan = abi::HistoryPlan::decode(&bytes).map_err(|_| EINVAL)?;
     let Some(session) = dev.session.as_deref_mut() else {
         return Err(EINVAL);
@@ -506,7 +548,9 @@ fn ioctl_causal_plan(dev: &mut DeviceState, arg: usize) -> Result<c_long> {
         return Err(EBUSY);
     }
     let mut bytes = [0u8; abi::CausalPlan::SIZE];
-    UserSlice::new(arg, bytes.len()).reader().read_slice(&mut bytes)?;
+    UserSlice::new(arg, bytes.len())
+        .reader()
+        .read_slice(&mut bytes)?;
     let plan = abi::CausalPlan::decode(&bytes).map_err(|_| EINVAL)?;
     let software = dev.config.sampler == u32::from(abi::SAMPLER_KIND_SOFTWARE);
     // The weight cap's unit: a hardware sampler's period counts events, not time, so its
@@ -527,7 +571,9 @@ fn ioctl_causal_type(dev: &mut DeviceState, arg: usize) -> Result<c_long> {
         return Err(EINVAL);
     };
     let mut bytes = [0u8; abi::CausalType::SIZE];
-    UserSlice::new(arg, bytes.len()).reader().read_slice(&mut bytes)?;
+    UserSlice::new(arg, bytes.len())
+        .reader()
+        .read_slice(&mut bytes)?;
     let entry = abi::CausalType::decode(&bytes).map_err(|_| EINVAL)?;
     if !entry.name_bytes().is_empty() && !dev.cache_walk {
         return Err(ENOENT); // no cache can be found by name
@@ -540,7 +586,9 @@ fn ioctl_causal_type(dev: &mut DeviceState, arg: usize) -> Result<c_long> {
 /// type set (EINVAL otherwise). Writes ExperimentStart.
 fn ioctl_experiment_start(dev: &mut DeviceState, arg: usize) -> Result<c_long> {
     let mut bytes = [0u8; abi::ExperimentControl::SIZE];
-    UserSlice::new(arg, bytes.len()).reader().read_slice(&mut bytes)?;
+    UserSlice::new(arg, bytes.len())
+        .reader()
+        .read_slice(&mut bytes)?;
     let control = abi::ExperimentControl::decode(&bytes).map_err(|_| EINVAL)?;
     if dev.state != abi::STATE_RUNNING {
         return Err(EINVAL);
@@ -548,7 +596,7 @@ fn ioctl_experiment_start(dev: &mut DeviceState, arg: usize) -> Result<c_long> {
     let (Some(causal), Some(session)) = (dev.causal.as_deref_mut(), dev.session.as_deref()) else {
         return Err(EINVAL);
     };
-    causal.start_experiment(&control, session)?;
+    causal.start_experiment(&control, session.sink())?;
     Ok(0)
 }
 
@@ -588,7 +636,7 @@ fn ioctl_start(dev: &mut DeviceState) -> Result<c_long> {
         // plan.
         match unsafe {
             sampler::Sampler::start(
-                session,
+                session.sink(),
                 &dev.config,
                 dev.causal.as_deref().map(CausalSession::shared),
             )
@@ -624,7 +672,10 @@ fn ioctl_status(dev: &DeviceState, arg: usize) -> Result<c_long> {
     let (mut reader, mut writer) = UserSlice::new(arg, bytes.len()).reader_writer();
     reader.read_slice(&mut bytes)?;
     let request = abi::Status::decode(&bytes).map_err(|_| EINVAL)?;
-    let rings = dev.session.as_deref().map_or(&[][..], Session::rings);
+    let rings = dev
+        .session
+        .as_deref()
+        .map_or(&[][..], |session| session.sink().rings());
     let mut status = abi::Status {
         cpus_ptr: request.cpus_ptr,
         cpus_len: request.cpus_len,
@@ -645,11 +696,8 @@ fn ioctl_status(dev: &DeviceState, arg: usize) -> Result<c_long> {
         status.reserved_slots = histories.reserved_slots();
     }
     let wanted = (request.cpus_len as usize).min(rings.len());
-    let mut cpus_out = UserSlice::new(
-        request.cpus_ptr as usize,
-        wanted * abi::CpuStatus::SIZE,
-    )
-    .writer();
+    let mut cpus_out =
+        UserSlice::new(request.cpus_ptr as usize, wanted * abi::CpuStatus::SIZE).writer();
     for (cpu, ring) in rings.iter().enumerate() {
         let cpu_status = abi::CpuStatus {
             records_written: ring.written(),

@@ -88,15 +88,6 @@ bool dprof_shim_file_write_only(const struct file *file)
 	return (file->f_flags & O_ACCMODE) == O_WRONLY;
 }
 
-/* Mirrors `CacheFields` in dprof_main.rs. */
-struct dprof_cache_fields {
-	const char *name;
-	unsigned int object_size;
-	unsigned int size;
-	unsigned int align;
-	unsigned int flags;
-};
-
 void dprof_shim_cache_fields(const struct kmem_cache *s, struct dprof_cache_fields *out)
 {
 	out->name = s->name;
@@ -218,27 +209,6 @@ bool dprof_shim_cpu_online(unsigned int cpu)
 {
 	return cpu_online(cpu);
 }
-
-/* Mirrors `SampleRegs` in sampler.rs. regs[] is in hardware register-number order. */
-struct dprof_sample_regs {
-	u64 ip;
-	u64 regs[16];
-	u64 gs_base;
-	u32 pid;
-	u32 tid;
-	u8 insn[16];
-	u32 insn_len;
-	u32 user;
-	/* Hardware samplers only: HW_* bits of what perf handed over, and those values. */
-	u32 hw_valid;
-	u32 latency;
-	u64 data_addr;
-	u64 phys_addr;
-	u64 data_src;
-	/* PERF_SAMPLE_RAW (IBS: u32 caps, then the registers present), raw_len bytes of it. */
-	u32 raw_len;
-	u8 raw[4 + 9 * 8];
-};
 
 void dprof_rs_sample(void *ctx, const struct dprof_sample_regs *sample);
 
@@ -418,15 +388,6 @@ void dprof_shim_sampler_release(struct perf_event *event)
  * anything the kernel reinstalls from them (another breakpoint's install, resume) installs
  * what is really there.
  */
-
-/* Mirrors `HitRegs` in history.rs. */
-struct dprof_hit_regs {
-	u64 ip;
-	u64 regs[16];
-	u32 pid;
-	u32 tid;
-	u32 user;
-};
 
 void dprof_rs_bp_hit(void *ctx, const struct dprof_hit_regs *hit);
 

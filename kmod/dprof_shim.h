@@ -1,17 +1,97 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The functions dprof_shim.c exports to the Rust side of dprof.ko (declared again, by hand, in
- * ffi.rs: an out-of-tree module cannot add headers to the generated bindings).
+ * The functions dprof_shim.c exports to the Rust side of dprof.ko and the structs they share
+ * (declared again, by hand, in ffi.rs: an out-of-tree module cannot add headers to the
+ * generated bindings).
  */
 #ifndef DPROF_SHIM_H
 #define DPROF_SHIM_H
 
+#include <linux/build_bug.h>
+#include <linux/stddef.h>
 #include <linux/types.h>
 
 struct kmem_cache;
 struct perf_event;
 struct tracepoint;
-struct dprof_cache_fields;
+
+/*
+ * The structs the shim and Rust exchange, mirrored in ffi.rs. Both sides assert the same size
+ * and field offsets, so that a change on one side alone fails the build.
+ */
+
+/* Private `struct kmem_cache` fields (dprof_shim_cache_fields). */
+struct dprof_cache_fields {
+	const char *name;
+	unsigned int object_size;
+	unsigned int size;
+	unsigned int align;
+	unsigned int flags;
+};
+
+static_assert(sizeof(struct dprof_cache_fields) == 24);
+static_assert(offsetof(struct dprof_cache_fields, name) == 0);
+static_assert(offsetof(struct dprof_cache_fields, object_size) == 8);
+static_assert(offsetof(struct dprof_cache_fields, size) == 12);
+static_assert(offsetof(struct dprof_cache_fields, align) == 16);
+static_assert(offsetof(struct dprof_cache_fields, flags) == 20);
+
+/*
+ * What the sampler's overflow handler hands to Rust. regs[] is in hardware register-number
+ * order.
+ */
+struct dprof_sample_regs {
+	u64 ip;
+	u64 regs[16];
+	u64 gs_base;
+	u32 pid;
+	u32 tid;
+	u8 insn[16];
+	u32 insn_len;
+	u32 user;
+	/* Hardware samplers only: HW_* bits of what perf handed over, and those values. */
+	u32 hw_valid;
+	u32 latency;
+	u64 data_addr;
+	u64 phys_addr;
+	u64 data_src;
+	/* PERF_SAMPLE_RAW (IBS: u32 caps, then the registers present), raw_len bytes of it. */
+	u32 raw_len;
+	u8 raw[4 + 9 * 8];
+};
+
+static_assert(sizeof(struct dprof_sample_regs) == 288);
+static_assert(offsetof(struct dprof_sample_regs, ip) == 0);
+static_assert(offsetof(struct dprof_sample_regs, regs) == 8);
+static_assert(offsetof(struct dprof_sample_regs, gs_base) == 136);
+static_assert(offsetof(struct dprof_sample_regs, pid) == 144);
+static_assert(offsetof(struct dprof_sample_regs, tid) == 148);
+static_assert(offsetof(struct dprof_sample_regs, insn) == 152);
+static_assert(offsetof(struct dprof_sample_regs, insn_len) == 168);
+static_assert(offsetof(struct dprof_sample_regs, user) == 172);
+static_assert(offsetof(struct dprof_sample_regs, hw_valid) == 176);
+static_assert(offsetof(struct dprof_sample_regs, latency) == 180);
+static_assert(offsetof(struct dprof_sample_regs, data_addr) == 184);
+static_assert(offsetof(struct dprof_sample_regs, phys_addr) == 192);
+static_assert(offsetof(struct dprof_sample_regs, data_src) == 200);
+static_assert(offsetof(struct dprof_sample_regs, raw_len) == 208);
+static_assert(offsetof(struct dprof_sample_regs, raw) == 212);
+
+/* What the breakpoint handler hands to Rust for a trap. */
+struct dprof_hit_regs {
+	u64 ip;
+	u64 regs[16];
+	u32 pid;
+	u32 tid;
+	u32 user;
+};
+
+static_assert(sizeof(struct dprof_hit_regs) == 152);
+static_assert(offsetof(struct dprof_hit_regs, ip) == 0);
+static_assert(offsetof(struct dprof_hit_regs, regs) == 8);
+static_assert(offsetof(struct dprof_hit_regs, pid) == 136);
+static_assert(offsetof(struct dprof_hit_regs, tid) == 140);
+static_assert(offsetof(struct dprof_hit_regs, user) == 144);
 
 int dprof_shim_register_device(void);
 void dprof_shim_deregister_device(void);

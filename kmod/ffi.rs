@@ -1,8 +1,10 @@
 //! C functions dprof.ko calls: exported kernel symbols that 6.12's generated bindings do not
-//! cover, and the shim (dprof_shim.c). Declared by hand because an out-of-tree module cannot
-//! add headers to the bindings.
+//! cover, and the shim (dprof_shim.c, dprof_shim.h), with the structs it shares with Rust.
+//! Declared by hand because an out-of-tree module cannot add headers to the bindings.
 
 use kernel::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
+
+use crate::abi;
 
 /// Opaque `struct tracepoint`.
 #[repr(C)]
@@ -22,7 +24,11 @@ pub(crate) struct PerfEvent {
     _private: [u8; 0],
 }
 
-/// Mirrors `struct dprof_cache_fields` in dprof_shim.c.
+// The structs the shim and Rust exchange. Each mirrors a struct of dprof_shim.h, and both
+// sides assert the same size and field offsets, so that a change on one side alone fails the
+// build instead of misreading memory.
+
+/// Mirrors `struct dprof_cache_fields` (dprof_shim.h).
 #[repr(C)]
 pub(crate) struct CacheFields {
     pub(crate) name: *const c_char,
@@ -31,6 +37,77 @@ pub(crate) struct CacheFields {
     pub(crate) align: c_uint,
     pub(crate) flags: c_uint,
 }
+
+assert_c_layout!(CacheFields, size 24, {
+    name: 0,
+    object_size: 8,
+    size: 12,
+    align: 16,
+    flags: 20,
+});
+
+/// Mirrors `struct dprof_sample_regs` (dprof_shim.h): what the shim's perf overflow handler
+/// copies out of a sample for sampler.rs.
+#[repr(C)]
+pub(crate) struct SampleRegs {
+    pub(crate) ip: u64,
+    /// General-purpose registers in hardware register-number order.
+    pub(crate) regs: [u64; abi::SAMPLE_REGS],
+    pub(crate) gs_base: u64,
+    pub(crate) pid: u32,
+    pub(crate) tid: u32,
+    pub(crate) insn: [u8; abi::SAMPLE_INSN_BYTES],
+    pub(crate) insn_len: u32,
+    pub(crate) user: u32,
+    /// Hardware samplers only: `abi::HW_*` bits of the fields below that perf filled in.
+    pub(crate) hw_valid: u32,
+    pub(crate) latency: u32,
+    pub(crate) data_addr: u64,
+    pub(crate) phys_addr: u64,
+    pub(crate) data_src: u64,
+    /// Bytes of `raw` used (PERF_SAMPLE_RAW: IBS's caps and registers).
+    pub(crate) raw_len: u32,
+    pub(crate) raw: [u8; abi::PERF_RAW_MAX],
+}
+
+assert_c_layout!(SampleRegs, size 288, {
+    ip: 0,
+    regs: 8,
+    gs_base: 136,
+    pid: 144,
+    tid: 148,
+    insn: 152,
+    insn_len: 168,
+    user: 172,
+    hw_valid: 176,
+    latency: 180,
+    data_addr: 184,
+    phys_addr: 192,
+    data_src: 200,
+    raw_len: 208,
+    raw: 212,
+});
+
+/// Mirrors `struct dprof_hit_regs` (dprof_shim.h): what the shim's breakpoint handler copies
+/// out of a trap for history.rs.
+#[repr(C)]
+pub(crate) struct HitRegs {
+    /// The trap ip: the instruction after the access.
+    pub(crate) ip: u64,
+    /// General-purpose registers in hardware register-number order.
+    pub(crate) regs: [u64; abi::SAMPLE_REGS],
+    pub(crate) pid: u32,
+    pub(crate) tid: u32,
+    pub(crate) user: u32,
+}
+
+assert_c_layout!(HitRegs, size 152, {
+    ip: 0,
+    regs: 8,
+    pid: 136,
+    tid: 140,
+    user: 144,
+});
 
 extern "C" {
     // Exported by the kernel (GPL).
@@ -74,7 +151,6 @@ extern "C" {
         idle: bool,
         ctx: *mut c_void,
     ) -> *mut PerfEvent;
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn dprof_shim_hw_sampler_create(
         cpu: c_int,
         pmu_type: u32,
@@ -131,6 +207,23 @@ extern "C" {
     ) -> c_int;
 }
 
+/// Name, sizes and flags of a cache (private `struct kmem_cache` fields, read by the shim).
+///
+/// # Safety
+/// `cache` must be a live `struct kmem_cache`.
+pub(crate) unsafe fn cache_fields(cache: *const KmemCache) -> CacheFields {
+    let mut fields = CacheFields {
+        name: core::ptr::null(),
+        object_size: 0,
+        size: 0,
+        align: 0,
+        flags: 0,
+    };
+    // SAFETY: `cache` is live per the contract; `fields` is a valid out pointer.
+    unsafe { dprof_shim_cache_fields(cache, &mut fields) };
+    fields
+}
+
 /// Nanoseconds on the NMI-safe monotonic clock shared by all CPUs.
 #[inline]
 pub(crate) fn now_ns() -> u64 {
@@ -161,5 +254,5 @@ pub(crate) fn online_cpus() -> u32 {
 /// ERR_PTR values are the last page of the address space: the errno of one, if it is one.
 pub(crate) fn err_ptr(ptr: *const c_void) -> Option<c_int> {
     let addr = ptr as usize;
-    (addr >= (-4095isize) as usize).then(|| addr as isize as c_int)
+    (addr >= (-4095isize) as usize).then_some(addr as isize as c_int)
 }

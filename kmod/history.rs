@@ -32,8 +32,9 @@ use kernel::prelude::*;
 
 use crate::abi;
 use crate::debugreg::{Condition, Dr7, Length, Slot};
-use crate::ffi::{self, KmemCache};
-use crate::session::Session;
+use crate::ffi::{self, HitRegs};
+use crate::lookup;
+use crate::sink::RecordSink;
 
 /// Addresses the breakpoints watch while no history runs: never accessed.
 #[repr(C, align(64))]
@@ -79,10 +80,10 @@ struct SlotContext {
     range: u8,
 }
 
-/// The history engine of one session. Lives in a KBox inside the [`Session`] it writes to;
-/// its address is the context of the breakpoints and IPIs.
+/// The history engine of one session. Lives in a KBox inside the session that owns the
+/// [`RecordSink`] it writes to; its address is the context of the breakpoints and IPIs.
 pub(crate) struct Histories {
-    session: *const Session,
+    sink: *const RecordSink,
     targets: [Option<Target>; abi::MAX_HISTORY_TARGETS],
     target_count: usize,
     /// Ranges per history: breakpoints to register.
@@ -118,60 +119,21 @@ pub(crate) struct Histories {
     csd: AtomicPtr<c_void>,
 }
 
-// SAFETY: the raw pointers are the owning session (which outlives this), perf events and
-// per-CPU memory owned by this object; all shared state is atomic.
+// SAFETY: the raw pointers are the owning session's sink (which outlives this), perf events
+// and per-CPU memory owned by this object; all shared state is atomic.
 unsafe impl Send for Histories {}
 // SAFETY: see Send.
 unsafe impl Sync for Histories {}
 
-struct FoundCache {
-    name: [u8; abi::CACHE_NAME_BYTES],
-    name_len: usize,
-    cache: u64,
-    object_size: u32,
-}
-
-unsafe extern "C" fn find_cache(cache: *const KmemCache, data: *mut c_void) {
-    // SAFETY: `data` is the FoundCache being filled by `Histories::new`.
-    let found = unsafe { &mut *data.cast::<FoundCache>() };
-    // SAFETY: `cache` is live (the walk holds slab_mutex).
-    let fields = unsafe { crate::session::cache_fields(cache) };
-    // SAFETY: a cache name is a NUL-terminated string that lives as long as the cache.
-    let name = unsafe { crate::session::c_str_prefix(fields.name, abi::CACHE_NAME_BYTES) };
-    if found.cache == 0 && name == &found.name[..found.name_len] {
-        found.cache = cache as u64;
-        found.object_size = fields.object_size;
-    }
-}
-
 impl Histories {
-    /// A history engine for `plan`, whose caches are looked up now (process context).
-    /// ENOENT when a cache does not exist, EINVAL when a range lies beyond its objects,
-    /// ENOTSUPP when caches cannot be listed.
-    pub(crate) fn new(session: &Session, plan: &abi::HistoryPlan) -> Result<KBox<Self>> {
+    /// A history engine for `plan`, writing to `sink`, whose caches are looked up now
+    /// (process context). ENOENT when a cache does not exist, EINVAL when a range lies
+    /// beyond its objects, ENOTSUPP when caches cannot be listed.
+    pub(crate) fn new(sink: &RecordSink, plan: &abi::HistoryPlan) -> Result<KBox<Self>> {
         let mut targets = [None; abi::MAX_HISTORY_TARGETS];
         let mut ranges_used = 1;
         for (slot, t) in targets.iter_mut().zip(plan.used_targets()) {
-            let name = t.name_bytes();
-            let mut found = FoundCache {
-                name: t.cache_name,
-                name_len: name.len(),
-                cache: 0,
-                object_size: 0,
-            };
-            // SAFETY: the callback only writes into `found`, which outlives the walk.
-            let n = unsafe {
-                ffi::dprof_shim_walk_caches(
-                    find_cache,
-                    core::ptr::from_mut(&mut found).cast::<c_void>(),
-                )
-            };
-            if n < 0 {
-                return Err(ENOTSUPP);
-            }
-            if found.cache == 0 {
-                return Err(ENOENT);
-            }
+            let found = lookup::find_cache(t.name_bytes())?;
             for r in t.ranges.iter().filter(|r| r.len != 0) {
                 if u64::from(r.offset) + u64::from(r.len) > u64::from(found.object_size) {
                     return Err(EINVAL);
@@ -181,7 +143,7 @@ impl Histories {
                 ranges_used = 2;
             }
             *slot = Some(Target {
-                cache: found.cache,
+                cache: found.cache as u64,
                 site_start: t.site_start,
                 site_end: t.site_end,
                 ranges: t.ranges,
@@ -201,7 +163,7 @@ impl Histories {
         let target_count = plan.used_targets().len();
         let mut this = KBox::new(
             Self {
-                session: core::ptr::from_ref(session),
+                sink: core::ptr::from_ref(sink),
                 targets,
                 target_count,
                 ranges_used,
@@ -252,7 +214,9 @@ impl Histories {
     pub(crate) fn start(&self) -> Result {
         // A start that failed earlier shut the engine down; this one starts afresh.
         self.stopping.store(false, Ordering::SeqCst);
-        let me = core::ptr::from_ref::<Self>(self).cast_mut().cast::<c_void>();
+        let me = core::ptr::from_ref::<Self>(self)
+            .cast_mut()
+            .cast::<c_void>();
         // SAFETY: `sync_this_cpu` gets `me` back; this object outlives the csd (freed in
         // `shutdown`, which drains it first).
         let csd = unsafe { ffi::dprof_shim_csd_alloc(sync_this_cpu, me) };
@@ -307,7 +271,9 @@ impl Histories {
         while self.state.load(Ordering::Acquire) == BUSY {
             core::hint::spin_loop();
         }
-        let me = core::ptr::from_ref::<Self>(self).cast_mut().cast::<c_void>();
+        let me = core::ptr::from_ref::<Self>(self)
+            .cast_mut()
+            .cast::<c_void>();
         // SAFETY: `end_stopped` gets `me` back during the call.
         unsafe { ffi::dprof_shim_preempt_off(end_stopped, me) };
         let csd = self.csd.load(Ordering::Acquire);
@@ -353,9 +319,9 @@ impl Histories {
         self.stray.load(Ordering::Relaxed)
     }
 
-    fn session(&self) -> &Session {
-        // SAFETY: the session owns this object and outlives it.
-        unsafe { &*self.session }
+    fn sink(&self) -> &RecordSink {
+        // SAFETY: the sink belongs to the session that owns this object, and outlives it.
+        unsafe { &*self.sink }
     }
 
     /// The slab allocation probe: ends a history whose object was reallocated or has timed
@@ -423,7 +389,7 @@ impl Histories {
             ranges: target.ranges,
         }
         .encode(&mut payload);
-        self.session().emit(abi::RecordKind::HistoryStart, &payload);
+        self.sink().emit(abi::RecordKind::HistoryStart, &payload);
         let here = ffi::this_cpu();
         self.point_this_cpu(here, history, Some((ptr, &target.ranges)));
         self.emit_arm(history, ffi::now_ns().wrapping_sub(now));
@@ -472,7 +438,7 @@ impl Histories {
             lifetime_ns: now.wrapping_sub(self.start_ns.load(Ordering::Relaxed)),
         }
         .encode(&mut payload);
-        self.session().emit(abi::RecordKind::HistoryEnd, &payload);
+        self.sink().emit(abi::RecordKind::HistoryEnd, &payload);
         let here = ffi::this_cpu();
         self.point_this_cpu(here, 0, None);
         self.kick_other_cpus(here);
@@ -528,8 +494,10 @@ impl Histories {
             };
             // SAFETY: reads this CPU's DR7 shadow.
             let shadow = unsafe { ffi::dprof_shim_dr7_shadow() };
-            let (Ok(dr7), Ok(length)) = (Dr7::from_bits(shadow as u64), Length::from_bytes(u64::from(len)))
-            else {
+            let (Ok(dr7), Ok(length)) = (
+                Dr7::from_bits(shadow as u64),
+                Length::from_bytes(u64::from(len)),
+            ) else {
                 continue;
             };
             let Ok(dr7) = dr7.set(slot, Condition::ReadWrite, length) else {
@@ -555,7 +523,7 @@ impl Histories {
     fn emit_arm(&self, history: u64, delay_ns: u64) {
         let mut payload = [0u8; abi::HistoryArm::SIZE];
         abi::HistoryArm { history, delay_ns }.encode(&mut payload);
-        self.session().emit(abi::RecordKind::HistoryArm, &payload);
+        self.sink().emit(abi::RecordKind::HistoryArm, &payload);
     }
 
     /// Makes this CPU watch what `desired` says. Interrupts off (IPI, on_each_cpu).
@@ -570,11 +538,19 @@ impl Histories {
                 break (h, object, target);
             }
         };
-        let current = self.cpus.get(here).map(|c| c.history.load(Ordering::Relaxed));
+        let current = self
+            .cpus
+            .get(here)
+            .map(|c| c.history.load(Ordering::Relaxed));
         if current == Some(history) {
             return;
         }
-        let ranges = self.targets.get(target).copied().flatten().map(|t| t.ranges);
+        let ranges = self
+            .targets
+            .get(target)
+            .copied()
+            .flatten()
+            .map(|t| t.ranges);
         match ranges {
             Some(ranges) if history != 0 => {
                 self.point_this_cpu(here, history, Some((object, &ranges)));
@@ -588,7 +564,10 @@ impl Histories {
     /// A trap of `range`'s breakpoint on this CPU. #DB context.
     fn hit(&self, range: u8, regs: &HitRegs) {
         let here = ffi::this_cpu();
-        let watching = self.cpus.get(here).map_or(0, |c| c.history.load(Ordering::Acquire));
+        let watching = self
+            .cpus
+            .get(here)
+            .map_or(0, |c| c.history.load(Ordering::Acquire));
         let running = self.desired.load(Ordering::Acquire);
         if watching == 0 || watching != running || self.state.load(Ordering::Acquire) != ACTIVE {
             self.stray.fetch_add(1, Ordering::Relaxed);
@@ -610,7 +589,7 @@ impl Histories {
             seq,
         }
         .encode(&mut payload);
-        if self.session().emit(abi::RecordKind::HistoryHit, &payload) {
+        if self.sink().emit(abi::RecordKind::HistoryHit, &payload) {
             self.hits_recorded.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -625,16 +604,6 @@ impl Drop for Histories {
     }
 }
 
-/// Mirrors `struct dprof_hit_regs` in dprof_shim.c.
-#[repr(C)]
-pub(crate) struct HitRegs {
-    ip: u64,
-    regs: [u64; abi::SAMPLE_REGS],
-    pid: u32,
-    tid: u32,
-    user: u32,
-}
-
 /// Called by the shim's breakpoint handler for every trap. #DB context.
 #[no_mangle]
 extern "C" fn dprof_rs_bp_hit(ctx: *mut c_void, regs: *const HitRegs) {
@@ -647,6 +616,9 @@ extern "C" fn dprof_rs_bp_hit(ctx: *mut c_void, regs: *const HitRegs) {
 }
 
 /// The csd / on_each_cpu function: re-point this CPU. Interrupts off.
+///
+/// # Safety
+/// `info` must be a live [`Histories`].
 unsafe extern "C" fn sync_this_cpu(info: *mut c_void) {
     // SAFETY: `info` is the Histories whose csd this is; it drains the csd and waits for
     // on_each_cpu before it is freed.
@@ -655,6 +627,9 @@ unsafe extern "C" fn sync_this_cpu(info: *mut c_void) {
 }
 
 /// Ends the running history at stop. Preemption off (it writes to this CPU's ring).
+///
+/// # Safety
+/// `info` must be a live [`Histories`].
 unsafe extern "C" fn end_stopped(info: *mut c_void) {
     // SAFETY: `info` is the Histories shutting down, alive during the call.
     let histories = unsafe { &*info.cast::<Histories>() };
@@ -664,6 +639,9 @@ unsafe extern "C" fn end_stopped(info: *mut c_void) {
 /// Ends the running history if it timed out: called from read(), so that a history whose
 /// object is never freed (or freed without a tracepoint) ends even when nothing of its type is
 /// allocated any more. Preemption off.
+///
+/// # Safety
+/// `info` must be a live [`Histories`].
 pub(crate) unsafe extern "C" fn check_timeout_now(info: *mut c_void) {
     // SAFETY: `info` is a live Histories for the duration of the call.
     let histories = unsafe { &*info.cast::<Histories>() };

@@ -203,7 +203,11 @@ impl Ring {
             if size < abi::RECORD_HEADER_SIZE as u64 || size > available {
                 // Cannot happen unless memory was corrupted; drop the rest rather than hand
                 // out garbage, and count it.
-                pr_err!("dprof: corrupt ring position {}, dropping {} bytes\n", tail, available);
+                pr_err!(
+                    "dprof: corrupt ring position {}, dropping {} bytes\n",
+                    tail,
+                    available
+                );
                 self.lost.fetch_add(1, Ordering::Relaxed);
                 tail = committed;
                 break;

@@ -20,33 +20,13 @@ use kernel::prelude::*;
 
 use crate::abi;
 use crate::causal::Causal;
-use crate::ffi;
-use crate::session::Session;
-
-/// Mirrors `struct dprof_sample_regs` in dprof_shim.c.
-#[repr(C)]
-pub(crate) struct SampleRegs {
-    ip: u64,
-    regs: [u64; abi::SAMPLE_REGS],
-    gs_base: u64,
-    pid: u32,
-    tid: u32,
-    insn: [u8; abi::SAMPLE_INSN_BYTES],
-    insn_len: u32,
-    user: u32,
-    hw_valid: u32,
-    latency: u32,
-    data_addr: u64,
-    phys_addr: u64,
-    data_src: u64,
-    raw_len: u32,
-    raw: [u8; abi::PERF_RAW_MAX],
-}
+use crate::ffi::{self, SampleRegs};
+use crate::sink::RecordSink;
 
 /// What the overflow handler needs besides the sample: handed to perf as the counters'
 /// context.
 struct HandlerContext {
-    session: *const Session,
+    sink: *const RecordSink,
     kind: u8,
     /// Keep user-mode samples (IBS cannot exclude them in hardware).
     user: bool,
@@ -58,7 +38,7 @@ struct HandlerContext {
 #[no_mangle]
 extern "C" fn dprof_rs_sample(ctx: *mut c_void, sample: *const SampleRegs) {
     // SAFETY: `ctx` is the HandlerContext the counters were created with; the counters are
-    // released (and their handlers finished) before it and the session are freed. `sample`
+    // released (and their handlers finished) before it and the sink are freed. `sample`
     // points to the handler's stack.
     let (context, s) = unsafe { (&*ctx.cast::<HandlerContext>(), &*sample) };
     // SAFETY: the causal state outlives the counters (dropped after the sampler).
@@ -80,7 +60,7 @@ extern "C" fn dprof_rs_sample(ctx: *mut c_void, sample: *const SampleRegs) {
         return;
     }
     // SAFETY: see above.
-    let session = unsafe { &*context.session };
+    let sink = unsafe { &*context.sink };
     let mut record = abi::AccessSample {
         ip: s.ip,
         regs: s.regs,
@@ -118,11 +98,11 @@ extern "C" fn dprof_rs_sample(ctx: *mut c_void, sample: *const SampleRegs) {
         };
         record.encode(head);
         regs.encode(tail);
-        session.emit(abi::RecordKind::IbsSample, &payload);
+        sink.emit(abi::RecordKind::IbsSample, &payload);
     } else {
         let mut payload = [0u8; abi::AccessSample::SIZE];
         record.encode(&mut payload);
-        session.emit(abi::RecordKind::AccessSample, &payload);
+        sink.emit(abi::RecordKind::AccessSample, &payload);
     }
 }
 
@@ -139,12 +119,12 @@ unsafe impl Send for Sampler {}
 
 impl Sampler {
     /// Starts one counter per online CPU for the sampler `config` names, all writing to
-    /// `session`, and feeding `causal` when given.
+    /// `sink`, and feeding `causal` when given.
     ///
     /// # Safety
-    /// `session` and `causal` must outlive the returned Sampler.
+    /// `sink` and `causal` must outlive the returned Sampler.
     pub(crate) unsafe fn start(
-        session: &Session,
+        sink: &RecordSink,
         config: &abi::Config,
         causal: Option<&Causal>,
     ) -> Result<Self> {
@@ -152,7 +132,7 @@ impl Sampler {
         let user = config.sample_user != 0;
         let context = KBox::new(
             HandlerContext {
-                session: core::ptr::from_ref(session),
+                sink: core::ptr::from_ref(sink),
                 kind,
                 user,
                 causal: causal.map_or(core::ptr::null(), core::ptr::from_ref),
@@ -176,18 +156,16 @@ impl Sampler {
                 continue;
             }
             // SAFETY: process context; `ctx` lives as long as the counters (it is dropped
-            // after them) and the session outlives both per this function's contract.
+            // after them) and the sink outlives both per this function's contract.
             let event = unsafe {
                 match kind {
-                    abi::SAMPLER_KIND_SOFTWARE => {
-                        ffi::dprof_shim_sampler_create(
-                            cpu as i32,
-                            period,
-                            sample_user,
-                            sample_idle,
-                            ctx,
-                        )
-                    }
+                    abi::SAMPLER_KIND_SOFTWARE => ffi::dprof_shim_sampler_create(
+                        cpu as i32,
+                        period,
+                        sample_user,
+                        sample_idle,
+                        ctx,
+                    ),
                     abi::SAMPLER_KIND_IBS | abi::SAMPLER_KIND_PEBS => {
                         ffi::dprof_shim_hw_sampler_create(
                             cpu as i32,

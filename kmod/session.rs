@@ -1,5 +1,5 @@
-//! A collection session: the per-CPU rings, the set of caches already described, and the slab
-//! tracepoint probes that feed them.
+//! A collection session: the record sink, the set of caches already described, the history
+//! engine, and the slab tracepoint probes that feed them.
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -9,6 +9,8 @@ use kernel::prelude::*;
 use crate::abi;
 use crate::ffi::{self, KmemCache, Tracepoint};
 use crate::history::Histories;
+use crate::lookup;
+use crate::sink::RecordSink;
 
 /// Slots of the table of caches already described; Linux has a few hundred caches.
 const SEEN_SLOTS: usize = 4096;
@@ -48,31 +50,26 @@ impl SeenCaches {
 
 /// Everything the probes write to. Lives in a KBox whose address is the probes' `data`.
 pub(crate) struct Session {
-    rings: KVec<crate::ring::Ring>,
+    sink: RecordSink,
     seen: SeenCaches,
-    /// The history engine, if planned. It writes to the rings from breakpoints and IPIs, so
-    /// `Session`'s Drop shuts it down before the rings go.
+    /// The history engine, if planned. It writes to the sink from breakpoints and IPIs, so
+    /// `Session`'s Drop shuts it down before the sink goes.
     histories: Option<KBox<Histories>>,
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
-        // The engine's breakpoints and IPIs write to the rings: stop them first.
+        // The engine's breakpoints and IPIs write to the sink: stop them first.
         self.histories = None;
     }
 }
 
 impl Session {
-    /// Rings of `ring_bytes` for every possible CPU.
+    /// A session whose sink has rings of `ring_bytes` for every possible CPU.
     pub(crate) fn new(ring_bytes: u32) -> Result<KBox<Self>> {
-        let cpus = ffi::nr_cpu_ids();
-        let mut rings = KVec::with_capacity(cpus, GFP_KERNEL)?;
-        for _ in 0..cpus {
-            rings.push(crate::ring::Ring::new(ring_bytes)?, GFP_KERNEL)?;
-        }
         Ok(KBox::new(
             Self {
-                rings,
+                sink: RecordSink::new(ring_bytes)?,
                 seen: SeenCaches::new()?,
                 histories: None,
             },
@@ -80,33 +77,10 @@ impl Session {
         )?)
     }
 
-    pub(crate) fn rings(&self) -> &[crate::ring::Ring] {
-        &self.rings
-    }
-
-    /// Writes a record to this CPU's ring. Preemption must be off. False when it was
-    /// dropped (the ring was full; the ring counts it).
-    pub(crate) fn emit(&self, kind: abi::RecordKind, payload: &[u8]) -> bool {
-        let cpu = ffi::this_cpu();
-        self.rings
-            .get(cpu)
-            .is_some_and(|ring| ring.write(cpu as u32, kind, payload))
-    }
-
-    /// Writes a record from process context (ioctls): with preemption off around it.
-    pub(crate) fn emit_preempt_off(&self, kind: abi::RecordKind, payload: &[u8]) {
-        let mut call = EmitCall {
-            session: self,
-            kind,
-            payload,
-        };
-        // SAFETY: `call` lives during the call.
-        unsafe {
-            ffi::dprof_shim_preempt_off(
-                emit_call,
-                core::ptr::from_mut(&mut call).cast::<c_void>(),
-            )
-        };
+    /// Where this session's records go. It lives as long as the session, at a stable address
+    /// (the session is boxed).
+    pub(crate) fn sink(&self) -> &RecordSink {
+        &self.sink
     }
 
     /// The history engine, when the session has a history plan.
@@ -118,7 +92,7 @@ impl Session {
     /// probe can see the session (configured, not started).
     pub(crate) fn set_history_plan(&mut self, plan: &abi::HistoryPlan) -> Result {
         self.histories = None;
-        self.histories = Some(Histories::new(self, plan)?);
+        self.histories = Some(Histories::new(&self.sink, plan)?);
         Ok(())
     }
 
@@ -126,7 +100,7 @@ impl Session {
     fn emit_alloc(&self, alloc: &abi::Alloc) {
         let mut payload = [0u8; abi::Alloc::SIZE];
         alloc.encode(&mut payload);
-        self.emit(abi::RecordKind::Alloc, &payload);
+        self.sink.emit(abi::RecordKind::Alloc, &payload);
         if let Some(histories) = self.histories() {
             histories.on_alloc(alloc.ptr, alloc.cache, alloc.call_site);
         }
@@ -136,7 +110,7 @@ impl Session {
     fn emit_free(&self, free: &abi::Free) {
         let mut payload = [0u8; abi::Free::SIZE];
         free.encode(&mut payload);
-        self.emit(abi::RecordKind::Free, &payload);
+        self.sink.emit(abi::RecordKind::Free, &payload);
         if let Some(histories) = self.histories() {
             histories.on_free(free.ptr, free.call_site);
         }
@@ -149,7 +123,7 @@ impl Session {
         }
         // SAFETY: `cache` is a live kmem_cache: it is the cache of an object being allocated or
         // freed, or comes from the cache list walked under slab_mutex.
-        let fields = unsafe { cache_fields(cache) };
+        let fields = unsafe { ffi::cache_fields(cache) };
         let info = abi::CacheInfo {
             cache: cache as u64,
             object_size: fields.object_size,
@@ -161,10 +135,10 @@ impl Session {
             name: [0; abi::CACHE_NAME_BYTES],
         };
         // SAFETY: a cache's name is a NUL-terminated string that lives as long as the cache.
-        let name = unsafe { c_str_prefix(fields.name, 255) };
+        let name = unsafe { lookup::kernel_name(fields.name) };
         let mut payload = [0u8; abi::CacheInfo::SIZE];
         info.with_name(name).encode(&mut payload);
-        self.emit(abi::RecordKind::CacheInfo, &payload);
+        self.sink.emit(abi::RecordKind::CacheInfo, &payload);
     }
 
     /// Describes every cache that exists now. Process context; returns how many were walked.
@@ -180,52 +154,10 @@ impl Session {
     }
 }
 
-struct EmitCall<'a> {
-    session: &'a Session,
-    kind: abi::RecordKind,
-    payload: &'a [u8],
-}
-
-unsafe extern "C" fn emit_call(info: *mut c_void) {
-    // SAFETY: `info` is the EmitCall of emit_preempt_off, live during the call.
-    let call = unsafe { &*info.cast::<EmitCall<'_>>() };
-    call.session.emit(call.kind, call.payload);
-}
-
-/// Name, sizes and flags of a cache (private `struct kmem_cache` fields, read by the shim).
+/// The cache walk's callback of `describe_existing_caches`.
 ///
 /// # Safety
-/// `cache` must be a live `struct kmem_cache`.
-pub(crate) unsafe fn cache_fields(cache: *const KmemCache) -> ffi::CacheFields {
-    let mut fields = ffi::CacheFields {
-        name: core::ptr::null(),
-        object_size: 0,
-        size: 0,
-        align: 0,
-        flags: 0,
-    };
-    // SAFETY: `cache` is live per the contract; `fields` is a valid out pointer.
-    unsafe { ffi::dprof_shim_cache_fields(cache, &mut fields) };
-    fields
-}
-
-/// The bytes of a C string, at most `max` of them.
-///
-/// # Safety
-/// `p` is null or points to a NUL-terminated string that outlives the returned slice.
-pub(crate) unsafe fn c_str_prefix<'a>(p: *const kernel::ffi::c_char, max: usize) -> &'a [u8] {
-    if p.is_null() {
-        return &[];
-    }
-    let mut len = 0;
-    // SAFETY: reading up to the NUL of a valid string, bounded by `max`.
-    while len < max && unsafe { *p.add(len) } != 0 {
-        len += 1;
-    }
-    // SAFETY: the `len` bytes just read are part of the string.
-    unsafe { core::slice::from_raw_parts(p.cast::<u8>(), len) }
-}
-
+/// `data` must be a live [`Session`]; `cache` a live cache.
 unsafe extern "C" fn walk_cache(cache: *const KmemCache, data: *mut c_void) {
     // SAFETY: `data` is the Session passed by describe_existing_caches.
     let session = unsafe { &*data.cast::<Session>() };
@@ -233,7 +165,12 @@ unsafe extern "C" fn walk_cache(cache: *const KmemCache, data: *mut c_void) {
 }
 
 /// Names of the kmem tracepoints, in the order of `SlabTracepoints::points`.
-const TRACEPOINT_NAMES: [&[u8]; 4] = [b"kmem_cache_alloc", b"kmalloc", b"kfree", b"kmem_cache_free"];
+const TRACEPOINT_NAMES: [&[u8]; 4] = [
+    b"kmem_cache_alloc",
+    b"kmalloc",
+    b"kfree",
+    b"kmem_cache_free",
+];
 
 /// The four kmem tracepoints, found once at module load.
 pub(crate) struct SlabTracepoints {
@@ -244,32 +181,14 @@ pub(crate) struct SlabTracepoints {
 // tracepoint API.
 unsafe impl Send for SlabTracepoints {}
 
-unsafe extern "C" fn find_tracepoint(tp: *mut Tracepoint, data: *mut c_void) {
-    // SAFETY: `data` is the SlabTracepoints being filled by `find`.
-    let found = unsafe { &mut *data.cast::<SlabTracepoints>() };
-    // SAFETY: `tp` is a live kernel tracepoint with a NUL-terminated static name.
-    let name = unsafe { c_str_prefix(ffi::dprof_shim_tracepoint_name(tp), 64) };
-    for (slot, wanted) in found.points.iter_mut().zip(TRACEPOINT_NAMES) {
-        if name == wanted {
-            *slot = tp;
-        }
-    }
-}
-
 impl SlabTracepoints {
     /// Looks the tracepoints up among the kernel's; None unless all four exist.
     pub(crate) fn find() -> Option<Self> {
-        let mut found = Self {
-            points: [core::ptr::null_mut(); 4],
-        };
-        // SAFETY: the callback only writes into `found`, which outlives the call.
-        unsafe {
-            ffi::for_each_kernel_tracepoint(
-                find_tracepoint,
-                core::ptr::from_mut(&mut found).cast::<c_void>(),
-            );
+        let mut points = [core::ptr::null_mut(); 4];
+        for (point, name) in points.iter_mut().zip(TRACEPOINT_NAMES) {
+            *point = lookup::find_tracepoint(name)?;
         }
-        found.points.iter().all(|p| !p.is_null()).then_some(found)
+        Some(Self { points })
     }
 
     fn probes() -> [*mut c_void; 4] {
@@ -328,6 +247,11 @@ fn is_zero_or_null(ptr: *const c_void) -> bool {
     (ptr as usize) <= 16
 }
 
+/// The `kmem_cache_alloc` tracepoint's probe.
+///
+/// # Safety
+/// `data` must be the live [`Session`] the probe was registered with; `cache` the live cache
+/// of `ptr`.
 unsafe extern "C" fn probe_kmem_cache_alloc(
     data: *mut c_void,
     call_site: c_ulong,
@@ -343,7 +267,7 @@ unsafe extern "C" fn probe_kmem_cache_alloc(
     let session = unsafe { &*data.cast::<Session>() };
     session.describe_cache(cache, abi::CACHE_ORIGIN_SEEN);
     // SAFETY: `cache` is the live cache the object was just allocated from.
-    let fields = unsafe { cache_fields(cache) };
+    let fields = unsafe { ffi::cache_fields(cache) };
     session.emit_alloc(&abi::Alloc {
         ptr: ptr as u64,
         call_site: call_site as u64,
@@ -356,6 +280,10 @@ unsafe extern "C" fn probe_kmem_cache_alloc(
     });
 }
 
+/// The `kmalloc` tracepoint's probe.
+///
+/// # Safety
+/// `data` must be the live [`Session`] the probe was registered with; `ptr` a live object.
 unsafe extern "C" fn probe_kmalloc(
     data: *mut c_void,
     call_site: c_ulong,
@@ -385,6 +313,11 @@ unsafe extern "C" fn probe_kmalloc(
     });
 }
 
+/// The `kfree` tracepoint's probe.
+///
+/// # Safety
+/// `data` must be the live [`Session`] the probe was registered with; `ptr` an object not
+/// yet freed.
 unsafe extern "C" fn probe_kfree(data: *mut c_void, call_site: c_ulong, ptr: *const c_void) {
     if is_zero_or_null(ptr) {
         return;
@@ -402,6 +335,11 @@ unsafe extern "C" fn probe_kfree(data: *mut c_void, call_site: c_ulong, ptr: *co
     });
 }
 
+/// The `kmem_cache_free` tracepoint's probe.
+///
+/// # Safety
+/// `data` must be the live [`Session`] the probe was registered with; `cache` the live cache
+/// of `ptr`.
 unsafe extern "C" fn probe_kmem_cache_free(
     data: *mut c_void,
     call_site: c_ulong,

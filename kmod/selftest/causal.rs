@@ -62,7 +62,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 
-use crate::{block_boundary, cond_resched, now_ns, run_threads};
+use crate::workload::{block_boundary, cond_resched, now_ns, run_threads};
 
 /// Mirrors `struct dprof_selftest_causal_x` (selftest.h).
 #[repr(C)]
@@ -72,6 +72,8 @@ pub(crate) struct CausalX {
     pad: [u64; 6],
 }
 
+assert_c_layout!(CausalX, size 64, { step: 0, value: 8, pad: 16 });
+
 /// Mirrors `struct dprof_selftest_causal_y` (selftest.h).
 #[repr(C)]
 pub(crate) struct CausalY {
@@ -79,6 +81,8 @@ pub(crate) struct CausalY {
     value: u64,
     pad: [u64; 6],
 }
+
+assert_c_layout!(CausalY, size 64, { count: 0, value: 8, pad: 16 });
 
 extern "C" {
     fn dprof_selftest_shim_alloc_causal_x() -> *mut CausalX;
@@ -332,6 +336,10 @@ fn worker_round(obj: *mut CausalY, round: u64) {
     core::hint::black_box(acc);
 }
 
+/// The chain's thread.
+///
+/// # Safety
+/// `arg` must be the run's [`Causal`], alive until the thread is done.
 #[link_section = ".text.dprof_selftest_causal"]
 unsafe extern "C" fn causal_chain(arg: *mut c_void) -> c_int {
     // SAFETY: `arg` is the Causal of this run, alive until both its threads are done.
@@ -381,6 +389,10 @@ unsafe extern "C" fn causal_chain(arg: *mut c_void) -> c_int {
     0
 }
 
+/// The worker's thread.
+///
+/// # Safety
+/// `arg` must be the run's [`Causal`], alive until the thread is done.
 #[link_section = ".text.dprof_selftest_causal"]
 unsafe extern "C" fn causal_worker(arg: *mut c_void) -> c_int {
     // SAFETY: as for the chain.

@@ -33,7 +33,7 @@ use kernel::alloc::KVVec;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 
-use crate::{block_boundary, cond_resched, now_ns, pause_us, run_threads};
+use crate::workload::{block_boundary, cond_resched, now_ns, pause_us, run_threads};
 
 /// Mirrors `struct dprof_selftest_pair` (selftest.h).
 #[repr(C)]
@@ -44,12 +44,16 @@ pub(crate) struct SelftestPair {
     pad1: [u64; 3],
 }
 
+assert_c_layout!(SelftestPair, size 64, { left: 0, pad0: 8, right: 32, pad1: 40 });
+
 /// Mirrors `struct dprof_selftest_shared` (selftest.h).
 #[repr(C)]
 pub(crate) struct SelftestShared {
     value: u64,
     pad: [u64; 7],
 }
+
+assert_c_layout!(SelftestShared, size 64, { value: 0, pad: 8 });
 
 /// Mirrors `struct dprof_selftest_stride` (selftest.h).
 #[repr(C)]
@@ -58,11 +62,15 @@ pub(crate) struct SelftestStride {
     pad: [u64; 7],
 }
 
+assert_c_layout!(SelftestStride, size 64, { key: 0, pad: 8 });
+
 /// Mirrors `struct dprof_selftest_sweep` (selftest.h).
 #[repr(C)]
 pub(crate) struct SelftestSweep {
     line: [[u64; 8]; 16],
 }
+
+assert_c_layout!(SelftestSweep, size 1024, { line: 0 });
 
 extern "C" {
     fn dprof_selftest_shim_alloc_pair() -> *mut SelftestPair;
@@ -294,7 +302,8 @@ impl PingPong {
                 spins += 1;
                 continue;
             }
-            if self.failed.load(Ordering::Relaxed) || now_ns() > self.deadline_ns + PARTNER_GRACE_NS {
+            if self.failed.load(Ordering::Relaxed) || now_ns() > self.deadline_ns + PARTNER_GRACE_NS
+            {
                 self.failed.store(true, Ordering::Relaxed);
                 return false;
             }
@@ -312,6 +321,10 @@ impl PingPong {
     }
 }
 
+/// The first thread of a ping-pong run.
+///
+/// # Safety
+/// `arg` must be the run's [`PingPong`], alive until the thread is done.
 #[link_section = ".text.dprof_selftest_misses"]
 unsafe extern "C" fn pingpong_first(arg: *mut c_void) -> c_int {
     // SAFETY: `arg` is the PingPong of this run, alive until all its threads are done.
@@ -353,6 +366,10 @@ unsafe extern "C" fn pingpong_first(arg: *mut c_void) -> c_int {
     0
 }
 
+/// The second thread of a ping-pong run.
+///
+/// # Safety
+/// `arg` must be the run's [`PingPong`], alive until the thread is done.
 #[link_section = ".text.dprof_selftest_misses"]
 unsafe extern "C" fn pingpong_second(arg: *mut c_void) -> c_int {
     // SAFETY: as for the first.
@@ -461,6 +478,10 @@ fn solo_result(solo: &Solo) -> Result {
     }
 }
 
+/// The thread of `conflict`.
+///
+/// # Safety
+/// `arg` must be the run's [`Solo`], alive until the thread is done.
 #[link_section = ".text.dprof_selftest_misses"]
 unsafe extern "C" fn conflict_worker(arg: *mut c_void) -> c_int {
     // SAFETY: `arg` is the Solo of this run, alive until its thread is done.
@@ -483,7 +504,9 @@ unsafe extern "C" fn conflict_worker(arg: *mut c_void) -> c_int {
         while now_ns() < solo.deadline_ns {
             for (i, four) in objects.chunks_exact(4).enumerate() {
                 block_boundary();
-                sum = sum.wrapping_add(dprof_selftest_stride_touch(four[0], four[1], four[2], four[3]));
+                sum = sum.wrapping_add(dprof_selftest_stride_touch(
+                    four[0], four[1], four[2], four[3],
+                ));
                 if i % 16 == 15 {
                     cond_resched();
                 }
@@ -492,10 +515,12 @@ unsafe extern "C" fn conflict_worker(arg: *mut c_void) -> c_int {
         // Each pass adds 0 + 1 + ... + 255: a wrong object read would show.
         let per_pass = (STRIDE_OBJECTS * (STRIDE_OBJECTS - 1) / 2) as u64;
         if per_pass == 0 || sum % per_pass != 0 {
-            solo.result.store(EIO.to_errno().unsigned_abs().into(), Ordering::Relaxed);
+            solo.result
+                .store(EIO.to_errno().unsigned_abs().into(), Ordering::Relaxed);
         }
     } else {
-        solo.result.store(ENOMEM.to_errno().unsigned_abs().into(), Ordering::Relaxed);
+        solo.result
+            .store(ENOMEM.to_errno().unsigned_abs().into(), Ordering::Relaxed);
     }
     for &obj in &objects[..allocated] {
         // SAFETY: allocated above, freed once.
@@ -550,7 +575,10 @@ fn capacity_run(solo: &Solo, objects: &mut KVVec<*mut SelftestSweep>) -> (usize,
                 cond_resched();
             }
         }
-        sweep_until(objects, start + span * (step as u64 + 1) / SWEEP_STEPS as u64);
+        sweep_until(
+            objects,
+            start + span * (step as u64 + 1) / SWEEP_STEPS as u64,
+        );
     }
     // All of it until 70%.
     let shrink_start = solo.deadline_ns - span;
@@ -575,6 +603,10 @@ fn capacity_run(solo: &Solo, objects: &mut KVVec<*mut SelftestSweep>) -> (usize,
     (live, Ok(()))
 }
 
+/// The thread of `capacity`.
+///
+/// # Safety
+/// `arg` must be the run's [`Solo`], alive until the thread is done.
 unsafe extern "C" fn capacity_worker(arg: *mut c_void) -> c_int {
     // SAFETY: `arg` is the Solo of this run, alive until its thread is done.
     let solo = unsafe { &*arg.cast::<Solo>() };
@@ -590,7 +622,8 @@ unsafe extern "C" fn capacity_worker(arg: *mut c_void) -> c_int {
         Err(_) => Err(ENOMEM),
     };
     if let Err(e) = result {
-        solo.result.store(e.to_errno().unsigned_abs().into(), Ordering::Relaxed);
+        solo.result
+            .store(e.to_errno().unsigned_abs().into(), Ordering::Relaxed);
     }
     0
 }

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The types of dprof_selftest.ko. Defined in C so that the module's DWARF names their fields
- * the way kernel structs are named; selftest_main.rs mirrors them with #[repr(C)].
+ * the way kernel structs are named; the Rust side mirrors them with #[repr(C)]. Both sides
+ * assert the same size and field offsets, so that a change on one side alone fails the build.
  */
 #ifndef DPROF_SELFTEST_H
 #define DPROF_SELFTEST_H
 
+#include <linux/build_bug.h>
+#include <linux/stddef.h>
 #include <linux/types.h>
 
 /* Handed from a producer on one CPU to a consumer on another. */
@@ -16,12 +19,23 @@ struct dprof_selftest_obj {
 	u64 pad[5];	/* one 64-byte line in all */
 };
 
+static_assert(sizeof(struct dprof_selftest_obj) == 64);
+static_assert(offsetof(struct dprof_selftest_obj, seq) == 0);
+static_assert(offsetof(struct dprof_selftest_obj, a) == 8);
+static_assert(offsetof(struct dprof_selftest_obj, b) == 16);
+static_assert(offsetof(struct dprof_selftest_obj, pad) == 24);
+
 /* Allocated, touched and freed on one CPU only. */
 struct dprof_selftest_local {
 	u64 count;	/* 0 */
 	u64 value;	/* 8 */
 	u64 pad[6];
 };
+
+static_assert(sizeof(struct dprof_selftest_local) == 64);
+static_assert(offsetof(struct dprof_selftest_local, count) == 0);
+static_assert(offsetof(struct dprof_selftest_local, value) == 8);
+static_assert(offsetof(struct dprof_selftest_local, pad) == 16);
 
 /*
  * Miss classification and working set (misses.rs). Each type has its own cache, named like
@@ -36,11 +50,21 @@ struct dprof_selftest_pair {
 	u64 pad1[3];
 };
 
+static_assert(sizeof(struct dprof_selftest_pair) == 64);
+static_assert(offsetof(struct dprof_selftest_pair, left) == 0);
+static_assert(offsetof(struct dprof_selftest_pair, pad0) == 8);
+static_assert(offsetof(struct dprof_selftest_pair, right) == 32);
+static_assert(offsetof(struct dprof_selftest_pair, pad1) == 40);
+
 /* A mailbox: `value` posted by CPU 0, taken by CPU 1: true sharing. */
 struct dprof_selftest_shared {
 	u64 value;	/* 0 */
 	u64 pad[7];
 };
+
+static_assert(sizeof(struct dprof_selftest_shared) == 64);
+static_assert(offsetof(struct dprof_selftest_shared, value) == 0);
+static_assert(offsetof(struct dprof_selftest_shared, pad) == 8);
 
 /*
  * 64 bytes in a cache aligned to a page: every object starts a page, so their lines fall in
@@ -51,10 +75,17 @@ struct dprof_selftest_stride {
 	u64 pad[7];
 };
 
+static_assert(sizeof(struct dprof_selftest_stride) == 64);
+static_assert(offsetof(struct dprof_selftest_stride, key) == 0);
+static_assert(offsetof(struct dprof_selftest_stride, pad) == 8);
+
 /* One KiB swept line by line, in a working set several times the last-level cache: capacity. */
 struct dprof_selftest_sweep {
 	u64 line[16][8];
 };
+
+static_assert(sizeof(struct dprof_selftest_sweep) == 1024);
+static_assert(offsetof(struct dprof_selftest_sweep, line) == 0);
 
 /*
  * Causal experiments (causal.rs). Each type has its own cache, named like the struct.
@@ -67,12 +98,22 @@ struct dprof_selftest_causal_x {
 	u64 pad[6];
 };
 
+static_assert(sizeof(struct dprof_selftest_causal_x) == 64);
+static_assert(offsetof(struct dprof_selftest_causal_x, step) == 0);
+static_assert(offsetof(struct dprof_selftest_causal_x, value) == 8);
+static_assert(offsetof(struct dprof_selftest_causal_x, pad) == 16);
+
 /* Accessed by a worker on CPU 1 that finishes early: more samples, off the critical path. */
 struct dprof_selftest_causal_y {
 	u64 count;	/* 0: written by the worker */
 	u64 value;	/* 8: read by the worker */
 	u64 pad[6];
 };
+
+static_assert(sizeof(struct dprof_selftest_causal_y) == 64);
+static_assert(offsetof(struct dprof_selftest_causal_y, count) == 0);
+static_assert(offsetof(struct dprof_selftest_causal_y, value) == 8);
+static_assert(offsetof(struct dprof_selftest_causal_y, pad) == 16);
 
 /* Called from Rust (selftest_main.rs). */
 struct dprof_selftest_obj *dprof_selftest_shim_alloc_obj(void);

@@ -34,6 +34,18 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
 
+// First: their macros serve the modules declared after them.
+#[macro_use]
+#[path = "../layout.rs"]
+mod layout;
+#[macro_use]
+mod workload;
+
+mod causal;
+mod misses;
+
+use workload::{block_boundary, cond_resched, now_ns, pause_us, run_threads};
+
 module! {
     type: Selftest,
     name: "dprof_selftest",
@@ -51,6 +63,8 @@ pub struct SelftestObj {
     pad: [u64; 5],
 }
 
+assert_c_layout!(SelftestObj, size 64, { seq: 0, a: 8, b: 16, pad: 24 });
+
 /// Mirrors `struct dprof_selftest_local` (selftest.h).
 #[repr(C)]
 pub struct SelftestLocal {
@@ -59,39 +73,15 @@ pub struct SelftestLocal {
     pad: [u64; 6],
 }
 
+assert_c_layout!(SelftestLocal, size 64, { count: 0, value: 8, pad: 16 });
+
 extern "C" {
-    fn ktime_get_mono_fast_ns() -> u64;
     fn dprof_selftest_shim_init() -> c_int;
     fn dprof_selftest_shim_exit();
     fn dprof_selftest_shim_alloc_obj() -> *mut SelftestObj;
     fn dprof_selftest_shim_free_obj(obj: *mut SelftestObj);
     fn dprof_selftest_shim_alloc_local() -> *mut SelftestLocal;
     fn dprof_selftest_shim_free_local(obj: *mut SelftestLocal);
-    fn dprof_selftest_shim_cond_resched();
-    fn dprof_selftest_shim_pause_us(us: core::ffi::c_ulong);
-    fn dprof_selftest_shim_run_threads(
-        n: c_int,
-        cpus: *const c_int,
-        fns: *const unsafe extern "C" fn(*mut c_void) -> c_int,
-        arg: *mut c_void,
-    ) -> c_int;
-}
-
-fn now_ns() -> u64 {
-    // SAFETY: no preconditions.
-    unsafe { ktime_get_mono_fast_ns() }
-}
-
-/// Sleeps about `us` µs. The workloads pace themselves with it: they are ground truth, not a
-/// stress test, and the collector must keep up with the slab events they cause.
-fn pause_us(us: u64) {
-    // SAFETY: called from kernel threads in process context.
-    unsafe { dprof_selftest_shim_pause_us(us as core::ffi::c_ulong) }
-}
-
-fn cond_resched() {
-    // SAFETY: called from kernel threads in process context.
-    unsafe { dprof_selftest_shim_cond_resched() }
 }
 
 // The access functions and the loops that call them live in a section of their own, aligned
@@ -107,13 +97,6 @@ core::arch::global_asm!(
     ".balign 4096",
     ".popsection",
 );
-
-/// One access followed by a jump that ends the translation block.
-macro_rules! accesses {
-    ($insn:literal) => {
-        concat!($insn, "\n jmp 2f\n 2:\n")
-    };
-}
 
 /// Writes `value` to `obj.a` 64 times (field `a`, offset 8).
 #[no_mangle]
@@ -262,18 +245,6 @@ pub extern "C" fn dprof_selftest_local_touch(obj: *mut SelftestLocal, count: u64
     value
 }
 
-mod causal;
-mod misses;
-
-/// Ends a TCG translation block right before a call to an access function. Under TCG a sample
-/// lands on the first instruction of a block, weighted by how long the block before it ran:
-/// without this, the function's entry (`endbr64`, no data access) would inherit the weight of
-/// the caller's long block before the call.
-fn block_boundary() {
-    // SAFETY: a jump to the next instruction; touches no memory, registers or flags.
-    unsafe { core::arch::asm!("jmp 2f", "2:", options(nomem, nostack, preserves_flags)) };
-}
-
 /// Calls per object of each access function: more samples per slab event, so that the
 /// collector keeps up with the allocations.
 const CALLS_PER_OBJECT: u64 = 8;
@@ -324,6 +295,10 @@ struct Run {
     queue: Queue,
 }
 
+/// The producer's thread of `handoff`.
+///
+/// # Safety
+/// `arg` must be the run's [`Run`], alive until the thread is done.
 #[link_section = ".text.dprof_selftest_main"]
 unsafe extern "C" fn handoff_producer(arg: *mut c_void) -> c_int {
     // SAFETY: `arg` is the Run of this workload, alive until all its threads are done.
@@ -354,6 +329,10 @@ unsafe extern "C" fn handoff_producer(arg: *mut c_void) -> c_int {
     0
 }
 
+/// The consumer's thread of `handoff`.
+///
+/// # Safety
+/// `arg` must be the run's [`Run`], alive until the thread is done.
 #[link_section = ".text.dprof_selftest_main"]
 unsafe extern "C" fn handoff_consumer(arg: *mut c_void) -> c_int {
     // SAFETY: as for the producer.
@@ -388,6 +367,10 @@ unsafe extern "C" fn handoff_consumer(arg: *mut c_void) -> c_int {
     0
 }
 
+/// The thread of `local`.
+///
+/// # Safety
+/// `arg` must be the run's [`Run`], alive until the thread is done.
 #[link_section = ".text.dprof_selftest_main"]
 unsafe extern "C" fn local_worker(arg: *mut c_void) -> c_int {
     // SAFETY: as for the producer.
@@ -412,20 +395,6 @@ unsafe extern "C" fn local_worker(arg: *mut c_void) -> c_int {
         }
     }
     0
-}
-
-/// Runs `fns[i](arg)` on CPU `cpus[i]`, each in its own kernel thread, and waits for all.
-fn run_threads<T>(arg: &T, cpus: &[c_int], fns: &[unsafe extern "C" fn(*mut c_void) -> c_int]) -> Result {
-    let arg = core::ptr::from_ref(arg).cast_mut().cast::<c_void>();
-    // SAFETY: the shim waits for every thread before returning, so `arg` outlives them.
-    let ret = unsafe {
-        dprof_selftest_shim_run_threads(cpus.len() as c_int, cpus.as_ptr(), fns.as_ptr(), arg)
-    };
-    if ret < 0 {
-        Err(Error::from_errno(ret))
-    } else {
-        Ok(())
-    }
 }
 
 /// Parses "WORKLOAD MS" (ASCII, optional trailing newline).
