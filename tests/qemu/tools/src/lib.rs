@@ -28,30 +28,20 @@ impl PerfEventAttr {
 
 /// Raw access to /dev/dprof for the guest tools: ioctls with encoded ABI structures.
 pub mod dev {
-    use std::ffi::CString;
-    use std::io;
+    use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
     use dprof_abi as abi;
+    use nix::errno::Errno;
+    use nix::fcntl::OFlag;
+    use nix::sys::stat::Mode;
 
-    /// Opens /dev/dprof with `flags` (`libc::O_RDONLY`, `libc::O_WRONLY`, ...).
+    /// Opens /dev/dprof with `flags` (`OFlag::O_RDONLY`, `OFlag::O_WRONLY`, ...); dropping the
+    /// descriptor closes it.
     ///
     /// # Errors
-    /// The open's error.
-    pub fn open(flags: i32) -> io::Result<i32> {
-        let path = CString::new(abi::DEVICE_PATH).map_err(io::Error::other)?;
-        // SAFETY: a valid NUL-terminated path.
-        let fd = unsafe { libc::open(path.as_ptr(), flags) };
-        if fd < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(fd)
-        }
-    }
-
-    /// Closes `fd`.
-    pub fn close(fd: i32) {
-        // SAFETY: closing a descriptor we own.
-        unsafe { libc::close(fd) };
+    /// The open's errno.
+    pub fn open(flags: OFlag) -> nix::Result<OwnedFd> {
+        nix::fcntl::open(abi::DEVICE_PATH, flags, Mode::empty())
     }
 
     /// `ioctl(fd, cmd, arg)`: the errno on failure.
@@ -62,21 +52,19 @@ pub mod dev {
     /// # Safety
     /// `arg` is null, an address the kernel must refuse, or a buffer at least as large as the
     /// structure `cmd` encodes (which the kernel may write).
-    pub unsafe fn ioctl(fd: i32, cmd: u32, arg: *mut u8) -> Result<(), i32> {
+    pub unsafe fn ioctl(fd: impl AsFd, cmd: u32, arg: *mut u8) -> Result<(), Errno> {
+        // Raw libc: `cmd` is chosen at run time (every dprof command, and the fuzzer's wrong
+        // ones), while nix's ioctl macros fix the request at compile time.
         // SAFETY: per this function's contract.
-        let r = unsafe { libc::ioctl(fd, libc::c_ulong::from(cmd), arg) };
-        if r < 0 {
-            Err(io::Error::last_os_error().raw_os_error().unwrap_or(0))
-        } else {
-            Ok(())
-        }
+        let r = unsafe { libc::ioctl(fd.as_fd().as_raw_fd(), libc::c_ulong::from(cmd), arg) };
+        Errno::result(r).map(drop)
     }
 
     /// An ioctl whose argument is the encoded `bytes`.
     ///
     /// # Errors
     /// The ioctl's errno.
-    pub fn ioctl_bytes(fd: i32, cmd: u32, bytes: &mut [u8]) -> Result<(), i32> {
+    pub fn ioctl_bytes(fd: impl AsFd, cmd: u32, bytes: &mut [u8]) -> Result<(), Errno> {
         // SAFETY: callers pass the encoded structure of `cmd`, so `bytes` is large enough.
         unsafe { ioctl(fd, cmd, bytes.as_mut_ptr()) }
     }
@@ -85,27 +73,29 @@ pub mod dev {
     ///
     /// # Errors
     /// The write's errno.
-    pub fn write(fd: i32, bytes: &[u8]) -> Result<usize, i32> {
-        // SAFETY: `bytes` is a valid buffer of its length.
-        let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
-        usize::try_from(n).map_err(|_| io::Error::last_os_error().raw_os_error().unwrap_or(0))
+    pub fn write(fd: impl AsFd, bytes: &[u8]) -> Result<usize, Errno> {
+        nix::unistd::write(fd, bytes)
     }
 
     /// `IOC_VERSION`.
     ///
     /// # Errors
     /// The ioctl's errno, or EINVAL for an undecodable answer.
-    pub fn version(fd: i32) -> Result<abi::VersionInfo, i32> {
+    pub fn version(fd: impl AsFd) -> Result<abi::VersionInfo, Errno> {
         let mut bytes = [0u8; abi::VersionInfo::SIZE];
         ioctl_bytes(fd, abi::IOC_VERSION, &mut bytes)?;
-        abi::VersionInfo::decode(&bytes).map_err(|_| libc::EINVAL)
+        abi::VersionInfo::decode(&bytes).map_err(|_| Errno::EINVAL)
     }
 
     /// `IOC_CONFIGURE` for software sampling every `period_ns` (plus `extra_events`).
     ///
     /// # Errors
     /// The ioctl's errno.
-    pub fn configure_samples(fd: i32, period_ns: u32, extra_events: u32) -> Result<(), i32> {
+    pub fn configure_samples(
+        fd: impl AsFd,
+        period_ns: u32,
+        extra_events: u32,
+    ) -> Result<(), Errno> {
         let config = abi::Config {
             struct_size: abi::Config::SIZE as u32,
             events: abi::EVENT_SAMPLES | extra_events,
@@ -141,7 +131,7 @@ pub mod dev {
     ///
     /// # Errors
     /// The ioctl's errno.
-    pub fn causal_plan(fd: i32, points: &[(u32, &str)], flags: u32) -> Result<(), i32> {
+    pub fn causal_plan(fd: impl AsFd, points: &[(u32, &str)], flags: u32) -> Result<(), Errno> {
         ioctl_bytes(fd, abi::IOC_CAUSAL_PLAN, &mut plan_bytes(points, flags))
     }
 
@@ -150,7 +140,7 @@ pub mod dev {
     ///
     /// # Errors
     /// The ioctl's errno.
-    pub fn causal_type(fd: i32, index: u32, ips: &[u64], cache: &str) -> Result<(), i32> {
+    pub fn causal_type(fd: impl AsFd, index: u32, ips: &[u64], cache: &str) -> Result<(), Errno> {
         let entry = abi::CausalType {
             struct_size: abi::CausalType::SIZE as u32,
             index,
@@ -173,11 +163,11 @@ pub mod dev {
     /// # Errors
     /// The ioctl's errno.
     pub fn experiment_start(
-        fd: i32,
+        fd: impl AsFd,
         experiment: u32,
         type_index: u32,
         speedup: u32,
-    ) -> Result<(), i32> {
+    ) -> Result<(), Errno> {
         let control = abi::ExperimentControl {
             experiment,
             type_index,
@@ -192,7 +182,7 @@ pub mod dev {
     ///
     /// # Errors
     /// The ioctl's errno.
-    pub fn ioctl_none(fd: i32, cmd: u32) -> Result<(), i32> {
+    pub fn ioctl_none(fd: impl AsFd, cmd: u32) -> Result<(), Errno> {
         // SAFETY: no argument.
         unsafe { ioctl(fd, cmd, std::ptr::null_mut()) }
     }
@@ -202,24 +192,17 @@ pub mod dev {
     ///
     /// # Errors
     /// A read error other than EAGAIN, or a record that does not decode.
-    pub fn drain(fd: i32) -> anyhow::Result<Vec<abi::Record>> {
+    pub fn drain(fd: impl AsFd) -> anyhow::Result<Vec<abi::Record>> {
+        let fd = fd.as_fd();
         let mut buf = vec![0u8; 1 << 20];
         let mut records = Vec::new();
         loop {
-            // SAFETY: `buf` is a valid buffer of its length.
-            let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-            if n == 0 {
-                break;
-            }
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                if e.raw_os_error() == Some(libc::EAGAIN) {
-                    break;
-                }
-                return Err(e.into());
-            }
+            let n = match nix::unistd::read(fd, &mut buf) {
+                Ok(0) | Err(Errno::EAGAIN) => break,
+                Ok(n) => n,
+                Err(e) => return Err(e.into()),
+            };
             let mut off = 0;
-            let n = n as usize;
             while off < n {
                 let (header, record) = abi::Record::decode(&buf[off..n])
                     .map_err(|e| anyhow::anyhow!("record at {off}: {e}"))?;
@@ -231,9 +214,9 @@ pub mod dev {
         Ok(records.into_iter().map(|(_, record)| record).collect())
     }
 
-    /// The name of an errno for messages.
+    /// The name of an errno for messages: its number, symbol and description.
     #[must_use]
-    pub fn errno_str(errno: i32) -> String {
-        format!("{errno} ({})", io::Error::from_raw_os_error(errno))
+    pub fn errno_str(errno: Errno) -> String {
+        format!("{} ({errno})", errno as i32)
     }
 }

@@ -8,6 +8,7 @@
 //! stores onto them (inside), and prints `outside=N inside=M`.
 
 use std::arch::asm;
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::os::raw::c_long;
 
 use dprof_qemu_tools::PerfEventAttr;
@@ -20,12 +21,11 @@ const HW_BREAKPOINT_RW: u32 = 3;
 /// `exclude_kernel` (bit 5) and `exclude_hv` (bit 6) of the attr flags.
 const EXCLUDE_KERNEL_HV: u64 = (1 << 5) | (1 << 6);
 
-fn count(fd: i32) -> anyhow::Result<u64> {
-    let mut value = 0u64;
-    // SAFETY: reads 8 bytes into `value` from a perf counter fd.
-    let n = unsafe { libc::read(fd, std::ptr::from_mut(&mut value).cast(), 8) };
+fn count(fd: impl AsFd) -> anyhow::Result<u64> {
+    let mut value = [0u8; 8];
+    let n = nix::unistd::read(fd, &mut value)?;
     anyhow::ensure!(n == 8, "reading the breakpoint counter failed");
-    Ok(value)
+    Ok(u64::from_ne_bytes(value))
 }
 
 fn main() -> anyhow::Result<()> {
@@ -40,6 +40,7 @@ fn main() -> anyhow::Result<()> {
         config2: 8,              // bp_len
         ..PerfEventAttr::default()
     };
+    // Raw syscall: nix has no perf_event_open wrapper.
     // SAFETY: perf_event_open with a valid attr, this thread, any CPU, no group.
     let fd = unsafe {
         libc::syscall(
@@ -56,7 +57,8 @@ fn main() -> anyhow::Result<()> {
         "perf_event_open: {}",
         std::io::Error::last_os_error()
     );
-    let fd = i32::try_from(fd)?;
+    // SAFETY: perf_event_open returned a new descriptor that nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(i32::try_from(fd)?) };
     for i in 0..1000u16 {
         // SAFETY: both stores stay inside the 4096-byte page (0x100 + 0x17a < 4096).
         unsafe {
@@ -64,14 +66,14 @@ fn main() -> anyhow::Result<()> {
                  p = in(reg) watched, v = in(reg) i, options(nostack));
         }
     }
-    let outside = count(fd)?;
+    let outside = count(&fd)?;
     for i in 0..1000u64 {
         // SAFETY: the 8 watched bytes lie inside the page.
         unsafe {
             asm!("mov qword ptr [{p}], {v}", p = in(reg) watched, v = in(reg) i, options(nostack));
         };
     }
-    let inside = count(fd)? - outside;
+    let inside = count(&fd)? - outside;
     println!("outside={outside} inside={inside}");
     Ok(())
 }

@@ -22,6 +22,7 @@
 //! Usage: `dprof-causal-probe [WRITES] [GETPPIDS] [EXPERIMENT_MS] [busy|idle|deferred]`
 
 use std::hint::black_box;
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,6 +30,8 @@ use std::time::Duration;
 use anyhow::{bail, ensure, Context};
 use dprof_abi as abi;
 use dprof_qemu_tools::dev;
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
 
 /// Bytes of the spin loop's code given as its "instructions" (every byte address: a superset
 /// of the instruction starts, which is all the type test needs).
@@ -69,7 +72,7 @@ enum Mode {
     Deferred,
 }
 
-fn errno(e: i32) -> anyhow::Error {
+fn errno(e: Errno) -> anyhow::Error {
     anyhow::anyhow!(dev::errno_str(e))
 }
 
@@ -97,28 +100,28 @@ fn run(
     experiment_ms: u64,
     mode: Mode,
 ) -> anyhow::Result<(u64, Vec<abi::Record>)> {
-    let fd = dev::open(libc::O_RDONLY).context("open /dev/dprof")?;
-    let version = dev::version(fd).map_err(errno)?;
+    let fd = dev::open(OFlag::O_RDONLY).context("open /dev/dprof")?;
+    let version = dev::version(&fd).map_err(errno)?;
     ensure!(
         version.features & abi::FEATURE_CAUSAL != 0,
         "the module does not report FEATURE_CAUSAL"
     );
     let cpus = u64::from(version.online_cpus);
-    configure(fd, mode == Mode::Deferred)?;
+    configure(&fd, mode == Mode::Deferred)?;
     let points = [
         (abi::PROGRESS_KPROBE, "__x64_sys_getppid"),
         (abi::PROGRESS_USER, "requests"),
         (abi::PROGRESS_TRACEPOINT, "sched_switch"),
     ];
-    dev::causal_plan(fd, &points, 0)
+    dev::causal_plan(&fd, &points, 0)
         .map_err(errno)
         .context("causal plan")?;
     let spin_addr = spin as fn(&AtomicBool) -> u64 as usize as u64;
     let ips: Vec<u64> = (spin_addr..spin_addr + SPIN_CODE_BYTES).collect();
-    dev::causal_type(fd, 0, &ips, "")
+    dev::causal_type(&fd, 0, &ips, "")
         .map_err(errno)
         .context("causal type")?;
-    dev::ioctl_none(fd, abi::IOC_START)
+    dev::ioctl_none(&fd, abi::IOC_START)
         .map_err(errno)
         .context("start")?;
 
@@ -138,35 +141,37 @@ fn run(
     std::thread::sleep(Duration::from_millis(200));
 
     // Experiment 1: 50%, with the visits.
-    dev::experiment_start(fd, 1, 0, 50)
+    dev::experiment_start(&fd, 1, 0, 50)
         .map_err(errno)
         .context("experiment 1")?;
-    let user_fd = dev::open(libc::O_WRONLY).context("write-only open beside the collector")?;
+    let user_fd = dev::open(OFlag::O_WRONLY).context("write-only open beside the collector")?;
     for i in 0..writes {
         let name: &[u8] = if i % 2 == 0 {
             b"requests"
         } else {
             b"requests\n"
         };
-        let n = dev::write(user_fd, name)
+        let n = dev::write(&user_fd, name)
             .map_err(errno)
             .context("user point write")?;
         ensure!(n == name.len(), "write returned {n}, not {}", name.len());
     }
     for _ in 0..getppids {
+        // Raw syscall, not nix's getppid(): the kprobe on `__x64_sys_getppid` counts these, so
+        // each call must enter the kernel, whatever the C library might cache.
         // SAFETY: a syscall without arguments.
         unsafe { libc::syscall(libc::SYS_getppid) };
     }
     std::thread::sleep(Duration::from_millis(experiment_ms));
-    dev::ioctl_none(fd, abi::IOC_EXPERIMENT_END)
+    dev::ioctl_none(&fd, abi::IOC_EXPERIMENT_END)
         .map_err(errno)
         .context("end 1")?;
     // Experiment 2: 0%.
-    dev::experiment_start(fd, 2, 0, 0)
+    dev::experiment_start(&fd, 2, 0, 0)
         .map_err(errno)
         .context("experiment 2")?;
     std::thread::sleep(Duration::from_millis(300));
-    dev::ioctl_none(fd, abi::IOC_EXPERIMENT_END)
+    dev::ioctl_none(&fd, abi::IOC_EXPERIMENT_END)
         .map_err(errno)
         .context("end 2")?;
     stop.store(true, Ordering::Relaxed);
@@ -183,21 +188,21 @@ fn run(
         );
     }
     // The user point is gone once collection stops.
-    dev::ioctl_none(fd, abi::IOC_STOP)
+    dev::ioctl_none(&fd, abi::IOC_STOP)
         .map_err(errno)
         .context("stop")?;
-    match dev::write(user_fd, b"requests") {
-        Err(libc::ENOENT) => {}
+    match dev::write(&user_fd, b"requests") {
+        Err(Errno::ENOENT) => {}
         other => bail!("a user point write after stop gave {other:?}, want ENOENT"),
     }
-    dev::close(user_fd);
-    let records = dev::drain(fd)?;
-    dev::close(fd);
+    drop(user_fd);
+    let records = dev::drain(&fd)?;
+    drop(fd);
     Ok((cpus, records))
 }
 
 /// Software sampling every 1 ms, or (`deferred`) the same clock as a "hardware" sampler.
-fn configure(fd: i32, deferred: bool) -> anyhow::Result<()> {
+fn configure(fd: impl AsFd, deferred: bool) -> anyhow::Result<()> {
     if deferred {
         let config = abi::Config {
             struct_size: abi::Config::SIZE as u32,

@@ -10,13 +10,15 @@
 //! Usage: dprof-ioctl-fuzz [CALLS] [SEED]
 
 use std::collections::BTreeMap;
-use std::ffi::CString;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use anyhow::{bail, ensure};
+use anyhow::{bail, ensure, Context};
 use dprof_abi as abi;
 use dprof_qemu_tools::dev;
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
 
 /// xorshift64*: deterministic from the seed, so a failing run can be replayed.
 struct Rng(u64);
@@ -197,9 +199,9 @@ fn random_experiment(rng: &mut Rng, buf: &mut [u8]) {
 }
 
 /// Checks that `result` is `want` (Ok or an errno), naming the step.
-fn expect(step: &str, result: Result<(), i32>, want: Result<(), i32>) -> anyhow::Result<()> {
+fn expect(step: &str, result: Result<(), Errno>, want: Result<(), Errno>) -> anyhow::Result<()> {
     if result != want {
-        let show = |r: Result<(), i32>| match r {
+        let show = |r: Result<(), Errno>| match r {
             Ok(()) => "ok".to_string(),
             Err(e) => dev::errno_str(e),
         };
@@ -211,7 +213,7 @@ fn expect(step: &str, result: Result<(), i32>, want: Result<(), i32>) -> anyhow:
 /// The causal ioctls in every state, with the errnos the ABI documents.
 fn causal_checks() -> anyhow::Result<()> {
     use abi::{PROGRESS_KPROBE as KP, PROGRESS_TRACEPOINT as TP, PROGRESS_USER as UP};
-    let fd = dev::open(libc::O_RDONLY)?;
+    let fd = dev::open(OFlag::O_RDONLY)?;
     let good = [
         (KP, "__x64_sys_getppid"),
         (TP, "sched_switch"),
@@ -220,13 +222,13 @@ fn causal_checks() -> anyhow::Result<()> {
     let ips = [0xffff_ffff_8100_0000u64, 0xffff_ffff_8100_0001];
     expect(
         "plan before configure",
-        dev::causal_plan(fd, &good, 0),
-        Err(libc::EINVAL),
+        dev::causal_plan(&fd, &good, 0),
+        Err(Errno::EINVAL),
     )?;
     expect(
         "type before plan",
-        dev::causal_type(fd, 0, &ips, ""),
-        Err(libc::EINVAL),
+        dev::causal_type(&fd, 0, &ips, ""),
+        Err(Errno::EINVAL),
     )?;
     // Slab events only: no sampler, no plan.
     let slab_only = abi::Config {
@@ -239,84 +241,84 @@ fn causal_checks() -> anyhow::Result<()> {
     slab_only.encode(&mut bytes);
     expect(
         "configure slab",
-        dev::ioctl_bytes(fd, abi::IOC_CONFIGURE, &mut bytes),
+        dev::ioctl_bytes(&fd, abi::IOC_CONFIGURE, &mut bytes),
         Ok(()),
     )?;
     expect(
         "plan without samples",
-        dev::causal_plan(fd, &good, 0),
-        Err(libc::EINVAL),
+        dev::causal_plan(&fd, &good, 0),
+        Err(Errno::EINVAL),
     )?;
     checks_configured(fd, &good, &ips)
 }
 
 /// Plans and types on a configured device.
-fn checks_configured(fd: i32, good: &[(u32, &str)], ips: &[u64]) -> anyhow::Result<()> {
+fn checks_configured(fd: OwnedFd, good: &[(u32, &str)], ips: &[u64]) -> anyhow::Result<()> {
     use abi::{PROGRESS_KPROBE as KP, PROGRESS_TRACEPOINT as TP, PROGRESS_USER as UP};
     expect(
         "configure samples",
-        dev::configure_samples(fd, 1_000_000, 0),
+        dev::configure_samples(&fd, 1_000_000, 0),
         Ok(()),
     )?;
     expect(
         "plan with no point",
-        dev::causal_plan(fd, &[], 0),
-        Err(libc::EINVAL),
+        dev::causal_plan(&fd, &[], 0),
+        Err(Errno::EINVAL),
     )?;
     expect(
         "plan with bad flags",
-        dev::causal_plan(fd, good, 0x80),
-        Err(libc::EINVAL),
+        dev::causal_plan(&fd, good, 0x80),
+        Err(Errno::EINVAL),
     )?;
     expect(
         "plan with a duplicate point",
-        dev::causal_plan(fd, &[(UP, "a"), (UP, "a")], 0),
-        Err(libc::EINVAL),
+        dev::causal_plan(&fd, &[(UP, "a"), (UP, "a")], 0),
+        Err(Errno::EINVAL),
     )?;
     expect(
         "plan with an unknown function",
         dev::causal_plan(
-            fd,
+            &fd,
             &[(KP, "__x64_sys_getppid"), (KP, "dprof_no_such_function")],
             0,
         ),
-        Err(libc::ENOENT),
+        Err(Errno::ENOENT),
     )?;
     expect(
         "plan with an unknown tracepoint",
         dev::causal_plan(
-            fd,
+            &fd,
             &[(TP, "sched_switch"), (TP, "dprof_no_such_tracepoint")],
             0,
         ),
-        Err(libc::ENOENT),
+        Err(Errno::ENOENT),
     )?;
     expect(
         "plan at a bad address",
         // SAFETY: an unmapped address, which the kernel must refuse.
-        unsafe { dev::ioctl(fd, abi::IOC_CAUSAL_PLAN, 0x1000 as *mut u8) },
-        Err(libc::EFAULT),
+        unsafe { dev::ioctl(&fd, abi::IOC_CAUSAL_PLAN, 0x1000 as *mut u8) },
+        Err(Errno::EFAULT),
     )?;
-    expect("plan", dev::causal_plan(fd, good, 0), Ok(()))?;
+    expect("plan", dev::causal_plan(&fd, good, 0), Ok(()))?;
     expect(
         "second plan",
-        dev::causal_plan(fd, good, 0),
-        Err(libc::EBUSY),
+        dev::causal_plan(&fd, good, 0),
+        Err(Errno::EBUSY),
     )?;
     expect(
         "type, unknown cache",
-        dev::causal_type(fd, 0, ips, "dprof-no-such-cache"),
-        Err(libc::ENOENT),
+        dev::causal_type(&fd, 0, ips, "dprof-no-such-cache"),
+        Err(Errno::ENOENT),
     )?;
     expect(
         "type, no ips no cache",
-        dev::causal_type(fd, 0, &[], ""),
-        Err(libc::EINVAL),
+        dev::causal_type(&fd, 0, &[], ""),
+        Err(Errno::EINVAL),
     )?;
     expect(
         "type, index 32",
-        dev::causal_type(fd, 32, ips, ""),
-        Err(libc::EINVAL),
+        dev::causal_type(&fd, 32, ips, ""),
+        Err(Errno::EINVAL),
     )?;
     {
         let entry = abi::CausalType {
@@ -330,57 +332,57 @@ fn checks_configured(fd: i32, good: &[(u32, &str)], ips: &[u64]) -> anyhow::Resu
         entry.encode(&mut b);
         expect(
             "type, ips at a bad address",
-            dev::ioctl_bytes(fd, abi::IOC_CAUSAL_TYPE, &mut b),
-            Err(libc::EFAULT),
+            dev::ioctl_bytes(&fd, abi::IOC_CAUSAL_TYPE, &mut b),
+            Err(Errno::EFAULT),
         )?;
     }
-    expect("type 0", dev::causal_type(fd, 0, ips, ""), Ok(()))?;
+    expect("type 0", dev::causal_type(&fd, 0, ips, ""), Ok(()))?;
     expect(
         "type 0 again",
-        dev::causal_type(fd, 0, &ips[..1], ""),
+        dev::causal_type(&fd, 0, &ips[..1], ""),
         Ok(()),
     )?;
     expect(
         "type 2, cache only",
-        dev::causal_type(fd, 2, &[], "kmalloc-64"),
+        dev::causal_type(&fd, 2, &[], "kmalloc-64"),
         Ok(()),
     )?;
     checks_running(fd, good, ips)
 }
 
 /// Experiments and user points while collecting, and stop.
-fn checks_running(fd: i32, good: &[(u32, &str)], ips: &[u64]) -> anyhow::Result<()> {
+fn checks_running(fd: OwnedFd, good: &[(u32, &str)], ips: &[u64]) -> anyhow::Result<()> {
     expect(
         "experiment before start",
-        dev::experiment_start(fd, 1, 0, 50),
-        Err(libc::EINVAL),
+        dev::experiment_start(&fd, 1, 0, 50),
+        Err(Errno::EINVAL),
     )?;
     expect(
         "end before start",
-        dev::ioctl_none(fd, abi::IOC_EXPERIMENT_END),
-        Err(libc::EINVAL),
+        dev::ioctl_none(&fd, abi::IOC_EXPERIMENT_END),
+        Err(Errno::EINVAL),
     )?;
-    let writer = dev::open(libc::O_WRONLY)?;
+    let writer = dev::open(OFlag::O_WRONLY)?;
     expect(
         "ioctl on a writer",
-        dev::ioctl_none(writer, abi::IOC_START),
-        Err(libc::EBADF),
+        dev::ioctl_none(&writer, abi::IOC_START),
+        Err(Errno::EBADF),
     )?;
     expect(
         "write before start",
-        dev::write(writer, b"requests").map(drop),
-        Err(libc::ENOENT),
+        dev::write(&writer, b"requests").map(drop),
+        Err(Errno::ENOENT),
     )?;
-    expect("start", dev::ioctl_none(fd, abi::IOC_START), Ok(()))?;
+    expect("start", dev::ioctl_none(&fd, abi::IOC_START), Ok(()))?;
     expect(
         "plan while running",
-        dev::causal_plan(fd, good, 0),
-        Err(libc::EINVAL),
+        dev::causal_plan(&fd, good, 0),
+        Err(Errno::EINVAL),
     )?;
     expect(
         "write",
         dev::write(
-            writer,
+            &writer,
             b"requests
 ",
         )
@@ -389,103 +391,103 @@ fn checks_running(fd: i32, good: &[(u32, &str)], ips: &[u64]) -> anyhow::Result<
     )?;
     expect(
         "write, unknown point",
-        dev::write(writer, b"other").map(drop),
-        Err(libc::ENOENT),
+        dev::write(&writer, b"other").map(drop),
+        Err(Errno::ENOENT),
     )?;
     expect(
         "write, kprobe name",
-        dev::write(writer, b"__x64_sys_getppid").map(drop),
-        Err(libc::ENOENT),
+        dev::write(&writer, b"__x64_sys_getppid").map(drop),
+        Err(Errno::ENOENT),
     )?;
     expect(
         "write, empty",
         dev::write(
-            writer, b"
+            &writer, b"
 ",
         )
         .map(drop),
-        Err(libc::EINVAL),
+        Err(Errno::EINVAL),
     )?;
     expect(
         "write, long",
-        dev::write(writer, &[b'a'; 65]).map(drop),
-        Err(libc::EINVAL),
+        dev::write(&writer, &[b'a'; 65]).map(drop),
+        Err(Errno::EINVAL),
     )?;
     expect(
         "write, 64 bytes",
-        dev::write(writer, &[b'a'; 64]).map(drop),
-        Err(libc::EINVAL),
+        dev::write(&writer, &[b'a'; 64]).map(drop),
+        Err(Errno::EINVAL),
     )?;
     checks_experiments(fd, writer, good, ips)
 }
 
 /// Experiments in every state, and stop mid-experiment.
 fn checks_experiments(
-    fd: i32,
-    writer: i32,
+    fd: OwnedFd,
+    writer: OwnedFd,
     good: &[(u32, &str)],
     ips: &[u64],
 ) -> anyhow::Result<()> {
     expect(
         "experiment on an unset type",
-        dev::experiment_start(fd, 1, 1, 50),
-        Err(libc::EINVAL),
+        dev::experiment_start(&fd, 1, 1, 50),
+        Err(Errno::EINVAL),
     )?;
     expect(
         "experiment at 101%",
-        dev::experiment_start(fd, 1, 0, 101),
-        Err(libc::EINVAL),
+        dev::experiment_start(&fd, 1, 0, 101),
+        Err(Errno::EINVAL),
     )?;
-    expect("experiment", dev::experiment_start(fd, 1, 0, 50), Ok(()))?;
+    expect("experiment", dev::experiment_start(&fd, 1, 0, 50), Ok(()))?;
     expect(
         "second experiment",
-        dev::experiment_start(fd, 2, 0, 50),
-        Err(libc::EINVAL),
+        dev::experiment_start(&fd, 2, 0, 50),
+        Err(Errno::EINVAL),
     )?;
     expect(
         "type during an experiment",
-        dev::causal_type(fd, 0, ips, ""),
-        Err(libc::EBUSY),
+        dev::causal_type(&fd, 0, ips, ""),
+        Err(Errno::EBUSY),
     )?;
-    expect("end", dev::ioctl_none(fd, abi::IOC_EXPERIMENT_END), Ok(()))?;
+    expect("end", dev::ioctl_none(&fd, abi::IOC_EXPERIMENT_END), Ok(()))?;
     expect(
         "end again",
-        dev::ioctl_none(fd, abi::IOC_EXPERIMENT_END),
-        Err(libc::EINVAL),
+        dev::ioctl_none(&fd, abi::IOC_EXPERIMENT_END),
+        Err(Errno::EINVAL),
     )?;
     expect(
         "experiment on the cache type",
-        dev::experiment_start(fd, 3, 2, 100),
+        dev::experiment_start(&fd, 3, 2, 100),
         Ok(()),
     )?;
     // Stopped mid-experiment: an ExperimentEnd cut short.
-    expect("stop", dev::ioctl_none(fd, abi::IOC_STOP), Ok(()))?;
+    expect("stop", dev::ioctl_none(&fd, abi::IOC_STOP), Ok(()))?;
     expect(
         "write after stop",
-        dev::write(writer, b"requests").map(drop),
-        Err(libc::ENOENT),
+        dev::write(&writer, b"requests").map(drop),
+        Err(Errno::ENOENT),
     )?;
     expect(
         "end after stop",
-        dev::ioctl_none(fd, abi::IOC_EXPERIMENT_END),
-        Err(libc::EINVAL),
+        dev::ioctl_none(&fd, abi::IOC_EXPERIMENT_END),
+        Err(Errno::EINVAL),
     )?;
     expect(
         "type after stop",
-        dev::causal_type(fd, 0, ips, ""),
-        Err(libc::EINVAL),
+        dev::causal_type(&fd, 0, ips, ""),
+        Err(Errno::EINVAL),
     )?;
     checks_after_stop(fd, writer, good, ips)
 }
 
 /// The records of the session, then a writer's close and the collector's close mid-run.
 fn checks_after_stop(
-    fd: i32,
-    writer: i32,
+    fd: OwnedFd,
+    writer: OwnedFd,
     good: &[(u32, &str)],
     ips: &[u64],
 ) -> anyhow::Result<()> {
-    let records = dev::drain(fd)?;
+    let records = dev::drain(&fd)?;
     let ends: Vec<_> = records
         .iter()
         .filter_map(|r| match r {
@@ -510,37 +512,33 @@ fn checks_after_stop(
     // The writer's close must not end a session: a new one, then close the writer mid-run.
     expect(
         "configure again",
-        dev::configure_samples(fd, 1_000_000, 0),
+        dev::configure_samples(&fd, 1_000_000, 0),
         Ok(()),
     )?;
-    expect("plan again", dev::causal_plan(fd, good, 0), Ok(()))?;
-    expect("start again", dev::ioctl_none(fd, abi::IOC_START), Ok(()))?;
-    let writer2 = dev::open(libc::O_WRONLY)?;
-    dev::close(writer2);
+    expect("plan again", dev::causal_plan(&fd, good, 0), Ok(()))?;
+    expect("start again", dev::ioctl_none(&fd, abi::IOC_START), Ok(()))?;
+    let writer2 = dev::open(OFlag::O_WRONLY)?;
+    drop(writer2);
     expect(
         "write beside a closed writer",
-        dev::write(writer, b"requests").map(drop),
+        dev::write(&writer, b"requests").map(drop),
         Ok(()),
     )?;
     expect(
         "a second collector",
-        dev::open(libc::O_RDONLY)
-            .map(drop)
-            .map_err(|e| e.raw_os_error().unwrap_or(0)),
-        Err(libc::EBUSY),
+        dev::open(OFlag::O_RDONLY).map(drop),
+        Err(Errno::EBUSY),
     )?;
     expect(
         "a read-write opener",
-        dev::open(libc::O_RDWR)
-            .map(drop)
-            .map_err(|e| e.raw_os_error().unwrap_or(0)),
-        Err(libc::EBUSY),
+        dev::open(OFlag::O_RDWR).map(drop),
+        Err(Errno::EBUSY),
     )?;
     let mut status = [0u8; abi::Status::SIZE];
     abi::Status::default().encode(&mut status);
     expect(
         "status",
-        dev::ioctl_bytes(fd, abi::IOC_STATUS, &mut status),
+        dev::ioctl_bytes(&fd, abi::IOC_STATUS, &mut status),
         Ok(()),
     )?;
     let status = abi::Status::decode(&status).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -550,19 +548,19 @@ fn checks_after_stop(
         status.state
     );
     // Closing the collector mid-experiment ends it (cut short) and the writer sees ENOENT.
-    expect("type", dev::causal_type(fd, 0, ips, ""), Ok(()))?;
+    expect("type", dev::causal_type(&fd, 0, ips, ""), Ok(()))?;
     expect(
         "experiment before close",
-        dev::experiment_start(fd, 4, 0, 25),
+        dev::experiment_start(&fd, 4, 0, 25),
         Ok(()),
     )?;
-    dev::close(fd);
+    drop(fd);
     expect(
         "write after close",
-        dev::write(writer, b"requests").map(drop),
-        Err(libc::ENOENT),
+        dev::write(&writer, b"requests").map(drop),
+        Err(Errno::ENOENT),
     )?;
-    dev::close(writer);
+    drop(writer);
     println!("dprof-ioctl-fuzz: causal state checks passed");
     Ok(())
 }
@@ -579,61 +577,58 @@ fn writer_race(rounds: u32) -> anyhow::Result<()> {
             let mut calls = 0;
             while !done.load(Ordering::Relaxed) {
                 // A fresh writer now and then: opens and closes race the session too.
-                let fd = dev::open(libc::O_WRONLY)?;
+                let fd = dev::open(OFlag::O_WRONLY)?;
                 for _ in 0..100 {
-                    match dev::write(fd, b"requests") {
+                    match dev::write(&fd, b"requests") {
                         Ok(_) => {
                             ok.fetch_add(1, Ordering::Relaxed);
                         }
-                        Err(libc::ENOENT) => {}
-                        Err(e) => {
-                            dev::close(fd);
-                            bail!("writer: unexpected errno {}", dev::errno_str(e));
-                        }
+                        Err(Errno::ENOENT) => {}
+                        Err(e) => bail!("writer: unexpected errno {}", dev::errno_str(e)),
                     }
                     calls += 1;
                 }
-                dev::close(fd);
+                drop(fd);
             }
             Ok(calls)
         }));
     }
     let result = (|| -> anyhow::Result<()> {
         for round in 0..rounds {
-            let fd = dev::open(libc::O_RDONLY)?;
+            let fd = dev::open(OFlag::O_RDONLY)?;
             let plan = [
                 (abi::PROGRESS_USER, "requests"),
                 (abi::PROGRESS_KPROBE, "ksys_read"),
             ];
             expect(
                 "race configure",
-                dev::configure_samples(fd, 200_000, 0),
+                dev::configure_samples(&fd, 200_000, 0),
                 Ok(()),
             )?;
-            expect("race plan", dev::causal_plan(fd, &plan, 0), Ok(()))?;
+            expect("race plan", dev::causal_plan(&fd, &plan, 0), Ok(()))?;
             expect(
                 "race type",
-                dev::causal_type(fd, 0, &[0xffff_ffff_8100_0000], ""),
+                dev::causal_type(&fd, 0, &[0xffff_ffff_8100_0000], ""),
                 Ok(()),
             )?;
-            expect("race start", dev::ioctl_none(fd, abi::IOC_START), Ok(()))?;
+            expect("race start", dev::ioctl_none(&fd, abi::IOC_START), Ok(()))?;
             expect(
                 "race experiment",
-                dev::experiment_start(fd, round, 0, 100),
+                dev::experiment_start(&fd, round, 0, 100),
                 Ok(()),
             )?;
             std::thread::sleep(std::time::Duration::from_millis(5));
             if round % 2 == 0 {
                 expect(
                     "race end",
-                    dev::ioctl_none(fd, abi::IOC_EXPERIMENT_END),
+                    dev::ioctl_none(&fd, abi::IOC_EXPERIMENT_END),
                     Ok(()),
                 )?;
             }
             if round % 3 == 0 {
-                expect("race stop", dev::ioctl_none(fd, abi::IOC_STOP), Ok(()))?;
+                expect("race stop", dev::ioctl_none(&fd, abi::IOC_STOP), Ok(()))?;
             }
-            dev::close(fd);
+            drop(fd);
         }
         Ok(())
     })();
@@ -651,10 +646,10 @@ fn writer_race(rounds: u32) -> anyhow::Result<()> {
 }
 
 /// A write to the user-point writer: a known, unknown, empty or over-long name.
-fn random_write(rng: &mut Rng, writer: i32, call: u64) -> anyhow::Result<()> {
+fn random_write(rng: &mut Rng, writer: impl AsFd, call: u64) -> anyhow::Result<()> {
     let names: [&[u8]; 5] = [b"requests", b"done\n", b"", b"nope", &[b'x'; 70]];
-    match dev::write(writer, names[rng.below(5) as usize]) {
-        Ok(_) | Err(libc::ENOENT | libc::EINVAL) => Ok(()),
+    match dev::write(&writer, names[rng.below(5) as usize]) {
+        Ok(_) | Err(Errno::ENOENT | Errno::EINVAL) => Ok(()),
         Err(e) => bail!(
             "call {call}: user point write: unexpected errno {}",
             dev::errno_str(e)
@@ -673,17 +668,17 @@ fn label(cmd: u32, outcome: String) -> String {
     }
 }
 
-fn errno_name(errno: i32) -> &'static str {
+fn errno_name(errno: Errno) -> &'static str {
     match errno {
-        libc::EINVAL => "EINVAL",
-        libc::ENOTTY => "ENOTTY",
-        libc::EFAULT => "EFAULT",
-        libc::EBUSY => "EBUSY",
-        libc::EAGAIN => "EAGAIN",
-        libc::ENOMEM => "ENOMEM",
-        libc::ENOENT => "ENOENT",
-        libc::EOPNOTSUPP => "EOPNOTSUPP",
-        libc::ENODEV => "ENODEV",
+        Errno::EINVAL => "EINVAL",
+        Errno::ENOTTY => "ENOTTY",
+        Errno::EFAULT => "EFAULT",
+        Errno::EBUSY => "EBUSY",
+        Errno::EAGAIN => "EAGAIN",
+        Errno::ENOMEM => "ENOMEM",
+        Errno::ENOENT => "ENOENT",
+        Errno::EOPNOTSUPP => "EOPNOTSUPP",
+        Errno::ENODEV => "ENODEV",
         _ => "other",
     }
 }
@@ -695,31 +690,23 @@ fn main() -> anyhow::Result<()> {
     let mut rng = Rng(seed | 1);
     causal_checks()?;
     writer_race(30)?;
-    let path = CString::new(abi::DEVICE_PATH)?;
-    // SAFETY: a valid NUL-terminated path.
-    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY) };
-    anyhow::ensure!(
-        fd >= 0,
-        "open {}: {}",
-        abi::DEVICE_PATH,
-        std::io::Error::last_os_error()
-    );
+    let fd = dev::open(OFlag::O_RDONLY).with_context(|| format!("open {}", abi::DEVICE_PATH))?;
 
     let allowed = [
-        libc::EINVAL,
-        libc::ENOTTY,
-        libc::EFAULT,
-        libc::EBUSY,
-        libc::EAGAIN,
-        libc::ENOMEM,
+        Errno::EINVAL,
+        Errno::ENOTTY,
+        Errno::EFAULT,
+        Errno::EBUSY,
+        Errno::EAGAIN,
+        Errno::ENOMEM,
         // perf refusing a hardware sampler's PMU or configuration at START.
-        libc::ENOENT,
-        libc::EOPNOTSUPP,
-        libc::ENODEV,
+        Errno::ENOENT,
+        Errno::EOPNOTSUPP,
+        Errno::ENODEV,
     ];
     let mut buffer = vec![0u8; 64 * 1024];
     // A user-point writer beside the fuzzed collector.
-    let writer = dev::open(libc::O_WRONLY)?;
+    let writer = dev::open(OFlag::O_WRONLY)?;
     let mut outcomes: BTreeMap<String, u64> = BTreeMap::new();
     for call in 0..calls {
         // Random bytes in our buffer, then maybe a well-formed configuration.
@@ -737,7 +724,7 @@ fn main() -> anyhow::Result<()> {
             _ => {}
         }
         if rng.below(20) == 0 {
-            random_write(&mut rng, writer, call)?;
+            random_write(&mut rng, &writer, call)?;
         }
         if cmd == abi::IOC_STATUS && rng.below(2) == 0 {
             // A status request pointing back into our buffer, with a random length.
@@ -768,33 +755,42 @@ fn main() -> anyhow::Result<()> {
             } else {
                 arg & !0xfff
             };
+            // Raw libc: the pointer is deliberately arbitrary (often not ours), which nix's
+            // slice-taking read cannot express.
             // SAFETY: the kernel checks the user pointer; a bad one yields EFAULT, and our
             // own buffer is at least `len` bytes long.
-            let n = unsafe { libc::read(fd, ptr as *mut libc::c_void, len.min(buffer.len())) };
+            let n = unsafe {
+                libc::read(
+                    fd.as_raw_fd(),
+                    ptr as *mut libc::c_void,
+                    len.min(buffer.len()),
+                )
+            };
             ("read".to_string(), n as i64)
         } else {
+            // Raw libc: the request and its argument are random at run time, while nix's ioctl
+            // macros fix the request (and its argument's type) at compile time.
             // SAFETY: arbitrary ioctls on our own device; pointer arguments are either our
             // buffer or addresses the kernel must reject.
-            let r = unsafe { libc::ioctl(fd, libc::c_ulong::from(cmd), arg) };
+            let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::c_ulong::from(cmd), arg) };
             (format!("ioctl {cmd:#x}"), i64::from(r))
         };
         let outcome = if ret >= 0 {
             "ok".to_string()
         } else {
-            let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+            let errno = Errno::last();
             anyhow::ensure!(
                 allowed.contains(&errno),
-                "call {call} ({what}, arg {arg:#x}): unexpected errno {errno} ({})",
-                std::io::Error::from_raw_os_error(errno)
+                "call {call} ({what}, arg {arg:#x}): unexpected errno {}",
+                dev::errno_str(errno)
             );
             errno_name(errno).to_string()
         };
         let outcome = label(cmd, outcome);
         *outcomes.entry(outcome).or_default() += 1;
     }
-    // SAFETY: closing our descriptor.
-    unsafe { libc::close(fd) };
-    dev::close(writer);
+    drop(fd);
+    drop(writer);
     println!("dprof-ioctl-fuzz: {calls} calls, seed {seed}");
     for (outcome, n) in &outcomes {
         println!("  {outcome}: {n}");

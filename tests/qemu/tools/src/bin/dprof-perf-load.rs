@@ -5,6 +5,7 @@
 //!
 //! Usage: `dprof-perf-load PERIOD_NS -- CMD ARGS...`
 
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::raw::c_long;
 
 use dprof_qemu_tools::PerfEventAttr;
@@ -29,6 +30,7 @@ fn main() -> anyhow::Result<()> {
             flags: (1 << 4) | (1 << 6) | (1 << 7),
             ..PerfEventAttr::default()
         };
+        // Raw syscall: nix has no perf_event_open wrapper.
         // SAFETY: perf_event_open with a valid attr pointer; pid -1, one CPU, no group.
         let fd = unsafe {
             libc::syscall(
@@ -45,15 +47,13 @@ fn main() -> anyhow::Result<()> {
             "perf_event_open on CPU {cpu}: {}",
             std::io::Error::last_os_error()
         );
-        fds.push(fd);
+        // SAFETY: perf_event_open returned a new descriptor that nothing else owns.
+        fds.push(unsafe { OwnedFd::from_raw_fd(i32::try_from(fd)?) });
     }
     let status = std::process::Command::new(&args[3])
         .args(&args[4..])
         .status()?;
-    for fd in fds {
-        // SAFETY: closing our descriptors.
-        unsafe { libc::close(fd as i32) };
-    }
+    drop(fds);
     anyhow::ensure!(status.success(), "the command failed: {status}");
     Ok(())
 }

@@ -16,27 +16,28 @@
 //! computed the line at some moment between them). `CLOCK_MONOTONIC` is the clock of the
 //! profile's records (`ktime_get_mono_fast_ns`).
 
+use std::ffi::c_int;
 use std::io::Write as _;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{bail, ensure, Context, Result};
+use nix::sys::signal::{self, SigHandler, Signal};
+use nix::time::{clock_gettime, ClockId};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn request_stop(_signal: libc::c_int) {
+extern "C" fn request_stop(_signal: c_int) {
     STOP.store(true, Ordering::Relaxed);
 }
 
 fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec to write; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &raw mut ts) };
-    u64::try_from(ts.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(ts.tv_nsec).unwrap_or(0)
+    // CLOCK_MONOTONIC always exists: the error (0) is only there for the types.
+    clock_gettime(ClockId::CLOCK_MONOTONIC).map_or(0, |ts| {
+        u64::try_from(ts.tv_sec()).unwrap_or(0) * 1_000_000_000
+            + u64::try_from(ts.tv_nsec()).unwrap_or(0)
+    })
 }
 
 /// `(active_objs, num_objs)` of `cache` in a /proc/slabinfo text.
@@ -78,14 +79,10 @@ fn main() -> Result<()> {
     let cpu_partial = sysfs_number(cache, "cpu_partial")?;
     // Checked before the first sample: a wrong name fails at once, not at the end.
     slabinfo_counts(&std::fs::read_to_string("/proc/slabinfo")?, cache)?;
-    for signal in [libc::SIGTERM, libc::SIGINT] {
+    for sig in [Signal::SIGTERM, Signal::SIGINT] {
         // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        unsafe {
-            libc::signal(
-                signal,
-                request_stop as extern "C" fn(libc::c_int) as libc::sighandler_t,
-            )
-        };
+        unsafe { signal::signal(sig, SigHandler::Handler(request_stop)) }
+            .with_context(|| format!("installing the {sig} handler"))?;
     }
     let mut file = std::io::BufWriter::new(
         std::fs::File::create(out).with_context(|| format!("creating {out}"))?,
