@@ -32,7 +32,8 @@ for entry in "${targets[@]}"; do
         "$here/corpus/$target" "$target"
 done
 
-# --target keeps the sancov flags off build scripts and proc macros.
+# --target keeps the sancov flags off build scripts and proc macros. No LTO: the coverage pass
+# instruments each crate as it is compiled, as cargo-fuzz builds do.
 bins=()
 for entry in "${targets[@]}"; do bins+=(--bin "${entry%%:*}"); done
 RUSTFLAGS="-Cpasses=sancov-module \
@@ -41,6 +42,7 @@ RUSTFLAGS="-Cpasses=sancov-module \
 -Cllvm-args=-sanitizer-coverage-pc-table \
 -Cllvm-args=-sanitizer-coverage-trace-compares \
 --cfg fuzzing -Cdebug-assertions -Coverflow-checks" \
+    CARGO_PROFILE_RELEASE_LTO=false \
     cargo build --release --manifest-path "$root/Cargo.toml" -p dprof-fuzz \
     --features libfuzzer "${bins[@]}" \
     --target "$host" --target-dir "$here/target"
