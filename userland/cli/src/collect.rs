@@ -1,5 +1,5 @@
 //! `dprof collect` and `dprof causal`: their arguments, progress and messages, around the
-//! collectors of `dprof_collect`.
+//! drivers of `dprof_collect`.
 
 mod causal;
 mod record;

@@ -1,17 +1,29 @@
 //! dprof's collectors: what runs on the profiled machine. The `/dev/dprof` client
 //! ([`device`]), the system snapshot for the profile header ([`system`]), the choice of
-//! sampler ([`samplers`]), live kernel code from `/proc/kcore` ([`kcore`]) and the history
-//! planner ([`plan`]) with the `--histories` specs it plans from ([`histories`]). The
-//! drivers reach the collector through [`backend::Backend`]. Everything here writes the profile format; it runs the analysis live
-//! only to plan histories and pick causal types, and the analysis never depends on it.
+//! sampler ([`samplers`], [`sampling`]), live kernel code from `/proc/kcore` ([`kcore`]) and
+//! the history planner ([`plan`]) with the `--histories` specs it plans from
+//! ([`histories`]). The drivers, [`record`] (`dprof collect`) and [`causal`] (`dprof
+//! causal`), take plain [`options`], reach the collector through [`backend::Backend`], and
+//! tell the person what happens through an [`observer::Observer`]; they fail with a
+//! [`error::CollectError`]. Everything here writes the profile format; it runs the analysis
+//! live only to plan histories and pick causal types, and the analysis never depends on it.
 
 pub mod backend;
+pub mod causal;
 pub mod device;
+pub mod error;
 pub mod histories;
 pub mod kcore;
+pub mod observer;
+pub mod options;
 pub mod plan;
+mod reading;
+pub mod record;
 pub mod samplers;
+pub mod sampling;
 pub mod system;
+mod tap;
+pub mod workload;
 
 /// Version of dprof, written into every profile.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

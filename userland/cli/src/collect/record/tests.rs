@@ -1,4 +1,7 @@
-use dprof_format::CpuCounters;
+use dprof_collect::options::{Event, Period as PeriodArg};
+use dprof_collect::samplers::{self, HardwareSamplers};
+use dprof_collect::sampling::{plan, Sampling};
+use dprof_format::{CpuCounters, DeviceCounters, StopReason};
 
 use super::*;
 
@@ -51,12 +54,13 @@ fn losses_are_loud_and_suggest_a_ring_size() {
     );
 }
 
-fn args(extra: &[&str]) -> CollectArgs {
+/// The collector's options from a real command line.
+fn args(extra: &[&str]) -> CollectOptions {
     use clap::Parser;
     let argv = ["dprof", "collect", "-o", "x.dprof", "--duration", "1s"];
     let cli = crate::Cli::try_parse_from(argv.iter().chain(extra)).expect("parses");
     match cli.command {
-        crate::Command::Collect(a) => a,
+        crate::Command::Collect(a) => a.options(),
         other => panic!("not collect: {other:?}"),
     }
 }

@@ -1,0 +1,919 @@
+//! The `dprof causal` driver: experiments that rank data types by what speeding up their accesses would
+//! do to the workload (Coz's virtual speedups, with a data type as the unit sped up).
+//!
+//! 1. A profiling phase (`--plan-time`) samples like `dprof collect` and analyses the samples
+//!    in place: which types were touched, and by which instructions. The software sampler
+//!    sees no data addresses, so the module's O(1) type test is "the sampled ip is one of
+//!    the type's instructions": an instruction goes to the type that most of its resolved
+//!    samples touched, when that type has at least half of them (an instruction shared by
+//!    many types, such as `memcpy`, belongs to none of them and is never sped up).
+//! 2. Experiments until the command exits or `--duration` ends, in pairs: one of the chosen
+//!    types at random and a virtual speedup of 5% to 100% in 5% steps, next to a 0%
+//!    experiment of the same type (so half are 0%, as in Coz), each running for the
+//!    experiment length, and the module writes its wall time, inserted
+//!    delay and progress visits. An experiment with fewer than `--min-visits` visits of a
+//!    progress point doubles the length of the following ones (Coz's rule).
+//!
+//! The profile holds the profiling phase's records (so `dprof report` shows its data
+//! profile) and the experiments' records; its header names the types and progress points
+//! they refer to by index.
+
+//!
+//! A run goes [`check`] (nothing opened yet) → [`Checked::open`] (the device configured, no
+//! file yet) → [`Experiments::run`] (the command, the phases, the file).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use dprof_abi::{CausalPlan, Config, ExperimentControl, ExperimentEnd, ProgressPoint, Record};
+use dprof_analysis::pipeline::{Analyzer, Options, SampledAccesses};
+use dprof_analysis::symbols::Kallsyms;
+use dprof_format::{
+    CausalCollectConfig, CausalTypeSpec, CollectConfig, DeviceCounters, ProfileHeader,
+    ProfileWriter, ProgressPointSpec, StopInfo, StopReason, Target,
+};
+use dprof_model::units::{self, format_ns};
+use dprof_model::Report;
+
+use crate::backend::Backend;
+use crate::device::Device;
+use crate::error::{backend, CollectError};
+use crate::observer::{Interrupt, Observer, Progress};
+use crate::options::{CausalOptions, CollectOptions, Event, TypeChoice};
+use crate::reading::{drain_into, read_some, IDLE_SLEEP, PROGRESS_EVERY, READ_BUFFER};
+use crate::record::{now_unix_s, open_and_configure, target_of};
+use crate::samplers::{self, HardwareSamplers};
+use crate::sampling::{plan, Sampling};
+use crate::system;
+use crate::workload::{Ending, Workload};
+
+/// Returns a [`CollectError::CausalTypes`] with the sentence given.
+macro_rules! bail {
+    ($($arg:tt)*) => {
+        return Err(CollectError::CausalTypes(format!($($arg)*)))
+    };
+}
+
+/// The options, checked against each other, this machine's samplers and its kernel
+/// functions; nothing is opened yet.
+#[derive(Debug)]
+pub struct Checked<'o> {
+    options: &'o CausalOptions,
+    collect: CollectOptions,
+    target: Target,
+    hw: HardwareSamplers,
+    kallsyms: Vec<u8>,
+    symbols: Kallsyms,
+    points: Vec<ProgressPointSpec>,
+    latency: Option<(usize, usize)>,
+    labels: Vec<String>,
+}
+
+/// Checks `options`: what ends the run, the sampler, and the progress points against
+/// /proc/kallsyms.
+///
+/// # Errors
+/// [`CollectError::Usage`] for options that contradict each other or a point the kernel does
+/// not have, [`CollectError::Sampler`] for a sampler this machine cannot give, or why
+/// /proc/kallsyms cannot be read.
+pub fn check(options: &CausalOptions) -> Result<Checked<'_>, CollectError> {
+    let collect = collect_options(options);
+    let target = target_of(&collect)?;
+    let hw = samplers::detect(Path::new("/"));
+    plan(&collect, None, &hw)?;
+    let kallsyms = system::kallsyms(Path::new("/"))?;
+    let symbols = Kallsyms::parse(&kallsyms);
+    let (points, latency) = points_of(options);
+    check_points(&points, &symbols)?;
+    let labels: Vec<String> = points.iter().map(ProgressPointSpec::label).collect();
+    Ok(Checked {
+        options,
+        collect,
+        target,
+        hw,
+        kallsyms,
+        symbols,
+        points,
+        latency,
+        labels,
+    })
+}
+
+/// A configured device with the progress points set, and the profile header, before the
+/// file exists.
+pub struct Experiments<'o, B = Device> {
+    options: &'o CausalOptions,
+    dev: B,
+    header: ProfileHeader,
+    kallsyms: Vec<u8>,
+    symbols: Kallsyms,
+    modules: Vec<u8>,
+    points: Vec<ProgressPointSpec>,
+    latency: Option<(usize, usize)>,
+    labels: Vec<String>,
+    config: Config,
+}
+
+impl<'o> Checked<'o> {
+    /// Opens and configures the device, sets the progress points (so that one the kernel
+    /// does not have fails now), and describes this system for the profile header.
+    ///
+    /// # Errors
+    /// When the device cannot be opened or configured, the module has no causal
+    /// experiments or no sampler, or this system cannot be described.
+    pub fn open(self, observer: &mut dyn Observer) -> Result<Experiments<'o>, CollectError> {
+        let Self {
+            options,
+            collect,
+            target,
+            hw,
+            kallsyms,
+            symbols,
+            points,
+            latency,
+            labels,
+        } = self;
+        let (dev, version, collect_plan, config) =
+            open_and_configure(&collect, &hw, &symbols, observer)?;
+        if version.features & dprof_abi::FEATURE_CAUSAL == 0 {
+            return Err(CollectError::NoCausal);
+        }
+        if collect_plan.sampling.is_none() {
+            return Err(CollectError::CausalNeedsSamples);
+        }
+        // The plan is set in the profiling phase too, so that a point the kernel does not
+        // have fails now; its samples are recorded.
+        dev.causal_plan(
+            &causal_plan(&points, dprof_abi::CAUSAL_RECORD_SAMPLES),
+            &labels,
+        )?;
+        let collect_config = CollectConfig {
+            events: collect_plan
+                .events
+                .iter()
+                .map(|e| e.name().to_owned())
+                .collect(),
+            ring_bytes: options.ring_size,
+            target,
+            sampling: collect_plan.sampling.as_ref().map(Sampling::header_config),
+            histories: None,
+            causal: None,
+        };
+        let root = Path::new("/");
+        let header = system::gather_header(root, collect_config, version.into(), now_unix_s())
+            .map_err(CollectError::Header)?;
+        if header.slab_merging {
+            observer.warn(
+                "slab merging is on (no slab_nomerge on the kernel command line): caches of \
+                 similar geometry share one name, so some types will be lost",
+            );
+        }
+        let modules = system::modules(root)?;
+        Ok(Experiments {
+            options,
+            dev,
+            header,
+            kallsyms,
+            symbols,
+            modules,
+            points,
+            latency,
+            labels,
+            config,
+        })
+    }
+}
+
+/// A finished causal profile.
+#[derive(Debug)]
+pub struct CausalOutcome {
+    /// Where it is.
+    pub path: PathBuf,
+    /// What ended the run, and the module's final counters.
+    pub stop: StopInfo,
+    /// Records written.
+    pub records: u64,
+    /// How many types were experimented on.
+    pub types: usize,
+    /// The experiments.
+    pub tally: Tally,
+    /// The command, if one ran.
+    pub workload: Option<Workload>,
+}
+
+impl<B: Backend> Experiments<'_, B> {
+    /// Starts the module and the command, runs the profiling phase, chooses the types, then
+    /// runs experiments until the command exits, the duration passes or `interrupt` says
+    /// so; then finishes the file. On an error the partial file is removed and the command
+    /// stopped.
+    ///
+    /// # Errors
+    /// [`CollectError::ExperimentsFailed`] when the experiments failed once the file
+    /// existed, or why the profiling phase or the file failed.
+    pub fn run(
+        self,
+        interrupt: Interrupt<'_>,
+        observer: &mut dyn Observer,
+    ) -> Result<CausalOutcome, CollectError> {
+        let Self {
+            options,
+            mut dev,
+            mut header,
+            kallsyms,
+            symbols,
+            modules,
+            points,
+            latency,
+            labels,
+            config,
+        } = self;
+        let mut workload: Option<Workload> = None;
+        let result = run_phases(
+            options,
+            &mut dev,
+            &mut header,
+            Inputs {
+                kallsyms: &kallsyms,
+                modules: &modules,
+                symbols: &symbols,
+                points: &points,
+                latency,
+                labels: &labels,
+                config,
+            },
+            interrupt,
+            observer,
+            &mut workload,
+        );
+        observer.finished();
+        match result {
+            Ok(mut outcome) => {
+                outcome.workload = workload;
+                Ok(outcome)
+            }
+            Err(e) => {
+                let _ = dev.stop();
+                if let Some(w) = workload.as_mut() {
+                    if !w.has_exited() {
+                        observer
+                            .say("stopping the command (SIGTERM) because the experiments failed");
+                        w.stop_after_failure();
+                    }
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+fn usage(message: &str) -> CollectError {
+    CollectError::Usage(message.to_owned())
+}
+
+/// The collect options of the profiling phase.
+fn collect_options(options: &CausalOptions) -> CollectOptions {
+    CollectOptions {
+        output: options.output.clone(),
+        duration: options.duration,
+        ring_size: options.ring_size,
+        events: Some(vec![Event::Slab, Event::Samples]),
+        period: options.period.clone(),
+        sample_user: false,
+        sampler: options.sampler,
+        histories: None,
+        history_rate: 1,
+        history_timeout_ms: 1,
+        history_max_hits: 1,
+        plan_time: options.plan_time,
+        kcore: PathBuf::from("/proc/kcore"),
+        device: options.device.clone(),
+        command: options.command.clone(),
+    }
+}
+
+/// Parses a type list: `auto`, or names separated by commas.
+///
+/// # Errors
+/// A sentence saying why `s` is not a type list.
+pub fn parse_types(s: &str) -> Result<TypeChoice, String> {
+    if s == "auto" {
+        return Ok(TypeChoice::Auto);
+    }
+    let names: Vec<String> = s.split(',').map(|n| n.trim().to_owned()).collect();
+    if names.iter().any(String::is_empty) {
+        return Err("an empty type name (give `auto` or names separated by commas)".to_owned());
+    }
+    if names.len() > dprof_abi::MAX_CAUSAL_TYPES {
+        return Err(format!(
+            "{} types; the module takes at most {}",
+            names.len(),
+            dprof_abi::MAX_CAUSAL_TYPES
+        ));
+    }
+    Ok(TypeChoice::Named(names))
+}
+
+/// Parses a progress point: `kprobe:FUNCTION`, `tracepoint:SYSTEM:EVENT` (or
+/// `tracepoint:EVENT`) or `user:NAME`.
+///
+/// # Errors
+/// A sentence saying why `s` is not a progress point.
+pub fn parse_point(s: &str) -> Result<ProgressPointSpec, String> {
+    let (kind, name) = s.split_once(':').ok_or_else(|| {
+        format!("`{s}` is not KIND:NAME (kprobe:FUNCTION, tracepoint:SYSTEM:EVENT or user:NAME)")
+    })?;
+    if !matches!(kind, "kprobe" | "tracepoint" | "user") {
+        return Err(format!(
+            "unknown progress point kind `{kind}` (kprobe, tracepoint or user)"
+        ));
+    }
+    let module_name = module_point_name(kind, name);
+    if module_name.is_empty()
+        || !module_name.bytes().all(|b| b.is_ascii_graphic())
+        || name.bytes().any(|b| !b.is_ascii_graphic())
+    {
+        return Err(format!(
+            "progress point `{s}`: the name must be printable ASCII without spaces"
+        ));
+    }
+    if module_name.len() >= dprof_abi::PROGRESS_NAME_BYTES {
+        return Err(format!(
+            "progress point `{s}`: the name is longer than {} bytes",
+            dprof_abi::PROGRESS_NAME_BYTES - 1
+        ));
+    }
+    Ok(ProgressPointSpec {
+        kind: kind.to_owned(),
+        name: name.to_owned(),
+    })
+}
+
+/// Parses a latency pair: `BEGIN,END`, two different progress points.
+///
+/// # Errors
+/// A sentence saying why `s` is not such a pair.
+pub fn parse_latency(s: &str) -> Result<(ProgressPointSpec, ProgressPointSpec), String> {
+    let (begin, end) = s
+        .split_once(',')
+        .ok_or_else(|| format!("`{s}` is not BEGIN,END (two progress points)"))?;
+    let (begin, end) = (parse_point(begin)?, parse_point(end)?);
+    if begin == end {
+        return Err("the begin and end points are the same point".to_owned());
+    }
+    Ok((begin, end))
+}
+
+/// Parses an experiment length: at least the shortest that measures more than noise.
+///
+/// # Errors
+/// A sentence saying why `s` is not such a length.
+pub fn parse_experiment_time(s: &str) -> Result<Duration, String> {
+    let d = units::parse_duration(s)?;
+    if d < MIN_EXPERIMENT {
+        return Err(format!(
+            "experiments shorter than {} measure mostly noise",
+            format_ns(duration_ns(MIN_EXPERIMENT))
+        ));
+    }
+    Ok(d)
+}
+
+/// The name the module matches: the event alone for tracepoints (the module looks events up
+/// by name; the system is for people).
+fn module_point_name<'a>(kind: &str, name: &'a str) -> &'a str {
+    if kind == "tracepoint" {
+        name.rsplit_once(':').map_or(name, |(_, event)| event)
+    } else {
+        name
+    }
+}
+
+fn module_point(spec: &ProgressPointSpec) -> ProgressPoint {
+    let kind = match spec.kind.as_str() {
+        "kprobe" => dprof_abi::PROGRESS_KPROBE,
+        "tracepoint" => dprof_abi::PROGRESS_TRACEPOINT,
+        _ => dprof_abi::PROGRESS_USER,
+    };
+    ProgressPoint::new(kind, module_point_name(&spec.kind, &spec.name).as_bytes())
+}
+
+/// Shortest experiment `--experiment` accepts.
+const MIN_EXPERIMENT: Duration = Duration::from_millis(10);
+/// Coz's doubling rule stops here.
+const MAX_EXPERIMENT: Duration = Duration::from_secs(20);
+/// A type needs this many samples in the profiling phase for `--types auto` to pick it.
+const MIN_PLAN_SAMPLES: u64 = 20;
+/// Largest profiling phase kept in memory before the file is written.
+const MAX_PLAN_BYTES: usize = 512 << 20;
+/// How long to wait for an experiment's end record after `IOC_EXPERIMENT_END`.
+const END_RECORD_PATIENCE: Duration = Duration::from_secs(2);
+
+fn duration_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The progress points in module order, and the latency pair's indices among them.
+fn points_of(options: &CausalOptions) -> (Vec<ProgressPointSpec>, Option<(usize, usize)>) {
+    let mut points: Vec<ProgressPointSpec> = Vec::new();
+    let index_of = |spec: &ProgressPointSpec, points: &mut Vec<ProgressPointSpec>| {
+        if let Some(i) = points.iter().position(|p| p == spec) {
+            i
+        } else {
+            points.push(spec.clone());
+            points.len() - 1
+        }
+    };
+    for spec in &options.progress {
+        index_of(spec, &mut points);
+    }
+    let latency = options
+        .latency
+        .as_ref()
+        .map(|(b, e)| (index_of(b, &mut points), index_of(e, &mut points)));
+    (points, latency)
+}
+
+fn check_points(points: &[ProgressPointSpec], symbols: &Kallsyms) -> Result<(), CollectError> {
+    if points.is_empty() {
+        return Err(usage(
+            "experiments need a progress point to measure: give --progress (e.g. \
+             --progress kprobe:udp_sendmsg) or --latency BEGIN,END",
+        ));
+    }
+    if points.len() > dprof_abi::MAX_PROGRESS_POINTS {
+        return Err(usage(&format!(
+            "{} progress points; the module takes at most {}",
+            points.len(),
+            dprof_abi::MAX_PROGRESS_POINTS
+        )));
+    }
+    for p in points.iter().filter(|p| p.kind == "kprobe") {
+        if !symbols.text_symbols().iter().any(|s| s.name == p.name) {
+            return Err(usage(&format!(
+                "no kernel function named `{}` in /proc/kallsyms (progress point {})",
+                p.name,
+                p.label()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn causal_plan(points: &[ProgressPointSpec], flags: u32) -> CausalPlan {
+    let mut plan = CausalPlan {
+        struct_size: CausalPlan::SIZE as u32,
+        point_count: points.len() as u32,
+        flags,
+        ..CausalPlan::default()
+    };
+    for (slot, spec) in plan.points.iter_mut().zip(points) {
+        *slot = module_point(spec);
+    }
+    plan
+}
+
+/// A type chosen for experiments, with the instructions the module tests samples against.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ChosenType {
+    spec: CausalTypeSpec,
+    ips: Vec<u64>,
+}
+
+/// Picks the types and gives each the instructions that mostly touch it.
+fn choose_types(
+    choice: &TypeChoice,
+    top: usize,
+    report: &Report,
+    accesses: &SampledAccesses,
+) -> Result<(Vec<ChosenType>, Vec<String>), CollectError> {
+    let profile = &report.data_profile.types;
+    let names: Vec<&str> = match choice {
+        TypeChoice::Auto => {
+            let names: Vec<&str> = profile
+                .iter()
+                .filter(|t| t.samples >= MIN_PLAN_SAMPLES)
+                .take(top)
+                .map(|t| t.name.as_str())
+                .collect();
+            if names.is_empty() {
+                bail!(
+                    "no type had {MIN_PLAN_SAMPLES} samples or more in the profiling phase ({} \
+                     samples resolved to a type): make --plan-time longer, --period shorter, \
+                     or check that the workload runs in the kernel",
+                    report.data_profile.resolved_samples
+                );
+            }
+            names
+        }
+        TypeChoice::Named(names) => {
+            for name in names {
+                if !profile.iter().any(|t| &t.name == name) {
+                    let known: Vec<&str> =
+                        profile.iter().take(10).map(|t| t.name.as_str()).collect();
+                    bail!(
+                        "type `{name}` was never sampled in the profiling phase, so no \
+                         experiment could find its accesses (most sampled: {})",
+                        if known.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            known.join(", ")
+                        }
+                    );
+                }
+            }
+            names.iter().map(String::as_str).collect()
+        }
+    };
+    // Each instruction goes to the type most of its samples touched, if that is half or more.
+    let mut by_ip: BTreeMap<u64, BTreeMap<&str, u64>> = BTreeMap::new();
+    for (type_name, ip, samples) in accesses.samples_by_type_and_ip() {
+        *by_ip.entry(ip).or_default().entry(type_name).or_default() += samples;
+    }
+    let mut ips_of: BTreeMap<&str, Vec<(u64, u64)>> = BTreeMap::new();
+    for (ip, per_type) in &by_ip {
+        let total: u64 = per_type.values().sum();
+        if let Some((&owner, &samples)) = per_type.iter().max_by_key(|&(_, &n)| n) {
+            if samples * 2 >= total {
+                ips_of.entry(owner).or_default().push((*ip, samples));
+            }
+        }
+    }
+    let mut chosen = Vec::new();
+    let mut notes = Vec::new();
+    for name in names {
+        let Some(t) = profile.iter().find(|t| t.name == name) else {
+            continue;
+        };
+        let mut ips = ips_of.remove(name).unwrap_or_default();
+        if ips.is_empty() {
+            notes.push(format!(
+                "type {name} is left out: every instruction that touched it touches other \
+                 types more, so its accesses cannot be told apart"
+            ));
+            continue;
+        }
+        // The most sampled instructions, if there are more than the module takes.
+        ips.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        ips.truncate(dprof_abi::MAX_CAUSAL_TYPE_IPS as usize);
+        let mut ips: Vec<u64> = ips.into_iter().map(|(ip, _)| ip).collect();
+        ips.sort_unstable();
+        chosen.push(ChosenType {
+            spec: CausalTypeSpec {
+                name: t.name.clone(),
+                // A type split by allocation site shares its cache with other sites.
+                cache: t.cache.clone().filter(|_| t.site.is_none()),
+                ips: ips.len() as u32,
+                plan_samples: t.samples,
+            },
+            ips,
+        });
+    }
+    if chosen.is_empty() {
+        bail!("no type is left to experiment on: {}", notes.join("; "));
+    }
+    Ok((chosen, notes))
+}
+
+/// The experiment end records among whole records.
+fn experiment_ends(bytes: &[u8], out: &mut Vec<ExperimentEnd>) {
+    let mut pos = 0;
+    while let Some(rest) = bytes.get(pos..).filter(|r| !r.is_empty()) {
+        let Ok((header, record)) = Record::decode(rest) else {
+            return; // the writer reports bad records
+        };
+        if let Record::ExperimentEnd(end) = record {
+            out.push(end);
+        }
+        pos += usize::from(header.size).max(dprof_abi::RECORD_ALIGN);
+    }
+}
+
+/// The experiment phase's tally, for the progress line and the summary.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Experiments whose end record arrived.
+    pub done: u32,
+    /// Of those, the ones at 0%.
+    pub baselines: u32,
+    /// Of those, the ones with too few visits of a progress point.
+    pub too_few_visits: u32,
+    /// Experiments whose end record did not arrive in time.
+    pub lost_ends: u32,
+}
+
+/// What the phases need besides the device and the run's state.
+#[derive(Clone, Copy)]
+struct Inputs<'a> {
+    kallsyms: &'a [u8],
+    modules: &'a [u8],
+    symbols: &'a Kallsyms,
+    points: &'a [ProgressPointSpec],
+    latency: Option<(usize, usize)>,
+    labels: &'a [String],
+    config: dprof_abi::Config,
+}
+
+/// The profiling phase, then the experiments; the path of the finished profile.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one sequence of steps, each commented"
+)]
+fn run_phases<B: Backend>(
+    args: &CausalOptions,
+    dev: &mut B,
+    header: &mut ProfileHeader,
+    inputs: Inputs,
+    interrupt: Interrupt<'_>,
+    observer: &mut dyn Observer,
+    workload: &mut Option<Workload>,
+) -> Result<CausalOutcome, CollectError> {
+    let mut buf = vec![0u8; READ_BUFFER];
+    let ending = Ending {
+        interrupt,
+        duration: args.duration,
+        start: Instant::now(),
+    };
+
+    // 1. The profiling phase, kept in memory: the header can only name the types after it.
+    dev.start().map_err(backend)?;
+    *workload = Workload::spawn(&args.command)?;
+    observer.progress(&Progress::Profiling);
+    let mut plan_bytes: Vec<u8> = Vec::new();
+    let mut keep = |bytes: &[u8]| -> Result<(), CollectError> {
+        if plan_bytes.len() + bytes.len() > MAX_PLAN_BYTES {
+            return Err(CollectError::PlanTooLarge {
+                mib: MAX_PLAN_BYTES >> 20,
+            });
+        }
+        plan_bytes.extend_from_slice(bytes);
+        Ok(())
+    };
+    while ending.start.elapsed() < args.plan_time {
+        if let Some(reason) = ending.check(workload)? {
+            return Err(CollectError::PlanUnfinished {
+                reason,
+                plan_time: format_ns(duration_ns(args.plan_time)),
+            });
+        }
+        match read_some(dev, &mut buf)? {
+            Some(bytes) => keep(bytes)?,
+            None => std::thread::sleep(IDLE_SLEEP),
+        }
+    }
+    dev.stop().map_err(backend)?;
+    drain_into(dev, &mut buf, &mut keep, observer)?;
+    let plan_ns = duration_ns(ending.start.elapsed());
+
+    let mut analyzer = Analyzer::new(header, inputs.symbols, &Options::default());
+    let mut pos = 0;
+    while let Some(rest) = plan_bytes.get(pos..).filter(|r| !r.is_empty()) {
+        let (h, record) = Record::decode(rest).map_err(CollectError::BadRecord)?;
+        analyzer.push(&h, &record);
+        pos += usize::from(h.size).max(dprof_abi::RECORD_ALIGN);
+    }
+    let (report, accesses) = analyzer.finish_with_accesses();
+    let (types, notes) = choose_types(&args.types, args.top as usize, &report, &accesses)?;
+    for note in &notes {
+        observer.warn(note);
+    }
+    let described: Vec<String> = types
+        .iter()
+        .map(|t| {
+            format!(
+                "{} ({} samples, {} instructions)",
+                t.spec.name,
+                t.spec.plan_samples,
+                t.ips.len()
+            )
+        })
+        .collect();
+    observer.say(&format!(
+        "causal: after {} of profiling, experimenting on {}",
+        format_ns(plan_ns),
+        described.join(", ")
+    ));
+
+    // 2. The experiments: samples only (the slab events are not needed), counted but not
+    //    recorded.
+    let mut config = inputs.config;
+    config.events = dprof_abi::EVENT_SAMPLES;
+    dev.configure(&config).map_err(backend)?;
+    dev.causal_plan(&causal_plan(inputs.points, 0), inputs.labels)
+        .map_err(backend)?;
+    for (index, t) in types.iter().enumerate() {
+        dev.causal_type(
+            index as u32,
+            &t.spec.name,
+            t.spec.cache.as_deref().unwrap_or(""),
+            &t.ips,
+        )
+        .map_err(backend)?;
+    }
+    header.config.causal = Some(CausalCollectConfig {
+        points: inputs.points.to_vec(),
+        latency: inputs.latency,
+        types: types.iter().map(|t| t.spec.clone()).collect(),
+        plan_ns: Some(plan_ns),
+        experiment_ns: duration_ns(args.experiment),
+        cooloff_ns: duration_ns(args.cooloff),
+    });
+    let mut writer = ProfileWriter::create(&args.output, header, inputs.kallsyms, inputs.modules)?;
+    let outcome = experiments(
+        args,
+        dev,
+        &mut writer,
+        &plan_bytes,
+        &ending,
+        &types,
+        observer,
+        workload,
+    );
+    let (reason, tally) = match outcome {
+        Ok(v) => v,
+        Err(e) => {
+            let partial = writer.partial().to_path_buf();
+            let note = if writer.abandon().is_ok() {
+                format!("{} was removed", partial.display())
+            } else {
+                format!("{} is incomplete", partial.display())
+            };
+            return Err(CollectError::ExperimentsFailed {
+                note,
+                source: Box::new(e),
+            });
+        }
+    };
+    let device = match dev.status(header.module.nr_cpu_ids as usize) {
+        Ok((status, cpus)) => Some(DeviceCounters::from_status(&status, &cpus)),
+        Err(e) => {
+            observer.warn(&format!("cannot read the module's final counters: {e}"));
+            None
+        }
+    };
+    let stop = StopInfo {
+        reason,
+        ended_unix_s: now_unix_s(),
+        elapsed_ns: duration_ns(ending.start.elapsed()),
+        device,
+    };
+    let records = writer.record_count();
+    let path = writer
+        .finish(&stop)
+        .map_err(|source| CollectError::Finish {
+            partial: dprof_format::partial_path(&args.output),
+            source,
+        })?;
+    Ok(CausalOutcome {
+        path,
+        stop,
+        records,
+        types: types.len(),
+        tally,
+        workload: None,
+    })
+}
+
+/// Runs experiments until the run ends; the profiling phase's records go to the file first.
+#[expect(
+    clippy::too_many_arguments,
+    clippy::too_many_lines,
+    reason = "the loop's whole context, passed once; one loop, its steps commented"
+)]
+fn experiments<B: Backend>(
+    args: &CausalOptions,
+    dev: &mut B,
+    writer: &mut ProfileWriter,
+    plan_bytes: &[u8],
+    ending: &Ending,
+    types: &[ChosenType],
+    observer: &mut dyn Observer,
+    workload: &mut Option<Workload>,
+) -> Result<(StopReason, Tally), CollectError> {
+    writer.write_records(plan_bytes)?;
+    let mut buf = vec![0u8; READ_BUFFER];
+    let mut ends: Vec<ExperimentEnd> = Vec::new();
+    // One read, written out and searched for end records; false when there was nothing.
+    let mut pump = |dev: &mut B,
+                    writer: &mut ProfileWriter,
+                    ends: &mut Vec<ExperimentEnd>|
+     -> Result<bool, CollectError> {
+        let Some(bytes) = read_some(dev, &mut buf)? else {
+            return Ok(false);
+        };
+        writer.write_records(bytes)?;
+        experiment_ends(bytes, ends);
+        Ok(true)
+    };
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+    });
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut length = args.experiment;
+    let mut next: Option<(usize, u32)> = None;
+    let mut tally = Tally::default();
+    let mut last_progress = Instant::now();
+    dev.start().map_err(backend)?;
+    let reason = 'run: loop {
+        // Wait out the cooloff (and the start) while reading.
+        let cooloff_end = Instant::now() + args.cooloff;
+        while Instant::now() < cooloff_end {
+            if let Some(reason) = ending.check(workload)? {
+                break 'run reason;
+            }
+            if !pump(dev, writer, &mut ends)? {
+                std::thread::sleep(IDLE_SLEEP.min(args.cooloff));
+            }
+        }
+        // Pairs: a type and a speedup of 5% to 100% at random, run next to a 0% experiment of
+        // the same type in random order. Half of the experiments are 0% (Coz), and each
+        // sped-up one has a baseline taken under the same conditions: the machine's speed
+        // drifts far more over a run than a type's effect.
+        let (type_index, speedup_percent) = if let Some(planned) = next.take() {
+            planned
+        } else {
+            let type_index = rng.usize(..types.len());
+            let speedup = 5 * rng.u32(1..=20);
+            let (first, second) = if rng.bool() {
+                (0, speedup)
+            } else {
+                (speedup, 0)
+            };
+            next = Some((type_index, second));
+            (type_index, first)
+        };
+        let control = ExperimentControl {
+            experiment: tally.done + tally.lost_ends,
+            type_index: type_index as u32,
+            speedup_percent,
+        };
+        dev.experiment_start(&control).map_err(backend)?;
+        let started = Instant::now();
+        while started.elapsed() < length {
+            // IOC_STOP below ends a running experiment as cut short.
+            if let Some(reason) = ending.check(workload)? {
+                break 'run reason;
+            }
+            if !pump(dev, writer, &mut ends)? {
+                std::thread::sleep(IDLE_SLEEP);
+            }
+        }
+        dev.experiment_end().map_err(backend)?;
+        let waited = Instant::now();
+        let end = loop {
+            if let Some(end) = ends.iter().find(|e| e.control == control) {
+                break Some(*end);
+            }
+            if waited.elapsed() > END_RECORD_PATIENCE {
+                break None;
+            }
+            if !pump(dev, writer, &mut ends)? {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        ends.clear();
+        let Some(end) = end else {
+            tally.lost_ends += 1;
+            continue;
+        };
+        tally.done += 1;
+        if speedup_percent == 0 {
+            tally.baselines += 1;
+        }
+        let fewest = end.points[..end.point_count as usize]
+            .iter()
+            .map(|p| p.visits)
+            .min()
+            .unwrap_or(0);
+        if fewest < args.min_visits {
+            tally.too_few_visits += 1;
+            if length < MAX_EXPERIMENT {
+                length = (length * 2).min(MAX_EXPERIMENT);
+            }
+        }
+        if last_progress.elapsed() >= PROGRESS_EVERY {
+            last_progress = Instant::now();
+            observer.progress(&Progress::Experiment {
+                done: tally.done,
+                type_name: &types[type_index].spec.name,
+                speedup_percent,
+                length,
+                fewest_visits: fewest,
+            });
+        }
+    };
+    dev.stop().map_err(backend)?;
+    let mut buf = vec![0u8; READ_BUFFER];
+    drain_into(
+        dev,
+        &mut buf,
+        &mut |bytes| Ok(writer.write_records(bytes)?),
+        observer,
+    )?;
+    Ok((reason, tally))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,189 @@
+//! What a front end asks of the drivers: plain settings, filled from its own arguments.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use dprof_format::ProgressPointSpec;
+use dprof_model::units::{self, format_ns};
+
+use crate::histories::HistorySpec;
+
+/// What `dprof collect` collects, and how.
+#[derive(Clone, Debug)]
+pub struct CollectOptions {
+    /// The profile (written as its `.partial` until complete).
+    pub output: PathBuf,
+    /// Collect for this long instead of running a command.
+    pub duration: Option<Duration>,
+    /// Bytes of each per-CPU ring.
+    pub ring_size: u32,
+    /// What to record; `None` for what the module offers.
+    pub events: Option<Vec<Event>>,
+    /// The sampler's period as given.
+    pub period: Option<Period>,
+    /// Sample user mode too.
+    pub sample_user: bool,
+    /// Which sampler takes access samples.
+    pub sampler: SamplerChoice,
+    /// Object access histories.
+    pub histories: Option<HistorySpec>,
+    /// Histories started per second at most.
+    pub history_rate: u32,
+    /// A history's longest run, in ms.
+    pub history_timeout_ms: u32,
+    /// Accesses recorded per history at most.
+    pub history_max_hits: u32,
+    /// How long to sample before choosing what histories watch.
+    pub plan_time: Duration,
+    /// Where kernel code is read from at the end.
+    pub kcore: PathBuf,
+    /// The dprof device.
+    pub device: PathBuf,
+    /// The command to profile; collection stops when it exits.
+    pub command: Vec<OsString>,
+}
+
+/// Events the module can record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Event {
+    /// Slab allocations and frees, and the names and sizes of slab caches.
+    Slab,
+    /// Access samples.
+    Samples,
+}
+
+impl Event {
+    /// Its `EVENT_*` bit.
+    #[must_use]
+    pub const fn bit(self) -> u32 {
+        match self {
+            Self::Slab => dprof_abi::EVENT_SLAB,
+            Self::Samples => dprof_abi::EVENT_SAMPLES,
+        }
+    }
+
+    /// Its name, as the profile header records it.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Slab => "slab",
+            Self::Samples => "samples",
+        }
+    }
+}
+
+/// The sampler a person can ask for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SamplerChoice {
+    /// IBS, else PEBS, else software: the best this machine and the module offer.
+    Auto,
+    /// The cpu-clock timer.
+    Software,
+    /// AMD IBS op.
+    Ibs,
+    /// Intel PEBS load latency.
+    Pebs,
+}
+
+/// A sampler's period as given: a time (software) or a count of events (IBS, PEBS).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Period {
+    /// A duration within what the module accepts, in ns, and how it was written.
+    Time {
+        /// The period in ns.
+        ns: u32,
+        /// As written.
+        text: String,
+    },
+    /// A plain number.
+    Count(u64),
+}
+
+/// Parses a period: a plain number is a count of events (checked against the sampler once
+/// it is known); anything else is a time.
+///
+/// # Errors
+/// A sentence saying why `s` is not a period.
+pub fn parse_period(s: &str) -> Result<Period, String> {
+    let t = s.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        return t
+            .parse()
+            .map(Period::Count)
+            .map_err(|_| format!("{s:?} is too large"));
+    }
+    parse_period_time(s).map(|ns| Period::Time {
+        ns,
+        text: t.to_owned(),
+    })
+}
+
+/// Parses a software period: a duration within what the module accepts, in ns.
+fn parse_period_time(s: &str) -> Result<u32, String> {
+    let d = units::parse_duration(s)?;
+    let (min, max) = (
+        dprof_abi::MIN_SAMPLE_PERIOD_NS,
+        dprof_abi::MAX_SAMPLE_PERIOD_NS,
+    );
+    let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    if ns < u64::from(min) {
+        return Err(format!(
+            "{s:?} is shorter than {}: below it the sampler's own cost would dominate",
+            format_ns(u64::from(min))
+        ));
+    }
+    if ns > u64::from(max) {
+        return Err(format!(
+            "{s:?} is longer than {}",
+            format_ns(u64::from(max))
+        ));
+    }
+    u32::try_from(ns).map_err(|_| format!("{s:?} is out of range"))
+}
+
+/// What `dprof causal` runs, and how.
+#[derive(Clone, Debug)]
+pub struct CausalOptions {
+    /// The profile (written as its `.partial` until complete).
+    pub output: PathBuf,
+    /// Run for this long in all instead of running a command.
+    pub duration: Option<Duration>,
+    /// Progress points.
+    pub progress: Vec<ProgressPointSpec>,
+    /// Latency mode: the begin and end points.
+    pub latency: Option<(ProgressPointSpec, ProgressPointSpec)>,
+    /// Types to speed up.
+    pub types: TypeChoice,
+    /// With [`TypeChoice::Auto`]: how many of the most sampled types.
+    pub top: u32,
+    /// Length of the profiling phase.
+    pub plan_time: Duration,
+    /// Length of the first experiment.
+    pub experiment: Duration,
+    /// Fewer visits than this of a progress point double the experiment length.
+    pub min_visits: u64,
+    /// Pause between experiments.
+    pub cooloff: Duration,
+    /// Seed of the random choice of types and speedups; `None` for the clock.
+    pub seed: Option<u64>,
+    /// The sampler's period as given.
+    pub period: Option<Period>,
+    /// Which sampler.
+    pub sampler: SamplerChoice,
+    /// Bytes of each per-CPU ring.
+    pub ring_size: u32,
+    /// The dprof device.
+    pub device: PathBuf,
+    /// The command to run; experiments stop when it exits.
+    pub command: Vec<OsString>,
+}
+
+/// Which types causal experiments speed up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TypeChoice {
+    /// The most sampled types.
+    Auto,
+    /// These, by name.
+    Named(Vec<String>),
+}

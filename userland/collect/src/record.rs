@@ -1,0 +1,508 @@
+//! The `dprof collect` driver: checks the options, opens and configures the device, and
+//! streams its records into a profile file until the command exits, the duration passes or
+//! the person interrupts; with histories, plans them from a sampling phase first.
+//!
+//! A run goes [`check`] (nothing opened yet) → [`Checked::open`] (the device configured, no
+//! file yet) → [`Collection::record`] (the file, the command, the records).
+
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use dprof_abi::{Config, VersionInfo};
+use dprof_analysis::symbols::Kallsyms;
+use dprof_format::{
+    CollectConfig, DeviceCounters, HistoryCollectConfig, KernelText, ProfileHeader, ProfileWriter,
+    StopInfo, StopReason, Target,
+};
+use dprof_model::units::{self, format_bytes};
+
+use crate::backend::Backend;
+use crate::device::{Device, ReadOutcome};
+use crate::error::{backend, CollectError};
+use crate::histories;
+use crate::observer::{Interrupt, Observer, Progress};
+use crate::options::{CollectOptions, Event, SamplerChoice};
+use crate::reading::{drain, Batch, IDLE_SLEEP, PROGRESS_EVERY};
+use crate::samplers::{self, HardwareSamplers};
+use crate::sampling::{plan, Plan, Sampling};
+use crate::system;
+use crate::tap::Tap;
+use crate::workload::{Ending, Workload};
+
+/// The options, checked against each other and against this machine's samplers; nothing
+/// is opened yet.
+#[derive(Debug)]
+pub struct Checked<'o> {
+    options: &'o CollectOptions,
+    target: Target,
+    hw: HardwareSamplers,
+}
+
+/// Checks `options`: what ends the collection, the sampler and history options against
+/// the events, and what this machine lacks for the sampler asked for. Needs no root and no
+/// module.
+///
+/// # Errors
+/// [`CollectError::Usage`] for options that contradict each other, [`CollectError::Sampler`]
+/// for a sampler this machine cannot give.
+pub fn check(options: &CollectOptions) -> Result<Checked<'_>, CollectError> {
+    let target = target_of(options)?;
+    check_event_args(options)?;
+    // What this machine lacks is said before the device is opened: it does not depend on the
+    // module, and needs no root.
+    let hw = samplers::detect(Path::new("/"));
+    plan(options, None, &hw)?;
+    Ok(Checked {
+        options,
+        target,
+        hw,
+    })
+}
+
+/// A configured device and the profile header, before the file exists.
+pub struct Collection<'o, B = Device> {
+    options: &'o CollectOptions,
+    dev: B,
+    version: VersionInfo,
+    config: Config,
+    kallsyms: Vec<u8>,
+    symbols: Kallsyms,
+    modules: Vec<u8>,
+    header: ProfileHeader,
+}
+
+impl<'o> Checked<'o> {
+    /// Opens the device, checks the module's version and configures it, and describes this
+    /// system for the profile header. If the device is missing or busy, nothing else
+    /// happens and no file appears.
+    ///
+    /// # Errors
+    /// When the device cannot be opened or configured, or this system cannot be described.
+    pub fn open(self, observer: &mut dyn Observer) -> Result<Collection<'o>, CollectError> {
+        let Self {
+            options,
+            target,
+            hw,
+        } = self;
+        let root = Path::new("/");
+        let kallsyms = system::kallsyms(root)?;
+        let symbols = Kallsyms::parse(&kallsyms);
+        let (dev, version, plan, config) = open_and_configure(options, &hw, &symbols, observer)?;
+        let collect_config = CollectConfig {
+            events: plan.events.iter().map(|e| e.name().to_owned()).collect(),
+            ring_bytes: options.ring_size,
+            target,
+            sampling: plan.sampling.as_ref().map(Sampling::header_config),
+            histories: history_header(options),
+            causal: None,
+        };
+        let header = system::gather_header(root, collect_config, version.into(), now_unix_s())
+            .map_err(CollectError::Header)?;
+        if header.slab_merging {
+            observer.warn(
+                "slab merging is on (no slab_nomerge on the kernel command line): caches of \
+                 similar geometry share one name, so some types will be lost; boot with \
+                 slab_nomerge to keep them apart",
+            );
+        }
+        let modules = system::modules(root)?;
+        Ok(Collection {
+            options,
+            dev,
+            version,
+            config,
+            kallsyms,
+            symbols,
+            modules,
+            header,
+        })
+    }
+}
+
+/// A finished profile.
+#[derive(Debug)]
+pub struct Recorded {
+    /// Where it is.
+    pub path: PathBuf,
+    /// Records written.
+    pub records: u64,
+    /// Bytes of records written.
+    pub bytes: u64,
+    /// What ended the collection, and the module's final counters.
+    pub stop: StopInfo,
+    /// The command, if one ran.
+    pub workload: Option<Workload>,
+}
+
+impl<B: Backend> Collection<'_, B> {
+    /// Creates the file (as its `.partial`), starts the module and the command, and
+    /// collects until the command exits, the duration passes or `interrupt` says so; then
+    /// finishes the file. On an error the partial file is removed and the command stopped.
+    ///
+    /// # Errors
+    /// [`CollectError::CollectionFailed`] when collection failed once the file existed,
+    /// [`CollectError::Finish`] when the file could not be finished, or why the file could
+    /// not be created.
+    pub fn record(
+        self,
+        interrupt: Interrupt<'_>,
+        observer: &mut dyn Observer,
+    ) -> Result<Recorded, CollectError> {
+        let Self {
+            options,
+            mut dev,
+            version,
+            config,
+            kallsyms,
+            symbols,
+            modules,
+            header,
+        } = self;
+        let mut writer = ProfileWriter::create(&options.output, &header, &kallsyms, &modules)?;
+        let mut workload = None;
+        let analysis = dprof_analysis::pipeline::Options::default();
+        let mut tap = Tap::new(options, &header, &symbols, &analysis, config);
+        let result = collect_loop(
+            &mut dev,
+            &mut writer,
+            Loop {
+                options,
+                version: &version,
+                interrupt,
+                symbols: &symbols,
+            },
+            &mut tap,
+            &mut workload,
+            observer,
+        );
+        observer.finished();
+        let stop = match result {
+            Ok(stop) => stop,
+            Err(e) => {
+                let _ = dev.stop();
+                let partial = writer.partial().to_path_buf();
+                let removed = writer.abandon().is_ok();
+                if let Some(w) = workload.as_mut() {
+                    observer.say("stopping the command (SIGTERM) because collection failed");
+                    w.stop_after_failure();
+                }
+                let note = if removed {
+                    format!("{} was removed", partial.display())
+                } else {
+                    format!("{} is incomplete", partial.display())
+                };
+                return Err(CollectError::CollectionFailed {
+                    note,
+                    source: Box::new(e),
+                });
+            }
+        };
+        let records = writer.record_count();
+        let bytes = writer.record_bytes();
+        let text = capture_text(&tap, &symbols, &options.kcore, observer);
+        let path =
+            writer
+                .finish_with_text(&stop, &text)
+                .map_err(|source| CollectError::Finish {
+                    partial: dprof_format::partial_path(&options.output),
+                    source,
+                })?;
+        Ok(Recorded {
+            path,
+            records,
+            bytes,
+            stop,
+            workload,
+        })
+    }
+}
+
+pub(crate) fn now_unix_s() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn usage(message: &str) -> CollectError {
+    CollectError::Usage(message.to_owned())
+}
+
+/// What ends the collection (a usage error unless exactly one of a command and a duration
+/// is given).
+pub(crate) fn target_of(options: &CollectOptions) -> Result<Target, CollectError> {
+    match (options.duration, options.command.is_empty()) {
+        (Some(_), false) => Err(usage(
+            "give either a command after `--` or --duration, not both: collection stops when \
+             the command exits",
+        )),
+        (None, true) => Err(usage(
+            "nothing would end the collection: give --duration (e.g. --duration 10s) or a \
+             command after `--`",
+        )),
+        (Some(d), true) => Ok(Target::Duration {
+            ns: u64::try_from(d.as_nanos()).unwrap_or(u64::MAX),
+        }),
+        (None, false) => Ok(Target::Command {
+            argv: options
+                .command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+        }),
+    }
+}
+
+/// The code history traps landed in, from kcore (empty without histories).
+fn capture_text(
+    tap: &Tap,
+    symbols: &Kallsyms,
+    kcore: &Path,
+    observer: &mut dyn Observer,
+) -> KernelText {
+    match &tap.traps {
+        Some(traps) if !traps.is_empty() => {
+            let (text, note) = histories::capture_text(traps, symbols, kcore);
+            if let Some(note) = note {
+                observer.warn(&note);
+            }
+            text
+        }
+        _ => KernelText::new(),
+    }
+}
+
+/// What the profile header says about --histories.
+fn history_header(options: &CollectOptions) -> Option<HistoryCollectConfig> {
+    options.histories.as_ref().map(|spec| HistoryCollectConfig {
+        spec: spec.to_string(),
+        max_per_sec: options.history_rate,
+        timeout_ms: options.history_timeout_ms,
+        max_hits: options.history_max_hits,
+        plan_ns: spec
+            .needs_planning()
+            .then(|| u64::try_from(options.plan_time.as_nanos()).unwrap_or(u64::MAX)),
+    })
+}
+
+/// Usage errors of the sampler and history options against --events.
+fn check_event_args(options: &CollectOptions) -> Result<(), CollectError> {
+    let sampling_asked =
+        options.period.is_some() || options.sample_user || options.sampler != SamplerChoice::Auto;
+    if sampling_asked
+        && options
+            .events
+            .as_ref()
+            .is_some_and(|e| !e.contains(&Event::Samples))
+    {
+        return Err(usage(
+            "--period, --sample-user and --sampler need the samples event (--events \
+             slab,samples)",
+        ));
+    }
+    check_history_args(options)
+}
+
+/// Usage errors of --histories against --events.
+fn check_history_args(options: &CollectOptions) -> Result<(), CollectError> {
+    if let Some(spec) = &options.histories {
+        let given = options.events.as_ref();
+        if given.is_some_and(|e| !e.contains(&Event::Slab)) {
+            return Err(usage(
+                "--histories needs the slab events, which start and end histories",
+            ));
+        }
+        if spec.needs_planning() && given.is_some_and(|e| !e.contains(&Event::Samples)) {
+            return Err(usage(
+                "--histories auto (or a type without ranges) chooses from access samples: \
+                 collect the samples event too, or give each type its ranges",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Opens the device, checks the module's version and configures it. Runs before anything
+/// else: if the device is missing or busy, nothing else happens and no file appears.
+pub(crate) fn open_and_configure(
+    options: &CollectOptions,
+    hw: &HardwareSamplers,
+    symbols: &Kallsyms,
+    observer: &mut dyn Observer,
+) -> Result<(Device, VersionInfo, Plan, Config), CollectError> {
+    let dev = Device::open_path(&options.device)?;
+    let version = dev.checked_version()?;
+    if !(version.min_ring_bytes..=version.max_ring_bytes).contains(&options.ring_size) {
+        return Err(CollectError::RingSize {
+            given: format_bytes(u64::from(options.ring_size)),
+            min: format_bytes(u64::from(version.min_ring_bytes)),
+            max: format_bytes(u64::from(version.max_ring_bytes)),
+        });
+    }
+    let plan = plan(options, Some(version.samplers), hw)?;
+    if let Some(note) = &plan.note {
+        observer.say(&format!("note: {note}"));
+    }
+    if let Some(pick) = &plan.pick {
+        observer.say(&format!("sampler: {pick}"));
+    }
+    let events = &plan.events;
+    if events.contains(&Event::Slab) && version.features & dprof_abi::FEATURE_SLAB_EVENTS == 0 {
+        observer
+            .warn("the module did not find all kmem tracepoints: expect few or no slab records");
+    }
+    let mut config = Config {
+        struct_size: Config::SIZE as u32,
+        events: events.iter().fold(0, |bits, e| bits | e.bit()),
+        ring_bytes: options.ring_size,
+        ..Config::default()
+    };
+    if let Some(s) = &plan.sampling {
+        config.sampler = u32::from(s.kind);
+        config.sample_period_ns = s.period;
+        config.sample_user = u32::from(s.user);
+        config.pmu_type = s.pmu_type;
+        config.pmu_config = s.pmu_config;
+        config.pmu_config1 = s.pmu_config1;
+    }
+    if let Some(spec) = &options.histories {
+        if version.features & dprof_abi::FEATURE_HISTORIES == 0 {
+            return Err(CollectError::NoHistories);
+        }
+        // Types with their ranges are planned now, so that a wrong one fails before the
+        // file exists; the others after the sampling phase.
+        if let histories::HistorySpec::Types(types) = spec {
+            if !spec.needs_planning() {
+                let history_plan = histories::module_plan(types, symbols, plan_limits(options))?;
+                let mut with_histories = config;
+                with_histories.events |= dprof_abi::EVENT_HISTORIES;
+                dev.configure(&with_histories)?;
+                dev.history_plan(&history_plan)?;
+                return Ok((dev, version, plan, with_histories));
+            }
+        }
+    }
+    dev.configure(&config)?;
+    Ok((dev, version, plan, config))
+}
+
+fn plan_limits(options: &CollectOptions) -> histories::PlanLimits {
+    histories::PlanLimits {
+        max_per_sec: options.history_rate,
+        timeout_ms: options.history_timeout_ms,
+        max_hits: options.history_max_hits,
+    }
+}
+
+/// What the collection loop needs besides the device, the file, the tap and the observer.
+#[derive(Clone, Copy)]
+struct Loop<'a> {
+    options: &'a CollectOptions,
+    version: &'a VersionInfo,
+    interrupt: Interrupt<'a>,
+    symbols: &'a Kallsyms,
+}
+
+/// Ends the planning phase: stops, drains, chooses what to watch from the samples so far,
+/// and starts again with histories.
+fn start_histories<B: Backend>(
+    dev: &mut B,
+    writer: &mut ProfileWriter,
+    batch: &mut Batch,
+    tap: &mut Tap,
+    run: &Loop,
+    observer: &mut dyn Observer,
+) -> Result<(), CollectError> {
+    dev.stop().map_err(backend)?;
+    drain(dev, writer, batch, tap, observer)?;
+    let Some(mut planner) = tap.planner.take() else {
+        return Ok(());
+    };
+    let Some(analyzer) = planner.analyzer.take() else {
+        return Ok(());
+    };
+    let report = analyzer.finish();
+    let types = histories::choose_types(&planner.spec, &report, run.symbols)?;
+    let history_plan = histories::module_plan(&types, run.symbols, plan_limits(run.options))?;
+    let described: Vec<String> = types.iter().map(histories::TypeSpec::to_string).collect();
+    observer.say(&format!(
+        "histories: after {} of sampling, watching {}",
+        units::format_ns(u64::try_from(run.options.plan_time.as_nanos()).unwrap_or(u64::MAX)),
+        described.join(", ")
+    ));
+    planner.config.events |= dprof_abi::EVENT_HISTORIES;
+    dev.configure(&planner.config).map_err(backend)?;
+    dev.history_plan(&history_plan).map_err(backend)?;
+    dev.start().map_err(backend)?;
+    Ok(())
+}
+
+fn collect_loop<B: Backend>(
+    dev: &mut B,
+    writer: &mut ProfileWriter,
+    run: Loop,
+    tap: &mut Tap,
+    workload: &mut Option<Workload>,
+    observer: &mut dyn Observer,
+) -> Result<StopInfo, CollectError> {
+    let Loop {
+        options, version, ..
+    } = run;
+    let mut batch = Batch::new();
+    dev.start().map_err(backend)?;
+    let ending = Ending {
+        interrupt: run.interrupt,
+        duration: options.duration,
+        start: Instant::now(),
+    };
+    // Started after the module so that its startup is in the profile.
+    *workload = Workload::spawn(&options.command)?;
+    let mut last_progress: Option<Instant> = None;
+    let mut lost = 0;
+    let reason: StopReason = loop {
+        if let Some(reason) = ending.check(workload)? {
+            break reason;
+        }
+        if tap.planner.is_some() && ending.start.elapsed() >= options.plan_time {
+            start_histories(dev, writer, &mut batch, tap, &run, observer)?;
+        }
+        match batch.read(dev, writer, tap)? {
+            ReadOutcome::Data(_) => {}
+            // A 0-byte read while running should not happen; waiting is the safe answer.
+            ReadOutcome::Empty | ReadOutcome::Drained => std::thread::sleep(IDLE_SLEEP),
+        }
+        if last_progress.is_none_or(|t| t.elapsed() >= PROGRESS_EVERY) {
+            last_progress = Some(Instant::now());
+            if let Ok((status, _)) = dev.status(0) {
+                lost = status.records_lost;
+            }
+            observer.progress(&Progress::Collecting {
+                records: writer.record_count(),
+                bytes: writer.record_bytes(),
+                lost,
+                elapsed: ending.start.elapsed(),
+            });
+        }
+    };
+    let elapsed = ending.start.elapsed();
+    dev.stop().map_err(backend)?;
+    drain(dev, writer, &mut batch, tap, observer)?;
+    if tap.planner.is_some() {
+        observer.warn(
+            "collection ended within --plan-time: no histories were collected (make it \
+             longer than --plan-time, or give each --histories type its ranges)",
+        );
+    }
+    let device = match dev.status(version.nr_cpu_ids as usize) {
+        Ok((status, cpus)) => Some(DeviceCounters::from_status(&status, &cpus)),
+        Err(e) => {
+            observer.warn(&format!("cannot read the module's final counters: {e}"));
+            None
+        }
+    };
+    Ok(StopInfo {
+        reason,
+        ended_unix_s: now_unix_s(),
+        elapsed_ns: u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
+        device,
+    })
+}
