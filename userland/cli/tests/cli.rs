@@ -375,16 +375,3 @@ fn collect_checks_the_period_against_the_sampler_before_the_device() {
     );
     assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
 }
-
-/// `dprof_model::units` cannot depend on the ABI, so it states the ring limits again.
-#[test]
-fn ring_size_limits_are_the_abis() {
-    assert_eq!(
-        dprof_model::units::MIN_RING_BYTES,
-        dprof_abi::MIN_RING_BYTES
-    );
-    assert_eq!(
-        dprof_model::units::MAX_RING_BYTES,
-        dprof_abi::MAX_RING_BYTES
-    );
-}

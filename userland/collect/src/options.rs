@@ -4,6 +4,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use dprof_abi::{MAX_RING_BYTES, MIN_RING_BYTES};
 use dprof_format::ProgressPointSpec;
 use dprof_model::units::{self, format_ns};
 
@@ -100,6 +101,30 @@ pub enum Period {
     Count(u64),
 }
 
+/// Parses a per-CPU ring size: a power of two the ABI allows
+/// ([`MIN_RING_BYTES`]`..=`[`MAX_RING_BYTES`], from the ABI).
+///
+/// # Errors
+/// A sentence for the user when `s` is not a size, or not a ring size the ABI allows.
+pub fn parse_ring_size(s: &str) -> Result<u32, String> {
+    let bytes = units::parse_size(s)?;
+    let (min, max) = (u64::from(MIN_RING_BYTES), u64::from(MAX_RING_BYTES));
+    if !(min..=max).contains(&bytes) {
+        return Err(format!(
+            "{s:?} is outside {}..={}",
+            units::format_bytes(min),
+            units::format_bytes(max)
+        ));
+    }
+    if !bytes.is_power_of_two() {
+        return Err(format!(
+            "{s:?} ({bytes} bytes) is not a power of two, e.g. {}",
+            units::format_bytes(bytes.next_power_of_two())
+        ));
+    }
+    u32::try_from(bytes).map_err(|_| format!("{s:?} is too large"))
+}
+
 /// Parses a period: a plain number is a count of events (checked against the sampler once
 /// it is known); anything else is a time.
 ///
@@ -186,4 +211,22 @@ pub enum TypeChoice {
     Auto,
     /// These, by name.
     Named(Vec<String>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_ring_size;
+
+    #[test]
+    fn ring_sizes_are_powers_of_two_the_abi_allows() {
+        assert_eq!(parse_ring_size("4M"), Ok(4 << 20));
+        assert_eq!(
+            parse_ring_size("3M"),
+            Err("\"3M\" (3145728 bytes) is not a power of two, e.g. 4 MiB".to_owned())
+        );
+        assert_eq!(
+            parse_ring_size("4K"),
+            Err("\"4K\" is outside 64 KiB..=256 MiB".to_owned())
+        );
+    }
 }

@@ -3,13 +3,6 @@
 
 use std::time::Duration;
 
-/// Smallest per-CPU ring the module accepts: `dprof_abi::MIN_RING_BYTES`. The model depends on
-/// no other stage, so it states the value again; a test of the command checks that they agree.
-pub const MIN_RING_BYTES: u32 = 64 << 10;
-/// Largest per-CPU ring the module accepts: `dprof_abi::MAX_RING_BYTES` (see
-/// [`MIN_RING_BYTES`]).
-pub const MAX_RING_BYTES: u32 = 256 << 20;
-
 /// "4 MiB", "1.5 KiB", "512 B": the largest unit the value reaches, one decimal unless exact.
 #[must_use]
 pub fn format_bytes(n: u64) -> String {
@@ -69,30 +62,6 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("{s:?} is too large"))
 }
 
-/// Parses a per-CPU ring size: a power of two the ABI allows
-/// ([`MIN_RING_BYTES`]`..=`[`MAX_RING_BYTES`]).
-///
-/// # Errors
-/// A sentence for the user when `s` is not a size, or not a ring size the ABI allows.
-pub fn parse_ring_size(s: &str) -> Result<u32, String> {
-    let bytes = parse_size(s)?;
-    let (min, max) = (u64::from(MIN_RING_BYTES), u64::from(MAX_RING_BYTES));
-    if !(min..=max).contains(&bytes) {
-        return Err(format!(
-            "{s:?} is outside {}..={}",
-            format_bytes(min),
-            format_bytes(max)
-        ));
-    }
-    if !bytes.is_power_of_two() {
-        return Err(format!(
-            "{s:?} ({bytes} bytes) is not a power of two, e.g. {}",
-            format_bytes(bytes.next_power_of_two())
-        ));
-    }
-    u32::try_from(bytes).map_err(|_| format!("{s:?} is too large"))
-}
-
 /// Parses "10s", "500ms", "1.5s", "2m", "1h" or a plain number of seconds.
 ///
 /// # Errors
@@ -149,15 +118,6 @@ mod tests {
         assert_eq!(parse_size("4096"), Ok(4096));
         assert!(parse_size("4X").is_err());
         assert!(parse_size("M").is_err());
-        assert_eq!(parse_ring_size("4M"), Ok(4 << 20));
-        assert_eq!(
-            parse_ring_size("3M"),
-            Err("\"3M\" (3145728 bytes) is not a power of two, e.g. 4 MiB".to_owned())
-        );
-        assert_eq!(
-            parse_ring_size("4K"),
-            Err("\"4K\" is outside 64 KiB..=256 MiB".to_owned())
-        );
     }
 
     #[test]

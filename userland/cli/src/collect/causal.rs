@@ -84,7 +84,7 @@ pub struct CausalArgs {
     #[arg(long, value_name = "SAMPLER", value_enum, default_value = "auto")]
     sampler: SamplerChoice,
     /// Bytes of each per-CPU ring: a power of two from 64K to 256M.
-    #[arg(long, value_name = "SIZE", default_value = "16M", value_parser = units::parse_ring_size)]
+    #[arg(long, value_name = "SIZE", default_value = "16M", value_parser = dprof_collect::options::parse_ring_size)]
     ring_size: u32,
     /// The dprof device.
     #[arg(long, value_name = "PATH", default_value = dprof_abi::DEVICE_PATH)]

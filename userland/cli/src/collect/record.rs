@@ -88,7 +88,7 @@ pub struct CollectArgs {
     #[arg(short, long, value_name = "TIME", value_parser = units::parse_duration)]
     duration: Option<Duration>,
     /// Bytes of each per-CPU ring: a power of two from 64K to 256M.
-    #[arg(long, value_name = "SIZE", default_value = "4M", value_parser = units::parse_ring_size)]
+    #[arg(long, value_name = "SIZE", default_value = "4M", value_parser = dprof_collect::options::parse_ring_size)]
     ring_size: u32,
     /// What to record, comma-separated [default: slab,samples when the module has a sampler,
     /// else slab].
