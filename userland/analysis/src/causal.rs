@@ -57,7 +57,6 @@
 //!
 //! Every experiment the analysis could not use is listed with its [`Discard`] reason.
 
-mod coz;
 mod stats;
 
 #[cfg(test)]
@@ -71,7 +70,6 @@ use dprof_format::{
     CausalCollectConfig, ExperimentRecord, Profile, ProfileError, ProgressPointSpec,
 };
 
-pub use coz::write_coz;
 use dprof_model::causal::Analysis;
 use dprof_model::causal::CausalReport;
 use dprof_model::causal::CausalType;

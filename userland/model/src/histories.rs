@@ -2,8 +2,6 @@
 //! its histories ended, the cross-check of their hits, the path traces, the order of fields
 //! watched together and the data flow from allocation to free.
 
-use std::fmt::Write as _;
-
 use serde::{Deserialize, Serialize};
 
 use crate::access::AccessKind;
@@ -448,107 +446,4 @@ impl DataFlow {
     pub fn edge(&self, from: &str, to: &str) -> Option<&FlowEdge> {
         self.edges.iter().find(|e| e.from == from && e.to == to)
     }
-
-    /// The graph in Graphviz DOT: alloc at the top, free at the bottom, edges labelled with
-    /// their transitions, CPU changes drawn thick and red, nodes shaded by sampled cost.
-    #[must_use]
-    pub fn to_dot(&self) -> String {
-        let mut out = String::new();
-        let max_cost = self.nodes.iter().map(FlowNode::cost).max().unwrap_or(0);
-        let index: std::collections::HashMap<&str, usize> = self
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.function.as_str(), i))
-            .collect();
-        // Writing to a String cannot fail.
-        let _ = writeln!(out, "digraph data_flow {{");
-        let _ = writeln!(
-            out,
-            "  label=\"{}: {} histories\";",
-            escape(&self.type_name),
-            self.histories
-        );
-        let _ = writeln!(out, "  labelloc=t;");
-        let _ = writeln!(out, "  rankdir=TB;");
-        let _ = writeln!(
-            out,
-            "  node [shape=box, style=filled, fontname=\"monospace\"];"
-        );
-        for (i, n) in self.nodes.iter().enumerate() {
-            let role = match n.role {
-                FlowRole::Alloc => "alloc\\n",
-                FlowRole::Free => "free\\n",
-                FlowRole::AllocAndFree => "alloc, free\\n",
-                FlowRole::Access => "",
-            };
-            let cost = n
-                .sampled
-                .as_ref()
-                .map(|s| match s.misses {
-                    Some(m) => format!("\\n{m} misses"),
-                    None => format!("\\n{} samples", s.samples),
-                })
-                .unwrap_or_default();
-            let unknown = if n.unknown_kind > 0 {
-                format!(" ? {}", n.unknown_kind)
-            } else {
-                String::new()
-            };
-            let _ = writeln!(
-                out,
-                "  n{i} [label=\"{}\\n{role}R {} W {} RW {}{unknown}{cost}\", fillcolor=\"{}\"];",
-                escape(&n.function),
-                n.reads,
-                n.writes,
-                n.read_writes,
-                shade(n.cost(), max_cost)
-            );
-        }
-        for e in &self.edges {
-            let (Some(a), Some(b)) = (index.get(e.from.as_str()), index.get(e.to.as_str())) else {
-                continue;
-            };
-            if e.cpu_changes > 0 {
-                let _ = writeln!(
-                    out,
-                    "  n{a} -> n{b} [label=\"{} ({} CPU changes)\", color=red, penwidth=3];",
-                    e.transitions, e.cpu_changes
-                );
-            } else {
-                let _ = writeln!(out, "  n{a} -> n{b} [label=\"{}\"];", e.transitions);
-            }
-        }
-        let ranked = |role: &[FlowRole]| -> Vec<String> {
-            self.nodes
-                .iter()
-                .enumerate()
-                .filter(|(_, n)| role.contains(&n.role))
-                .map(|(i, _)| format!("n{i}"))
-                .collect()
-        };
-        let sources = ranked(&[FlowRole::Alloc, FlowRole::AllocAndFree]);
-        if !sources.is_empty() {
-            let _ = writeln!(out, "  {{ rank=source; {}; }}", sources.join("; "));
-        }
-        let sinks = ranked(&[FlowRole::Free]);
-        if !sinks.is_empty() {
-            let _ = writeln!(out, "  {{ rank=sink; {}; }}", sinks.join("; "));
-        }
-        let _ = writeln!(out, "}}");
-        out
-    }
-}
-
-/// A DOT string body: quotes and backslashes escaped.
-fn escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"")
-}
-
-/// White for no cost, darker grey for more (never so dark that black text is unreadable).
-fn shade(cost: u64, max: u64) -> String {
-    let level = (cost * 120)
-        .checked_div(max)
-        .map_or(255, |dark| 255 - dark as u8);
-    format!("#{level:02x}{level:02x}{level:02x}")
 }

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use dprof_export::coz::write_coz;
 use dprof_fixtures::causal::{self as example, linear_experiments, Noise, Planned};
 use dprof_format::Profile;
 use dprof_model::causal::CausalReport;

@@ -319,7 +319,7 @@ fn data_flow_marks_the_cpu_change_between_producer_and_consumer() {
 #[test]
 fn data_flow_dot_matches_its_golden_file() {
     let r = full_report();
-    let dot = r.find_type(ST_TYPE).expect("st_obj").data_flow.to_dot();
+    let dot = dprof_export::dot::data_flow_dot(&r.find_type(ST_TYPE).expect("st_obj").data_flow);
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/data_flow.dot");
     if std::env::var_os("DPROF_BLESS").is_some_and(|v| v == "1") {
         std::fs::write(&path, &dot).expect("write golden");
@@ -381,7 +381,7 @@ fn sampled_misses_show_with_a_hardware_sampler() {
     assert_eq!(m.miss_rate, Some(0.75));
     let consumer = t.data_flow.node("st_consumer").expect("node");
     assert_eq!(consumer.cost(), 3);
-    assert!(t.data_flow.to_dot().contains("3 misses"));
+    assert!(dprof_export::dot::data_flow_dot(&t.data_flow).contains("3 misses"));
 }
 
 #[test]

@@ -25,7 +25,7 @@ pub(super) fn run(args: &ReportArgs, profile: &Profile) -> anyhow::Result<ExitCo
     let top = args.top.unwrap_or(DEFAULT_TOP);
     to_stdout(|out| {
         if args.format == Format::Coz {
-            return causal::write_coz(&report, out);
+            return dprof_export::coz::write_coz(&report, out);
         }
         if args.json {
             serde_json::to_writer_pretty(&mut *out, &report).map_err(io::Error::other)?;

@@ -46,7 +46,7 @@ pub(super) fn run(args: &ReportArgs, report: &Report) -> anyhow::Result<ExitCode
                 if picked {
                     writeln!(out, "// {}", picked_note(selected))?;
                 }
-                out.write_all(selected.data_flow.to_dot().as_bytes())
+                out.write_all(dprof_export::dot::data_flow_dot(&selected.data_flow).as_bytes())
             }
             Format::Text | Format::Csv | Format::Coz => {
                 text(histories, selected, picked, top, &mut out)
