@@ -46,12 +46,10 @@ use crate::hardware::HwAccess;
 use crate::resolve::{Resolution, Resolver, SampleContext, SymbolSource, Touch, TypeId};
 use crate::table::{Table, TableKey};
 use dprof_format::{Profile, ProfileError, ProfileHeader};
-use dprof_model::AccessKind;
-use dprof_model::MemSource;
 use dprof_model::{
-    AddressSetStats, Bucket, Coverage, CpuCount, DataProfile, FieldCount, FunctionCount,
-    HardwareSummary, Metric, OrderingStats, ProfileInfo, Report, SourceCount, TypeHardware,
-    TypeKind, TypeProfile, Warning, WarningCode,
+    AccessKind, AddressSetStats, Bucket, Coverage, CpuCount, DataProfile, FieldCount,
+    FunctionCount, HardwareSummary, MemSource, Metric, OrderingStats, ProfileInfo, Report,
+    SourceCount, TypeHardware, TypeKind, TypeProfile, Warning, WarningCode,
 };
 use reorder::ReorderBuffer;
 use rustc_hash::FxHashMap;
@@ -813,8 +811,8 @@ impl<'s> Analyzer<'s> {
             let Some(info) = types.get(TypeId(key.type_id)) else {
                 continue;
             };
-            sampled.push(
-                info.name.clone(),
+            sampled.insert(
+                &info.name,
                 key.ip,
                 key.offset,
                 AccessStats {

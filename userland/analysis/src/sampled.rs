@@ -56,14 +56,6 @@ impl SampledAccesses {
         }
     }
 
-    /// Adds the stats of one (type, instruction, offset) without touching [`Self::hardware`].
-    pub(crate) fn push(&mut self, type_name: String, ip: u64, offset: u64, stats: AccessStats) {
-        self.by_ip
-            .entry((type_name, ip))
-            .or_default()
-            .push((offset, stats));
-    }
-
     /// The samples of type `type_name` by the instruction at `ip` at offsets in `offsets`,
     /// summed.
     #[must_use]
@@ -93,7 +85,8 @@ impl SampledAccesses {
         })
     }
 
-    /// Adds the stats of one (type, instruction, offset): for tests and other producers.
+    /// Adds the stats of one (type, instruction, offset); stats with hardware samples mark
+    /// the whole as [`Self::hardware`].
     pub fn insert(&mut self, type_name: &str, ip: u64, offset: u64, stats: AccessStats) {
         self.hardware |= stats.hw_samples > 0;
         self.by_ip
