@@ -17,8 +17,7 @@ pub mod sim;
 mod tests;
 
 use dprof_format::CacheGeometry;
-use dprof_model::cache::CacheLevel;
-use dprof_model::cache::GeometrySource;
+use dprof_model::cache::{CacheLevel, GeometrySource};
 
 /// Largest `sets x line` for which a virtual address gives the physical set index: the
 /// direct map's alignment (1 GiB).

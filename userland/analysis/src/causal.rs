@@ -70,22 +70,11 @@ use dprof_format::{
     CausalCollectConfig, ExperimentRecord, Profile, ProfileError, ProgressPointSpec,
 };
 
-use dprof_model::causal::Analysis;
-use dprof_model::causal::CausalReport;
-use dprof_model::causal::CausalType;
-use dprof_model::causal::Discard;
-use dprof_model::causal::Discarded;
-use dprof_model::causal::Experiment;
-use dprof_model::causal::ExperimentPoint;
-use dprof_model::causal::Fit;
-use dprof_model::causal::Measurement;
-use dprof_model::causal::NoSlope;
-use dprof_model::causal::PointCount;
-use dprof_model::causal::Slope;
-use dprof_model::causal::SpeedupPoint;
-use dprof_model::causal::Target;
-use dprof_model::causal::TypeSlope;
-use dprof_model::causal::MIN_DISTINCT_SPEEDUPS;
+use dprof_model::causal::{
+    Analysis, CausalReport, CausalType, Discard, Discarded, Experiment, ExperimentPoint, Fit,
+    Measurement, NoSlope, PointCount, Slope, SpeedupPoint, Target, TypeSlope,
+    MIN_DISTINCT_SPEEDUPS,
+};
 pub use stats::{student_t_quantile, LineFit};
 
 /// The confidence of [`Slope`]'s interval.

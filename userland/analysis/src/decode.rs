@@ -23,8 +23,7 @@ use iced_x86::{
 };
 
 use crate::table::{Table, TableKey};
-use dprof_model::AccessKind;
-use dprof_model::Bucket;
+use dprof_model::{AccessKind, Bucket};
 
 #[cfg(test)]
 mod tests;

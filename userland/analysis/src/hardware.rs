@@ -16,8 +16,7 @@ use dprof_abi::{
 };
 use dprof_ibs::{CacheHitState, CpuModel, DataSource, IbsOpSample, MemLevel, MemOp, Platform};
 
-use dprof_model::AccessKind;
-use dprof_model::MemSource;
+use dprof_model::{AccessKind, MemSource};
 
 #[cfg(test)]
 mod tests;

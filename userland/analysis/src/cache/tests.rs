@@ -3,8 +3,7 @@
 
 use super::sim::{Hierarchy, Outcome, SetCache};
 use super::*;
-use dprof_model::cache::cpu_list;
-use dprof_model::cache::GeometrySource;
+use dprof_model::cache::{cpu_list, GeometrySource};
 
 fn sysfs(
     level: u32,

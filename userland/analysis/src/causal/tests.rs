@@ -7,14 +7,9 @@ use super::*;
 use dprof_export::coz::write_coz;
 use dprof_fixtures::causal::{self as example, linear_experiments, Noise, Planned};
 use dprof_format::Profile;
-use dprof_model::causal::CausalReport;
-use dprof_model::causal::Discard;
-use dprof_model::causal::Fit;
-use dprof_model::causal::Measurement;
-use dprof_model::causal::NoSlope;
-use dprof_model::causal::PointCount;
-use dprof_model::causal::Slope;
-use dprof_model::causal::Target;
+use dprof_model::causal::{
+    CausalReport, Discard, Fit, Measurement, NoSlope, PointCount, Slope, Target,
+};
 
 fn one_point(types: &[(&str, u64)]) -> CausalCollectConfig {
     example::config(types, &["kprobe:tcp_sendmsg"], None)

@@ -13,12 +13,7 @@ use crate::resolve::{Resolver, SymbolSource};
 use dprof_format::{KernelText, Profile, ProfileError};
 use dprof_model::AccessKind;
 
-use dprof_model::histories::EndReason;
-use dprof_model::histories::HitCheck;
-use dprof_model::histories::HitChecks;
-use dprof_model::histories::NoCode;
-use dprof_model::histories::Span;
-use dprof_model::histories::Unverifiable;
+use dprof_model::histories::{EndReason, HitCheck, HitChecks, NoCode, Span, Unverifiable};
 
 /// The reason of a `HistoryEnd` record.
 const fn end_reason_of(reason: u32) -> Option<EndReason> {

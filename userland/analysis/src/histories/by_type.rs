@@ -8,11 +8,7 @@ use crate::resolve::SymbolSource;
 use crate::sampled::SampledAccesses;
 use dprof_format::{Profile, ProfileError};
 
-use dprof_model::histories::EndReason;
-use dprof_model::histories::EndReasons;
-use dprof_model::histories::HistoryReport;
-use dprof_model::histories::HitChecks;
-use dprof_model::histories::TypeHistories;
+use dprof_model::histories::{EndReason, EndReasons, HistoryReport, HitChecks, TypeHistories};
 
 /// Assembles the histories of `profile` and builds its path traces and data flow, joining
 /// sampled accesses when given. `None` when the profile has no history.

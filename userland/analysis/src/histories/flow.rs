@@ -10,11 +10,7 @@ use super::paths::{element_samples, end_label};
 use crate::resolve::function_of;
 use crate::resolve::SymbolSource;
 use crate::sampled::{AccessStats, SampledAccesses};
-use dprof_model::histories::DataFlow;
-use dprof_model::histories::FlowEdge;
-use dprof_model::histories::FlowNode;
-use dprof_model::histories::FlowRole;
-use dprof_model::histories::Span;
+use dprof_model::histories::{DataFlow, FlowEdge, FlowNode, FlowRole, Span};
 use dprof_model::AccessKind;
 
 #[derive(Default)]

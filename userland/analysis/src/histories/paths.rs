@@ -9,12 +9,9 @@ use super::assemble::History;
 use crate::resolve::function_of;
 use crate::resolve::SymbolSource;
 use crate::sampled::{AccessStats, SampledAccesses};
-use dprof_model::histories::Convergence;
-use dprof_model::histories::FieldOrder;
-use dprof_model::histories::PathElement;
-use dprof_model::histories::PathTrace;
-use dprof_model::histories::SampleMatch;
-use dprof_model::histories::{EndReason, Span};
+use dprof_model::histories::{
+    Convergence, EndReason, FieldOrder, PathElement, PathTrace, SampleMatch, Span,
+};
 use dprof_model::AccessKind;
 
 /// Path traces, convergence and field orders of one type.

@@ -1,13 +1,8 @@
 use super::*;
-use dprof_model::AddressSetStats;
-use dprof_model::Bucket;
-use dprof_model::Coverage;
-use dprof_model::DataProfile;
-use dprof_model::FieldCount;
-use dprof_model::Metric;
-use dprof_model::OrderingStats;
-use dprof_model::ProfileInfo;
-use dprof_model::TypeProfile;
+use dprof_model::{
+    AddressSetStats, Bucket, Coverage, DataProfile, FieldCount, Metric, OrderingStats, ProfileInfo,
+    TypeProfile,
+};
 
 struct Dwarf;
 

@@ -38,18 +38,11 @@ use crate::histories::{Histories, History};
 use crate::resolve::SymbolSource;
 use dprof_model::cache::CacheLevel;
 use dprof_model::histories::Span;
-use dprof_model::misses::CannotTellEvidence;
-use dprof_model::misses::CapacityEvidence;
-use dprof_model::misses::ClassCount;
-use dprof_model::misses::ConflictEvidence;
-use dprof_model::misses::HistoryJudgement;
-use dprof_model::misses::MissClass;
-use dprof_model::misses::MissReport;
-use dprof_model::misses::SharingEvidence;
-use dprof_model::misses::SharingSite;
-use dprof_model::misses::TypeMisses;
-use dprof_model::AccessKind;
-use dprof_model::Report;
+use dprof_model::misses::{
+    CannotTellEvidence, CapacityEvidence, ClassCount, ConflictEvidence, HistoryJudgement,
+    MissClass, MissReport, SharingEvidence, SharingSite, TypeMisses,
+};
+use dprof_model::{AccessKind, Report};
 
 /// The share of a level's sets a type's lines must cover for its misses to count as capacity
 /// misses ("spread over most sets").

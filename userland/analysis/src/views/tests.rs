@@ -8,12 +8,8 @@ use dprof_fixtures::views::{
     self as example, PAGE, PAGE_OBJECTS, PAIR, SMALL, SWEEP, SWEEP_OBJECTS,
 };
 use dprof_format::Profile;
-use dprof_model::misses::HistoryJudgement;
-use dprof_model::misses::MissClass;
-use dprof_model::misses::MissReport;
-use dprof_model::misses::TypeMisses;
-use dprof_model::working_set::LinesPerSet;
-use dprof_model::working_set::WorkingSetReport;
+use dprof_model::misses::{HistoryJudgement, MissClass, MissReport, TypeMisses};
+use dprof_model::working_set::{LinesPerSet, WorkingSetReport};
 use dprof_model::Report;
 
 fn analyzed(bytes: Vec<u8>, views: &ViewOptions) -> Report {

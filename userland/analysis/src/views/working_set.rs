@@ -6,9 +6,7 @@
 use super::layout::Layout;
 use super::recorded::{Recorded, ViewOptions};
 use crate::cache::CacheModel;
-use dprof_model::working_set::ResidentLines;
-use dprof_model::working_set::TypeWorkingSet;
-use dprof_model::working_set::WorkingSetReport;
+use dprof_model::working_set::{ResidentLines, TypeWorkingSet, WorkingSetReport};
 use dprof_model::Report;
 
 /// The working-set section.
