@@ -163,6 +163,35 @@ fn parse_line(line: &[u8]) -> Option<Line<'_>> {
     })
 }
 
+/// Whether `name` is a linker-made bound of a section (`__start_SECTION`, `__stop_SECTION`,
+/// `_sdata`, `__bss_stop`, ...) rather than a variable.
+fn is_section_bound(name: &str) -> bool {
+    const BOUNDS: [&str; 12] = [
+        "_sdata",
+        "_edata",
+        "__bss_start",
+        "__bss_stop",
+        "_end",
+        "__init_begin",
+        "__init_end",
+        "_sinittext",
+        "_einittext",
+        "__end_rodata",
+        "__brk_base",
+        "__brk_limit",
+    ];
+    [
+        "__start_",
+        "__stop_",
+        "__end_",
+        "__init_scratch_",
+        "__per_cpu_",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
+        || BOUNDS.contains(&name)
+}
+
 /// Fills in each symbol's size from the sorted addresses of all symbols.
 fn estimate_sizes(symbols: &mut [Symbol], all_addresses: &[u64]) {
     for s in symbols {
@@ -227,6 +256,11 @@ impl Kallsyms {
             all_addresses.push(l.address);
             match kind {
                 SymbolKind::Text => text_syms.push(symbol),
+                // A section's bounds end the variable before them but are no variable: on a
+                // kernel without CONFIG_KALLSYMS_ALL they are the only data symbols, and
+                // naming every access after the nearest one would be wrong.
+                SymbolKind::Data | SymbolKind::ReadOnly | SymbolKind::Bss
+                    if is_section_bound(l.name) => {}
                 SymbolKind::Data | SymbolKind::ReadOnly | SymbolKind::Bss => data.push(symbol),
                 SymbolKind::Absolute => {}
             }
@@ -445,6 +479,26 @@ ffffffffc0100000 t mod_func\t[mymod]
 ffffffffc0102000 d mod_data\t[mymod]
 ffffffffc0102040 b mod_bss\t[mymod]
 ";
+
+    #[test]
+    fn section_bounds_are_not_variables() {
+        // What a kernel without CONFIG_KALLSYMS_ALL lists: code, and the linker's bounds.
+        let syms = Kallsyms::parse(
+            b"ffffffff81000000 T _stext\n\
+              ffffffff82400000 D __start_rodata\n\
+              ffffffff82860120 D __start_ro_after_init\n\
+              ffffffff82860200 D jiffies\n\
+              ffffffff8396f9b0 D __start_early_lsm_info\n",
+        );
+        assert_eq!(names(syms.data_symbols()), ["jiffies"]);
+        assert!(syms.lookup_data(0xffff_ffff_8240_0010).is_none());
+        let jiffies = syms
+            .lookup_data(0xffff_ffff_8286_0208)
+            .expect("inside jiffies");
+        assert_eq!(jiffies.symbol.name, "jiffies");
+        // The next bound still ends jiffies.
+        assert!(syms.lookup_data(0xffff_ffff_8396_f9b8).is_none());
+    }
 
     #[test]
     fn data_symbols_with_estimated_sizes() {
