@@ -1,9 +1,10 @@
 //! dprof's analysis: from a profile (bytes, through `dprof-format`) to the report model
 //! (`dprof-model`). It does no device I/O and needs nothing of the machine the profile came
-//! from; debug information is handed in as files the caller names.
+//! from; debug information is handed in as files the caller names, or as bytes (BTF).
 //!
 //! - [`decode`]: a sampled instruction to the address it touched (iced-x86);
-//! - [`symbols`], [`debuginfo`]: kallsyms, DWARF and ELF symbols;
+//! - [`symbols`], [`debuginfo`], [`btf`]: kallsyms, DWARF and ELF symbols, and the BTF a
+//!   profile carries (struct layouts when no vmlinux is given);
 //! - [`resolve`]: an address at a time to a type, object and offset (the address set);
 //! - [`hardware`]: what IBS and PEBS say about an access;
 //! - [`histories`], [`views`], [`cache`]: histories, path traces, data flow, miss
@@ -12,6 +13,7 @@
 //! - [`pipeline`]: the passes over a profile's records, run in order, into one
 //!   [`dprof_model::Report`]; [`report`] names structs and fields in it.
 
+pub mod btf;
 pub mod cache;
 pub mod causal;
 pub mod debuginfo;

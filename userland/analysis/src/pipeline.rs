@@ -48,8 +48,8 @@ use crate::table::{Table, TableKey};
 use dprof_format::{Profile, ProfileError, ProfileHeader};
 use dprof_model::{
     AccessKind, AddressSetStats, Bucket, Coverage, CpuCount, DataProfile, FieldCount,
-    FunctionCount, HardwareSummary, MemSource, Metric, OrderingStats, ProfileInfo, Report,
-    SourceCount, TypeHardware, TypeKind, TypeProfile, Warning, WarningCode,
+    FunctionCount, HardwareSummary, MemSource, MergedCache, Metric, OrderingStats, ProfileInfo,
+    Report, SourceCount, TypeHardware, TypeKind, TypeProfile, Warning, WarningCode,
 };
 use reorder::ReorderBuffer;
 use rustc_hash::FxHashMap;
@@ -516,11 +516,13 @@ impl<'s> Analyzer<'s> {
     /// An analyzer for a profile with this header.
     #[must_use]
     pub fn new(header: &ProfileHeader, symbols: &'s dyn SymbolSource, options: &Options) -> Self {
+        let mut resolver = Resolver::new(symbols);
+        resolver.set_merged_caches(&header.merged_caches);
         Self {
             header: header.clone(),
             options: *options,
             decoder: Decoder::new(),
-            resolver: Resolver::new(symbols),
+            resolver,
             reorder: ReorderBuffer::new(
                 header.online_cpus as usize,
                 options.reorder_window_ns,
@@ -1281,13 +1283,22 @@ fn build_report(a: &Analyzer<'_>) -> Report {
         window_ns: a.options.reorder_window_ns,
     };
     let function_count = symbols.function_count();
-    let warnings = warnings(a, &coverage, &address_set, &ordering, function_count);
+    let merged_caches = merged_caches(&a.resolver, &profiles);
+    let warnings = warnings(
+        a,
+        &coverage,
+        &address_set,
+        &ordering,
+        function_count,
+        &merged_caches,
+    );
     Report {
         profile: ProfileInfo {
             kernel_release: a.header.kernel_release.clone(),
             cpu_model: a.header.cpu_model.clone(),
             online_cpus: a.header.online_cpus,
             slab_merging: a.header.slab_merging,
+            merged_caches,
             records: st.records,
             first_time_ns: st.first_time,
             last_time_ns: st.last_time,
@@ -1318,6 +1329,24 @@ fn build_report(a: &Analyzer<'_>) -> Report {
     }
 }
 
+/// The merged pools among the caches of `types` (ranked), in rank order of their first type.
+fn merged_caches(resolver: &Resolver<'_>, types: &[TypeProfile]) -> Vec<MergedCache> {
+    let mut out: Vec<MergedCache> = Vec::new();
+    for cache in types.iter().filter_map(|t| t.cache.as_deref()) {
+        if out.iter().any(|m| m.cache == cache) {
+            continue;
+        }
+        if let Some(pool) = resolver.merged_pool(cache) {
+            out.push(MergedCache {
+                cache: cache.to_owned(),
+                pool: pool.pool.clone(),
+                aliases: pool.aliases.clone(),
+            });
+        }
+    }
+    out
+}
+
 /// The profile-wide hardware statistics.
 fn hardware_summary(st: &State, total: &HwAcc) -> HardwareSummary {
     let samplers = [
@@ -1344,6 +1373,41 @@ fn hardware_summary(st: &State, total: &HwAcc) -> HardwareSummary {
     }
 }
 
+/// What slab merging did to the report's types: the merged pools among them when the header
+/// lists the pools (none among them: nothing to say), else the old guess from the command
+/// line.
+fn slab_merging_warning(header: &ProfileHeader, merged: &[MergedCache]) -> Option<String> {
+    // Caches named in the warning; the merged-caches lines of the report list them all.
+    const NAMED: usize = 5;
+    if header.merged_caches.is_empty() {
+        return header.slab_merging.then(|| {
+            "slab merging was on (no slab_nomerge on the kernel command line): caches of \
+             similar geometry share one name, so some types are merged; boot with slab_nomerge \
+             for exact types"
+                .to_owned()
+        });
+    }
+    if merged.is_empty() {
+        return None;
+    }
+    let mut names: Vec<&str> = merged
+        .iter()
+        .take(NAMED)
+        .map(|m| m.cache.as_str())
+        .collect();
+    let more = format!("{} more", merged.len().saturating_sub(NAMED));
+    if merged.len() > NAMED {
+        names.push(&more);
+    }
+    Some(format!(
+        "slab merging was on: {} of the report's caches ({}) are pools that several caches \
+         share, so their objects are of several types: their types are split by allocation site \
+         (CACHE@function); boot with slab_nomerge for one type per cache",
+        merged.len(),
+        names.join(", ")
+    ))
+}
+
 /// Share of memory-access samples at unknown addresses above which the report warns.
 const MANY_UNKNOWN: f64 = 0.25;
 
@@ -1353,6 +1417,7 @@ fn warnings(
     address_set: &AddressSetStats,
     ordering: &OrderingStats,
     function_count: usize,
+    merged: &[MergedCache],
 ) -> Vec<Warning> {
     let mut out = Vec::new();
     let mut warn = |code, message: String| out.push(Warning { code, message });
@@ -1371,14 +1436,8 @@ fn warnings(
                 .to_owned(),
         );
     }
-    if a.header.slab_merging {
-        warn(
-            WarningCode::SlabMerging,
-            "slab merging was on (no slab_nomerge on the kernel command line): caches of \
-             similar geometry share one name, so some types are merged; boot with slab_nomerge \
-             for exact types"
-                .to_owned(),
-        );
+    if let Some(message) = slab_merging_warning(&a.header, merged) {
+        warn(WarningCode::SlabMerging, message);
     }
     if a.state.lost > 0 {
         warn(

@@ -1,6 +1,6 @@
 //! Names in the report model: which C struct a slab type's objects are ([`StructNames`]) and
-//! which field an offset falls in ([`FieldSource`], implemented over DWARF). Offsets are always
-//! in the report; names only once [`annotate_fields`] ran.
+//! which field an offset falls in ([`FieldSource`], implemented over DWARF and over BTF).
+//! Offsets are always in the report; names only once [`annotate_fields`] ran.
 
 mod struct_names;
 
@@ -21,7 +21,7 @@ pub fn annotate_fields(report: &mut Report, names: &StructNames, fields: Option<
         }
         let Some(cache) = &t.cache else { continue };
         if t.site.is_some() {
-            // Generic kmalloc: no struct from the cache name.
+            // Split by site (generic kmalloc, a merged pool): the cache holds several structs.
             continue;
         }
         t.struct_name = names.struct_for(cache, fields);

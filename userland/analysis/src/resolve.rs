@@ -12,6 +12,9 @@
 //! - Generic kmalloc caches (`kmalloc-*`, `kmalloc-cg-*`, `kmalloc-rcl-*`, `dma-kmalloc-*`)
 //!   are split by allocation site function: `kmalloc-1k@__alloc_skb`; allocations with no
 //!   cache (large kmalloc) are `kmalloc-large@SITE`. Without symbols the site is an address.
+//! - So are caches the kernel merged with others ([`Resolver::set_merged_caches`]): a merged
+//!   pool carries its first creator's name but holds the objects of every cache merged into
+//!   it, so one type per pool would mix C types: `rtable@ip_route_output_key_hash`.
 //! - Globals are `global:SYMBOL`, per-CPU variables `percpu:SYMBOL` (`percpu:(static)` for
 //!   an offset inside the static per-CPU area with no symbol, `percpu:(dynamic)` beyond it),
 //!   kernel stacks `stack`.
@@ -31,7 +34,8 @@ mod tests;
 
 use std::ops::Range;
 
-use dprof_abi::{Alloc, CacheInfo, ALLOC_KMALLOC};
+use dprof_abi::{Alloc, CacheInfo, ALLOC_KMALLOC, CACHE_NAME_BYTES};
+use dprof_format::MergedCache;
 
 pub use address_set::{
     AddressSet, Hit, LiveObject, NewObject, Removed, Slot, Touch, MAX_PAGED_BYTES,
@@ -248,7 +252,8 @@ pub struct ReplayCounts {
 struct CacheEntry {
     name: String,
     object_size: u32,
-    generic: bool,
+    /// A generic kmalloc cache or a merged pool: one type per allocation site.
+    by_site: bool,
     type_id: Option<TypeId>,
 }
 
@@ -262,6 +267,11 @@ pub struct Resolver<'s> {
     types: TypeTable,
     objects: AddressSet,
     caches: FxHashMap<u64, CacheEntry>,
+    /// Pools that several caches share (two aliases or more), and each alias's index there.
+    merged: Vec<MergedCache>,
+    merged_by_alias: FxHashMap<String, usize>,
+    /// Index in `merged` of each cache name met that is a merged pool, by display name.
+    merged_names: FxHashMap<String, usize>,
     /// Type of (cache, call site) for allocations split by site.
     sites: FxHashMap<(u64, u64), TypeId>,
     /// `global:`/`percpu:` type of each symbol, by symbol address.
@@ -294,6 +304,9 @@ impl<'s> Resolver<'s> {
             types: TypeTable::new(),
             objects: AddressSet::new(),
             caches: FxHashMap::default(),
+            merged: Vec::new(),
+            merged_by_alias: FxHashMap::default(),
+            merged_names: FxHashMap::default(),
             sites: FxHashMap::default(),
             symbol_types: FxHashMap::default(),
             areas: Vec::new(),
@@ -301,6 +314,49 @@ impl<'s> Resolver<'s> {
             stack_type: None,
             counts: ReplayCounts::default(),
         }
+    }
+
+    /// Tells the resolver which slab caches the kernel merged (the profile header's
+    /// `merged_caches`): a cache whose name is an alias of a pool with two aliases or more is
+    /// split by allocation site, like a generic kmalloc cache. Call it before the first
+    /// [`Resolver::cache_info`]: caches already recorded keep their types.
+    pub fn set_merged_caches(&mut self, pools: &[MergedCache]) {
+        self.merged = pools
+            .iter()
+            .filter(|p| p.aliases.len() > 1)
+            .cloned()
+            .collect();
+        self.merged_by_alias = self
+            .merged
+            .iter()
+            .enumerate()
+            .flat_map(|(i, p)| p.aliases.iter().map(move |a| (a.clone(), i)))
+            .collect();
+    }
+
+    /// The merged pool a cache of the profile belongs to, by the name its types carry
+    /// ([`TypeInfo::cache`]); `None` for caches not merged with others.
+    #[must_use]
+    pub fn merged_pool(&self, cache: &str) -> Option<&MergedCache> {
+        self.merged.get(*self.merged_names.get(cache)?)
+    }
+
+    /// Index in `merged` of the pool a cache info names.
+    fn pool_of(&self, info: &CacheInfo) -> Option<usize> {
+        let bytes = info.name_bytes();
+        if usize::from(info.name_len) < CACHE_NAME_BYTES {
+            return std::str::from_utf8(bytes)
+                .ok()
+                .and_then(|name| self.merged_by_alias.get(name))
+                .copied();
+        }
+        // The record keeps only the first bytes of a long name.
+        if bytes.is_empty() {
+            return None;
+        }
+        self.merged
+            .iter()
+            .position(|p| p.aliases.iter().any(|a| a.as_bytes().starts_with(bytes)))
     }
 
     /// Records a cache's name and geometry. A later info with another name for the same
@@ -312,10 +368,14 @@ impl<'s> Resolver<'s> {
             return;
         }
         self.sites.retain(|&(cache, _), _| cache != info.cache);
+        let pool = self.pool_of(info);
+        if let Some(pool) = pool {
+            self.merged_names.insert(name.clone(), pool);
+        }
         self.caches.insert(
             info.cache,
             CacheEntry {
-                generic: is_generic_kmalloc(&name),
+                by_site: pool.is_some() || is_generic_kmalloc(&name),
                 name,
                 object_size: info.object_size,
                 type_id: None,
@@ -342,7 +402,7 @@ impl<'s> Resolver<'s> {
                 object_size: None,
             });
         };
-        if entry.generic {
+        if entry.by_site {
             if let Some(&id) = self.sites.get(&(alloc.cache, alloc.call_site)) {
                 return id;
             }

@@ -30,9 +30,10 @@ use dprof_model::units::{format_bytes, format_ns};
 /// single data address.
 ///
 /// --json prints one JSON document: {"format_version", "header", "stop", "kallsyms_bytes",
-/// "modules_bytes", "record_count", "record_bytes", "chunks", "records": [...]}, one record
-/// object per line. Addresses, cache identifiers, gfp and slab flags are "0x..." strings
-/// (kernel addresses do not fit JSON doubles); counts, sizes and times are numbers.
+/// "modules_bytes", "btf_bytes" (null without a Btf section), "record_count", "record_bytes",
+/// "chunks", "records": [...]}, one record object per line. Addresses, cache identifiers, gfp
+/// and slab flags are "0x..." strings (kernel addresses do not fit JSON doubles); counts,
+/// sizes and times are numbers.
 ///
 /// --summary prints counts per record kind, allocations and frees per cache (most allocated
 /// first), lost records per CPU, the time span, and samples (kernel/user, how many decode to a
@@ -50,7 +51,8 @@ use dprof_model::units::{format_bytes, format_ns};
     reason = "this is --help text, where backticks would show"
 )]
 pub struct DumpArgs {
-    /// The profile to print.
+    /// The profile to print, or a perf.data from perf record (converted first, on the
+    /// machine that recorded it).
     #[arg(value_name = "FILE")]
     file: PathBuf,
     /// Print JSON instead of text.
@@ -89,7 +91,7 @@ fn with_file(e: ProfileError, file: &std::path::Path) -> anyhow::Error {
 }
 
 pub fn run(args: &DumpArgs) -> anyhow::Result<ExitCode> {
-    let profile = Profile::open(&args.file).map_err(|e| with_file(e, &args.file))?;
+    let profile = crate::perf_data::open(&args.file, |e| with_file(e, &args.file))?;
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let written = match (args.summary, args.json) {
@@ -279,6 +281,10 @@ fn text(profile: &Profile, out: &mut impl Write) -> Result<(), Failure> {
         profile.modules().len(),
         lines(profile.modules())
     )?;
+    match profile.btf() {
+        Some(btf) => writeln!(out, "btf: {} bytes", btf.len())?,
+        None => writeln!(out, "btf: none")?,
+    }
     writeln!(
         out,
         "records: {} in {} sections, {} bytes",
@@ -770,6 +776,7 @@ fn json(profile: &Profile, out: &mut impl Write) -> Result<(), Failure> {
         "stop": profile.stop(),
         "kallsyms_bytes": profile.kallsyms().len(),
         "modules_bytes": profile.modules().len(),
+        "btf_bytes": profile.btf().map(<[u8]>::len),
         "record_count": profile.record_count(),
         "record_bytes": profile.record_bytes(),
         "chunks": profile.chunk_count(),

@@ -3,6 +3,7 @@
 mod collect;
 mod dump;
 mod ibs_decode;
+mod perf_data;
 mod progress;
 mod report;
 mod tui;

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
+use dprof_analysis::btf::Btf;
 use dprof_analysis::cache::parse_overrides;
 use dprof_analysis::debuginfo::{DebugInfo, MatchedBy};
 use dprof_analysis::pipeline::{self, Options};
@@ -30,7 +31,7 @@ use dprof_model::{
 
 pub use args::{AnalysisArgs, ReportArgs};
 use args::{Format, View, DEFAULT_TOP};
-use output::{header_lines, more, Table};
+use output::{header_lines, merged_cache_lines, more, Table};
 
 pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     if args.format == Format::Dot && args.view != View::DataFlow {
@@ -49,7 +50,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     }
     if args.view == View::Causal {
         // The causal view reads the experiment records only: no samples, no symbols.
-        let profile = Profile::open(&args.file).map_err(|e| with_file(&args.file, e))?;
+        let profile = crate::perf_data::open(&args.file, |e| with_file(&args.file, e))?;
         return causal::run(args, &profile);
     }
     let overrides = match &args.cache {
@@ -66,7 +67,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let need_samples = args.view == View::DataProfile;
     let Analyzed {
         report,
-        have_debug_info,
+        have_field_names,
     } = open_profile(&args.file, &args.analysis)?.analyze(
         need_samples,
         views.as_ref(),
@@ -107,7 +108,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
             &report,
             t,
             args.top.unwrap_or(DEFAULT_TOP),
-            have_debug_info,
+            have_field_names,
             &mut out,
         ),
     }
@@ -133,14 +134,14 @@ pub struct OpenedProfile {
 /// The report of a profile.
 pub struct Analyzed {
     pub report: Report,
-    /// Whether debug info named the fields (--vmlinux).
-    pub have_debug_info: bool,
+    /// Whether the fields were named: from --vmlinux's DWARF, else the profile's BTF.
+    pub have_field_names: bool,
 }
 
 /// What an analysis is doing, for a progress display.
 #[derive(Clone, Copy, Debug)]
 pub enum Stage {
-    /// Reading the DWARF of --vmlinux and --debug-dir.
+    /// Reading the DWARF of --vmlinux and --debug-dir, or the profile's BTF.
     DebugInfo,
     /// Reading and analyzing the records.
     Records(pipeline::Progress),
@@ -148,7 +149,7 @@ pub enum Stage {
 
 /// Opens `file` as a profile and reads --type-map.
 pub fn open_profile(file: &Path, args: &AnalysisArgs) -> anyhow::Result<OpenedProfile> {
-    let profile = Profile::open(file).map_err(|e| with_file(file, e))?;
+    let profile = crate::perf_data::open(file, |e| with_file(file, e))?;
     let mut names = StructNames::builtin();
     if let Some(path) = &args.type_map {
         let text = std::fs::read_to_string(path)
@@ -179,8 +180,8 @@ impl OpenedProfile {
         self.profile.header().config.causal.is_some()
     }
 
-    /// Reads the debug info (--vmlinux), analyzes the records and names the fields; a
-    /// profile without access samples is an error when `need_samples`.
+    /// Reads the debug info (--vmlinux, else the profile's BTF), analyzes the records and
+    /// names the fields; a profile without access samples is an error when `need_samples`.
     /// `progress` hears what is being done; `warn` gets one sentence for each thing that
     /// limits the report beyond the report's own warnings (the caller prints or shows it).
     /// With `views`, the report has the miss classification and working-set views.
@@ -204,6 +205,21 @@ impl OpenedProfile {
                 Some(load_debug_info(path, &args, &profile, &kallsyms, warn)?)
             }
             None => None,
+        };
+        // Without DWARF, the kernel's BTF names the fields; a bad one costs only the names.
+        let btf = match (&debug, profile.btf()) {
+            (None, Some(bytes)) => {
+                progress(Stage::DebugInfo);
+                Btf::parse(bytes)
+                    .map_err(|e| {
+                        warn(format!(
+                            "the profile's BTF section does not parse ({e}): fields stay \
+                             unnamed (--vmlinux names them from DWARF)"
+                        ));
+                    })
+                    .ok()
+            }
+            _ => None,
         };
         let options = Options::default();
         let mut on_records = |p| progress(Stage::Records(p));
@@ -234,14 +250,15 @@ impl OpenedProfile {
                 file.display()
             );
         }
-        annotate_fields(
-            &mut report,
-            &names,
-            debug.as_ref().map(|d| d as &dyn FieldSource),
-        );
+        let fields: Option<&dyn FieldSource> = match (&debug, &btf) {
+            (Some(d), _) => Some(d),
+            (None, Some(b)) => Some(b),
+            (None, None) => None,
+        };
+        annotate_fields(&mut report, &names, fields);
         Ok(Analyzed {
             report,
-            have_debug_info: debug.is_some(),
+            have_field_names: fields.is_some(),
         })
     }
 }
@@ -590,6 +607,8 @@ fn text_footer(report: &Report, top: usize, out: &mut impl Write) -> io::Result<
         a.peak_live_objects,
         a.live_at_end
     )?;
+    // The pools behind the types shown: each holds several caches' objects.
+    merged_cache_lines(report, dp.types.iter().take(top), out)?;
     let unknown = report.coverage.count(dprof_model::Bucket::UnknownAddress);
     if unknown > 0 {
         let fns: Vec<String> = report
@@ -611,11 +630,11 @@ fn type_text(
     report: &Report,
     t: &TypeProfile,
     top: usize,
-    have_debug: bool,
+    have_field_names: bool,
     out: &mut impl Write,
 ) -> io::Result<()> {
     type_summary(report, t, out)?;
-    type_tables(t, top, have_debug, out)
+    type_tables(t, top, have_field_names, out)
 }
 
 /// The lines about one type above its tables.
@@ -624,6 +643,7 @@ fn type_summary(report: &Report, t: &TypeProfile, out: &mut impl Write) -> io::R
     writeln!(out)?;
     let what = t.description();
     writeln!(out, "Type {} ({})", t.name, what.join(", "))?;
+    merged_cache_lines(report, [t], out)?;
     writeln!(
         out,
         "samples: {} ({} of resolved): reads {}, writes {}, read-modify-writes {}",
@@ -707,14 +727,14 @@ fn type_hardware(report: &Report, h: &TypeHardware, out: &mut impl Write) -> io:
 fn type_tables(
     t: &TypeProfile,
     top: usize,
-    have_debug: bool,
+    have_field_names: bool,
     out: &mut impl Write,
 ) -> io::Result<()> {
     writeln!(out)?;
     writeln!(
         out,
         "Offsets{}",
-        if have_debug {
+        if have_field_names {
             ""
         } else {
             " (field names need --vmlinux)"

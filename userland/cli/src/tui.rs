@@ -17,10 +17,10 @@ use crate::report::{open_profile, AnalysisArgs, OpenedProfile, Stage};
 /// Browse a profile in the terminal, full screen.
 ///
 /// FILE is a profile from dprof collect, analyzed as dprof report does (--vmlinux,
-/// --debug-dir and --type-map name structs and fields), or a report saved with
-/// dprof report --json (its names are those it was written with). A profile is analyzed
-/// once, in the background, with a progress bar; the browser then opens on its data
-/// profile.
+/// --debug-dir and --type-map name structs and fields; without --vmlinux, the profile's
+/// BTF names the fields), or a report saved with dprof report --json (its names are those
+/// it was written with). A profile is analyzed once, in the background, with a progress
+/// bar; the browser then opens on its data profile.
 ///
 /// Views (Tab, or 1 to 6): Data profile (sort by any column with s, filter as you type with
 /// /), Type (the type's bytes as a heat strip per cache line, its offsets, functions and
@@ -36,7 +36,8 @@ use crate::report::{open_profile, AnalysisArgs, OpenedProfile, Stage};
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct TuiArgs {
-    /// A profile, or a report saved by `dprof report --json`.
+    /// A profile, a perf.data from perf record (converted first, on the machine that
+    /// recorded it), or a report saved by `dprof report --json`.
     #[arg(value_name = "FILE")]
     file: PathBuf,
     #[command(flatten)]
@@ -120,7 +121,8 @@ fn open(args: &TuiArgs) -> anyhow::Result<Input> {
             file.display()
         );
     }
-    if head.starts_with(&MAGIC) || MAGIC.starts_with(&head) {
+    if head.starts_with(&MAGIC) || MAGIC.starts_with(&head) || crate::perf_data::is_perf_data(file)
+    {
         return open_profile(file, &args.analysis).map(|p| Input::Profile(Box::new(p)));
     }
     if head.trim_ascii_start().first() == Some(&b'{') {

@@ -44,6 +44,25 @@ fn dump_json() {
     golden("dump.json", &text);
 }
 
+/// The Btf section is listed with the other snapshots, in text and JSON.
+#[test]
+fn dump_lists_the_btf_section() {
+    let btf = dprof_fixtures::btf::example();
+    let dir = dir_with(&[(
+        "btf.dprof",
+        dprof_fixtures::data_profile::profile_with_btf(&btf),
+    )]);
+    let text = stdout_of(&dprof(dir.path(), &["dump", "btf.dprof"]));
+    assert!(
+        text.lines()
+            .any(|l| l == format!("btf: {} bytes", btf.len())),
+        "{text}"
+    );
+    let json = stdout_of(&dprof(dir.path(), &["dump", "--json", "btf.dprof"]));
+    let v: serde_json::Value = serde_json::from_str(&json).expect("one JSON document");
+    assert_eq!(v["btf_bytes"], btf.len());
+}
+
 /// IBS samples show their raw registers: the ones the sample's caps say exist, by name.
 #[test]
 fn dump_shows_ibs_registers() {
@@ -205,6 +224,8 @@ fn collect_without_device_creates_nothing() {
         dir.path(),
         &[
             "collect",
+            "--backend",
+            "module",
             "--device",
             "no-such-device",
             "-o",
@@ -219,6 +240,28 @@ fn collect_without_device_creates_nothing() {
         "dprof: error: no-such-device does not exist: load the module with `insmod dprof.ko`\n"
     );
     assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
+}
+
+#[test]
+fn perf_backend_refuses_histories_before_creating_anything() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for backend in [
+        &["--backend", "perf"][..],
+        &["--device", "no-such-device"][..],
+    ] {
+        let mut args = vec!["collect", "-o", "out.dprof", "--duration", "1s"];
+        args.extend_from_slice(backend);
+        args.extend_from_slice(&["--histories", "auto"]);
+        let out = dprof(dir.path(), &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("object access histories (--histories) need dprof.ko")
+                && stderr.contains("--backend module"),
+            "{stderr}"
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
+    }
 }
 
 #[test]

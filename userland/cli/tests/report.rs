@@ -139,6 +139,88 @@ fn empty_kallsyms_warns_and_shows_addresses() {
     assert!(stdout.contains("0xffffffff81101040"), "{stdout}");
 }
 
+/// Standard output of a run that succeeded, with warnings on standard error.
+fn warned_stdout(out: &std::process::Output) -> String {
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout.clone()).expect("utf-8")
+}
+
+/// A kernel that merged slab caches: the pool is split by allocation site, the report says
+/// which caches share it, and the warning names it.
+#[test]
+fn merged_caches_are_split_by_site_and_listed() {
+    let dir = dir_with(&[("merged.dprof", dprof_fixtures::merged::profile())]);
+    let out = dprof(dir.path(), &["report", "merged.dprof"]);
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8(out.stderr).expect("utf-8");
+    assert!(
+        stderr.contains(
+            "dprof: warning: slab merging was on: 1 of the report's caches (rtable) are pools"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("some types are merged"), "{stderr}");
+    let stdout = String::from_utf8(out.stdout).expect("utf-8");
+    let types: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("rank"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "rtable@ip_route_output_key_hash",
+            "rtable@locks_alloc_lock",
+            "dentry"
+        ],
+        "{stdout}"
+    );
+    let merged: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("merged caches:"))
+        .collect();
+    assert_eq!(
+        merged,
+        ["merged caches: rtable = {file_lock_cache, rtable} (pool :0000192)"],
+        "{stdout}"
+    );
+    // A per-site type of the pool is no struct of the cache's name.
+    assert!(!stdout.contains("(rtable)"), "{stdout}");
+
+    let text = warned_stdout(&dprof(
+        dir.path(),
+        &[
+            "report",
+            "merged.dprof",
+            "--type",
+            "rtable@locks_alloc_lock",
+        ],
+    ));
+    assert!(
+        text.contains("allocated in locks_alloc_lock")
+            && text.contains("merged caches: rtable = {file_lock_cache, rtable}"),
+        "{text}"
+    );
+    let text = warned_stdout(&dprof(
+        dir.path(),
+        &["report", "merged.dprof", "--type", "dentry"],
+    ));
+    assert!(!text.contains("merged caches"), "{text}");
+
+    let text = warned_stdout(&dprof(dir.path(), &["report", "merged.dprof", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    assert_eq!(
+        v["profile"]["merged_caches"],
+        serde_json::json!([{
+            "cache": "rtable",
+            "pool": ":0000192",
+            "aliases": ["file_lock_cache", "rtable"],
+        }])
+    );
+}
+
 #[test]
 fn a_bad_profile_is_one_line() {
     let dir = dir_with(&[("junk.dprof", b"not a profile".to_vec())]);
@@ -222,6 +304,103 @@ fn vmlinux_names_fields() {
             .nth(1)
             .is_some_and(|f| f.chars().any(char::is_alphabetic)),
         "{line}"
+    );
+}
+
+/// Without --vmlinux, the kernel's BTF in the profile names the fields: the example's
+/// `sk_buff` (`dprof_fixtures::btf::example`) has `prev` at 0x8 (in an anonymous struct in
+/// an anonymous union), `sk` at 0x10 and `len` at 0x70.
+#[test]
+fn btf_in_the_profile_names_fields() {
+    let dir = dir_with(&[(
+        "btf.dprof",
+        example::profile_with_btf(&dprof_fixtures::btf::example()),
+    )]);
+    let text = stdout_of(&dprof(
+        dir.path(),
+        &["report", "btf.dprof", "--type", "skbuff_head_cache"],
+    ));
+    assert!(!text.contains("field names need --vmlinux"), "{text}");
+    let fields: Vec<(&str, &str)> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Offsets"))
+        .filter(|l| l.starts_with('+'))
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            Some((words.next()?, words.next()?))
+        })
+        .collect();
+    assert_eq!(
+        fields,
+        [("+0x8", "prev"), ("+0x70", "len"), ("+0x10", "sk")],
+        "{text}"
+    );
+    let json = stdout_of(&dprof(
+        dir.path(),
+        &[
+            "report",
+            "btf.dprof",
+            "--json",
+            "--type",
+            "skbuff_head_cache",
+        ],
+    ));
+    let v: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
+    assert_eq!(v["struct_name"], "sk_buff");
+    assert_eq!(v["fields"][0]["field"], "prev");
+    // The data profile's other types have no struct in this BTF: offsets only.
+    let text = stdout_of(&dprof(
+        dir.path(),
+        &["report", "btf.dprof", "--type", "task_struct"],
+    ));
+    assert!(text.contains("+0x8 "), "{text}");
+}
+
+/// With a real kernel's BTF (`DPROF_TEST_BTF=/sys/kernel/btf/vmlinux`, which scripts/test
+/// sets where the file exists) in the profile: `sk_buff`'s fields are named from it.
+#[test]
+fn real_btf_names_fields() {
+    let Some(path) = std::env::var_os("DPROF_TEST_BTF") else {
+        eprintln!("skipped: set DPROF_TEST_BTF to a kernel's BTF, e.g. /sys/kernel/btf/vmlinux");
+        return;
+    };
+    let btf = std::fs::read(path).expect("DPROF_TEST_BTF is readable");
+    let dir = dir_with(&[("real.dprof", example::profile_with_btf(&btf))]);
+    let text = stdout_of(&dprof(
+        dir.path(),
+        &["report", "real.dprof", "--type", "skbuff_head_cache"],
+    ));
+    assert!(!text.contains("field names need --vmlinux"), "{text}");
+    // sk_buff has started with `struct sk_buff *next, *prev` (in anonymous members) for years.
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("+0x8 "))
+        .expect("offset 8 listed");
+    assert_eq!(line.split_whitespace().nth(1), Some("prev"), "{text}");
+}
+
+/// A Btf section that does not parse costs the field names, with one warning, not the report.
+#[test]
+fn a_bad_btf_section_is_one_warning() {
+    let dir = dir_with(&[(
+        "bad.dprof",
+        example::profile_with_btf(b"not BTF at all, but long enough"),
+    )]);
+    let out = dprof(
+        dir.path(),
+        &["report", "bad.dprof", "--type", "skbuff_head_cache"],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8(out.stderr).expect("utf-8");
+    assert_eq!(
+        stderr,
+        "dprof: warning: the profile's BTF section does not parse (not BTF: the magic is \
+         0x6f6e, not 0xeb9f): fields stay unnamed (--vmlinux names them from DWARF)\n"
+    );
+    let stdout = String::from_utf8(out.stdout).expect("utf-8");
+    assert!(
+        stdout.contains("Offsets (field names need --vmlinux)"),
+        "{stdout}"
     );
 }
 

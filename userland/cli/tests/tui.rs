@@ -356,6 +356,27 @@ fn browses_a_profile_in_a_real_terminal() {
     tmux.assert_terminal_restored(&pathbuf(&dir));
 }
 
+/// Without --vmlinux the profile's BTF names the fields, as in `dprof report`.
+#[test]
+fn the_type_view_names_fields_from_the_profiles_btf() {
+    if !Tmux::available() {
+        return;
+    }
+    let dir = dir_with(&[(
+        "btf.dprof",
+        example::profile_with_btf(&dprof_fixtures::btf::example()),
+    )]);
+    let tmux = Tmux::run_dprof(dir.path(), "tui btf.dprof", 100, 30);
+    tmux.wait_for("skbuff_head_cache");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Heat: samples per byte");
+    let screen = tmux.wait_for("prev");
+    assert!(screen.contains("len"), "{screen}");
+    tmux.keys(&["q"]);
+    tmux.wait_for("dprof exited 0");
+    tmux.assert_terminal_restored(&pathbuf(&dir));
+}
+
 #[test]
 fn browses_a_saved_json_report() {
     if !Tmux::available() {

@@ -1,12 +1,14 @@
 //! What the collect, histories and causal drivers ask of a collector: the operations they
-//! call, so that something other than `/dev/dprof` (a `perf_event_open` collector for stock
-//! kernels) can stand in for it. [`crate::device::Device`] is the one implementation today.
+//! call, implemented by the `/dev/dprof` client ([`crate::device::Device`]) and by perf
+//! events on a stock kernel ([`crate::perf::PerfCollector`]). [`Collector`] is whichever of
+//! the two `--backend` chose.
 
 use dprof_abi::{
     CausalPlan, Config, CpuStatus, ExperimentControl, HistoryPlan, Status, VersionInfo,
 };
 
 use crate::device::{Device, DeviceError, ReadOutcome};
+use crate::perf::{PerfCollector, PerfError};
 
 /// A collector the drivers run: configured, started, read and stopped, with the history and
 /// causal requests of `--histories` and `dprof causal`.
@@ -24,26 +26,26 @@ pub trait Backend {
     ///
     /// # Errors
     /// When the collector refuses the configuration.
-    fn configure(&self, config: &Config) -> Result<(), Self::Error>;
+    fn configure(&mut self, config: &Config) -> Result<(), Self::Error>;
 
     /// Sets the history plan, after a configuration with `EVENT_HISTORIES`.
     ///
     /// # Errors
     /// When the collector refuses the plan.
-    fn history_plan(&self, plan: &HistoryPlan) -> Result<(), Self::Error>;
+    fn history_plan(&mut self, plan: &HistoryPlan) -> Result<(), Self::Error>;
 
     /// Sets the causal session's progress points (`labels` name them, for errors).
     ///
     /// # Errors
     /// When the collector refuses the points.
-    fn causal_plan(&self, plan: &CausalPlan, labels: &[String]) -> Result<(), Self::Error>;
+    fn causal_plan(&mut self, plan: &CausalPlan, labels: &[String]) -> Result<(), Self::Error>;
 
     /// Sets entry `index` of the causal type table.
     ///
     /// # Errors
     /// When the collector refuses the entry.
     fn causal_type(
-        &self,
+        &mut self,
         index: u32,
         type_name: &str,
         cache: &str,
@@ -54,31 +56,31 @@ pub trait Backend {
     ///
     /// # Errors
     /// When the collector refuses it.
-    fn experiment_start(&self, control: &ExperimentControl) -> Result<(), Self::Error>;
+    fn experiment_start(&mut self, control: &ExperimentControl) -> Result<(), Self::Error>;
 
     /// Ends the running experiment; its record follows in the data.
     ///
     /// # Errors
     /// When the collector refuses it.
-    fn experiment_end(&self) -> Result<(), Self::Error>;
+    fn experiment_end(&mut self) -> Result<(), Self::Error>;
 
     /// Starts collecting.
     ///
     /// # Errors
     /// When the collector cannot start.
-    fn start(&self) -> Result<(), Self::Error>;
+    fn start(&mut self) -> Result<(), Self::Error>;
 
     /// Stops collecting; what was collected can still be read.
     ///
     /// # Errors
     /// When the collector cannot stop.
-    fn stop(&self) -> Result<(), Self::Error>;
+    fn stop(&mut self) -> Result<(), Self::Error>;
 
     /// The counters, with up to `capacity` per-CPU entries.
     ///
     /// # Errors
     /// When they cannot be read.
-    fn status(&self, capacity: usize) -> Result<(Status, Vec<CpuStatus>), Self::Error>;
+    fn status(&mut self, capacity: usize) -> Result<(Status, Vec<CpuStatus>), Self::Error>;
 
     /// Reads whole records into `buf`.
     ///
@@ -94,20 +96,20 @@ impl Backend for Device {
         Self::checked_version(self)
     }
 
-    fn configure(&self, config: &Config) -> Result<(), DeviceError> {
+    fn configure(&mut self, config: &Config) -> Result<(), DeviceError> {
         Self::configure(self, config)
     }
 
-    fn history_plan(&self, plan: &HistoryPlan) -> Result<(), DeviceError> {
+    fn history_plan(&mut self, plan: &HistoryPlan) -> Result<(), DeviceError> {
         Self::history_plan(self, plan)
     }
 
-    fn causal_plan(&self, plan: &CausalPlan, labels: &[String]) -> Result<(), DeviceError> {
+    fn causal_plan(&mut self, plan: &CausalPlan, labels: &[String]) -> Result<(), DeviceError> {
         Self::causal_plan(self, plan, labels)
     }
 
     fn causal_type(
-        &self,
+        &mut self,
         index: u32,
         type_name: &str,
         cache: &str,
@@ -116,27 +118,166 @@ impl Backend for Device {
         Self::causal_type(self, index, type_name, cache, ips)
     }
 
-    fn experiment_start(&self, control: &ExperimentControl) -> Result<(), DeviceError> {
+    fn experiment_start(&mut self, control: &ExperimentControl) -> Result<(), DeviceError> {
         Self::experiment_start(self, control)
     }
 
-    fn experiment_end(&self) -> Result<(), DeviceError> {
+    fn experiment_end(&mut self) -> Result<(), DeviceError> {
         Self::experiment_end(self)
     }
 
-    fn start(&self) -> Result<(), DeviceError> {
+    fn start(&mut self) -> Result<(), DeviceError> {
         Self::start(self)
     }
 
-    fn stop(&self) -> Result<(), DeviceError> {
+    fn stop(&mut self) -> Result<(), DeviceError> {
         Self::stop(self)
     }
 
-    fn status(&self, capacity: usize) -> Result<(Status, Vec<CpuStatus>), DeviceError> {
+    fn status(&mut self, capacity: usize) -> Result<(Status, Vec<CpuStatus>), DeviceError> {
         Self::status(self, capacity)
     }
 
     fn read(&mut self, buf: &mut [u8]) -> Result<ReadOutcome, DeviceError> {
         Self::read(self, buf)
+    }
+}
+
+impl Backend for PerfCollector {
+    type Error = PerfError;
+
+    fn checked_version(&self) -> Result<VersionInfo, PerfError> {
+        Self::checked_version(self)
+    }
+
+    fn configure(&mut self, config: &Config) -> Result<(), PerfError> {
+        Self::configure(self, config)
+    }
+
+    fn history_plan(&mut self, plan: &HistoryPlan) -> Result<(), PerfError> {
+        Self::history_plan(self, plan)
+    }
+
+    fn causal_plan(&mut self, plan: &CausalPlan, labels: &[String]) -> Result<(), PerfError> {
+        Self::causal_plan(self, plan, labels)
+    }
+
+    fn causal_type(
+        &mut self,
+        index: u32,
+        type_name: &str,
+        cache: &str,
+        ips: &[u64],
+    ) -> Result<(), PerfError> {
+        Self::causal_type(self, index, type_name, cache, ips)
+    }
+
+    fn experiment_start(&mut self, control: &ExperimentControl) -> Result<(), PerfError> {
+        Self::experiment_start(self, control)
+    }
+
+    fn experiment_end(&mut self) -> Result<(), PerfError> {
+        Self::experiment_end(self)
+    }
+
+    fn start(&mut self) -> Result<(), PerfError> {
+        Self::start(self)
+    }
+
+    fn stop(&mut self) -> Result<(), PerfError> {
+        Self::stop(self)
+    }
+
+    fn status(&mut self, capacity: usize) -> Result<(Status, Vec<CpuStatus>), PerfError> {
+        Self::status(self, capacity)
+    }
+
+    fn read(&mut self, buf: &mut [u8]) -> Result<ReadOutcome, PerfError> {
+        Self::read(self, buf)
+    }
+}
+
+/// The collector `--backend` chose.
+#[derive(Debug)]
+pub enum Collector {
+    /// `dprof.ko` through `/dev/dprof`.
+    Module(Device),
+    /// perf events, on a kernel without the module.
+    Perf(Box<PerfCollector>),
+}
+
+/// A [`Collector`]'s error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CollectorError {
+    /// From the module.
+    #[error(transparent)]
+    Module(#[from] DeviceError),
+    /// From perf events.
+    #[error(transparent)]
+    Perf(#[from] PerfError),
+}
+
+/// Calls the same method on whichever collector it is.
+macro_rules! both {
+    ($self:ident, $c:ident => $call:expr) => {
+        match $self {
+            Collector::Module($c) => Ok($call?),
+            Collector::Perf($c) => Ok($call?),
+        }
+    };
+}
+
+impl Backend for Collector {
+    type Error = CollectorError;
+
+    fn checked_version(&self) -> Result<VersionInfo, CollectorError> {
+        both!(self, c => c.checked_version())
+    }
+
+    fn configure(&mut self, config: &Config) -> Result<(), CollectorError> {
+        both!(self, c => c.configure(config))
+    }
+
+    fn history_plan(&mut self, plan: &HistoryPlan) -> Result<(), CollectorError> {
+        both!(self, c => c.history_plan(plan))
+    }
+
+    fn causal_plan(&mut self, plan: &CausalPlan, labels: &[String]) -> Result<(), CollectorError> {
+        both!(self, c => c.causal_plan(plan, labels))
+    }
+
+    fn causal_type(
+        &mut self,
+        index: u32,
+        type_name: &str,
+        cache: &str,
+        ips: &[u64],
+    ) -> Result<(), CollectorError> {
+        both!(self, c => c.causal_type(index, type_name, cache, ips))
+    }
+
+    fn experiment_start(&mut self, control: &ExperimentControl) -> Result<(), CollectorError> {
+        both!(self, c => c.experiment_start(control))
+    }
+
+    fn experiment_end(&mut self) -> Result<(), CollectorError> {
+        both!(self, c => c.experiment_end())
+    }
+
+    fn start(&mut self) -> Result<(), CollectorError> {
+        both!(self, c => c.start())
+    }
+
+    fn stop(&mut self) -> Result<(), CollectorError> {
+        both!(self, c => c.stop())
+    }
+
+    fn status(&mut self, capacity: usize) -> Result<(Status, Vec<CpuStatus>), CollectorError> {
+        both!(self, c => c.status(capacity))
+    }
+
+    fn read(&mut self, buf: &mut [u8]) -> Result<ReadOutcome, CollectorError> {
+        both!(self, c => c.read(buf))
     }
 }

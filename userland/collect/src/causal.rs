@@ -40,9 +40,9 @@ use crate::backend::Backend;
 use crate::device::Device;
 use crate::error::{backend, CollectError};
 use crate::observer::{Interrupt, Observer, Progress};
-use crate::options::{CausalOptions, CollectOptions, Event, TypeChoice};
+use crate::options::{BackendChoice, CausalOptions, CollectOptions, Event, TypeChoice};
 use crate::reading::{drain_into, read_some, IDLE_SLEEP, PROGRESS_EVERY, READ_BUFFER};
-use crate::record::{now_unix_s, open_and_configure, target_of};
+use crate::record::{create_profile, merging_warning, now_unix_s, open_and_configure, target_of};
 use crate::samplers::{self, HardwareSamplers};
 use crate::sampling::{plan, Sampling};
 use crate::system;
@@ -109,6 +109,7 @@ pub struct Experiments<'o, B = Device> {
     kallsyms: Vec<u8>,
     symbols: Kallsyms,
     modules: Vec<u8>,
+    btf: Option<Vec<u8>>,
     points: Vec<ProgressPointSpec>,
     latency: Option<(usize, usize)>,
     labels: Vec<String>,
@@ -134,8 +135,13 @@ impl<'o> Checked<'o> {
             latency,
             labels,
         } = self;
-        let (dev, version, collect_plan, config) =
-            open_and_configure(&collect, &hw, &symbols, observer)?;
+        let (dev, version, collect_plan, config) = open_and_configure(
+            Device::open_path(&collect.device)?,
+            &collect,
+            &hw,
+            &symbols,
+            observer,
+        )?;
         if version.features & dprof_abi::FEATURE_CAUSAL == 0 {
             return Err(CollectError::NoCausal);
         }
@@ -149,6 +155,7 @@ impl<'o> Checked<'o> {
             &labels,
         )?;
         let collect_config = CollectConfig {
+            backend: Some("module".to_owned()),
             events: collect_plan
                 .events
                 .iter()
@@ -163,11 +170,8 @@ impl<'o> Checked<'o> {
         let root = Path::new("/");
         let header = system::gather_header(root, collect_config, version.into(), now_unix_s())
             .map_err(CollectError::Header)?;
-        if header.slab_merging {
-            observer.warn(
-                "slab merging is on (no slab_nomerge on the kernel command line): caches of \
-                 similar geometry share one name, so some types will be lost",
-            );
+        if let Some(warning) = merging_warning(&header) {
+            observer.warn(&warning);
         }
         let modules = system::modules(root)?;
         Ok(Experiments {
@@ -177,6 +181,7 @@ impl<'o> Checked<'o> {
             kallsyms,
             symbols,
             modules,
+            btf: system::kernel_btf(root),
             points,
             latency,
             labels,
@@ -223,6 +228,7 @@ impl<B: Backend> Experiments<'_, B> {
             kallsyms,
             symbols,
             modules,
+            btf,
             points,
             latency,
             labels,
@@ -236,6 +242,7 @@ impl<B: Backend> Experiments<'_, B> {
             Inputs {
                 kallsyms: &kallsyms,
                 modules: &modules,
+                btf: btf.as_deref(),
                 symbols: &symbols,
                 points: &points,
                 latency,
@@ -288,6 +295,7 @@ fn collect_options(options: &CausalOptions) -> CollectOptions {
         plan_time: options.plan_time,
         kcore: PathBuf::from("/proc/kcore"),
         device: options.device.clone(),
+        backend: BackendChoice::Module,
         command: options.command.clone(),
     }
 }
@@ -607,6 +615,7 @@ pub struct Tally {
 struct Inputs<'a> {
     kallsyms: &'a [u8],
     modules: &'a [u8],
+    btf: Option<&'a [u8]>,
     symbols: &'a Kallsyms,
     points: &'a [ProgressPointSpec],
     latency: Option<(usize, usize)>,
@@ -718,7 +727,13 @@ fn run_phases<B: Backend>(
         experiment_ns: duration_ns(args.experiment),
         cooloff_ns: duration_ns(args.cooloff),
     });
-    let mut writer = ProfileWriter::create(&args.output, header, inputs.kallsyms, inputs.modules)?;
+    let mut writer = create_profile(
+        &args.output,
+        header,
+        inputs.kallsyms,
+        inputs.modules,
+        inputs.btf,
+    )?;
     let outcome = experiments(
         args,
         dev,

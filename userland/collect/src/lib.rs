@@ -1,5 +1,5 @@
 //! dprof's collectors: what runs on the profiled machine. The `/dev/dprof` client
-//! ([`device`]), the system snapshot for the profile header ([`system`]), the choice of
+//! ([`device`]), the module-free perf events collector for stock kernels ([`perf`]), the system snapshot for the profile header ([`system`]), the choice of
 //! sampler ([`samplers`], [`sampling`]), live kernel code from `/proc/kcore` ([`kcore`]) and
 //! the history planner ([`plan`]) with the `--histories` specs it plans from
 //! ([`histories`]). The drivers, [`record`] (`dprof collect`) and [`causal`] (`dprof
@@ -16,6 +16,7 @@ pub mod histories;
 pub mod kcore;
 pub mod observer;
 pub mod options;
+pub mod perf;
 pub mod plan;
 mod reading;
 pub mod record;

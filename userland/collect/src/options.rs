@@ -41,8 +41,22 @@ pub struct CollectOptions {
     pub kcore: PathBuf,
     /// The dprof device.
     pub device: PathBuf,
+    /// Which collector to use.
+    pub backend: BackendChoice,
     /// The command to profile; collection stops when it exits.
     pub command: Vec<OsString>,
+}
+
+/// Which collector `dprof collect` uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// The module when its device exists, else perf events.
+    #[default]
+    Auto,
+    /// `dprof.ko` through its device.
+    Module,
+    /// perf events and tracepoints, with no module.
+    Perf,
 }
 
 /// Events the module can record.

@@ -12,7 +12,6 @@
 use dprof_abi::{HistoryTarget, WatchRange, MAX_HISTORY_TARGETS};
 use serde::{Deserialize, Serialize};
 
-use dprof_analysis::resolve::is_generic_kmalloc;
 use dprof_analysis::symbols::Kallsyms;
 use dprof_model::histories::Span;
 use dprof_model::{Report, TypeKind, TypeProfile};
@@ -175,9 +174,11 @@ fn candidates(
     }
     // Names the ABI cut are shown with "..."; the module compares the bytes it keeps.
     let cache = cache.trim_end_matches("...").to_owned();
+    // Types split by allocation site (generic kmalloc caches, merged slab pools) take their
+    // objects from that site only.
     let site = match &t.site {
-        Some(site) if is_generic_kmalloc(&cache) => Some(site_range(site, kallsyms)?),
-        _ => None,
+        Some(site) => Some(site_range(site, kallsyms)?),
+        None => None,
     };
     let mut spans: Vec<(Span, Option<String>)> = Vec::new();
     for f in &t.fields {

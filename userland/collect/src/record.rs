@@ -16,12 +16,13 @@ use dprof_format::{
 };
 use dprof_model::units::{self, format_bytes};
 
-use crate::backend::Backend;
+use crate::backend::{Backend, Collector};
 use crate::device::{Device, ReadOutcome};
 use crate::error::{backend, CollectError};
 use crate::histories;
 use crate::observer::{Interrupt, Observer, Progress};
-use crate::options::{CollectOptions, Event, SamplerChoice};
+use crate::options::{BackendChoice, CollectOptions, Event, SamplerChoice};
+use crate::perf::{PerfCollector, PerfError};
 use crate::reading::{drain, Batch, IDLE_SLEEP, PROGRESS_EVERY};
 use crate::samplers::{self, HardwareSamplers};
 use crate::sampling::{plan, Plan, Sampling};
@@ -60,7 +61,7 @@ pub fn check(options: &CollectOptions) -> Result<Checked<'_>, CollectError> {
 }
 
 /// A configured device and the profile header, before the file exists.
-pub struct Collection<'o, B = Device> {
+pub struct Collection<'o, B = Collector> {
     options: &'o CollectOptions,
     dev: B,
     version: VersionInfo,
@@ -68,6 +69,7 @@ pub struct Collection<'o, B = Device> {
     kallsyms: Vec<u8>,
     symbols: Kallsyms,
     modules: Vec<u8>,
+    btf: Option<Vec<u8>>,
     header: ProfileHeader,
 }
 
@@ -87,8 +89,20 @@ impl<'o> Checked<'o> {
         let root = Path::new("/");
         let kallsyms = system::kallsyms(root)?;
         let symbols = Kallsyms::parse(&kallsyms);
-        let (dev, version, plan, config) = open_and_configure(options, &hw, &symbols, observer)?;
+        let dev = open_backend(options, root, observer)?;
+        let (mut dev, version, plan, config) =
+            open_and_configure(dev, options, &hw, &symbols, observer)?;
+        let backend_name = match &mut dev {
+            Collector::Module(_) => "module",
+            Collector::Perf(perf) => {
+                for note in perf.take_notes() {
+                    observer.say(&format!("note: {note}"));
+                }
+                "perf"
+            }
+        };
         let collect_config = CollectConfig {
+            backend: Some(backend_name.to_owned()),
             events: plan.events.iter().map(|e| e.name().to_owned()).collect(),
             ring_bytes: options.ring_size,
             target,
@@ -98,12 +112,8 @@ impl<'o> Checked<'o> {
         };
         let header = system::gather_header(root, collect_config, version.into(), now_unix_s())
             .map_err(CollectError::Header)?;
-        if header.slab_merging {
-            observer.warn(
-                "slab merging is on (no slab_nomerge on the kernel command line): caches of \
-                 similar geometry share one name, so some types will be lost; boot with \
-                 slab_nomerge to keep them apart",
-            );
+        if let Some(warning) = merging_warning(&header) {
+            observer.warn(&warning);
         }
         let modules = system::modules(root)?;
         Ok(Collection {
@@ -114,6 +124,7 @@ impl<'o> Checked<'o> {
             kallsyms,
             symbols,
             modules,
+            btf: system::kernel_btf(root),
             header,
         })
     }
@@ -156,9 +167,16 @@ impl<B: Backend> Collection<'_, B> {
             kallsyms,
             symbols,
             modules,
+            btf,
             header,
         } = self;
-        let mut writer = ProfileWriter::create(&options.output, &header, &kallsyms, &modules)?;
+        let mut writer = create_profile(
+            &options.output,
+            &header,
+            &kallsyms,
+            &modules,
+            btf.as_deref(),
+        )?;
         let mut workload = None;
         let analysis = dprof_analysis::pipeline::Options::default();
         let mut tap = Tap::new(options, &header, &symbols, &analysis, config);
@@ -215,6 +233,37 @@ impl<B: Backend> Collection<'_, B> {
             workload,
         })
     }
+}
+
+/// What a person should know when the kernel merges slab caches.
+pub(crate) fn merging_warning(header: &ProfileHeader) -> Option<String> {
+    header.slab_merging.then(|| {
+        format!(
+            "slab merging is on (no slab_nomerge on the kernel command line): {} slab pools \
+             are shared by several caches; the report splits their types by allocation site \
+             (CACHE@function); boot with slab_nomerge for one type per cache",
+            header.merged_caches.len()
+        )
+    })
+}
+
+/// Creates the profile (as its `.partial`) with the system snapshot: the header, kallsyms,
+/// modules and, when the kernel has it, its BTF. Nothing is left behind on failure.
+pub(crate) fn create_profile(
+    output: &Path,
+    header: &ProfileHeader,
+    kallsyms: &[u8],
+    modules: &[u8],
+    btf: Option<&[u8]>,
+) -> Result<ProfileWriter, CollectError> {
+    let mut writer = ProfileWriter::create(output, header, kallsyms, modules)?;
+    if let Some(btf) = btf {
+        if let Err(e) = writer.write_btf(btf) {
+            let _ = writer.abandon();
+            return Err(e.into());
+        }
+    }
+    Ok(writer)
 }
 
 pub(crate) fn now_unix_s() -> u64 {
@@ -321,16 +370,51 @@ fn check_history_args(options: &CollectOptions) -> Result<(), CollectError> {
     Ok(())
 }
 
-/// Opens the device, checks the module's version and configures it. Runs before anything
-/// else: if the device is missing or busy, nothing else happens and no file appears.
-pub(crate) fn open_and_configure(
+/// The collector `--backend` asks for: with `auto`, the module when its device exists and
+/// perf events otherwise, said on one line.
+fn open_backend(
+    options: &CollectOptions,
+    root: &Path,
+    observer: &mut dyn Observer,
+) -> Result<Collector, CollectError> {
+    let perf = || {
+        if options.histories.is_some() {
+            return Err(backend(PerfError::NeedsModule {
+                what: "object access histories (--histories)",
+            }));
+        }
+        PerfCollector::new(root, &options.kcore)
+            .map(|perf| Collector::Perf(Box::new(perf)))
+            .map_err(backend)
+    };
+    let module = options.backend == BackendChoice::Module
+        || (options.backend == BackendChoice::Auto && options.device.exists());
+    if module {
+        let device = Device::open_path(&options.device)?;
+        observer.say(&format!("backend: dprof.ko ({})", options.device.display()));
+        return Ok(Collector::Module(device));
+    }
+    if options.backend == BackendChoice::Auto {
+        observer.say(&format!(
+            "backend: perf events ({} does not exist: dprof.ko is not loaded)",
+            options.device.display()
+        ));
+    } else {
+        observer.say("backend: perf events (--backend perf)");
+    }
+    perf()
+}
+
+/// Checks the collector's version and configures it. Runs before anything else: if the
+/// collector is missing, busy or refuses, nothing else happens and no file appears.
+pub(crate) fn open_and_configure<B: Backend>(
+    mut dev: B,
     options: &CollectOptions,
     hw: &HardwareSamplers,
     symbols: &Kallsyms,
     observer: &mut dyn Observer,
-) -> Result<(Device, VersionInfo, Plan, Config), CollectError> {
-    let dev = Device::open_path(&options.device)?;
-    let version = dev.checked_version()?;
+) -> Result<(B, VersionInfo, Plan, Config), CollectError> {
+    let version = dev.checked_version().map_err(backend)?;
     if !(version.min_ring_bytes..=version.max_ring_bytes).contains(&options.ring_size) {
         return Err(CollectError::RingSize {
             given: format_bytes(u64::from(options.ring_size)),
@@ -375,13 +459,13 @@ pub(crate) fn open_and_configure(
                 let history_plan = histories::module_plan(types, symbols, plan_limits(options))?;
                 let mut with_histories = config;
                 with_histories.events |= dprof_abi::EVENT_HISTORIES;
-                dev.configure(&with_histories)?;
-                dev.history_plan(&history_plan)?;
+                dev.configure(&with_histories).map_err(backend)?;
+                dev.history_plan(&history_plan).map_err(backend)?;
                 return Ok((dev, version, plan, with_histories));
             }
         }
     }
-    dev.configure(&config)?;
+    dev.configure(&config).map_err(backend)?;
     Ok((dev, version, plan, config))
 }
 

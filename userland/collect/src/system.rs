@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use dprof_format::{CacheGeometry, CollectConfig, CpuId, ModuleInfo, ProfileHeader};
+use dprof_format::{CacheGeometry, CollectConfig, CpuId, MergedCache, ModuleInfo, ProfileHeader};
 
 #[cfg(test)]
 mod tests;
@@ -211,6 +211,46 @@ pub fn slab_merging(cmdline: &str) -> bool {
         .any(|w| w == "slab_nomerge" || w == "slub_nomerge")
 }
 
+/// The slab pools that two or more caches share, from `sys/kernel/slab`: SLUB names a
+/// mergeable pool's directory after its geometry (`:a-0000192`) and links every cache name
+/// merged into it there. Sorted by pool, aliases sorted. A pool with one name holds one kind
+/// of object, so it is left out. Empty when the directory is missing (no sysfs) or nothing is
+/// merged (`slab_nomerge`).
+#[must_use]
+pub fn merged_caches(root: &Path) -> Vec<MergedCache> {
+    let Ok(entries) = std::fs::read_dir(root.join("sys/kernel/slab")) else {
+        return Vec::new();
+    };
+    let mut pools: std::collections::BTreeMap<String, Vec<String>> =
+        std::collections::BTreeMap::new();
+    for entry in entries.filter_map(Result::ok) {
+        // Unmerged caches are directories under their own name: only links are aliases.
+        if !entry.file_type().is_ok_and(|t| t.is_symlink()) {
+            continue;
+        }
+        let (Ok(alias), Ok(target)) = (
+            entry.file_name().into_string(),
+            std::fs::read_link(entry.path()),
+        ) else {
+            continue;
+        };
+        let Some(pool) = target.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if pool.starts_with(':') {
+            pools.entry(pool.to_owned()).or_default().push(alias);
+        }
+    }
+    pools
+        .into_iter()
+        .filter(|(_, aliases)| aliases.len() > 1)
+        .map(|(pool, mut aliases)| {
+            aliases.sort();
+            MergedCache { pool, aliases }
+        })
+        .collect()
+}
+
 /// The text of `proc/kallsyms` (addresses are zeros unless read as root).
 ///
 /// # Errors
@@ -219,12 +259,26 @@ pub fn kallsyms(root: &Path) -> Result<Vec<u8>, SystemError> {
     read(root, "proc/kallsyms")
 }
 
-/// The text of `proc/modules`.
+/// The text of `proc/modules`; empty on a kernel built without modules
+/// (`CONFIG_MODULES=n`), which has no such file.
 ///
 /// # Errors
-/// When it cannot be read.
+/// When it exists and cannot be read.
 pub fn modules(root: &Path) -> Result<Vec<u8>, SystemError> {
-    read(root, "proc/modules")
+    match read(root, "proc/modules") {
+        Err(SystemError::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            Ok(Vec::new())
+        }
+        other => other,
+    }
+}
+
+/// The kernel's BTF (`sys/kernel/btf/vmlinux`): struct layouts for field names when no
+/// vmlinux with debug info is at hand. `None` on kernels built without
+/// `CONFIG_DEBUG_INFO_BTF`.
+#[must_use]
+pub fn kernel_btf(root: &Path) -> Option<Vec<u8>> {
+    std::fs::read(root.join("sys/kernel/btf/vmlinux")).ok()
 }
 
 /// Gathers a profile header from the system under `root`, for a collection configured as
@@ -247,6 +301,7 @@ pub fn gather_header(
         proc_version: proc_version(root).ok(),
         build_id: kernel_build_id(root),
         slab_merging: slab_merging(&cmdline),
+        merged_caches: merged_caches(root),
         cmdline,
         cpu_model: cpu_model(root)?,
         cpu_id: cpu_id(root)?,

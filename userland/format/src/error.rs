@@ -280,6 +280,15 @@ pub enum WriteError {
         /// What serde said.
         message: String,
     },
+    /// A section the format does not allow where the writer is: a second Btf section, or one
+    /// after records were written.
+    #[error("cannot write a {kind} section now: {expected}")]
+    MisplacedSection {
+        /// The section's kind.
+        kind: SectionKind,
+        /// What the format allows.
+        expected: &'static str,
+    },
     /// Bytes handed to [`ProfileEncoder::records`](crate::ProfileEncoder::records) that are not whole, valid records.
     #[error(
         "the device returned a bad record at byte {offset} of a {len}-byte read: {problem} \

@@ -36,10 +36,27 @@ pub struct ProfileHeader {
     /// Whether the slab allocator merges caches of similar geometry (no `slab_nomerge` on the
     /// command line): merged caches share one name, so types get lost.
     pub slab_merging: bool,
+    /// The slab pools that two or more caches share (from `/sys/kernel/slab`), sorted by
+    /// pool: with slab merging on, the name allocations report is one of a pool's aliases,
+    /// and the pool holds objects of every alias. Empty when nothing is merged, and in
+    /// profiles from before it was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_caches: Vec<MergedCache>,
     /// How the collection was configured.
     pub config: CollectConfig,
     /// What the module reported (`IOC_VERSION`).
     pub module: ModuleInfo,
+}
+
+/// A slab pool that several caches share: a `:`-named directory of `/sys/kernel/slab` and the
+/// cache names linked to it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergedCache {
+    /// The pool's directory name, e.g. `:a-0000192` (its flags and object size).
+    pub pool: String,
+    /// Every cache name merged into the pool, sorted; the pool's own name (its first
+    /// creator's, which allocations report) is one of them.
+    pub aliases: Vec<String>,
 }
 
 /// One CPU cache as sysfs describes it. Fields sysfs does not provide are `None`.
@@ -65,6 +82,10 @@ pub struct CacheGeometry {
 /// The collection's configuration.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CollectConfig {
+    /// Which collector wrote the records: `module` (`dprof.ko`) or `perf` (perf events on a
+    /// stock kernel); absent in profiles written before there was a choice (the module).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
     /// Event names, e.g. `["slab"]`.
     pub events: Vec<String>,
     /// Bytes of each per-CPU ring.

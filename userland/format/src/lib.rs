@@ -13,6 +13,7 @@
 //! | 1 | Header | JSON [`ProfileHeader`] | exactly one, first |
 //! | 2 | Kallsyms | text of `/proc/kallsyms` when collection started | exactly one |
 //! | 3 | Modules | text of `/proc/modules` when collection started | exactly one |
+//! | 8 | Btf | the raw bytes of `/sys/kernel/btf/vmlinux` when collection started | at most one, right after Modules |
 //! | 4 | Records | whole ABI records as read from `/dev/dprof`, at most [`MAX_RECORDS_CHUNK`] bytes | any number |
 //! | 7 | Text | kernel code bytes the records point at ([`KernelText`]) | at most one |
 //! | 6 | Stop | JSON [`StopInfo`]: why and when collection stopped, the module's counters | exactly one |
@@ -21,6 +22,10 @@
 //! The stop reason is only known at the end, so it has its own section (kind 6) just before
 //! End, rather than living in the Header, which is written before collection starts so that a
 //! reader streaming the file knows the configuration before the first record.
+//!
+//! The Btf section came later than the others: a file without one still reads (its
+//! [`Profile::btf`] is `None`), so the format version stayed 1. It names struct fields when
+//! no vmlinux with DWARF is at hand, and stock kernels ship BTF but rarely DWARF.
 //!
 //! The magic's `\0\r\n` catches text-mode transfers (as PNG's does). A file that a collector
 //! did not finish has no End section, and the End section's counts must match what precedes
@@ -45,8 +50,8 @@ pub use error::{ProfileError, RecordProblem, WriteError};
 pub use experiment::ExperimentRecord;
 pub use header::{
     CacheGeometry, CausalCollectConfig, CausalTypeSpec, CollectConfig, CpuCounters, CpuId,
-    DeviceCounters, HistoryCollectConfig, HistoryCounters, ModuleInfo, PeriodEvents, PmuEvent,
-    ProfileHeader, ProgressPointSpec, SamplingConfig, StopInfo, StopReason, Target,
+    DeviceCounters, HistoryCollectConfig, HistoryCounters, MergedCache, ModuleInfo, PeriodEvents,
+    PmuEvent, ProfileHeader, ProgressPointSpec, SamplingConfig, StopInfo, StopReason, Target,
 };
 pub use reader::{Profile, Records};
 pub use sections::{

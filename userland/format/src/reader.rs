@@ -1,7 +1,7 @@
 //! Reading profiles, streamed: the reader never holds the records in memory.
 //!
 //! [`Profile::open`] walks the section headers: it reads and CRC-checks the small sections
-//! (Header, Kallsyms, Modules, Stop, End) and seeks over the Records payloads, checking the
+//! (Header, Kallsyms, Modules, Btf, Stop, End) and seeks over the Records payloads, checking the
 //! section order, the chunk size limit, the End section's byte and chunk counts and that nothing
 //! follows End. A cut or unfinished file therefore fails at open, before any record is read.
 //!
@@ -95,8 +95,10 @@ struct Layout {
     stop: StopInfo,
     kallsyms: Vec<u8>,
     modules: Vec<u8>,
+    /// The Btf section's payload, when the file has one.
+    btf: Option<Vec<u8>>,
     text: KernelText,
-    /// Offset of the first section after Modules: the first Records section, if any.
+    /// Offset of the first section after Modules and Btf: the first Records section, if any.
     records_start: u64,
     /// Offset of the section that ends the Records sections (Text or Stop).
     records_end: u64,
@@ -172,6 +174,13 @@ impl Profile {
     #[must_use]
     pub fn modules(&self) -> &[u8] {
         &self.layout.modules
+    }
+
+    /// The kernel's BTF (`/sys/kernel/btf/vmlinux`) as collection found it; `None` when the
+    /// profile has no Btf section (older profiles, or a kernel without BTF).
+    #[must_use]
+    pub fn btf(&self) -> Option<&[u8]> {
+        self.layout.btf.as_deref()
     }
 
     /// Kernel code captured at the end of collection (empty when none was).
@@ -509,6 +518,8 @@ enum Expect {
     Header,
     Kallsyms,
     Modules,
+    /// The Btf section, or what may come in the body.
+    Btf,
     /// Records sections, the Text section or the Stop section.
     Body,
     /// The Stop section (after Text).
@@ -555,6 +566,7 @@ fn parse(source: &Source, len: u64) -> Result<Layout, ProfileError> {
     let mut stop: Option<StopInfo> = None;
     let mut kallsyms = Vec::new();
     let mut modules = Vec::new();
+    let mut btf = None;
     let mut text = KernelText::new();
     let mut chunks = 0u64;
     let mut record_bytes = 0u64;
@@ -593,24 +605,36 @@ fn parse(source: &Source, len: u64) -> Result<Layout, ProfileError> {
             (Expect::Modules, SectionKind::Modules) => {
                 modules = payload;
                 records_start = section_end;
-                expect = Expect::Body;
+                expect = Expect::Btf;
             }
             (Expect::Modules, _) => {
                 return misplaced("the Kallsyms section must be followed by the Modules section")
             }
-            (Expect::Body, SectionKind::Records) => {
+            (Expect::Btf, SectionKind::Btf) => {
+                btf = Some(payload);
+                records_start = section_end;
+                expect = Expect::Body;
+            }
+            (Expect::Body | Expect::Stop | Expect::End, SectionKind::Btf) => {
+                return misplaced(
+                    "a profile has at most one Btf section, right after the Modules section",
+                )
+            }
+            (Expect::Btf | Expect::Body, SectionKind::Records) => {
                 // Its CRC and records are checked when the records are read.
                 record_bytes += section_end - payload_offset;
                 chunks += 1;
+                // No Btf section after records.
+                expect = Expect::Body;
             }
-            (Expect::Body, SectionKind::Text) => {
+            (Expect::Btf | Expect::Body, SectionKind::Text) => {
                 text = KernelText::decode(&payload, payload_offset)?;
                 records_end = offset;
                 expect = Expect::Stop;
             }
-            (Expect::Body | Expect::Stop, SectionKind::Stop) => {
+            (Expect::Btf | Expect::Body | Expect::Stop, SectionKind::Stop) => {
                 stop = Some(parse_json(&payload, payload_offset, kind)?);
-                if expect == Expect::Body {
+                if expect != Expect::Stop {
                     records_end = offset;
                 }
                 expect = Expect::End;
@@ -618,10 +642,10 @@ fn parse(source: &Source, len: u64) -> Result<Layout, ProfileError> {
             (Expect::Stop, _) => {
                 return misplaced("the Text section must be followed by the Stop section")
             }
-            (Expect::Body, SectionKind::End) => {
+            (Expect::Btf | Expect::Body, SectionKind::End) => {
                 return misplaced("the Stop section must come before the End section")
             }
-            (Expect::Body, _) => return misplaced("the file already has one"),
+            (Expect::Btf | Expect::Body, _) => return misplaced("the file already has one"),
             (Expect::End, SectionKind::End) => {
                 let end = check_end(&payload, offset, payload_offset, record_bytes, chunks)?;
                 if section_end != len {
@@ -639,6 +663,7 @@ fn parse(source: &Source, len: u64) -> Result<Layout, ProfileError> {
                     stop,
                     kallsyms,
                     modules,
+                    btf,
                     text,
                     records_start,
                     records_end,

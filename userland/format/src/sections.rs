@@ -35,6 +35,8 @@ pub enum SectionKind {
     Stop = 6,
     /// Kernel code bytes ([`KernelText`](crate::KernelText)).
     Text = 7,
+    /// The raw bytes of `/sys/kernel/btf/vmlinux` (the kernel's type information).
+    Btf = 8,
 }
 
 impl SectionKind {
@@ -49,6 +51,7 @@ impl SectionKind {
             5 => Some(Self::End),
             6 => Some(Self::Stop),
             7 => Some(Self::Text),
+            8 => Some(Self::Btf),
             _ => None,
         }
     }
@@ -64,6 +67,7 @@ impl SectionKind {
             Self::End => "End",
             Self::Stop => "Stop",
             Self::Text => "Text",
+            Self::Btf => "Btf",
         }
     }
 }

@@ -16,9 +16,10 @@ use crate::sections::{
 use crate::text::KernelText;
 
 /// Writes a profile section by section to `W`. The Header, Kallsyms and Modules sections go
-/// out in [`ProfileEncoder::new`], Records sections as [`ProfileEncoder::records`] is called,
-/// and the Stop and End sections in [`ProfileEncoder::finish`], so the sections can only come
-/// in the order the format requires.
+/// out in [`ProfileEncoder::new`], the optional Btf section in [`ProfileEncoder::btf`] (refused
+/// once records are written), Records sections as [`ProfileEncoder::records`] is called, and
+/// the Stop and End sections in [`ProfileEncoder::finish`], so the sections can only come in
+/// the order the format requires.
 #[derive(Debug)]
 pub struct ProfileEncoder<W: Write> {
     out: W,
@@ -26,6 +27,8 @@ pub struct ProfileEncoder<W: Write> {
     records: u64,
     record_bytes: u64,
     chunks: u64,
+    /// Whether the Btf section is written: the format allows one.
+    btf_written: bool,
 }
 
 impl<W: Write> ProfileEncoder<W> {
@@ -56,7 +59,32 @@ impl<W: Write> ProfileEncoder<W> {
             records: 0,
             record_bytes: 0,
             chunks: 0,
+            btf_written: false,
         })
+    }
+
+    /// Writes the Btf section: `bytes` are the kernel's BTF (`/sys/kernel/btf/vmlinux`), kept
+    /// as they are. It must come before the first records, once at most.
+    ///
+    /// # Errors
+    /// [`WriteError::MisplacedSection`] when records or a Btf section were already written
+    /// (nothing is written then); [`WriteError::Io`].
+    pub fn btf(&mut self, bytes: &[u8]) -> Result<(), WriteError> {
+        let misplaced = |expected| {
+            Err(WriteError::MisplacedSection {
+                kind: SectionKind::Btf,
+                expected,
+            })
+        };
+        if self.btf_written {
+            return misplaced("the profile already has one");
+        }
+        if self.chunks > 0 {
+            return misplaced("it goes before the first records");
+        }
+        write_section(&mut self.out, SectionKind::Btf, bytes)?;
+        self.btf_written = true;
+        Ok(())
     }
 
     /// Appends whole records, as read from the device, in Records sections of at most
@@ -219,6 +247,16 @@ impl ProfileWriter {
                 Err(with_path(e, "write", &partial))
             }
         }
+    }
+
+    /// Writes the Btf section; see [`ProfileEncoder::btf`]: before the first records, once.
+    ///
+    /// # Errors
+    /// [`WriteError::MisplacedSection`], or [`WriteError::File`] when writing fails.
+    pub fn write_btf(&mut self, bytes: &[u8]) -> Result<(), WriteError> {
+        self.encoder
+            .btf(bytes)
+            .map_err(|e| with_path(e, "write", &self.partial))
     }
 
     /// Appends whole records; see [`ProfileEncoder::records`].

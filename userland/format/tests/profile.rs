@@ -119,6 +119,23 @@ fn headers_from_before_sampling_still_load() {
 }
 
 #[test]
+fn merged_caches_round_trip_and_are_optional() {
+    let mut header = example_header();
+    header.merged_caches = vec![MergedCache {
+        pool: ":0000192".to_owned(),
+        aliases: vec!["file_lock_cache".to_owned(), "rtable".to_owned()],
+    }];
+    let json = serde_json::to_value(&header).expect("json");
+    let back: ProfileHeader = serde_json::from_value(json).expect("loads");
+    assert_eq!(back, header);
+    // Nothing merged writes nothing, so older readers see the header they know.
+    let json = serde_json::to_value(example_header()).expect("json");
+    assert!(json.get("merged_caches").is_none());
+    let old: ProfileHeader = serde_json::from_value(json).expect("loads");
+    assert!(old.merged_caches.is_empty());
+}
+
+#[test]
 fn example_round_trips() {
     let profile = Profile::from_vec(example_profile()).expect("valid");
     assert_eq!(profile.header(), &example_header());
@@ -885,4 +902,190 @@ fn bad_text_sections_are_refused_with_the_block_offset() {
         err.to_string().contains("only the End section may follow"),
         "{err}"
     );
+}
+
+/// Stands for the kernel's BTF: the format keeps the bytes as they are and never parses them.
+const BTF: &[u8] = b"\x9f\xeb\x01\x00 not parsed by the format";
+
+#[test]
+fn btf_section_round_trips_through_the_encoder_and_the_writer() {
+    let stop: StopInfo = serde_json::from_slice(&stop_json()).expect("stop");
+    let mut encoder = ProfileEncoder::new(Vec::new(), &example_header(), b"k", b"m").expect("new");
+    encoder.btf(BTF).expect("btf before records");
+    encoder.records(&alloc_record(0)).expect("records");
+    let bytes = encoder.finish(&stop).expect("finish");
+    let kinds: Vec<u32> = sections_of(&bytes).iter().map(|s| s.0).collect();
+    assert_eq!(kinds, [1, 2, 3, 8, 4, 6, 5], "Btf right after Modules");
+    let profile = Profile::from_vec(bytes).expect("opens");
+    assert_eq!(profile.btf(), Some(BTF));
+    assert_eq!(profile.modules(), b"m");
+    assert_eq!(
+        profile.validate().expect("records after the Btf section"),
+        1
+    );
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("btf.dprof");
+    let mut w = ProfileWriter::create(&path, &example_header(), b"", b"").expect("create");
+    w.write_btf(BTF).expect("btf");
+    w.write_records(&alloc_record(1)).expect("records");
+    let path = w.finish(&stop).expect("finish");
+    let profile = Profile::open(&path).expect("opens");
+    assert_eq!(profile.btf(), Some(BTF));
+    assert_eq!(profile.validate().expect("records"), 1);
+}
+
+#[test]
+fn profiles_without_a_btf_section_still_read() {
+    let profile = Profile::from_vec(example_profile()).expect("opens");
+    assert_eq!(profile.btf(), None);
+    // A Btf section with no records after it, and an empty one, are fine too.
+    let mut sections = with_chunks(&[]);
+    sections.insert(3, (8, Vec::new()));
+    let profile = Profile::from_vec(build(&sections)).expect("opens");
+    assert_eq!(profile.btf(), Some(&[][..]));
+}
+
+#[test]
+fn the_writer_refuses_a_btf_section_after_records_or_a_second_one() {
+    let mut encoder = ProfileEncoder::new(Vec::new(), &example_header(), b"", b"").expect("new");
+    encoder.btf(BTF).expect("first");
+    let err = encoder.btf(BTF).expect_err("second");
+    assert_eq!(
+        err.to_string(),
+        "cannot write a Btf section now: the profile already has one"
+    );
+    let mut encoder = ProfileEncoder::new(Vec::new(), &example_header(), b"", b"").expect("new");
+    encoder.records(&alloc_record(0)).expect("records");
+    let err = encoder.btf(BTF).expect_err("after records");
+    assert!(
+        matches!(
+            err,
+            WriteError::MisplacedSection {
+                kind: SectionKind::Btf,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "cannot write a Btf section now: it goes before the first records"
+    );
+    // Nothing was written by the refused call: the file still reads.
+    let stop: StopInfo = serde_json::from_slice(&stop_json()).expect("stop");
+    let profile = Profile::from_vec(encoder.finish(&stop).expect("finish")).expect("opens");
+    assert_eq!(profile.btf(), None);
+    assert_eq!(profile.validate().expect("records"), 1);
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("late.dprof");
+    let mut w = ProfileWriter::create(&path, &example_header(), b"", b"").expect("create");
+    w.write_records(&alloc_record(0)).expect("records");
+    assert!(matches!(
+        w.write_btf(BTF),
+        Err(WriteError::MisplacedSection { .. })
+    ));
+}
+
+#[test]
+fn the_reader_refuses_a_second_or_misplaced_btf_section() {
+    let btf_at = |places: &[usize]| {
+        let mut sections = with_chunks(&[alloc_record(0)]);
+        for &at in places.iter().rev() {
+            sections.insert(at, (8, BTF.to_vec()));
+        }
+        build(&sections)
+    };
+    let ok = Profile::from_vec(btf_at(&[3])).expect("after Modules");
+    assert_eq!(ok.btf(), Some(BTF));
+    // (where the Btf sections go, which of them is refused, what the error says)
+    for (places, refused, expected) in [
+        (
+            &[3, 3][..],
+            1,
+            "a profile has at most one Btf section, right after the Modules section",
+        ),
+        (
+            &[4],
+            0,
+            "a profile has at most one Btf section, right after the Modules section",
+        ),
+        (
+            &[1],
+            0,
+            "the Header section must be followed by the Kallsyms section",
+        ),
+        (
+            &[2],
+            0,
+            "the Kallsyms section must be followed by the Modules section",
+        ),
+        (&[0], 0, "a profile starts with its Header section"),
+    ] {
+        let bytes = btf_at(places);
+        let offset = sections_of(&bytes)
+            .iter()
+            .filter(|s| s.0 == SectionKind::Btf as u32)
+            .nth(refused)
+            .map(|s| s.1 as u64);
+        let err = error_of(&bytes);
+        assert!(
+            matches!(
+                err,
+                ProfileError::MisplacedSection {
+                    kind: SectionKind::Btf,
+                    ..
+                }
+            ),
+            "{places:?}: {err}"
+        );
+        assert_eq!(err.offset(), offset, "{places:?}: {err}");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "Btf section at offset {} is out of place: {expected}",
+                offset.unwrap_or_default()
+            )
+        );
+    }
+    // After the Stop section, and after Text.
+    let mut sections = with_chunks(&[]);
+    sections.insert(4, (8, BTF.to_vec()));
+    let err = error_of(&build(&sections));
+    assert!(err.to_string().contains("at most one Btf section"), "{err}");
+    let mut sections = with_chunks(&[]);
+    sections.insert(3, (7, example_text().encode()));
+    sections.insert(4, (8, BTF.to_vec()));
+    let err = error_of(&build(&sections));
+    assert!(err.to_string().contains("at most one Btf section"), "{err}");
+}
+
+#[test]
+fn a_corrupt_btf_section_is_refused_at_open() {
+    let mut sections = with_chunks(&[]);
+    sections.insert(3, (8, BTF.to_vec()));
+    let mut bytes = build(&sections);
+    let btf_at = 16 + 3 * 16 + header_json().len();
+    bytes[btf_at + 16 + 3] ^= 0x40;
+    let err = error_of(&bytes);
+    assert!(
+        matches!(
+            err,
+            ProfileError::Checksum {
+                kind: SectionKind::Btf,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(err.offset(), Some(btf_at as u64));
+    bytes.truncate(btf_at + 20);
+    assert!(matches!(
+        error_of(&bytes),
+        ProfileError::TruncatedSection {
+            kind: SectionKind::Btf,
+            ..
+        }
+    ));
 }

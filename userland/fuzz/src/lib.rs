@@ -4,6 +4,7 @@
 
 pub mod ibs;
 
+use dprof_analysis::btf::Btf;
 use dprof_analysis::summary::Summary;
 use dprof_analysis::symbols::Kallsyms;
 use dprof_fixtures::profile::example_profile;
@@ -45,8 +46,9 @@ pub fn with_fixed_crcs(data: &[u8]) -> Vec<u8> {
     }
 }
 
-/// Everything a reader of an untrusted profile does: open it and, when it opens, walk every
-/// record (which checks them), symbolize call sites, and summarize it.
+/// Everything a reader of an untrusted profile does: open it and, when it opens, parse its
+/// BTF and name a few fields, walk every record (which checks them), symbolize call sites,
+/// and summarize it.
 ///
 /// # Panics
 /// Only on a bug the fuzzer is looking for: a panic in the library, an iterator that
@@ -57,6 +59,11 @@ pub fn check_profile(data: &[u8]) {
         Ok(profile) => profile,
         Err(e) => return check_error(&e, data),
     };
+    if let Some(Ok(btf)) = profile.btf().map(Btf::parse) {
+        for offset in [0, 8, 0x10, 0x18, 0x78, 0x80, 0x98, 0xa8, u64::MAX] {
+            let _ = btf.field_at("sk_buff", offset);
+        }
+    }
     let kallsyms = Kallsyms::parse(profile.kallsyms());
     let mut n = 0u64;
     let mut records = profile.records();
@@ -121,7 +128,13 @@ fn check_error(e: &dprof_format::ProfileError, data: &[u8]) {
 #[must_use]
 pub fn seeds() -> Vec<(String, Vec<u8>)> {
     let example = example_profile();
-    let mut seeds = vec![("example".to_owned(), example.clone())];
+    let mut seeds = vec![
+        ("example".to_owned(), example.clone()),
+        (
+            "btf".to_owned(),
+            dprof_fixtures::data_profile::profile_with_btf(&dprof_fixtures::btf::example()),
+        ),
+    ];
     if let Ok(profile) = Profile::from_bytes(&example) {
         let mut enc = dprof_format::ProfileEncoder::new(
             Vec::new(),
@@ -158,7 +171,8 @@ mod tests {
         let seeds = seeds();
         assert!(seeds.len() >= 6);
         assert!(Profile::from_bytes(&seeds[0].1).is_ok());
-        assert!(Profile::from_bytes(&seeds[1].1).is_ok());
+        assert!(Profile::from_bytes(&seeds[1].1).is_ok_and(|p| p.btf().is_some()));
+        assert!(Profile::from_bytes(&seeds[2].1).is_ok());
         let flipped = &seeds.last().expect("seeds").1;
         assert!(Profile::from_bytes(flipped)
             .and_then(|p| p.validate())

@@ -76,6 +76,11 @@ pub struct ProfileInfo {
     pub online_cpus: u32,
     /// Whether slab merging was on.
     pub slab_merging: bool,
+    /// The caches of the report's types that the kernel merged with others, in rank order of
+    /// their first type; empty when the profile does not say which were merged (older
+    /// profiles, no sysfs) or none of the report's were.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_caches: Vec<MergedCache>,
     /// Records read.
     pub records: u64,
     /// Earliest record time (ns).
@@ -86,6 +91,19 @@ pub struct ProfileInfo {
     pub lost_records: u64,
     /// Code symbols in the kallsyms snapshot (0: functions are addresses).
     pub kallsyms_functions: usize,
+}
+
+/// A slab cache that the kernel merged with others of the same geometry: one pool, named after
+/// its first creator, holds the objects of every alias, so its types are split by allocation
+/// site (`rtable@ip_route_output_key_hash`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergedCache {
+    /// The cache name the report's types carry ([`TypeProfile::cache`]).
+    pub cache: String,
+    /// The pool's directory in `/sys/kernel/slab`, e.g. `:0000192`.
+    pub pool: String,
+    /// Every cache name merged into the pool, sorted (`cache` among them).
+    pub aliases: Vec<String>,
 }
 
 /// What the data profile ranks types by.
@@ -199,7 +217,7 @@ pub struct TypeProfile {
     pub kind: TypeKind,
     /// Slab cache name.
     pub cache: Option<String>,
-    /// Allocation site (generic kmalloc types).
+    /// Allocation site (types split by site: generic kmalloc caches, merged pools).
     pub site: Option<String>,
     /// The C struct the type's objects are (from the cache-to-struct table), when known.
     pub struct_name: Option<String>,

@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap;
 
 use crate::decode::{DecodeOutcome, NoAccess};
 use crate::resolve::{Resolver, SymbolSource};
-use dprof_format::{KernelText, Profile, ProfileError};
+use dprof_format::{KernelText, MergedCache, Profile, ProfileError};
 use dprof_model::AccessKind;
 
 use dprof_model::histories::{EndReason, HitCheck, HitChecks, NoCode, Span, Unverifiable};
@@ -206,7 +206,12 @@ pub fn assemble(profile: &Profile, symbols: &dyn SymbolSource) -> Result<Histori
     while let Some(pushed) = records.next_with(|header, record| collected.push(header, record)) {
         pushed?;
     }
-    Ok(assemble_collected(collected, profile.text(), symbols))
+    Ok(assemble_collected(
+        collected,
+        profile.text(),
+        symbols,
+        &profile.header().merged_caches,
+    ))
 }
 
 /// Whether the profile holds any history record (a cheap first look, reading the records).
@@ -222,14 +227,18 @@ pub fn has_histories(profile: &Profile) -> Result<bool, ProfileError> {
     Ok(false)
 }
 
+/// `merged` is the profile header's merged pools, so that types are named as the data
+/// profile names them.
 pub(super) fn assemble_collected(
     mut collected: Collected,
     text: &KernelText,
     symbols: &dyn SymbolSource,
+    merged: &[MergedCache],
 ) -> Histories {
     // Cache infos first: a cache's info may follow the first history of its type in file
     // order (rings drain independently), and names do not depend on time.
     let mut resolver = Resolver::new(symbols);
+    resolver.set_merged_caches(merged);
     for info in &collected.cache_infos {
         resolver.cache_info(info);
     }

@@ -186,7 +186,7 @@ fn a_rep_string_op_trapping_on_itself_is_found_and_unverifiable() {
             ),
         ],
     );
-    let h = assemble_collected(collected, &text, &kallsyms);
+    let h = assemble_collected(collected, &text, &kallsyms, &[]);
     let hits = &h.histories[0].hits;
     assert_eq!(
         hits[0].check,
@@ -403,4 +403,25 @@ fn mismatched_traps_stay_out_of_paths_with_cpu_changes_recomputed() {
         .iter()
         .all(|hit| hit.check != HitCheck::Mismatched));
     assert_eq!(cleaned.cpu_changes(), h.histories[0].cpu_changes());
+}
+
+/// Histories name their type as the data profile does: a merged pool's by allocation site.
+#[test]
+fn histories_of_a_merged_pool_are_named_by_site() {
+    let profile = example_profile();
+    let kallsyms = Kallsyms::parse(profile.kallsyms());
+    let mut collected = Collected::default();
+    let mut records = profile.records();
+    while let Some(pushed) = records.next_with(|header, record| collected.push(header, record)) {
+        pushed.expect("valid records");
+    }
+    let merged = [dprof_format::MergedCache {
+        pool: ":0000256".to_owned(),
+        aliases: vec!["other_cache".to_owned(), ST_TYPE.to_owned()],
+    }];
+    let h = assemble_collected(collected, profile.text(), &kallsyms, &merged);
+    assert!(!h.histories.is_empty());
+    for history in &h.histories {
+        assert_eq!(history.type_name, format!("{ST_TYPE}@st_alloc"));
+    }
 }

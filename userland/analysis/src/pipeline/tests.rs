@@ -300,6 +300,96 @@ fn lost_records_and_slab_merging_are_warned() {
     assert_eq!(r.profile.lost_records, 5);
 }
 
+/// A merged pool is split by allocation site, the report lists it, and the warning names it
+/// instead of the generic one.
+#[test]
+fn merged_pools_are_split_by_site_and_named() {
+    use dprof_fixtures::merged;
+    let r = report_of(merged::profile(), &Options::default());
+    let brief: Vec<(&str, Option<&str>, Option<&str>, u64)> = r
+        .data_profile
+        .types
+        .iter()
+        .map(|t| {
+            (
+                t.name.as_str(),
+                t.cache.as_deref(),
+                t.site.as_deref(),
+                t.samples,
+            )
+        })
+        .collect();
+    assert_eq!(
+        brief,
+        [
+            (
+                "rtable@ip_route_output_key_hash",
+                Some("rtable"),
+                Some("ip_route_output_key_hash"),
+                3
+            ),
+            (
+                "rtable@locks_alloc_lock",
+                Some("rtable"),
+                Some("locks_alloc_lock"),
+                2
+            ),
+            ("dentry", Some("dentry"), None, 1),
+        ]
+    );
+    // Only the pools of the report's caches, once each.
+    assert_eq!(
+        r.profile.merged_caches,
+        [dprof_model::MergedCache {
+            cache: "rtable".to_owned(),
+            pool: ":0000192".to_owned(),
+            aliases: vec!["file_lock_cache".to_owned(), "rtable".to_owned()],
+        }]
+    );
+    let merging: Vec<&Warning> = r
+        .warnings
+        .iter()
+        .filter(|w| w.code == WarningCode::SlabMerging)
+        .collect();
+    assert_eq!(merging.len(), 1);
+    assert!(
+        merging[0]
+            .message
+            .contains("1 of the report's caches (rtable)"),
+        "{}",
+        merging[0].message
+    );
+
+    // The same records on a kernel whose header does not list pools: one type per cache and
+    // the old warning.
+    let mut header = merged::header();
+    header.merged_caches.clear();
+    let r = report_of(
+        example::profile_with(&header, merged::KALLSYMS, &[merged::records()]),
+        &Options::default(),
+    );
+    assert_eq!(names(&r), ["rtable", "dentry"]);
+    assert!(r.profile.merged_caches.is_empty());
+    let merging = r
+        .warnings
+        .iter()
+        .find(|w| w.code == WarningCode::SlabMerging);
+    assert!(merging.is_some_and(|w| w.message.contains("some types are merged")));
+
+    // Pools listed, none among the report's caches: the types are exact, nothing to warn.
+    let mut header = merged::header();
+    header.merged_caches.retain(|p| p.pool != ":0000192");
+    let r = report_of(
+        example::profile_with(&header, merged::KALLSYMS, &[merged::records()]),
+        &Options::default(),
+    );
+    assert_eq!(names(&r), ["rtable", "dentry"]);
+    assert!(r
+        .warnings
+        .iter()
+        .all(|w| w.code != WarningCode::SlabMerging));
+}
+
 #[test]
 fn many_unknown_addresses_are_warned() {
     let samples = (0..10u64)

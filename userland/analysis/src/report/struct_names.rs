@@ -140,7 +140,8 @@ impl StructNames {
     }
 }
 
-/// Field names from debug info (implemented over DWARF of vmlinux and modules).
+/// Field names from debug info (implemented over DWARF of vmlinux and modules, and over the
+/// kernel's BTF: [`crate::btf::Btf`]).
 pub trait FieldSource {
     /// Whether a struct of this name is known.
     fn has_struct(&self, name: &str) -> bool;

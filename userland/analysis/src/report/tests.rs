@@ -66,6 +66,7 @@ fn report(types: Vec<TypeProfile>) -> Report {
             cpu_model: String::new(),
             online_cpus: 1,
             slab_merging: false,
+            merged_caches: Vec::new(),
             records: 0,
             first_time_ns: None,
             last_time_ns: None,
@@ -145,6 +146,29 @@ fn annotation_names_structs_and_fields() {
         .collect();
     assert_eq!(fields, [Some("len"), Some("next"), None]);
     assert_eq!(r.data_profile.types[1].struct_name, None);
+}
+
+/// A merged pool carries its first creator's name but holds the objects of every cache merged
+/// into it: its per-site types get no struct from that name, even one the table knows.
+#[test]
+fn merged_pools_split_by_site_get_no_struct_name() {
+    let mut r = report(vec![
+        slab_type("dentry@d_alloc", Some("d_alloc"), &[0]),
+        slab_type(
+            "dentry@ext4_fc_track_template",
+            Some("ext4_fc_track_template"),
+            &[0],
+        ),
+        slab_type("dentry", None, &[0]),
+    ]);
+    annotate_fields(&mut r, &StructNames::builtin(), Some(&Dwarf));
+    let structs: Vec<Option<&str>> = r
+        .data_profile
+        .types
+        .iter()
+        .map(|t| t.struct_name.as_deref())
+        .collect();
+    assert_eq!(structs, [None, None, Some("dentry")]);
 }
 
 #[test]

@@ -365,6 +365,74 @@ fn dedicated_caches_name_their_type_and_kmalloc_is_split_by_site() {
     assert!(!is_generic_kmalloc("kmem_cache"));
 }
 
+fn pool(pool: &str, aliases: &[&str]) -> MergedCache {
+    MergedCache {
+        pool: pool.to_owned(),
+        aliases: aliases.iter().map(|&a| a.to_owned()).collect(),
+    }
+}
+
+#[test]
+fn merged_pools_are_split_by_site_and_other_caches_are_not() {
+    let long = "a_cache_name_longer_than_the_records_keep_of_it_by_far";
+    assert!(long.len() >= CACHE_NAME_BYTES);
+    let pools = [
+        pool(":0000192", &["aio_kiocb", "file_lock_cache", "rtable"]),
+        // A mergeable cache alone in its pool holds one kind of object.
+        pool(":0000104", &["lonely"]),
+        pool(":0000064", &["kmalloc-64", "small_thing"]),
+        pool(":0000512", &[long, "other"]),
+    ];
+    let mut r = Resolver::new(&Table);
+    r.set_merged_caches(&pools);
+    r.cache_info(&cache(1, "rtable", 192));
+    r.cache_info(&cache(2, "dentry", 192));
+    r.cache_info(&cache(3, "lonely", 104));
+    r.cache_info(&cache(4, "kmalloc-64", 64));
+    r.cache_info(&cache(5, long, 512));
+    let f = r.alloc_type(&alloc(0x10, 1, 0, 0x1010));
+    let g = r.alloc_type(&alloc(0x10, 1, 0, 0x2020));
+    assert_eq!(
+        r.alloc_type(&alloc(0x10, 1, 0, 0x1fff)),
+        f,
+        "one type per function"
+    );
+    assert_eq!(
+        (name(&r, f), name(&r, g)),
+        ("rtable@f".into(), "rtable@g".into())
+    );
+    let info = r.types().get(f).expect("type");
+    assert_eq!(info.cache.as_deref(), Some("rtable"));
+    assert_eq!(info.site.as_deref(), Some("f"));
+    assert_eq!(info.object_size, Some(192));
+    let dentry = r.alloc_type(&alloc(0x10, 2, 0, 0x1010));
+    assert_eq!(name(&r, dentry), "dentry");
+    assert_eq!(r.types().get(dentry).and_then(|t| t.site.clone()), None);
+    let lonely = r.alloc_type(&alloc(0x10, 3, 0, 0x1010));
+    assert_eq!(name(&r, lonely), "lonely");
+    let kmalloc = r.alloc_type(&alloc(0x10, 4, 0, 0x1010));
+    assert_eq!(name(&r, kmalloc), "kmalloc-64@f");
+    // The record keeps the first bytes of a long name: they still find its pool.
+    let cut = r.alloc_type(&alloc(0x10, 5, 0, 0x2020));
+    let cut_name = format!("{}...@g", &long[..CACHE_NAME_BYTES - 1]);
+    assert_eq!(name(&r, cut), cut_name);
+
+    let pool_of = |cache: &str| r.merged_pool(cache).map(|p| p.pool.as_str());
+    assert_eq!(pool_of("rtable"), Some(":0000192"));
+    assert_eq!(pool_of("kmalloc-64"), Some(":0000064"));
+    assert_eq!(pool_of(&cut_name[..cut_name.len() - 2]), Some(":0000512"));
+    assert_eq!(pool_of("dentry"), None);
+    assert_eq!(pool_of("lonely"), None);
+    assert_eq!(pool_of("aio_kiocb"), None, "no cache of that name was met");
+
+    // Without the header's pools, a cache is one type.
+    let mut plain = Resolver::new(&Table);
+    plain.cache_info(&cache(1, "rtable", 192));
+    let t = plain.alloc_type(&alloc(0x10, 1, 0, 0x1010));
+    assert_eq!(name(&plain, t), "rtable");
+    assert_eq!(plain.merged_pool("rtable"), None);
+}
+
 #[test]
 fn resolution_order_is_slab_stack_percpu_global() {
     let mut r = Resolver::new(&Table);

@@ -17,7 +17,7 @@ pub struct TypeInfo {
     pub kind: TypeKind,
     /// Slab cache name (slab types).
     pub cache: Option<String>,
-    /// Allocation site function (generic kmalloc types split by site).
+    /// Allocation site function (types split by site: generic kmalloc caches, merged pools).
     pub site: Option<String>,
     /// The cache's object size (slab types with a `CacheInfo`).
     pub object_size: Option<u32>,
@@ -91,7 +91,8 @@ pub fn is_generic_kmalloc(cache_name: &str) -> bool {
 /// Name of the type of large kmallocs (straight from the page allocator, no cache).
 pub const KMALLOC_LARGE: &str = "kmalloc-large";
 
-/// The type name of a generic-cache allocation: `cache@site`.
+/// The type name of an allocation from a cache split by site (generic kmalloc, merged pool):
+/// `cache@site`.
 #[must_use]
 pub fn kmalloc_type_name(cache_name: &str, site: &str) -> String {
     format!("{cache_name}@{site}")

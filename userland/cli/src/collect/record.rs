@@ -132,6 +132,11 @@ pub struct CollectArgs {
     /// The dprof device.
     #[arg(long, value_name = "PATH", default_value = dprof_abi::DEVICE_PATH)]
     device: PathBuf,
+    /// Which collector records: `module` (dprof.ko, everything), `perf` (perf events and
+    /// kmem tracepoints on a stock kernel, no module; no --histories), or `auto`: the module
+    /// when --device exists, else perf.
+    #[arg(long, value_name = "BACKEND", value_enum, default_value = "auto")]
+    backend: Backend,
     /// The command to profile, after `--`; collection stops when it exits.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -144,6 +149,27 @@ pub(super) enum Event {
     Slab,
     /// Access samples: the interrupted instruction, its registers and bytes, every --period.
     Samples,
+}
+
+/// The collector a person can ask for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum Backend {
+    /// dprof.ko when its device exists, else perf events.
+    Auto,
+    /// dprof.ko, through its device.
+    Module,
+    /// perf events and kmem tracepoints, with no module.
+    Perf,
+}
+
+impl From<Backend> for options::BackendChoice {
+    fn from(choice: Backend) -> Self {
+        match choice {
+            Backend::Auto => Self::Auto,
+            Backend::Module => Self::Module,
+            Backend::Perf => Self::Perf,
+        }
+    }
 }
 
 /// The sampler a person can ask for.
@@ -213,6 +239,7 @@ impl CollectArgs {
             plan_time: self.plan_time,
             kcore: self.kcore.clone(),
             device: self.device.clone(),
+            backend: self.backend.into(),
             command: self.command.clone(),
         }
     }

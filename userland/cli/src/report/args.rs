@@ -24,7 +24,7 @@ use dprof_analysis::views::DEFAULT_SIM_OBJECTS;
 /// the table gives the same for the whole profile, and how many data addresses came from the
 /// hardware and disagreed with the decoded instruction (the hardware's is used).
 ///
-/// --type NAME shows one type: its offsets (with field names given --vmlinux) with
+/// --type NAME shows one type: its offsets (with field names, see below) with
 /// read/write counts (and misses), its functions and its CPUs. --json prints the whole report
 /// model.
 ///
@@ -76,10 +76,12 @@ use dprof_analysis::views::DEFAULT_SIM_OBJECTS;
 /// speedup. --json prints the causal report; --format coz writes Coz's profile format
 /// (selected=TYPE), which Coz's viewer plots.
 ///
-/// Field names need the vmlinux of the profiled kernel (--vmlinux, checked against the
-/// profile's build id) and, for modules, a directory of their .ko files (--debug-dir). Cache
-/// names map to structs through a built-in table (skbuff_head_cache=sk_buff, TCP=tcp_sock,
-/// ...), a cache named like a struct, or --type-map FILE with lines `cache=struct`.
+/// Field names come from the vmlinux of the profiled kernel (--vmlinux, checked against the
+/// profile's build id) and, for modules, a directory of their .ko files (--debug-dir); without
+/// --vmlinux, from the kernel's BTF that the profile carries (/sys/kernel/btf/vmlinux as
+/// collection found it). Cache names map to structs through a built-in table
+/// (skbuff_head_cache=sk_buff, TCP=tcp_sock, ...), a cache named like a struct, or
+/// --type-map FILE with lines `cache=struct`.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 #[expect(
@@ -87,7 +89,8 @@ use dprof_analysis::views::DEFAULT_SIM_OBJECTS;
     reason = "this is --help text, where backticks would show"
 )]
 pub struct ReportArgs {
-    /// The profile.
+    /// The profile, or a perf.data from perf record (converted first, on the machine that
+    /// recorded it: see the README for the perf record command line).
     #[arg(value_name = "FILE")]
     pub(super) file: PathBuf,
     /// Print the report model as JSON.
@@ -123,7 +126,8 @@ pub struct ReportArgs {
 /// What names a profile's types and fields: shared by `dprof report` and `dprof tui`.
 #[derive(Clone, Debug, clap::Args)]
 pub struct AnalysisArgs {
-    /// vmlinux of the profiled kernel, with debug info: field names, exact symbol sizes.
+    /// vmlinux of the profiled kernel, with debug info: field names (rather than from the
+    /// profile's BTF), exact symbol sizes.
     #[arg(long, value_name = "PATH")]
     pub vmlinux: Option<PathBuf>,
     /// Directory holding the profiled modules' .ko files (with debug info).

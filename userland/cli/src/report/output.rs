@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use dprof_model::cache::{CacheLevel, GeometrySource};
-use dprof_model::Report;
+use dprof_model::{Report, TypeProfile};
 
 /// A table: left-aligned text columns and right-aligned numbers, two spaces apart.
 pub(super) struct Table {
@@ -127,6 +127,38 @@ pub(super) fn header_lines(report: &Report, out: &mut impl Write) -> io::Result<
         p.kernel_release, p.online_cpus, p.cpu_model
     )?;
     writeln!(out, "coverage: {}", report.coverage.summary)
+}
+
+/// `merged caches: rtable = {file_lock_cache, rtable} (pool :0000192)`: one line for each
+/// merged cache that one of `types` comes from, in the order of `types`.
+pub(super) fn merged_cache_lines<'t>(
+    report: &Report,
+    types: impl IntoIterator<Item = &'t TypeProfile>,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let mut done: Vec<&str> = Vec::new();
+    for cache in types.into_iter().filter_map(|t| t.cache.as_deref()) {
+        let Some(m) = report
+            .profile
+            .merged_caches
+            .iter()
+            .find(|m| m.cache == cache)
+        else {
+            continue;
+        };
+        if done.contains(&cache) {
+            continue;
+        }
+        done.push(cache);
+        writeln!(
+            out,
+            "merged caches: {} = {{{}}} (pool {})",
+            m.cache,
+            m.aliases.join(", "),
+            m.pool
+        )?;
+    }
+    Ok(())
 }
 
 pub(super) fn more(out: &mut impl Write, len: usize, top: usize, what: &str) -> io::Result<()> {

@@ -66,6 +66,7 @@ fn data_report(mut types: Vec<TypeProfile>) -> dprof_model::Report {
             cpu_model: String::new(),
             online_cpus: 2,
             slab_merging: false,
+            merged_caches: Vec::new(),
             records: 0,
             first_time_ns: None,
             last_time_ns: None,
@@ -230,6 +231,30 @@ fn the_planner_shares_eight_targets_by_share_and_resolves_kmalloc_sites() {
         },
     );
     assert!(big.len() <= MAX_HISTORY_TARGETS);
+}
+
+/// A merged pool's per-site type watches only the objects its site allocates, as a generic
+/// kmalloc cache's does: the pool holds other caches' objects too.
+#[test]
+fn a_merged_pools_type_is_planned_with_its_site() {
+    let report = data_report(vec![slab(
+        "skbuff_head_cache@__alloc_skb",
+        "skbuff_head_cache",
+        Some("__alloc_skb"),
+        0.9,
+        vec![field(0x70, 4, 50)],
+    )]);
+    let kallsyms = Kallsyms::parse(PLAN_KALLSYMS);
+    let targets = plan(&report, &kallsyms, PlanBudget::default());
+    assert!(!targets.is_empty());
+    for t in &targets {
+        let abi = t.to_abi();
+        assert_eq!(abi.name_bytes(), b"skbuff_head_cache");
+        assert_eq!(
+            (abi.site_start, abi.site_end),
+            (0xffff_ffff_8120_0000, 0xffff_ffff_8120_0400)
+        );
+    }
 }
 
 #[test]

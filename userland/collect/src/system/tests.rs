@@ -171,6 +171,7 @@ fn no_cache_information_is_an_empty_list() {
 fn gathers_a_whole_header() {
     let dir = fake_tree();
     let config = CollectConfig {
+        backend: None,
         events: vec!["slab".to_owned()],
         ring_bytes: 1 << 20,
         target: Target::Duration { ns: 1_000_000_000 },
@@ -196,6 +197,8 @@ fn gathers_a_whole_header() {
         "no proc/version in the fake tree"
     );
     assert_eq!(header.build_id, None);
+    assert!(header.merged_caches.is_empty(), "no sys/kernel/slab");
+    slab_tree(dir.path());
     put(
         dir.path(),
         "proc/version",
@@ -211,6 +214,54 @@ fn gathers_a_whole_header() {
     assert_eq!(
         header.build_id.as_deref(),
         Some("e4f18d9dc1d0e6fc2b17e93e885a647b3c0a6fc1")
+    );
+    assert_eq!(header.merged_caches, merged_caches(dir.path()));
+    assert_eq!(header.merged_caches.len(), 2);
+}
+
+/// A `/sys/kernel/slab` as SLUB makes it: two pools shared by several caches (links made in
+/// no particular order), a mergeable cache alone in its pool, unmerged caches as plain
+/// directories, and a link that is no pool.
+fn slab_tree(root: &Path) {
+    let slab = root.join("sys/kernel/slab");
+    for dir in [
+        ":0000192",
+        ":a-0000104",
+        ":A-0001344",
+        "dentry",
+        "kmalloc-64",
+    ] {
+        std::fs::create_dir_all(slab.join(dir)).expect("mkdir");
+    }
+    put(root, "sys/kernel/slab/dentry/object_size", "192\n");
+    for (alias, pool) in [
+        ("rtable", ":0000192"),
+        ("file_lock_cache", ":0000192"),
+        ("aio_kiocb", ":0000192"),
+        ("UDP", ":A-0001344"),
+        ("UDP-Lite", ":A-0001344"),
+        ("ext4_fc_dentry_update", ":a-0000104"),
+        ("not_a_pool", "dentry"),
+    ] {
+        std::os::unix::fs::symlink(pool, slab.join(alias)).expect("symlink");
+    }
+}
+
+#[test]
+fn merged_caches_are_the_pools_with_several_links() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    assert!(merged_caches(dir.path()).is_empty(), "no sys/kernel/slab");
+    slab_tree(dir.path());
+    let pool = |pool: &str, aliases: &[&str]| MergedCache {
+        pool: pool.to_owned(),
+        aliases: aliases.iter().map(|&a| a.to_owned()).collect(),
+    };
+    assert_eq!(
+        merged_caches(dir.path()),
+        [
+            pool(":0000192", &["aio_kiocb", "file_lock_cache", "rtable"]),
+            pool(":A-0001344", &["UDP", "UDP-Lite"]),
+        ]
     );
 }
 

@@ -1,0 +1,573 @@
+//! The perf collector: the module's [`Backend`] operations done with perf events, for kernels
+//! where `dprof.ko` cannot load. It opens its events when configured (so that a refusal comes
+//! before the profile file exists), enables them on start, and translates what the rings hold
+//! into ABI records on each read.
+
+use std::collections::HashMap;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use dprof_abi::{
+    CausalPlan, Config, CpuStatus, ExperimentControl, HistoryPlan, RecordHeader, Status,
+    VersionInfo, ABI_VERSION, EVENT_HISTORIES, EVENT_SAMPLES, EVENT_SLAB, FEATURE_SLAB_EVENTS,
+    MAX_RECORD_SIZE, RECORD_HEADER_SIZE, SAMPLER_KIND_SOFTWARE, SAMPLER_SOFTWARE, STATE_CONFIGURED,
+    STATE_RUNNING, STATE_STOPPED,
+};
+use linux_perf_event_reader::{EventRecord, RawData, RawEventRecord, RecordParseInfo, RecordType};
+
+use super::error::PerfError;
+use super::events::{self, Ring, RingRecord};
+use super::memory::KernelMemory;
+use super::slab_owner::SlabOwner;
+use super::tracefs;
+use super::translate::{CacheTable, Geometry, Kmem, KmemFields, Source, Translator};
+use crate::device::ReadOutcome;
+
+/// Largest per-CPU ring: perf's buffers are kernel memory that root may lock.
+const MAX_RING_BYTES: u32 = 256 << 20;
+
+/// The events of one collection, opened.
+#[derive(Debug)]
+struct Session {
+    /// Per CPU: its number and its ring.
+    rings: Vec<(u32, Ring, u64)>,
+    /// Every event, for enabling and disabling.
+    fds: Vec<OwnedFd>,
+    /// Record id to what it is and how to parse it.
+    sources: HashMap<u64, (Source, RecordParseInfo)>,
+}
+
+/// Collection through perf events.
+#[derive(Debug)]
+pub struct PerfCollector {
+    root: PathBuf,
+    kcore: PathBuf,
+    cpus: Vec<u32>,
+    nr_cpu_ids: u32,
+    session: Option<Session>,
+    translator: Option<Translator>,
+    state: u32,
+    started: bool,
+    bytes_read: u64,
+    /// Where `out` has been read up to.
+    out_read: usize,
+    notes: Vec<String>,
+}
+
+impl PerfCollector {
+    /// A collector for the machine whose procfs and sysfs are under `root`, reading kernel
+    /// code from `kcore` when it exists and through BPF when not.
+    ///
+    /// # Errors
+    /// When perf events are not allowed ([`PerfError::Paranoid`]) or the CPUs cannot be
+    /// listed.
+    pub fn new(root: &Path, kcore: &Path) -> Result<Self, PerfError> {
+        let paranoid = std::fs::read_to_string(root.join("proc/sys/kernel/perf_event_paranoid"))
+            .map_err(|source| PerfError::NoPerf { source })?;
+        let paranoid: i32 = paranoid.trim().parse().unwrap_or(2);
+        // SAFETY: geteuid has no preconditions.
+        let root_user = unsafe { libc::geteuid() } == 0;
+        if !root_user && paranoid > -1 {
+            return Err(PerfError::Paranoid { level: paranoid });
+        }
+        let online = std::fs::read_to_string(root.join("sys/devices/system/cpu/online"))
+            .map_err(|source| PerfError::NoPerf { source })?;
+        let cpus: Vec<u32> = dprof_model::cache::cpu_list(online.trim())
+            .map(|ranges| ranges.into_iter().flatten().collect())
+            .unwrap_or_default();
+        let nr_cpu_ids = cpus.iter().max().map_or(1, |m| m + 1);
+        Ok(Self {
+            root: root.to_path_buf(),
+            kcore: kcore.to_path_buf(),
+            cpus,
+            nr_cpu_ids,
+            session: None,
+            translator: None,
+            state: 0,
+            started: false,
+            bytes_read: 0,
+            out_read: 0,
+            notes: Vec::new(),
+        })
+    }
+
+    /// What the collector wants the person to know about how it collects (tracefs mounted,
+    /// where code bytes come from, what this kernel's tracepoints lack); taken once.
+    pub fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
+    }
+
+    /// The kmem tracepoints' ids and fields, read from tracefs.
+    fn kmem_events(&mut self) -> Result<Vec<(u64, KmemFields)>, PerfError> {
+        let mut kmem = Vec::new();
+        {
+            let (tracefs, mounted) = tracefs::locate(&self.root)?;
+            if mounted {
+                self.notes
+                    .push(format!("mounted tracefs at {}", tracefs.display()));
+            }
+            for (kind, name) in Kmem::ALL {
+                let format = tracefs::format(&tracefs, "kmem", name)?
+                    .ok_or(PerfError::NoTracepoint { name })?;
+                let fields =
+                    KmemFields::new(kind, &format).map_err(|message| PerfError::BadFormat {
+                        path: tracefs.join("events/kmem").join(name).join("format"),
+                        message,
+                    })?;
+                kmem.push((format.id, fields));
+            }
+        }
+        Ok(kmem)
+    }
+
+    fn open_session(&mut self, config: &Config) -> Result<(), PerfError> {
+        let kmem = if config.events & EVENT_SLAB == 0 {
+            Vec::new()
+        } else {
+            self.kmem_events()?
+        };
+        let unnamed_allocs = kmem
+            .iter()
+            .any(|(_, f)| f.kind == Kmem::CacheAlloc && !f.names_cache());
+        let sampler = (config.events & EVENT_SAMPLES != 0).then(|| {
+            events::cpu_clock(u64::from(config.sample_period_ns), config.sample_user != 0)
+        });
+        let mut session = Session {
+            rings: Vec::new(),
+            fds: Vec::new(),
+            sources: HashMap::new(),
+        };
+        let mut attrs: Vec<(perf_event_open_sys::bindings::perf_event_attr, Source)> = Vec::new();
+        if let Some(attr) = sampler {
+            attrs.push((attr, Source::Sampler));
+        }
+        for (id, fields) in kmem {
+            attrs.push((events::tracepoint(id), Source::Kmem(Box::new(fields))));
+        }
+        let parse: Vec<RecordParseInfo> = attrs
+            .iter()
+            .map(|(a, _)| events::parse_info(a))
+            .collect::<Result<_, _>>()
+            .map_err(|source| PerfError::Open {
+                what: "the event attributes",
+                cpu: 0,
+                source,
+            })?;
+        for &cpu in &self.cpus {
+            let mut owner: Option<usize> = None;
+            for ((attr, source), info) in attrs.iter().zip(&parse) {
+                let what = match source {
+                    Source::Sampler => "the cpu-clock sampler",
+                    Source::Kmem(_) => "a kmem tracepoint",
+                };
+                let fd = events::open(attr, cpu).map_err(|source| PerfError::Open {
+                    what,
+                    cpu,
+                    source,
+                })?;
+                let id = events::id(&fd).map_err(|source| PerfError::Open { what, cpu, source })?;
+                match owner {
+                    None => {
+                        let ring = Ring::map(&fd, config.ring_bytes as usize)
+                            .map_err(|source| PerfError::Ring { cpu, source })?;
+                        session.rings.push((cpu, ring, 0));
+                        owner = Some(session.fds.len());
+                    }
+                    Some(i) => events::redirect(&fd, &session.fds[i])
+                        .map_err(|source| PerfError::Open { what, cpu, source })?,
+                }
+                session.fds.push(fd);
+                session.sources.insert(id, (source.clone(), *info));
+            }
+        }
+        let memory = if sampler.is_some() || unnamed_allocs {
+            match KernelMemory::open(&self.kcore) {
+                Ok(m) => {
+                    self.notes
+                        .push(format!("instruction bytes are read from {}", m.describe()));
+                    Some(m)
+                }
+                Err(e) => return Err(PerfError::NoKernelMemory(e)),
+            }
+        } else {
+            None
+        };
+        let caches = CacheTable::new(slab_geometry(&self.root));
+        let mut memory = memory;
+        let owner = match (&mut memory, unnamed_allocs) {
+            (Some(memory), true) => Some(self.slab_owner(memory)),
+            _ => None,
+        };
+        let mut translator = Translator::new(caches, memory, self.nr_cpu_ids as usize);
+        if let Some(Some(owner)) = owner {
+            translator.set_slab_owner(owner);
+        }
+        if let Some(address) = per_cpu_offset_symbol(&self.root) {
+            translator.learn_gs_bases(address);
+        } else if sampler.is_some() {
+            self.notes.push(
+                "kallsyms has no __per_cpu_offset (CONFIG_KALLSYMS_ALL is off): accesses \
+                 through per-CPU pointers are not typed"
+                    .to_owned(),
+            );
+        }
+        self.translator = Some(translator);
+        self.session = Some(session);
+        Ok(())
+    }
+
+    /// How to find an allocation's cache on a kernel whose tracepoint does not name it, said
+    /// in a note either way.
+    fn slab_owner(&mut self, memory: &mut KernelMemory) -> Option<SlabOwner> {
+        let btf = crate::system::kernel_btf(&self.root).unwrap_or_default();
+        let kallsyms = crate::system::kallsyms(&self.root).unwrap_or_default();
+        match SlabOwner::new(&btf, &kallsyms, memory) {
+            Ok(owner) => {
+                self.notes.push(
+                    "this kernel's kmem_cache_alloc tracepoint does not name the cache (older \
+                     kernels' does not): dprof reads it from each object's struct slab"
+                        .to_owned(),
+                );
+                Some(owner)
+            }
+            Err(why) => {
+                self.notes.push(format!(
+                    "this kernel's kmem_cache_alloc tracepoint does not name the cache (older \
+                     kernels' does not), and {why}: allocations are typed by slot size (slab-N)"
+                ));
+                None
+            }
+        }
+    }
+
+    fn enable(&self, on: bool) -> Result<(), PerfError> {
+        if let Some(s) = &self.session {
+            for fd in &s.fds {
+                events::enable(fd, on).map_err(|source| PerfError::Enable { source })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves what the rings hold into the translator's output.
+    fn pull(&mut self) {
+        let (Some(session), Some(translator)) = (&mut self.session, &mut self.translator) else {
+            return;
+        };
+        let sources = &session.sources;
+        for (cpu, ring, last_time) in &mut session.rings {
+            ring.drain(|record| translate(&record, *cpu, last_time, sources, translator));
+        }
+    }
+
+    fn rings_empty(&self) -> bool {
+        self.session
+            .as_ref()
+            .is_none_or(|s| s.rings.iter().all(|(_, r, _)| r.pending() == 0))
+    }
+}
+
+/// One ring record into the translator.
+fn translate(
+    record: &RingRecord<'_>,
+    cpu: u32,
+    last_time: &mut u64,
+    sources: &HashMap<u64, (Source, RecordParseInfo)>,
+    out: &mut Translator,
+) {
+    let kind = RecordType(record.kind);
+    if kind == RecordType::LOST {
+        let mut body = RawData::from(record.body);
+        if let (Ok(_id), Ok(count)) = (
+            body.read_u64::<byteorder::LittleEndian>(),
+            body.read_u64::<byteorder::LittleEndian>(),
+        ) {
+            out.lost(cpu, *last_time, count);
+        }
+        return;
+    }
+    if kind != RecordType::SAMPLE {
+        return;
+    }
+    let Some(id) = record
+        .body
+        .get(..8)
+        .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+    else {
+        return;
+    };
+    let Some((source, info)) = sources.get(&id) else {
+        return;
+    };
+    let raw = RawEventRecord::new(kind, record.misc, RawData::from(record.body), *info);
+    if let Ok(EventRecord::Sample(s)) = raw.parse() {
+        out.perf_sample(source, &s, cpu, last_time);
+    }
+}
+
+/// The address of `__per_cpu_offset`, the per-CPU areas' offsets by CPU, from kallsyms.
+fn per_cpu_offset_symbol(root: &Path) -> Option<u64> {
+    per_cpu_offset(&crate::system::kallsyms(root).ok()?)
+}
+
+/// The address of `__per_cpu_offset` in the text of `/proc/kallsyms`; `None` when it is not
+/// there or its address is hidden (zero).
+pub(crate) fn per_cpu_offset(kallsyms: &[u8]) -> Option<u64> {
+    kallsyms.split(|&b| b == b'\n').find_map(|line| {
+        let line = std::str::from_utf8(line).ok()?;
+        let mut words = line.split_whitespace();
+        let address = words.next()?;
+        let _kind = words.next()?;
+        (words.next()? == "__per_cpu_offset")
+            .then(|| u64::from_str_radix(address, 16).ok())
+            .flatten()
+            .filter(|&a| a != 0)
+    })
+}
+
+/// The geometry of every cache `/sys/kernel/slab` lists (aliases of merged caches included,
+/// through their links), by name; empty when it cannot be read.
+pub(crate) fn slab_geometry(root: &Path) -> HashMap<String, Geometry> {
+    let dir = root.join("sys/kernel/slab");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return HashMap::new();
+    };
+    let number = |path: &Path, file: &str| -> Option<u32> {
+        std::fs::read_to_string(path.join(file))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    let mut out = HashMap::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        // `:a-0000192` and the like are merged caches' own directories, reached by aliases.
+        if name.starts_with(':') {
+            continue;
+        }
+        let path = entry.path();
+        if let (Some(object_size), Some(slot_size), Some(align)) = (
+            number(&path, "object_size"),
+            number(&path, "slab_size"),
+            number(&path, "align"),
+        ) {
+            out.insert(
+                name,
+                Geometry {
+                    object_size,
+                    slot_size,
+                    align,
+                },
+            );
+        }
+    }
+    out
+}
+
+/// The [`crate::backend::Backend`] operations, which `backend.rs` forwards to.
+impl PerfCollector {
+    #[expect(
+        clippy::missing_errors_doc,
+        reason = "the Backend trait documents them"
+    )]
+    pub fn checked_version(&self) -> Result<VersionInfo, PerfError> {
+        Ok(VersionInfo {
+            abi_version: ABI_VERSION,
+            nr_cpu_ids: self.nr_cpu_ids,
+            online_cpus: self.cpus.len() as u32,
+            samplers: SAMPLER_SOFTWARE,
+            features: FEATURE_SLAB_EVENTS,
+            min_ring_bytes: dprof_abi::MIN_RING_BYTES,
+            max_ring_bytes: MAX_RING_BYTES,
+            max_record_size: MAX_RECORD_SIZE as u32,
+        })
+    }
+
+    #[expect(
+        clippy::missing_errors_doc,
+        reason = "the Backend trait documents them"
+    )]
+    pub fn configure(&mut self, config: &Config) -> Result<(), PerfError> {
+        if config.events & EVENT_HISTORIES != 0 {
+            return Err(PerfError::NeedsModule {
+                what: "object access histories",
+            });
+        }
+        if config.events & EVENT_SAMPLES != 0 && config.sampler != u32::from(SAMPLER_KIND_SOFTWARE)
+        {
+            return Err(PerfError::Sampler);
+        }
+        self.session = None;
+        self.translator = None;
+        self.open_session(config)?;
+        self.state = STATE_CONFIGURED;
+        self.started = false;
+        Ok(())
+    }
+
+    #[expect(
+        clippy::missing_errors_doc,
+        reason = "the Backend trait documents them"
+    )]
+    pub fn history_plan(&mut self, _plan: &HistoryPlan) -> Result<(), PerfError> {
+        Err(PerfError::NeedsModule {
+            what: "object access histories",
+        })
+    }
+
+    #[expect(
+        clippy::missing_errors_doc,
+        reason = "the Backend trait documents them"
+    )]
+    pub fn causal_plan(&mut self, _plan: &CausalPlan, _labels: &[String]) -> Result<(), PerfError> {
+        Err(PerfError::NeedsModule {
+            what: "causal experiments",
+        })
+    }
+
+    #[expect(
+        clippy::missing_errors_doc,
+        reason = "the Backend trait documents them"
+    )]
+    pub fn causal_type(
+        &mut self,
+        _index: u32,
+        _type_name: &str,
+        _cache: &str,
+        _ips: &[u64],
+    ) -> Result<(), PerfError> {
+        Err(PerfError::NeedsModule {
+            what: "causal experiments",
+        })
+    }
+
+    #[expect(
+        clippy::missing_errors_doc,
+        reason = "the Backend trait documents them"
+    )]
+    pub fn experiment_start(&mut self, _control: &ExperimentControl) -> Result<(), PerfError> {
+        Err(PerfError::NeedsModule {
+            what: "causal experiments",
+        })
+    }
+
+    #[expect(
+        clippy::missing_errors_doc,
+        reason = "the Backend trait documents them"
+    )]
+    pub fn experiment_end(&mut self) -> Result<(), PerfError> {
+        Err(PerfError::NeedsModule {
+            what: "causal experiments",
+        })
+    }
+
+    #[expect(
+        clippy::missing_errors_doc,
+        reason = "the Backend trait documents them"
+    )]
+    pub fn start(&mut self) -> Result<(), PerfError> {
+        if !self.started {
+            self.started = true;
+            if let Some(t) = &mut self.translator {
+                t.describe_all(monotonic_ns());
+            }
+        }
+        self.enable(true)?;
+        self.state = STATE_RUNNING;
+        Ok(())
+    }
+
+    #[expect(
+        clippy::missing_errors_doc,
+        reason = "the Backend trait documents them"
+    )]
+    pub fn stop(&mut self) -> Result<(), PerfError> {
+        self.enable(false)?;
+        self.state = STATE_STOPPED;
+        Ok(())
+    }
+
+    #[expect(
+        clippy::missing_errors_doc,
+        reason = "the Backend trait documents them"
+    )]
+    pub fn status(&mut self, capacity: usize) -> Result<(Status, Vec<CpuStatus>), PerfError> {
+        let (written, lost) = self
+            .translator
+            .as_ref()
+            .map_or((Vec::new(), Vec::new()), |t| {
+                (t.written.clone(), t.lost.clone())
+            });
+        let status = Status {
+            nr_cpus: self.nr_cpu_ids,
+            state: self.state,
+            records_written: written.iter().sum(),
+            records_lost: lost.iter().sum(),
+            bytes_read: self.bytes_read,
+            ..Status::default()
+        };
+        let cpus = (0..capacity.min(self.nr_cpu_ids as usize))
+            .map(|i| CpuStatus {
+                records_written: written.get(i).copied().unwrap_or(0),
+                records_lost: lost.get(i).copied().unwrap_or(0),
+                bytes_pending: 0,
+            })
+            .collect();
+        Ok((status, cpus))
+    }
+
+    #[expect(
+        clippy::missing_errors_doc,
+        reason = "the Backend trait documents them"
+    )]
+    pub fn read(&mut self, buf: &mut [u8]) -> Result<ReadOutcome, PerfError> {
+        let waiting = self
+            .translator
+            .as_ref()
+            .map_or(0, |t| t.out.len() - self.out_read);
+        if waiting == 0 {
+            if let Some(t) = &mut self.translator {
+                t.out.clear();
+            }
+            self.out_read = 0;
+            self.pull();
+        }
+        let Some(t) = &mut self.translator else {
+            return Ok(ReadOutcome::Drained);
+        };
+        let pending = &t.out[self.out_read..];
+        // Whole records only, as the device hands them out.
+        let mut n = 0;
+        while n + RECORD_HEADER_SIZE <= pending.len() {
+            let Ok(header) = RecordHeader::decode(&pending[n..]) else {
+                break;
+            };
+            let size = usize::from(header.size);
+            if size == 0 || n + size > buf.len() || n + size > pending.len() {
+                break;
+            }
+            n += size;
+        }
+        if n == 0 {
+            if pending.is_empty() && self.state == STATE_STOPPED && self.rings_empty() {
+                return Ok(ReadOutcome::Drained);
+            }
+            return Ok(ReadOutcome::Empty);
+        }
+        buf[..n].copy_from_slice(&pending[..n]);
+        self.out_read += n;
+        self.bytes_read += n as u64;
+        Ok(ReadOutcome::Data(n))
+    }
+}
+
+/// Now on `CLOCK_MONOTONIC`, the clock the events are stamped with.
+fn monotonic_ns() -> u64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).map_or(0, |t| {
+        t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,455 @@
+//! perf's records in the module's ABI: the kmem tracepoints' raw records become [`Alloc`],
+//! [`Free`] and [`CacheInfo`] records, cpu-clock samples become [`AccessSample`]s with their
+//! instruction bytes, and perf's lost counts become [`Lost`] records, so that the profile
+//! file and its analysis are the same whichever backend collected.
+//!
+//! The module names a cache by its `struct kmem_cache` address; perf gives its name. Here a
+//! cache is identified by a small number per name, described once by a [`CacheInfo`] with
+//! the geometry `/sys/kernel/slab` gives.
+
+use std::collections::HashMap;
+
+use dprof_abi::{
+    AccessSample, Alloc, CacheInfo, Free, Lost, Record, ALLOC_KMALLOC, CACHE_ORIGIN_SEEN,
+    CACHE_ORIGIN_WALK, FREE_KFREE, MAX_RECORD_SIZE, SAMPLER_KIND_SOFTWARE, SAMPLE_USER,
+};
+
+use linux_perf_event_reader::{CpuMode, SampleRecord};
+
+use super::events::ABI_REG_ORDER;
+use super::memory::KernelMemory;
+use super::slab_owner::SlabOwner;
+use super::tracefs::{Field, Format, RawRecord};
+
+/// Which kmem tracepoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kmem {
+    /// `kmem:kmem_cache_alloc`.
+    CacheAlloc,
+    /// `kmem:kmalloc`.
+    Kmalloc,
+    /// `kmem:kmem_cache_free`.
+    CacheFree,
+    /// `kmem:kfree`.
+    Kfree,
+}
+
+impl Kmem {
+    /// Every one, with its tracefs name.
+    pub(crate) const ALL: [(Self, &'static str); 4] = [
+        (Self::CacheAlloc, "kmem_cache_alloc"),
+        (Self::Kmalloc, "kmalloc"),
+        (Self::CacheFree, "kmem_cache_free"),
+        (Self::Kfree, "kfree"),
+    ];
+}
+
+/// Where a kmem tracepoint's fields are, on this kernel.
+#[derive(Clone, Debug)]
+pub(crate) struct KmemFields {
+    pub(crate) kind: Kmem,
+    call_site: Field,
+    ptr: Field,
+    /// The cache's name: `kmem_cache_free` has it everywhere, `kmem_cache_alloc` only on
+    /// newer kernels (6.18 has it; 6.12 and 6.1 do not).
+    name: Option<Field>,
+    bytes_req: Option<Field>,
+    bytes_alloc: Option<Field>,
+    gfp_flags: Option<Field>,
+    node: Option<Field>,
+}
+
+impl KmemFields {
+    /// The fields of `format`, or why the event cannot be used.
+    pub(crate) fn new(kind: Kmem, format: &Format) -> Result<Self, String> {
+        let need = |name: &str| {
+            format
+                .field(name)
+                .cloned()
+                .ok_or_else(|| format!("kmem:{} has no {name} field", format.name))
+        };
+        let fields = Self {
+            kind,
+            call_site: need("call_site")?,
+            ptr: need("ptr")?,
+            name: format.field("name").cloned(),
+            bytes_req: format.field("bytes_req").cloned(),
+            bytes_alloc: format.field("bytes_alloc").cloned(),
+            gfp_flags: format.field("gfp_flags").cloned(),
+            node: format.field("node").cloned(),
+        };
+        if matches!(kind, Kmem::CacheAlloc | Kmem::Kmalloc) && fields.bytes_alloc.is_none() {
+            return Err(format!("kmem:{} has no bytes_alloc field", format.name));
+        }
+        Ok(fields)
+    }
+
+    /// Whether allocations name their cache (`kmem_cache_alloc` on newer kernels).
+    pub(crate) fn names_cache(&self) -> bool {
+        self.name.is_some()
+    }
+}
+
+/// A slab cache's geometry, from `/sys/kernel/slab/NAME`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Geometry {
+    pub(crate) object_size: u32,
+    pub(crate) slot_size: u32,
+    pub(crate) align: u32,
+}
+
+/// Largest kmalloc served from a `kmalloc-N` cache (SLUB's `KMALLOC_MAX_CACHE_SIZE`, two
+/// pages); larger ones come from the page allocator.
+const KMALLOC_MAX_CACHE_SIZE: u64 = 8192;
+const GFP_DMA: u64 = 1 << 0;
+const GFP_RECLAIMABLE: u64 = 1 << 4;
+const GFP_ACCOUNT: u64 = 1 << 22;
+
+/// The generic cache a kmalloc of `bytes_alloc` with `gfp` came from, as the kernel names
+/// it (`kmalloc-64`, `kmalloc-cg-1k`, ...), when one of that name exists; `None` for a large
+/// kmalloc.
+pub(crate) fn kmalloc_cache(
+    bytes_alloc: u64,
+    gfp: u64,
+    exists: impl Fn(&str) -> bool,
+) -> Option<String> {
+    if bytes_alloc == 0 || bytes_alloc > KMALLOC_MAX_CACHE_SIZE {
+        return None;
+    }
+    let size = if bytes_alloc >= 1024 && bytes_alloc.is_multiple_of(1024) {
+        format!("{}k", bytes_alloc / 1024)
+    } else {
+        bytes_alloc.to_string()
+    };
+    let prefix = if gfp & GFP_DMA != 0 {
+        "dma-kmalloc-"
+    } else if gfp & GFP_RECLAIMABLE != 0 {
+        "kmalloc-rcl-"
+    } else if gfp & GFP_ACCOUNT != 0 {
+        "kmalloc-cg-"
+    } else {
+        "kmalloc-"
+    };
+    let exact = format!("{prefix}{size}");
+    if exists(&exact) {
+        Some(exact)
+    } else {
+        Some(format!("kmalloc-{size}"))
+    }
+}
+
+/// Caches by name: their identifiers in records, and which have been described.
+#[derive(Debug, Default)]
+pub(crate) struct CacheTable {
+    geometry: HashMap<String, Geometry>,
+    ids: HashMap<String, (u64, bool)>,
+}
+
+impl CacheTable {
+    /// A table knowing the geometry of the caches in `geometry`.
+    pub(crate) fn new(geometry: HashMap<String, Geometry>) -> Self {
+        Self {
+            geometry,
+            ids: HashMap::new(),
+        }
+    }
+
+    pub(crate) fn exists(&self, name: &str) -> bool {
+        self.geometry.contains_key(name)
+    }
+
+    /// The identifier of cache `name`, and its [`CacheInfo`] when it is described now.
+    fn id(&mut self, name: &[u8], origin: u16) -> (u64, Option<CacheInfo>) {
+        let name = String::from_utf8_lossy(name);
+        let next = self.ids.len() as u64 + 1;
+        let entry = self
+            .ids
+            .entry(name.clone().into_owned())
+            .or_insert((next, false));
+        if entry.1 {
+            return (entry.0, None);
+        }
+        entry.1 = true;
+        let g = self
+            .geometry
+            .get(name.as_ref())
+            .copied()
+            .unwrap_or_default();
+        let info = CacheInfo {
+            cache: entry.0,
+            object_size: g.object_size,
+            size: g.slot_size,
+            align: g.align,
+            slab_flags: 0,
+            name_len: 0,
+            origin,
+            name: [0; dprof_abi::CACHE_NAME_BYTES],
+        }
+        .with_name(name.as_bytes());
+        (entry.0, Some(info))
+    }
+
+    /// Names of the caches whose geometry is known, sorted.
+    fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.geometry.keys().cloned().collect();
+        names.sort();
+        names
+    }
+}
+
+/// What a perf event is to the translator, by the id in its records.
+#[derive(Clone, Debug)]
+pub(crate) enum Source {
+    /// The cpu-clock sampler, with the interrupted registers.
+    Sampler,
+    /// A kmem tracepoint, and where its fields are.
+    Kmem(Box<KmemFields>),
+}
+
+/// What a sample brings, parsed.
+pub(crate) struct Sample {
+    pub(crate) cpu: u32,
+    pub(crate) time_ns: u64,
+    pub(crate) ip: u64,
+    pub(crate) pid: u32,
+    pub(crate) tid: u32,
+    pub(crate) user: bool,
+    /// General-purpose registers in the ABI's order.
+    pub(crate) regs: [u64; dprof_abi::SAMPLE_REGS],
+}
+
+/// What a [`Translator`] has written, by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Counts {
+    /// Access samples.
+    pub(crate) samples: u64,
+    /// Allocations and frees.
+    pub(crate) slab_events: u64,
+}
+
+/// Turns perf's records into encoded ABI records, appended to `out`.
+#[derive(Debug)]
+pub(crate) struct Translator {
+    pub(crate) caches: CacheTable,
+    memory: Option<KernelMemory>,
+    /// Finds an allocation's cache where the tracepoint does not name it.
+    owner: Option<SlabOwner>,
+    /// Per-CPU offsets (`__per_cpu_offset`), by CPU; empty when unknown.
+    gs_bases: Vec<u64>,
+    /// Encoded records waiting to be read.
+    pub(crate) out: Vec<u8>,
+    /// Records appended to `out`, per CPU.
+    pub(crate) written: Vec<u64>,
+    /// Records perf said it lost, per CPU.
+    pub(crate) lost: Vec<u64>,
+    /// Access samples and slab events (allocations and frees) appended to `out`.
+    pub(crate) counts: Counts,
+    scratch: Box<[u8; MAX_RECORD_SIZE]>,
+}
+
+impl Translator {
+    pub(crate) fn new(caches: CacheTable, memory: Option<KernelMemory>, nr_cpus: usize) -> Self {
+        Self {
+            caches,
+            memory,
+            owner: None,
+            gs_bases: Vec::new(),
+            out: Vec::new(),
+            written: vec![0; nr_cpus],
+            lost: vec![0; nr_cpus],
+            counts: Counts::default(),
+            scratch: Box::new([0; MAX_RECORD_SIZE]),
+        }
+    }
+
+    /// Finds the caches of allocations whose tracepoint does not name it with `owner`.
+    pub(crate) fn set_slab_owner(&mut self, owner: SlabOwner) {
+        self.owner = Some(owner);
+    }
+
+    /// Reads each CPU's per-CPU offset from the `__per_cpu_offset` array at `address`: the
+    /// %gs base the module's sampler reads from the CPU.
+    pub(crate) fn learn_gs_bases(&mut self, address: u64) {
+        let Some(memory) = &mut self.memory else {
+            return;
+        };
+        self.gs_bases = (0..self.written.len() as u64)
+            .map(|cpu| memory.u64_at(address + 8 * cpu).unwrap_or(0))
+            .collect();
+    }
+
+    fn emit(&mut self, cpu: u32, time_ns: u64, record: &Record) {
+        let n = record.encode(cpu, time_ns, &mut self.scratch);
+        self.out.extend_from_slice(&self.scratch[..n]);
+        if let Some(w) = self.written.get_mut(cpu as usize) {
+            *w += 1;
+        }
+    }
+
+    /// Describes every cache `/sys/kernel/slab` listed, as the module does when it starts.
+    pub(crate) fn describe_all(&mut self, time_ns: u64) {
+        for name in self.caches.names() {
+            if let (_, Some(info)) = self.caches.id(name.as_bytes(), CACHE_ORIGIN_WALK) {
+                self.emit(0, time_ns, &Record::CacheInfo(info));
+            }
+        }
+    }
+
+    fn cache(&mut self, cpu: u32, time_ns: u64, name: &[u8]) -> u64 {
+        let (id, info) = self.caches.id(name, CACHE_ORIGIN_SEEN);
+        if let Some(info) = info {
+            self.emit(cpu, time_ns, &Record::CacheInfo(info));
+        }
+        id
+    }
+
+    /// One kmem tracepoint hit.
+    pub(crate) fn kmem(&mut self, fields: &KmemFields, cpu: u32, time_ns: u64, raw: &[u8]) {
+        let raw = RawRecord(raw);
+        let (Some(ptr), Some(call_site)) =
+            (raw.unsigned(&fields.ptr), raw.unsigned(&fields.call_site))
+        else {
+            return;
+        };
+        // NULL and ZERO_SIZE_PTR (16): a failed or empty allocation, a free of nothing.
+        if ptr <= 16 {
+            return;
+        }
+        let opt = |f: &Option<Field>| f.as_ref().and_then(|f| raw.unsigned(f)).unwrap_or(0);
+        let name = fields.name.as_ref().and_then(|f| raw.string(f));
+        match fields.kind {
+            Kmem::CacheAlloc | Kmem::Kmalloc => {
+                let bytes_alloc = opt(&fields.bytes_alloc);
+                let gfp = opt(&fields.gfp_flags);
+                let kmalloc = fields.kind == Kmem::Kmalloc;
+                let cache = match (kmalloc, name) {
+                    (false, Some(name)) => self.cache(cpu, time_ns, name),
+                    (true, _) => match kmalloc_cache(bytes_alloc, gfp, |n| self.caches.exists(n)) {
+                        Some(name) => self.cache(cpu, time_ns, name.as_bytes()),
+                        None => 0,
+                    },
+                    // Older kernels do not name the cache of an allocation: the object's slab
+                    // does, else only its size is known.
+                    (false, None) => {
+                        let owner = match (&mut self.owner, &mut self.memory) {
+                            (Some(owner), Some(memory)) => {
+                                owner.cache_of(ptr, memory).map(<[u8]>::to_vec)
+                            }
+                            _ => None,
+                        };
+                        let name =
+                            owner.unwrap_or_else(|| format!("slab-{bytes_alloc}").into_bytes());
+                        self.cache(cpu, time_ns, &name)
+                    }
+                };
+                let node = fields
+                    .node
+                    .as_ref()
+                    .and_then(|f| raw.signed(f))
+                    .unwrap_or(-1);
+                let alloc = Alloc {
+                    ptr,
+                    call_site,
+                    cache,
+                    bytes_req: u32::try_from(opt(&fields.bytes_req)).unwrap_or(u32::MAX),
+                    bytes_alloc: u32::try_from(bytes_alloc).unwrap_or(u32::MAX),
+                    gfp: gfp as u32,
+                    node: node as i32,
+                    flags: if kmalloc { ALLOC_KMALLOC } else { 0 },
+                };
+                self.emit(cpu, time_ns, &Record::Alloc(alloc));
+                self.counts.slab_events += 1;
+            }
+            Kmem::CacheFree | Kmem::Kfree => {
+                let cache = match name {
+                    Some(name) => self.cache(cpu, time_ns, name),
+                    None => 0,
+                };
+                let free = Free {
+                    ptr,
+                    call_site,
+                    cache,
+                    flags: if fields.kind == Kmem::Kfree {
+                        FREE_KFREE
+                    } else {
+                        0
+                    },
+                };
+                self.emit(cpu, time_ns, &Record::Free(free));
+                self.counts.slab_events += 1;
+            }
+        }
+    }
+
+    /// One cpu-clock sample, with the instruction bytes at its ip.
+    pub(crate) fn sample(&mut self, s: &Sample) {
+        let (insn, insn_len) = match (&mut self.memory, s.user) {
+            (Some(memory), false) => memory.insn(s.ip),
+            _ => ([0; dprof_abi::SAMPLE_INSN_BYTES], 0),
+        };
+        let sample = AccessSample {
+            ip: s.ip,
+            regs: s.regs,
+            gs_base: self.gs_bases.get(s.cpu as usize).copied().unwrap_or(0),
+            pid: s.pid,
+            tid: s.tid,
+            insn,
+            insn_len,
+            flags: if s.user { SAMPLE_USER } else { 0 },
+            sampler: SAMPLER_KIND_SOFTWARE,
+            ..AccessSample::default()
+        };
+        self.emit(s.cpu, s.time_ns, &Record::AccessSample(sample));
+        self.counts.samples += 1;
+    }
+
+    /// One perf sample record of `source`: a kmem tracepoint's raw record or a cpu-clock
+    /// sample with its registers (one without them is dropped). `cpu` is the ring's, for a
+    /// record that does not say; `last_time` is the time of the ring's last record, for one
+    /// that has none, and becomes this one's.
+    pub(crate) fn perf_sample(
+        &mut self,
+        source: &Source,
+        s: &SampleRecord<'_>,
+        cpu: u32,
+        last_time: &mut u64,
+    ) {
+        let time_ns = s.timestamp.unwrap_or(*last_time);
+        *last_time = time_ns;
+        let cpu = s.cpu.unwrap_or(cpu);
+        match source {
+            Source::Kmem(fields) => {
+                if let Some(raw) = &s.raw {
+                    self.kmem(fields, cpu, time_ns, &raw.as_slice());
+                }
+            }
+            Source::Sampler => {
+                let Some(regs) = &s.intr_regs else { return };
+                let mut abi_regs = [0u64; dprof_abi::SAMPLE_REGS];
+                for (slot, &perf_reg) in abi_regs.iter_mut().zip(&ABI_REG_ORDER) {
+                    *slot = regs.get(u64::from(perf_reg)).unwrap_or(0);
+                }
+                self.sample(&Sample {
+                    cpu,
+                    time_ns,
+                    ip: s.ip.unwrap_or(0),
+                    pid: s.pid.unwrap_or(0) as u32,
+                    tid: s.tid.unwrap_or(0) as u32,
+                    user: s.cpu_mode == CpuMode::User,
+                    regs: abi_regs,
+                });
+            }
+        }
+    }
+
+    /// perf lost `count` records of `cpu`'s ring.
+    pub(crate) fn lost(&mut self, cpu: u32, time_ns: u64, count: u64) {
+        if let Some(l) = self.lost.get_mut(cpu as usize) {
+            *l += count;
+        }
+        self.emit(cpu, time_ns, &Record::Lost(Lost { count }));
+    }
+}
+
+#[cfg(test)]
+mod tests;
