@@ -89,113 +89,68 @@ pub trait Backend {
     fn read(&mut self, buf: &mut [u8]) -> Result<ReadOutcome, Self::Error>;
 }
 
-impl Backend for Device {
-    type Error = DeviceError;
+/// `impl Backend` for a collector whose inherent methods have the trait's names and
+/// signatures: the trait's documentation is theirs.
+macro_rules! backend_by_inherent_methods {
+    ($collector:ty, $error:ty) => {
+        impl Backend for $collector {
+            type Error = $error;
 
-    fn checked_version(&self) -> Result<VersionInfo, DeviceError> {
-        Self::checked_version(self)
-    }
+            fn checked_version(&self) -> Result<VersionInfo, $error> {
+                Self::checked_version(self)
+            }
 
-    fn configure(&mut self, config: &Config) -> Result<(), DeviceError> {
-        Self::configure(self, config)
-    }
+            fn configure(&mut self, config: &Config) -> Result<(), $error> {
+                Self::configure(self, config)
+            }
 
-    fn history_plan(&mut self, plan: &HistoryPlan) -> Result<(), DeviceError> {
-        Self::history_plan(self, plan)
-    }
+            fn history_plan(&mut self, plan: &HistoryPlan) -> Result<(), $error> {
+                Self::history_plan(self, plan)
+            }
 
-    fn causal_plan(&mut self, plan: &CausalPlan, labels: &[String]) -> Result<(), DeviceError> {
-        Self::causal_plan(self, plan, labels)
-    }
+            fn causal_plan(&mut self, plan: &CausalPlan, labels: &[String]) -> Result<(), $error> {
+                Self::causal_plan(self, plan, labels)
+            }
 
-    fn causal_type(
-        &mut self,
-        index: u32,
-        type_name: &str,
-        cache: &str,
-        ips: &[u64],
-    ) -> Result<(), DeviceError> {
-        Self::causal_type(self, index, type_name, cache, ips)
-    }
+            fn causal_type(
+                &mut self,
+                index: u32,
+                type_name: &str,
+                cache: &str,
+                ips: &[u64],
+            ) -> Result<(), $error> {
+                Self::causal_type(self, index, type_name, cache, ips)
+            }
 
-    fn experiment_start(&mut self, control: &ExperimentControl) -> Result<(), DeviceError> {
-        Self::experiment_start(self, control)
-    }
+            fn experiment_start(&mut self, control: &ExperimentControl) -> Result<(), $error> {
+                Self::experiment_start(self, control)
+            }
 
-    fn experiment_end(&mut self) -> Result<(), DeviceError> {
-        Self::experiment_end(self)
-    }
+            fn experiment_end(&mut self) -> Result<(), $error> {
+                Self::experiment_end(self)
+            }
 
-    fn start(&mut self) -> Result<(), DeviceError> {
-        Self::start(self)
-    }
+            fn start(&mut self) -> Result<(), $error> {
+                Self::start(self)
+            }
 
-    fn stop(&mut self) -> Result<(), DeviceError> {
-        Self::stop(self)
-    }
+            fn stop(&mut self) -> Result<(), $error> {
+                Self::stop(self)
+            }
 
-    fn status(&mut self, capacity: usize) -> Result<(Status, Vec<CpuStatus>), DeviceError> {
-        Self::status(self, capacity)
-    }
+            fn status(&mut self, capacity: usize) -> Result<(Status, Vec<CpuStatus>), $error> {
+                Self::status(self, capacity)
+            }
 
-    fn read(&mut self, buf: &mut [u8]) -> Result<ReadOutcome, DeviceError> {
-        Self::read(self, buf)
-    }
+            fn read(&mut self, buf: &mut [u8]) -> Result<ReadOutcome, $error> {
+                Self::read(self, buf)
+            }
+        }
+    };
 }
 
-impl Backend for PerfCollector {
-    type Error = PerfError;
-
-    fn checked_version(&self) -> Result<VersionInfo, PerfError> {
-        Self::checked_version(self)
-    }
-
-    fn configure(&mut self, config: &Config) -> Result<(), PerfError> {
-        Self::configure(self, config)
-    }
-
-    fn history_plan(&mut self, plan: &HistoryPlan) -> Result<(), PerfError> {
-        Self::history_plan(self, plan)
-    }
-
-    fn causal_plan(&mut self, plan: &CausalPlan, labels: &[String]) -> Result<(), PerfError> {
-        Self::causal_plan(self, plan, labels)
-    }
-
-    fn causal_type(
-        &mut self,
-        index: u32,
-        type_name: &str,
-        cache: &str,
-        ips: &[u64],
-    ) -> Result<(), PerfError> {
-        Self::causal_type(self, index, type_name, cache, ips)
-    }
-
-    fn experiment_start(&mut self, control: &ExperimentControl) -> Result<(), PerfError> {
-        Self::experiment_start(self, control)
-    }
-
-    fn experiment_end(&mut self) -> Result<(), PerfError> {
-        Self::experiment_end(self)
-    }
-
-    fn start(&mut self) -> Result<(), PerfError> {
-        Self::start(self)
-    }
-
-    fn stop(&mut self) -> Result<(), PerfError> {
-        Self::stop(self)
-    }
-
-    fn status(&mut self, capacity: usize) -> Result<(Status, Vec<CpuStatus>), PerfError> {
-        Self::status(self, capacity)
-    }
-
-    fn read(&mut self, buf: &mut [u8]) -> Result<ReadOutcome, PerfError> {
-        Self::read(self, buf)
-    }
-}
+backend_by_inherent_methods!(Device, DeviceError);
+backend_by_inherent_methods!(PerfCollector, PerfError);
 
 /// The collector `--backend` chose.
 #[derive(Debug)]

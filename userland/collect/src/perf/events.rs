@@ -44,7 +44,8 @@ pub(crate) const ABI_REG_ORDER: [u32; dprof_abi::SAMPLE_REGS] = [
 ];
 
 /// The sampler: cpu-clock every `period_ns`, with the interrupted registers, which is what
-/// the module's software sampler records. Kernel mode only unless `user`.
+/// the module's software sampler records. Kernel mode only unless `user`; never the idle
+/// task, whose samples touch no data of the workload (the module leaves it out too).
 pub(crate) fn cpu_clock(period_ns: u64, user: bool) -> perf_event_attr {
     let mut attr = base_attr();
     attr.type_ = PERF_TYPE_SOFTWARE;
@@ -63,6 +64,7 @@ pub(crate) fn cpu_clock(period_ns: u64, user: bool) -> perf_event_attr {
         .chain(&[PERF_REG_X86_IP])
         .fold(0, |mask, &r| mask | (1u64 << r));
     attr.set_exclude_user(u64::from(!user));
+    attr.set_exclude_idle(1);
     attr
 }
 
