@@ -35,6 +35,10 @@
 //! `dprof_selftest.ko`: the off-path type has more samples than the critical-path one
 //! (`causal.rs` beside this file).
 //!
+//! `dprof-qemu-check backends-agree DIR` checks that the module and the perf backend, run on
+//! the same workload, agree on the top slab types and on allocations per cache
+//! (`backends.rs` beside this file).
+//!
 //! The report is printed and saved as DIR/check.txt.
 
 use std::collections::BTreeMap;
@@ -50,6 +54,8 @@ use dprof_format::Profile;
 use json_report::{field_name_at, find_type, percent, report_json, type_samples_in};
 
 // A binary's modules sit beside it in src/bin, where Cargo would take them for binaries.
+#[path = "dprof-qemu-check/backends.rs"]
+mod backends;
 #[path = "dprof-qemu-check/causal.rs"]
 mod causal;
 #[path = "dprof-qemu-check/json_report.rs"]
@@ -600,7 +606,7 @@ fn main() -> Result<()> {
     let (Some(check), Some(dir)) = (args.get(1), args.get(2)) else {
         bail!(
             "usage: dprof-qemu-check slab-workload|selftest-data-profile|workload-data-profile|\
-             selftest-histories|kernel-histories|selftest-misses|selftest-causal DIR"
+             selftest-histories|kernel-histories|selftest-misses|selftest-causal|backends-agree DIR"
         );
     };
     let dir = Path::new(dir);
@@ -612,6 +618,7 @@ fn main() -> Result<()> {
         "kernel-histories" => check_kernel_histories(dir),
         "selftest-misses" => misses::check(dir),
         "selftest-causal" => causal::check(dir),
+        "backends-agree" => backends::check(dir),
         other => bail!("unknown check {other:?}"),
     };
     match report {
