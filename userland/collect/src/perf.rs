@@ -11,6 +11,7 @@ mod collector;
 mod data_file;
 mod error;
 mod events;
+mod hw_sample;
 mod import;
 mod memory;
 mod slab_owner;

@@ -10,13 +10,15 @@ use std::path::{Path, PathBuf};
 use dprof_abi::{
     CausalPlan, Config, CpuStatus, ExperimentControl, HistoryPlan, RecordHeader, Status,
     VersionInfo, ABI_VERSION, EVENT_HISTORIES, EVENT_SAMPLES, EVENT_SLAB, FEATURE_SLAB_EVENTS,
-    MAX_RECORD_SIZE, RECORD_HEADER_SIZE, SAMPLER_KIND_SOFTWARE, SAMPLER_SOFTWARE, STATE_CONFIGURED,
-    STATE_RUNNING, STATE_STOPPED,
+    MAX_RECORD_SIZE, RECORD_HEADER_SIZE, SAMPLER_IBS, SAMPLER_KIND_IBS, SAMPLER_KIND_PEBS,
+    SAMPLER_KIND_SOFTWARE, SAMPLER_PEBS, SAMPLER_SOFTWARE, STATE_CONFIGURED, STATE_RUNNING,
+    STATE_STOPPED,
 };
 use linux_perf_event_reader::{EventRecord, RawData, RawEventRecord, RecordParseInfo, RecordType};
 
 use super::error::PerfError;
 use super::events::{self, Ring, RingRecord};
+use super::hw_sample;
 use super::memory::KernelMemory;
 use super::slab_owner::SlabOwner;
 use super::tracefs;
@@ -129,17 +131,16 @@ impl PerfCollector {
         let unnamed_allocs = kmem
             .iter()
             .any(|(_, f)| f.kind == Kmem::CacheAlloc && !f.names_cache());
-        let sampler = (config.events & EVENT_SAMPLES != 0).then(|| {
-            events::cpu_clock(u64::from(config.sample_period_ns), config.sample_user != 0)
-        });
+        let sampler = (config.events & EVENT_SAMPLES != 0).then(|| sampler_of(config));
         let mut session = Session {
             rings: Vec::new(),
             fds: Vec::new(),
             sources: HashMap::new(),
         };
         let mut attrs: Vec<(perf_event_open_sys::bindings::perf_event_attr, Source)> = Vec::new();
-        if let Some(attr) = sampler {
-            attrs.push((attr, Source::Sampler));
+        let sampling = sampler.is_some();
+        if let Some(sampler) = sampler {
+            attrs.push(sampler);
         }
         for (id, fields) in kmem {
             attrs.push((events::tracepoint(id), Source::Kmem(Box::new(fields))));
@@ -158,6 +159,8 @@ impl PerfCollector {
             for ((attr, source), info) in attrs.iter().zip(&parse) {
                 let what = match source {
                     Source::Sampler => "the cpu-clock sampler",
+                    Source::Hardware { ibs: true } => "the IBS op sampler",
+                    Source::Hardware { ibs: false } => "the PEBS load-latency sampler",
                     Source::Kmem(_) => "a kmem tracepoint",
                 };
                 let fd = events::open(attr, cpu).map_err(|source| PerfError::Open {
@@ -180,7 +183,7 @@ impl PerfCollector {
                 session.sources.insert(id, (source.clone(), *info));
             }
         }
-        let memory = if sampler.is_some() || unnamed_allocs {
+        let memory = if sampling || unnamed_allocs {
             match KernelMemory::open(&self.kcore) {
                 Ok(m) => {
                     self.notes
@@ -204,7 +207,7 @@ impl PerfCollector {
         }
         if let Some(address) = per_cpu_offset_symbol(&self.root) {
             translator.learn_gs_bases(address);
-        } else if sampler.is_some() {
+        } else if sampling {
             self.notes.push(
                 "kallsyms has no __per_cpu_offset (CONFIG_KALLSYMS_ALL is off): accesses \
                  through per-CPU pointers are not typed"
@@ -299,9 +302,37 @@ fn translate(
     let Some((source, info)) = sources.get(&id) else {
         return;
     };
+    if let Source::Hardware { ibs } = source {
+        if let Some(sample) = hw_sample::parse(record.body, record.misc, *ibs) {
+            *last_time = sample.time_ns;
+            out.hardware_sample(*ibs, &sample);
+        }
+        return;
+    }
     let raw = RawEventRecord::new(kind, record.misc, RawData::from(record.body), *info);
     if let Ok(EventRecord::Sample(s)) = raw.parse() {
         out.perf_sample(source, &s, cpu, last_time);
+    }
+}
+
+/// The sampler `config` asks for, and what its records are.
+fn sampler_of(config: &Config) -> (perf_event_open_sys::bindings::perf_event_attr, Source) {
+    let user = config.sample_user != 0;
+    let period = u64::from(config.sample_period_ns);
+    match u8::try_from(config.sampler) {
+        Ok(kind @ (SAMPLER_KIND_IBS | SAMPLER_KIND_PEBS)) => {
+            let ibs = kind == SAMPLER_KIND_IBS;
+            let attr = events::hardware(
+                ibs,
+                config.pmu_type,
+                config.pmu_config,
+                config.pmu_config1,
+                period,
+                user,
+            );
+            (attr, Source::Hardware { ibs })
+        }
+        _ => (events::cpu_clock(period, user), Source::Sampler),
     }
 }
 
@@ -376,7 +407,8 @@ impl PerfCollector {
             abi_version: ABI_VERSION,
             nr_cpu_ids: self.nr_cpu_ids,
             online_cpus: self.cpus.len() as u32,
-            samplers: SAMPLER_SOFTWARE,
+            // Whether the CPU has IBS or PEBS is read from sysfs, as for the module.
+            samplers: SAMPLER_SOFTWARE | SAMPLER_IBS | SAMPLER_PEBS,
             features: FEATURE_SLAB_EVENTS,
             min_ring_bytes: dprof_abi::MIN_RING_BYTES,
             max_ring_bytes: MAX_RING_BYTES,
@@ -394,8 +426,10 @@ impl PerfCollector {
                 what: "object access histories",
             });
         }
-        if config.events & EVENT_SAMPLES != 0 && config.sampler != u32::from(SAMPLER_KIND_SOFTWARE)
-        {
+        let known = [SAMPLER_KIND_SOFTWARE, SAMPLER_KIND_IBS, SAMPLER_KIND_PEBS]
+            .map(u32::from)
+            .contains(&config.sampler);
+        if config.events & EVENT_SAMPLES != 0 && !known {
             return Err(PerfError::Sampler);
         }
         self.session = None;

@@ -86,8 +86,8 @@ pub enum PerfError {
          read them here; collect slab events only with --events slab"
     )]
     NoKernelMemory(#[source] NoKernelMemory),
-    /// A hardware sampler was asked of the perf backend.
-    #[error("the perf backend samples with cpu-clock only for now: use --sampler software")]
+    /// A sampler this dprof does not know was asked for.
+    #[error("unknown sampler: the perf backend samples with cpu-clock, IBS op or PEBS")]
     Sampler,
     /// Something only the module can do.
     #[error(

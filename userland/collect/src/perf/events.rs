@@ -15,9 +15,10 @@ use perf_event_open_sys::bindings::{
     PERF_REG_X86_AX, PERF_REG_X86_BP, PERF_REG_X86_BX, PERF_REG_X86_CX, PERF_REG_X86_DI,
     PERF_REG_X86_DX, PERF_REG_X86_IP, PERF_REG_X86_R10, PERF_REG_X86_R11, PERF_REG_X86_R12,
     PERF_REG_X86_R13, PERF_REG_X86_R14, PERF_REG_X86_R15, PERF_REG_X86_R8, PERF_REG_X86_R9,
-    PERF_REG_X86_SI, PERF_REG_X86_SP, PERF_SAMPLE_CPU, PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_IP,
-    PERF_SAMPLE_RAW, PERF_SAMPLE_REGS_INTR, PERF_SAMPLE_TID, PERF_SAMPLE_TIME, PERF_TYPE_SOFTWARE,
-    PERF_TYPE_TRACEPOINT,
+    PERF_REG_X86_SI, PERF_REG_X86_SP, PERF_SAMPLE_ADDR, PERF_SAMPLE_CPU, PERF_SAMPLE_DATA_SRC,
+    PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_IP, PERF_SAMPLE_PHYS_ADDR, PERF_SAMPLE_RAW,
+    PERF_SAMPLE_REGS_INTR, PERF_SAMPLE_TID, PERF_SAMPLE_TIME, PERF_SAMPLE_WEIGHT,
+    PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT,
 };
 use perf_event_open_sys::ioctls;
 
@@ -59,12 +60,57 @@ pub(crate) fn cpu_clock(period_ns: u64, user: bool) -> perf_event_attr {
             | PERF_SAMPLE_CPU
             | PERF_SAMPLE_REGS_INTR,
     );
-    attr.sample_regs_intr = ABI_REG_ORDER
-        .iter()
-        .chain(&[PERF_REG_X86_IP])
-        .fold(0, |mask, &r| mask | (1u64 << r));
+    attr.sample_regs_intr = intr_regs_mask();
     attr.set_exclude_user(u64::from(!user));
     attr.set_exclude_idle(1);
+    attr
+}
+
+/// What every hardware sample carries, in this order in the record (see `hw_sample.rs`);
+/// IBS samples add `PERF_SAMPLE_RAW` (its registers).
+pub(crate) const HW_SAMPLE_TYPE: u32 = PERF_SAMPLE_IDENTIFIER
+    | PERF_SAMPLE_IP
+    | PERF_SAMPLE_TID
+    | PERF_SAMPLE_TIME
+    | PERF_SAMPLE_ADDR
+    | PERF_SAMPLE_CPU
+    | PERF_SAMPLE_WEIGHT
+    | PERF_SAMPLE_DATA_SRC
+    | PERF_SAMPLE_REGS_INTR
+    | PERF_SAMPLE_PHYS_ADDR;
+
+/// The registers every sampler asks for: the general-purpose ones and the ip.
+pub(crate) fn intr_regs_mask() -> u64 {
+    ABI_REG_ORDER
+        .iter()
+        .chain(&[PERF_REG_X86_IP])
+        .fold(0, |mask, &r| mask | (1u64 << r))
+}
+
+/// A hardware sampler, as the module opens it: AMD IBS op (`ibs`: its registers in
+/// `PERF_SAMPLE_RAW`; it cannot leave out user mode or the hypervisor in hardware) or Intel
+/// PEBS load latency (`precise_ip` 2), every `period` events of the PMU `pmu_type`.
+pub(crate) fn hardware(
+    ibs: bool,
+    pmu_type: u32,
+    config: u64,
+    config1: u64,
+    period: u64,
+    user: bool,
+) -> perf_event_attr {
+    let mut attr = base_attr();
+    attr.type_ = pmu_type;
+    attr.config = config;
+    attr.__bindgen_anon_3.config1 = config1;
+    attr.__bindgen_anon_1.sample_period = period;
+    attr.sample_type = u64::from(HW_SAMPLE_TYPE | if ibs { PERF_SAMPLE_RAW } else { 0 });
+    attr.sample_regs_intr = intr_regs_mask();
+    if ibs {
+        attr.set_exclude_hv(0);
+    } else {
+        attr.set_precise_ip(2);
+        attr.set_exclude_user(u64::from(!user));
+    }
     attr
 }
 

@@ -17,6 +17,7 @@ use dprof_abi::{
 use linux_perf_event_reader::{CpuMode, SampleRecord};
 
 use super::events::ABI_REG_ORDER;
+use super::hw_sample::HwSample;
 use super::memory::KernelMemory;
 use super::slab_owner::SlabOwner;
 use super::tracefs::{Field, Format, RawRecord};
@@ -204,6 +205,11 @@ pub(crate) enum Source {
     Sampler,
     /// A kmem tracepoint, and where its fields are.
     Kmem(Box<KmemFields>),
+    /// A hardware sampler: IBS op (`ibs`, its registers in the raw data) or PEBS.
+    Hardware {
+        /// AMD IBS op rather than Intel PEBS.
+        ibs: bool,
+    },
 }
 
 /// What a sample brings, parsed.
@@ -439,7 +445,55 @@ impl Translator {
                     regs: abi_regs,
                 });
             }
+            // Parsed by `hw_sample`: this parser drops their latency and data source.
+            Source::Hardware { .. } => {}
         }
+    }
+
+    /// One hardware sample: the data address, its source and latency as perf reports them,
+    /// and, for IBS, the raw registers (a sample without them is dropped, as the module
+    /// drops it: the decoder needs them).
+    pub(crate) fn hardware_sample(&mut self, ibs: bool, s: &HwSample<'_>) {
+        let ibs_regs = if ibs {
+            match dprof_abi::IbsRegs::from_perf_raw(s.raw) {
+                Some(regs) => Some(regs),
+                None => return,
+            }
+        } else {
+            None
+        };
+        let (insn, insn_len) = match (&mut self.memory, s.user) {
+            (Some(memory), false) => memory.insn(s.ip),
+            _ => ([0; dprof_abi::SAMPLE_INSN_BYTES], 0),
+        };
+        // perf writes zero for what the PMU did not measure.
+        let valid = |bit: u32, value: u64| if value == 0 { 0 } else { bit };
+        let sample = AccessSample {
+            ip: s.ip,
+            regs: s.regs,
+            gs_base: self.gs_bases.get(s.cpu as usize).copied().unwrap_or(0),
+            pid: s.pid,
+            tid: s.tid,
+            insn,
+            insn_len,
+            flags: if s.user { SAMPLE_USER } else { 0 },
+            sampler: if ibs {
+                dprof_abi::SAMPLER_KIND_IBS
+            } else {
+                dprof_abi::SAMPLER_KIND_PEBS
+            },
+            hw_valid: valid(dprof_abi::HW_DATA_ADDR, s.addr)
+                | valid(dprof_abi::HW_PHYS_ADDR, s.phys_addr)
+                | valid(dprof_abi::HW_DATA_SRC, s.data_src)
+                | valid(dprof_abi::HW_LATENCY, s.weight),
+            data_addr: s.addr,
+            phys_addr: s.phys_addr,
+            data_src: s.data_src,
+            latency: u32::try_from(s.weight).unwrap_or(u32::MAX),
+            ibs: ibs_regs,
+            ..AccessSample::default()
+        };
+        self.emit(s.cpu, s.time_ns, &Record::AccessSample(sample));
     }
 
     /// perf lost `count` records of `cpu`'s ring.

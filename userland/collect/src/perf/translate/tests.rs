@@ -351,3 +351,53 @@ fn every_listed_cache_is_described_once_at_the_start() {
     assert_eq!(infos.len(), 3, "dentry is not described twice");
     assert!(infos.iter().all(|i| i.origin == CACHE_ORIGIN_WALK));
 }
+
+#[test]
+fn hardware_samples_keep_what_the_pmu_measured_and_ibs_its_registers() {
+    use crate::perf::hw_sample::HwSample;
+    let mut t = Translator::new(CacheTable::new(HashMap::new()), None, 2);
+    let mut raw = 0u32.to_le_bytes().to_vec();
+    for r in 0..7u64 {
+        raw.extend_from_slice(&(0xa0 + r).to_le_bytes());
+    }
+    let sample = |raw: &'static [u8], weight| HwSample {
+        ip: 0xffff_ffff_8100_1234,
+        pid: 1,
+        tid: 2,
+        time_ns: 10,
+        addr: 0xffff_8880_0000_1040,
+        cpu: 1,
+        raw,
+        weight,
+        data_src: 0x6810_0142,
+        regs: [7; dprof_abi::SAMPLE_REGS],
+        phys_addr: 0,
+        user: false,
+    };
+    let raw: &'static [u8] = Box::leak(raw.into_boxed_slice());
+    t.hardware_sample(true, &sample(raw, 230));
+    t.hardware_sample(false, &sample(&[], 0));
+    // An IBS sample whose registers are cut is dropped, as the module drops it.
+    t.hardware_sample(true, &sample(&raw[..10], 5));
+    let got = records(&t.out);
+    let [(1, Record::AccessSample(ibs)), (1, Record::AccessSample(pebs))] = &got[..] else {
+        panic!("two samples: {got:?}");
+    };
+    assert_eq!(ibs.sampler, dprof_abi::SAMPLER_KIND_IBS);
+    assert_eq!(
+        ibs.ibs.map(|r| r.regs[dprof_abi::IBS_DC_LIN_AD]),
+        Some(0xa5)
+    );
+    let all = dprof_abi::HW_DATA_ADDR | dprof_abi::HW_DATA_SRC | dprof_abi::HW_LATENCY;
+    assert_eq!(
+        (ibs.hw_valid, ibs.latency, ibs.data_src),
+        (all, 230, 0x6810_0142)
+    );
+    assert_eq!(pebs.sampler, dprof_abi::SAMPLER_KIND_PEBS);
+    assert!(pebs.ibs.is_none());
+    assert_eq!(
+        pebs.hw_valid,
+        dprof_abi::HW_DATA_ADDR | dprof_abi::HW_DATA_SRC,
+        "no latency measured"
+    );
+}
