@@ -387,13 +387,14 @@ impl Translator {
         }
     }
 
-    /// One cpu-clock sample, with the instruction bytes at its ip.
-    pub(crate) fn sample(&mut self, s: &Sample) {
+    /// A sample as the module records it, before any hardware fields: the registers, the
+    /// %gs base of its CPU and the instruction bytes at its ip (none for user mode).
+    fn access_sample(&mut self, s: &Sample, sampler: u8) -> AccessSample {
         let (insn, insn_len) = match (&mut self.memory, s.user) {
             (Some(memory), false) => memory.insn(s.ip),
             _ => ([0; dprof_abi::SAMPLE_INSN_BYTES], 0),
         };
-        let sample = AccessSample {
+        AccessSample {
             ip: s.ip,
             regs: s.regs,
             gs_base: self.gs_bases.get(s.cpu as usize).copied().unwrap_or(0),
@@ -402,9 +403,14 @@ impl Translator {
             insn,
             insn_len,
             flags: if s.user { SAMPLE_USER } else { 0 },
-            sampler: SAMPLER_KIND_SOFTWARE,
+            sampler,
             ..AccessSample::default()
-        };
+        }
+    }
+
+    /// One cpu-clock sample, with the instruction bytes at its ip.
+    pub(crate) fn sample(&mut self, s: &Sample) {
+        let sample = self.access_sample(s, SAMPLER_KIND_SOFTWARE);
         self.emit(s.cpu, s.time_ns, &Record::AccessSample(sample));
         self.counts.samples += 1;
     }
@@ -462,26 +468,23 @@ impl Translator {
         } else {
             None
         };
-        let (insn, insn_len) = match (&mut self.memory, s.user) {
-            (Some(memory), false) => memory.insn(s.ip),
-            _ => ([0; dprof_abi::SAMPLE_INSN_BYTES], 0),
+        let base = Sample {
+            cpu: s.cpu,
+            time_ns: s.time_ns,
+            ip: s.ip,
+            pid: s.pid,
+            tid: s.tid,
+            user: s.user,
+            regs: s.regs,
+        };
+        let sampler = if ibs {
+            dprof_abi::SAMPLER_KIND_IBS
+        } else {
+            dprof_abi::SAMPLER_KIND_PEBS
         };
         // perf writes zero for what the PMU did not measure.
         let valid = |bit: u32, value: u64| if value == 0 { 0 } else { bit };
         let sample = AccessSample {
-            ip: s.ip,
-            regs: s.regs,
-            gs_base: self.gs_bases.get(s.cpu as usize).copied().unwrap_or(0),
-            pid: s.pid,
-            tid: s.tid,
-            insn,
-            insn_len,
-            flags: if s.user { SAMPLE_USER } else { 0 },
-            sampler: if ibs {
-                dprof_abi::SAMPLER_KIND_IBS
-            } else {
-                dprof_abi::SAMPLER_KIND_PEBS
-            },
             hw_valid: valid(dprof_abi::HW_DATA_ADDR, s.addr)
                 | valid(dprof_abi::HW_PHYS_ADDR, s.phys_addr)
                 | valid(dprof_abi::HW_DATA_SRC, s.data_src)
@@ -491,9 +494,10 @@ impl Translator {
             data_src: s.data_src,
             latency: u32::try_from(s.weight).unwrap_or(u32::MAX),
             ibs: ibs_regs,
-            ..AccessSample::default()
+            ..self.access_sample(&base, sampler)
         };
         self.emit(s.cpu, s.time_ns, &Record::AccessSample(sample));
+        self.counts.samples += 1;
     }
 
     /// perf lost `count` records of `cpu`'s ring.
