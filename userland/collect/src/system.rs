@@ -259,6 +259,21 @@ pub fn kallsyms(root: &Path) -> Result<Vec<u8>, SystemError> {
     read(root, "proc/kallsyms")
 }
 
+/// The address kallsyms text `kallsyms` gives the kernel's own symbol `name` (not a
+/// module's); 0 when it hides addresses from this user.
+#[must_use]
+pub fn kallsyms_address(kallsyms: &[u8], name: &str) -> Option<u64> {
+    kallsyms.split(|&b| b == b'\n').find_map(|line| {
+        let line = std::str::from_utf8(line).ok()?;
+        let mut words = line.split_whitespace();
+        let address = words.next()?;
+        let _kind = words.next()?;
+        (words.next()? == name && words.next().is_none())
+            .then(|| u64::from_str_radix(address, 16).ok())
+            .flatten()
+    })
+}
+
 /// The text of `proc/modules`; empty on a kernel built without modules
 /// (`CONFIG_MODULES=n`), which has no such file.
 ///

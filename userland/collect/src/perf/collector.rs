@@ -344,16 +344,7 @@ fn per_cpu_offset_symbol(root: &Path) -> Option<u64> {
 /// The address of `__per_cpu_offset` in the text of `/proc/kallsyms`; `None` when it is not
 /// there or its address is hidden (zero).
 pub(crate) fn per_cpu_offset(kallsyms: &[u8]) -> Option<u64> {
-    kallsyms.split(|&b| b == b'\n').find_map(|line| {
-        let line = std::str::from_utf8(line).ok()?;
-        let mut words = line.split_whitespace();
-        let address = words.next()?;
-        let _kind = words.next()?;
-        (words.next()? == "__per_cpu_offset")
-            .then(|| u64::from_str_radix(address, 16).ok())
-            .flatten()
-            .filter(|&a| a != 0)
-    })
+    crate::system::kallsyms_address(kallsyms, "__per_cpu_offset").filter(|&a| a != 0)
 }
 
 /// The geometry of every cache `/sys/kernel/slab` lists (aliases of merged caches included,

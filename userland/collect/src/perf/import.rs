@@ -295,19 +295,6 @@ fn kmem_format(
         })
 }
 
-/// The address of `symbol` in kallsyms' text (0 when hidden from this user).
-fn symbol_address(kallsyms: &[u8], symbol: &str) -> Option<u64> {
-    kallsyms.split(|&b| b == b'\n').find_map(|line| {
-        let line = std::str::from_utf8(line).ok()?;
-        let mut words = line.split_whitespace();
-        let address = words.next()?;
-        let _kind = words.next()?;
-        (words.next()? == symbol)
-            .then(|| u64::from_str_radix(address, 16).ok())
-            .flatten()
-    })
-}
-
 /// Refuses a perf.data of another kernel than the running one: another release, another
 /// build of it (when both have a build id).
 fn check_kernel(file: &PerfFile, machine: &Machine) -> Result<String, ImportError> {
@@ -428,7 +415,7 @@ pub(crate) fn convert(
     }
     let release = check_kernel(&perf_file, machine)?;
     let events = Events::of(&perf_file)?;
-    if symbol_address(&machine.kallsyms, "_text") == Some(0) {
+    if system::kallsyms_address(&machine.kallsyms, "_text") == Some(0) {
         return Err(ImportError::HiddenSymbols);
     }
     let cpus = Cpus::of(&perf_file, machine)?;
@@ -732,7 +719,7 @@ fn check_text(path: &[u8], pid: i32, recorded: u64, machine: &Machine) -> Result
     if pid != -1 || symbol.is_empty() || recorded == 0 {
         return Ok(());
     }
-    match symbol_address(&machine.kallsyms, symbol) {
+    match system::kallsyms_address(&machine.kallsyms, symbol) {
         Some(running) if running != 0 && running != recorded => {
             Err(ImportError::Restarted { recorded, running })
         }

@@ -29,15 +29,7 @@ pub(crate) struct SlabOwner {
 
 /// The value of the variable `name` as kallsyms locates it.
 fn variable(kallsyms: &[u8], memory: &mut KernelMemory, name: &str) -> Option<u64> {
-    let address = kallsyms.split(|&b| b == b'\n').find_map(|line| {
-        let line = std::str::from_utf8(line).ok()?;
-        let mut words = line.split_whitespace();
-        let address = words.next()?;
-        let _kind = words.next()?;
-        (words.next()? == name && words.next().is_none())
-            .then(|| u64::from_str_radix(address, 16).ok())
-            .flatten()
-    })?;
+    let address = crate::system::kallsyms_address(kallsyms, name)?;
     memory.u64_at(address).filter(|&v| v != 0)
 }
 

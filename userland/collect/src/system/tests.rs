@@ -367,3 +367,21 @@ fn slab_merging_from_cmdline() {
     assert!(!slab_merging("slub_nomerge quiet"));
     assert!(slab_merging("noslab_nomerge=1"));
 }
+
+#[test]
+fn kallsyms_addresses_are_the_kernel_s_own() {
+    let text = b"ffffffff81000000 T _text\n\
+                 ffffffffc0001000 t _text\t[some_module]\n\
+                 ffffffffc0002000 d page_offset_base\t[other]\n\
+                 ffffffff82a00000 D page_offset_base\n";
+    assert_eq!(kallsyms_address(text, "_text"), Some(0xffff_ffff_8100_0000));
+    assert_eq!(
+        kallsyms_address(text, "page_offset_base"),
+        Some(0xffff_ffff_82a0_0000)
+    );
+    assert_eq!(kallsyms_address(text, "vmemmap_base"), None);
+    assert_eq!(
+        kallsyms_address(b"0000000000000000 T _text\n", "_text"),
+        Some(0)
+    );
+}
