@@ -89,7 +89,7 @@ impl<'o> Checked<'o> {
         let root = Path::new("/");
         let kallsyms = system::kallsyms(root)?;
         let symbols = Kallsyms::parse(&kallsyms);
-        let dev = open_backend(options, root, observer)?;
+        let dev = open_backend(options, root, &kallsyms, observer)?;
         let (mut dev, version, plan, config) =
             open_and_configure(dev, options, &hw, &symbols, observer)?;
         let backend_name = match &mut dev {
@@ -375,6 +375,7 @@ fn check_history_args(options: &CollectOptions) -> Result<(), CollectError> {
 fn open_backend(
     options: &CollectOptions,
     root: &Path,
+    kallsyms: &[u8],
     observer: &mut dyn Observer,
 ) -> Result<Collector, CollectError> {
     let perf = || {
@@ -383,7 +384,7 @@ fn open_backend(
                 what: "object access histories (--histories)",
             }));
         }
-        PerfCollector::new(root, &options.kcore)
+        PerfCollector::new(root, kallsyms.to_vec(), &options.kcore)
             .map(|perf| Collector::Perf(Box::new(perf)))
             .map_err(backend)
     };

@@ -43,6 +43,8 @@ struct Session {
 #[derive(Debug)]
 pub struct PerfCollector {
     root: PathBuf,
+    /// The text of `/proc/kallsyms`, as the caller read it for the profile.
+    kallsyms: Vec<u8>,
     kcore: PathBuf,
     cpus: Vec<u32>,
     nr_cpu_ids: u32,
@@ -57,13 +59,14 @@ pub struct PerfCollector {
 }
 
 impl PerfCollector {
-    /// A collector for the machine whose procfs and sysfs are under `root`, reading kernel
-    /// code from `kcore` when it exists and through BPF when not.
+    /// A collector for the machine whose procfs and sysfs are under `root` and whose
+    /// `/proc/kallsyms` reads `kallsyms`, reading kernel code from `kcore` when it exists and
+    /// through BPF when not.
     ///
     /// # Errors
     /// When perf events are not allowed ([`PerfError::Paranoid`]) or the CPUs cannot be
     /// listed.
-    pub fn new(root: &Path, kcore: &Path) -> Result<Self, PerfError> {
+    pub fn new(root: &Path, kallsyms: Vec<u8>, kcore: &Path) -> Result<Self, PerfError> {
         let paranoid = std::fs::read_to_string(root.join("proc/sys/kernel/perf_event_paranoid"))
             .map_err(|source| PerfError::NoPerf { source })?;
         let paranoid: i32 = paranoid.trim().parse().unwrap_or(2);
@@ -80,6 +83,7 @@ impl PerfCollector {
         let nr_cpu_ids = cpus.iter().max().map_or(1, |m| m + 1);
         Ok(Self {
             root: root.to_path_buf(),
+            kallsyms,
             kcore: kcore.to_path_buf(),
             cpus,
             nr_cpu_ids,
@@ -205,7 +209,7 @@ impl PerfCollector {
         if let Some(Some(owner)) = owner {
             translator.set_slab_owner(owner);
         }
-        if let Some(address) = per_cpu_offset_symbol(&self.root) {
+        if let Some(address) = per_cpu_offset(&self.kallsyms) {
             translator.learn_gs_bases(address);
         } else if sampling {
             self.notes.push(
@@ -223,8 +227,7 @@ impl PerfCollector {
     /// in a note either way.
     fn slab_owner(&mut self, memory: &mut KernelMemory) -> Option<SlabOwner> {
         let btf = crate::system::kernel_btf(&self.root).unwrap_or_default();
-        let kallsyms = crate::system::kallsyms(&self.root).unwrap_or_default();
-        match SlabOwner::new(&btf, &kallsyms, memory) {
+        match SlabOwner::new(&btf, &self.kallsyms, memory) {
             Ok(owner) => {
                 self.notes.push(
                     "this kernel's kmem_cache_alloc tracepoint does not name the cache (older \
@@ -334,11 +337,6 @@ fn sampler_of(config: &Config) -> (perf_event_open_sys::bindings::perf_event_att
         }
         _ => (events::cpu_clock(period, user), Source::Sampler),
     }
-}
-
-/// The address of `__per_cpu_offset`, the per-CPU areas' offsets by CPU, from kallsyms.
-fn per_cpu_offset_symbol(root: &Path) -> Option<u64> {
-    per_cpu_offset(&crate::system::kallsyms(root).ok()?)
 }
 
 /// The address of `__per_cpu_offset` in the text of `/proc/kallsyms`; `None` when it is not

@@ -28,7 +28,8 @@ fn fake_root(paranoid: Option<&str>) -> tempfile::TempDir {
 #[test]
 fn cpus_come_from_the_online_list() {
     let root = fake_root(Some("-1\n"));
-    let perf = PerfCollector::new(root.path(), Path::new("/nonexistent")).expect("allowed");
+    let perf =
+        PerfCollector::new(root.path(), Vec::new(), Path::new("/nonexistent")).expect("allowed");
     assert_eq!(perf.cpus, [0, 1, 2, 5]);
     let version = perf.checked_version().expect("version");
     assert_eq!((version.nr_cpu_ids, version.online_cpus), (6, 4));
@@ -43,7 +44,8 @@ fn cpus_come_from_the_online_list() {
 #[test]
 fn a_kernel_without_perf_events_is_refused_in_a_sentence() {
     let root = fake_root(None);
-    let err = PerfCollector::new(root.path(), Path::new("/nonexistent")).expect_err("refused");
+    let err = PerfCollector::new(root.path(), Vec::new(), Path::new("/nonexistent"))
+        .expect_err("refused");
     assert!(
         err.to_string()
             .starts_with("this kernel has no perf events"),
@@ -66,7 +68,8 @@ fn slab_geometry_follows_links_and_leaves_out_pool_directories() {
 #[test]
 fn what_only_the_module_does_is_refused_by_name() {
     let root = fake_root(Some("-1"));
-    let mut perf = PerfCollector::new(root.path(), Path::new("/nonexistent")).expect("allowed");
+    let mut perf =
+        PerfCollector::new(root.path(), Vec::new(), Path::new("/nonexistent")).expect("allowed");
     let histories = Config {
         events: EVENT_SLAB | EVENT_HISTORIES,
         ..Config::default()
@@ -94,7 +97,8 @@ fn what_only_the_module_does_is_refused_by_name() {
 #[test]
 fn before_configuration_reads_are_drained_and_counters_zero() {
     let root = fake_root(Some("-1"));
-    let mut perf = PerfCollector::new(root.path(), Path::new("/nonexistent")).expect("allowed");
+    let mut perf =
+        PerfCollector::new(root.path(), Vec::new(), Path::new("/nonexistent")).expect("allowed");
     let mut buf = [0u8; 64];
     assert!(matches!(perf.read(&mut buf), Ok(ReadOutcome::Drained)));
     let (status, cpus) = perf.status(8).expect("status");
