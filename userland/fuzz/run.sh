@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes every dprof fuzz target with libFuzzer for SECONDS seconds each, on stable Rust:
-# profile_reader (the profile reader) and ibs_decoder (the AMD IBS op decoder), one after
-# the other, so the whole run takes about SECONDS times the number of targets.
+# profile_reader (the profile reader), profile_blocks (format version 2's coded records) and
+# ibs_decoder (the AMD IBS op decoder), one after the other, so the whole run takes about
+# SECONDS times the number of targets.
 #
 # cargo-fuzz needs nightly only for -Zsanitizer; libFuzzer's coverage feedback itself comes
 # from LLVM's sancov pass, which stable rustc runs with -Cpasses=sancov-module. So this builds
@@ -22,7 +23,7 @@ root=$(cd "$here/../.." && pwd)
 host=$(rustc -vV | sed -n 's/^host: //p')
 # Target and its -max_len: a profile can be large; an IBS op blob is at most 76 bytes, and a
 # little slack lets the fuzzer try wrong lengths.
-targets=(profile_reader:65536 ibs_decoder:256)
+targets=(profile_reader:65536 profile_blocks:16384 ibs_decoder:256)
 
 # Seeds are written by an ordinary build (same flags and target dir as the workspace's).
 for entry in "${targets[@]}"; do

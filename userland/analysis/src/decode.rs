@@ -740,6 +740,41 @@ fn decode_one(
     })
 }
 
+/// The registers (a bit per `dprof_abi::reg` index) that the memory operands of the
+/// instruction in `bytes` at `ip` are addressed through, every operand's, implicit ones
+/// (`push`, `movs`) included, and `%rsp` when it has any: what the analysis reads of a
+/// sample's registers. 0 for a user-mode address (the analysis counts user-mode samples and
+/// reads nothing else of them) and for bytes that do not decode.
+#[must_use]
+pub fn address_registers(bytes: &[u8], ip: u64) -> u16 {
+    if ip >> 63 == 0 {
+        return 0;
+    }
+    let Ok(mut decoder) = iced_x86::Decoder::try_with_ip(64, bytes, ip, DecoderOptions::NONE)
+    else {
+        return 0;
+    };
+    let mut instr = Instruction::default();
+    decoder.decode_out(&mut instr);
+    if instr.is_invalid() {
+        return 0;
+    }
+    let mut factory = InstructionInfoFactory::new();
+    let used = factory.info(&instr).used_memory();
+    if used.is_empty() {
+        return 0;
+    }
+    let mut mask = 1 << dprof_abi::reg::RSP;
+    for memory in used {
+        for reg in [memory.base(), memory.index()] {
+            if let Some(r) = RegRef::of(reg) {
+                mask |= 1 << r.index;
+            }
+        }
+    }
+    mask
+}
+
 /// Decodes the instruction at the start of `bytes`, which sit at address `ip`.
 ///
 /// # Errors

@@ -24,6 +24,13 @@ pub struct Summary {
     pub chunks: u64,
     /// Records per kind.
     pub kinds: KindCounts,
+    /// Bytes the records of each kind take in the file (coded, in a version 2 profile;
+    /// block and section headers and the code table not counted).
+    pub kind_bytes: KindCounts,
+    /// The profile's format version.
+    pub format_version: u32,
+    /// Distinct sampled instructions in the code table (version 2).
+    pub code_entries: usize,
     /// Earliest record time (ns), if any record.
     pub first_time_ns: Option<u64>,
     /// Latest record time (ns), if any record.
@@ -87,7 +94,8 @@ pub struct KindCounts {
 }
 
 impl KindCounts {
-    fn count(&mut self, record: &Record) {
+    /// Adds `n` to the counter of `record`'s kind.
+    fn add(&mut self, record: &Record, n: u64) {
         let counter = match record {
             Record::Alloc(_) => &mut self.alloc,
             Record::Free(_) => &mut self.free,
@@ -95,7 +103,7 @@ impl KindCounts {
             Record::Lost(_) => &mut self.lost,
             Record::AccessSample(_) => &mut self.sample,
             Record::HistoryHit(_) => {
-                self.history_hit += 1;
+                self.history_hit += n;
                 &mut self.history
             }
             Record::HistoryStart(_) | Record::HistoryArm(_) | Record::HistoryEnd(_) => {
@@ -103,7 +111,7 @@ impl KindCounts {
             }
             Record::ExperimentStart(_) | Record::ExperimentEnd(_) => &mut self.experiment,
         };
-        *counter += 1;
+        *counter += n;
     }
 }
 
@@ -183,6 +191,7 @@ impl Summary {
         // the end.
         let mut infos: BTreeMap<u64, CacheInfo> = BTreeMap::new();
         let mut kinds = KindCounts::default();
+        let mut kind_bytes = KindCounts::default();
         let mut earliest: Option<u64> = None;
         let mut latest: Option<u64> = None;
         let mut lost_by_cpu: BTreeMap<u32, u64> = BTreeMap::new();
@@ -192,11 +201,13 @@ impl Summary {
         let mut samples = SampleSummary::default();
         // By symbol index: no string work per sample.
         let mut per_function: BTreeMap<usize, u64> = BTreeMap::new();
-        for item in profile.records() {
+        let mut records = profile.records();
+        while let Some(item) = records.next() {
             let (header, record) = item?;
             earliest = Some(earliest.map_or(header.time_ns, |t| t.min(header.time_ns)));
             latest = Some(latest.map_or(header.time_ns, |t| t.max(header.time_ns)));
-            kinds.count(&record);
+            kinds.add(&record, 1);
+            kind_bytes.add(&record, records.last_record_file_bytes() as u64);
             match record {
                 Record::Alloc(a) => {
                     per_cache.entry(a.cache).or_default().0 += 1;
@@ -250,29 +261,15 @@ impl Summary {
         functions.truncate(TOP_FUNCTIONS);
         samples.top_functions = functions;
         samples.decode = *decoder.stats();
-        let mut by_name: BTreeMap<String, CacheSummary> = BTreeMap::new();
-        // Ascending cache ids, so each name's list is sorted and its first id comes first.
-        for (cache, (allocs, frees)) in per_cache {
-            let name = cache_label(cache, &infos);
-            let entry = by_name.entry(name.clone()).or_insert_with(|| CacheSummary {
-                name,
-                caches: Vec::new(),
-                object_size: infos.get(&cache).map(|i| i.object_size),
-                allocs: 0,
-                frees: 0,
-            });
-            entry.caches.push(cache);
-            entry.allocs += allocs;
-            entry.frees += frees;
-        }
-        let mut caches: Vec<CacheSummary> = by_name.into_values().collect();
-        // A stable sort over names in order: ties stay alphabetical.
-        caches.sort_by(|a, b| b.allocs.cmp(&a.allocs).then(b.frees.cmp(&a.frees)));
+        let caches = caches_by_name(per_cache, &infos);
         Ok(Self {
             records: profile.record_count(),
             record_bytes: profile.record_bytes(),
             chunks: profile.chunk_count(),
             kinds,
+            kind_bytes,
+            format_version: profile.version(),
+            code_entries: profile.code_entries(),
             first_time_ns: earliest,
             last_time_ns: latest,
             lost: lost_by_cpu.values().fold(0, |a, &b| a.saturating_add(b)),
@@ -285,6 +282,32 @@ impl Summary {
             samples,
         })
     }
+}
+
+/// Allocations and frees per cache name (most allocated first), from the counts per cache.
+fn caches_by_name(
+    per_cache: BTreeMap<u64, (u64, u64)>,
+    infos: &BTreeMap<u64, CacheInfo>,
+) -> Vec<CacheSummary> {
+    let mut by_name: BTreeMap<String, CacheSummary> = BTreeMap::new();
+    // Ascending cache ids, so each name's list is sorted and its first id comes first.
+    for (cache, (allocs, frees)) in per_cache {
+        let name = cache_label(cache, infos);
+        let entry = by_name.entry(name.clone()).or_insert_with(|| CacheSummary {
+            name,
+            caches: Vec::new(),
+            object_size: infos.get(&cache).map(|i| i.object_size),
+            allocs: 0,
+            frees: 0,
+        });
+        entry.caches.push(cache);
+        entry.allocs += allocs;
+        entry.frees += frees;
+    }
+    let mut caches: Vec<CacheSummary> = by_name.into_values().collect();
+    // A stable sort over names in order: ties stay alphabetical.
+    caches.sort_by(|a, b| b.allocs.cmp(&a.allocs).then(b.frees.cmp(&a.frees)));
+    caches
 }
 
 #[cfg(test)]
@@ -312,6 +335,21 @@ mod tests {
             }
         );
         assert_eq!((s.samples.kernel, s.samples.user), (2, 1));
+        assert_eq!(s.format_version, 2);
+        assert_eq!(s.code_entries, 3, "three distinct sampled instructions");
+        // Every kind present takes bytes, none absent does, and the coded sizes are what
+        // the bytes of the Block sections hold, less their headers.
+        assert!(s.kind_bytes.alloc > 0 && s.kind_bytes.sample > 0 && s.kind_bytes.lost > 0);
+        assert_eq!(s.kind_bytes.history + s.kind_bytes.experiment, 0);
+        let coded = s.kind_bytes.alloc
+            + s.kind_bytes.free
+            + s.kind_bytes.cache_info
+            + s.kind_bytes.lost
+            + s.kind_bytes.sample;
+        assert_eq!(
+            coded,
+            s.record_bytes - s.chunks * dprof_format::BLOCK_HEADER_SIZE as u64
+        );
         let top: Vec<(&str, u64)> = s
             .samples
             .top_functions

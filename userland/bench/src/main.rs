@@ -33,7 +33,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Parser;
 use dprof_abi::{
-    reg, AccessSample, Alloc, CacheInfo, Free, Record, ALLOC_KMALLOC, CACHE_NAME_BYTES,
+    reg, AccessSample, Alloc, CacheInfo, Free, Record, RecordKind, ALLOC_KMALLOC, CACHE_NAME_BYTES,
     SAMPLER_KIND_SOFTWARE, SAMPLE_USER,
 };
 use dprof_analysis::pipeline::{self, Analyzer, Options};
@@ -728,6 +728,8 @@ fn generate(args: &Args, path: &Path) -> anyhow::Result<(u64, u64)> {
     header.module.nr_cpu_ids = cpus;
     header.module.online_cpus = cpus;
     "6.12.0-bench".clone_into(&mut header.kernel_release);
+    // As the collector writes it: only the registers the analysis reads.
+    header.config.sample_registers = dprof_format::SampleRegisters::Address;
     let mut caches = make_caches(&mut rng, args.caches.max(1), args.live);
     let ips = ip_specs(&mut rng, args.ips.max(1), &caches);
     let file =
@@ -738,6 +740,9 @@ fn generate(args: &Args, path: &Path) -> anyhow::Result<(u64, u64)> {
         kallsyms().as_bytes(),
         b"",
     )?;
+    enc.set_register_filter(Box::new(|ip, insn| {
+        dprof_analysis::decode::address_registers(insn, ip)
+    }));
 
     let mut per_cpu: Vec<Vec<u8>> = vec![Vec::new(); cpus as usize];
     let mut drained = Vec::with_capacity(2 << 20);
@@ -904,6 +909,19 @@ fn generate(args: &Args, path: &Path) -> anyhow::Result<(u64, u64)> {
             histories: None,
         }),
     };
+    let per_record = |kind| {
+        enc.bytes_per_record(kind)
+            .map_or_else(|| "-".to_owned(), |b| format!("{b:.1}"))
+    };
+    say!(
+        "bytes per record as written (format version {}): sample {}, alloc {}, free {}, \
+         cache_info {}",
+        dprof_format::FORMAT_VERSION,
+        per_record(RecordKind::AccessSample),
+        per_record(RecordKind::Alloc),
+        per_record(RecordKind::Free),
+        per_record(RecordKind::CacheInfo)
+    );
     let mut out = enc.finish(&stop)?;
     out.flush()?;
     let bytes = std::fs::metadata(path).map_or(0, |m| m.len());

@@ -9,7 +9,7 @@ use dprof_abi::{AccessSample, CacheInfo, Record, RecordHeader, SAMPLE_USER};
 use dprof_analysis::decode::{DecodeOutcome, Decoder};
 use dprof_analysis::summary::{cache_label, cache_name, Summary};
 use dprof_analysis::symbols::Kallsyms;
-use dprof_format::{Profile, ProfileError, ProfileHeader, StopInfo, Target, FORMAT_VERSION};
+use dprof_format::{Profile, ProfileError, ProfileHeader, StopInfo, Target};
 use serde_json::json;
 
 use dprof_model::units::{format_bytes, format_ns};
@@ -35,10 +35,11 @@ use dprof_model::units::{format_bytes, format_ns};
 /// and slab flags are "0x..." strings (kernel addresses do not fit JSON doubles); counts,
 /// sizes and times are numbers.
 ///
-/// --summary prints counts per record kind, allocations and frees per cache (most allocated
-/// first), lost records per CPU, the time span, and samples (kernel/user, how many decode to a
-/// data address, the functions with most samples) instead of the records; with --json the
-/// same as a JSON document {"format_version", "header", "stop", "summary"}.
+/// --summary prints counts per record kind and the bytes a record of each kind takes in the
+/// file, allocations and frees per cache (most allocated first), lost records per CPU, the
+/// time span, and samples (kernel/user, how many decode to a data address, the functions with
+/// most samples) instead of the records; with --json the same as a JSON document
+/// {"format_version", "header", "stop", "summary"}.
 ///
 /// Records are printed as they are read, with cache names from the cache_info records before
 /// them. A file that is not a complete, valid profile is refused with one line naming the
@@ -152,7 +153,7 @@ fn bit_names(bits: u32, names: &[(u32, &str)]) -> String {
 fn header_text(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
     let h: &ProfileHeader = profile.header();
     let m = &h.module;
-    writeln!(out, "format_version: {FORMAT_VERSION}")?;
+    writeln!(out, "format_version: {}", profile.version())?;
     writeln!(out, "file_bytes: {}", profile.file_size())?;
     writeln!(out, "dprof_version: {}", h.dprof_version)?;
     writeln!(out, "created_unix_s: {}", h.created_unix_s)?;
@@ -771,7 +772,7 @@ fn record_json(
 
 fn json(profile: &Profile, out: &mut impl Write) -> Result<(), Failure> {
     let head = json!({
-        "format_version": FORMAT_VERSION,
+        "format_version": profile.version(),
         "header": profile.header(),
         "stop": profile.stop(),
         "kallsyms_bytes": profile.kallsyms().len(),
@@ -849,22 +850,7 @@ fn summary_text(profile: &Profile, out: &mut impl Write) -> Result<(), Failure> 
             "off"
         }
     )?;
-    writeln!(
-        out,
-        "records: {} ({} bytes in {} sections)",
-        s.records, s.record_bytes, s.chunks
-    )?;
-    writeln!(
-        out,
-        "kinds: alloc={} free={} cache_info={} lost={} sample={} history={} (hits {})",
-        s.kinds.alloc,
-        s.kinds.free,
-        s.kinds.cache_info,
-        s.kinds.lost,
-        s.kinds.sample,
-        s.kinds.history,
-        s.kinds.history_hit
-    )?;
+    records_text(&s, out)?;
     match (s.first_time_ns, s.last_time_ns) {
         (Some(a), Some(b)) => writeln!(
             out,
@@ -910,6 +896,65 @@ fn summary_text(profile: &Profile, out: &mut impl Write) -> Result<(), Failure> 
     Ok(())
 }
 
+/// The records: how many, in how many bytes, of which kinds, and what each kind costs.
+fn records_text(s: &Summary, out: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "records: {} ({} bytes in {} sections, format version {}{})",
+        s.records,
+        s.record_bytes,
+        s.chunks,
+        s.format_version,
+        if s.code_entries > 0 {
+            format!(", {} distinct sampled instructions", s.code_entries)
+        } else {
+            String::new()
+        }
+    )?;
+    writeln!(
+        out,
+        "kinds: alloc={} free={} cache_info={} lost={} sample={} history={} (hits {})",
+        s.kinds.alloc,
+        s.kinds.free,
+        s.kinds.cache_info,
+        s.kinds.lost,
+        s.kinds.sample,
+        s.kinds.history,
+        s.kinds.history_hit
+    )?;
+    writeln!(out, "bytes per record: {}", bytes_per_record(s))?;
+    Ok(())
+}
+
+/// "alloc=12.1 free=..." over the kinds the profile has: what each kind costs on disk.
+fn bytes_per_record(s: &Summary) -> String {
+    let (n, b) = (&s.kinds, &s.kind_bytes);
+    let kinds = [
+        ("alloc", n.alloc, b.alloc),
+        ("free", n.free, b.free),
+        ("cache_info", n.cache_info, b.cache_info),
+        ("lost", n.lost, b.lost),
+        ("sample", n.sample, b.sample),
+        ("history_hit", n.history_hit, b.history_hit),
+        (
+            "history_other",
+            n.history - n.history_hit,
+            b.history - b.history_hit,
+        ),
+        ("experiment", n.experiment, b.experiment),
+    ];
+    let parts: Vec<String> = kinds
+        .iter()
+        .filter(|(_, count, _)| *count > 0)
+        .map(|(name, count, bytes)| format!("{name}={:.1}", *bytes as f64 / *count as f64))
+        .collect();
+    if parts.is_empty() {
+        "none (no records)".to_owned()
+    } else {
+        parts.join(" ")
+    }
+}
+
 fn samples_text(s: &Summary, out: &mut impl Write) -> io::Result<()> {
     let sm = &s.samples;
     writeln!(
@@ -948,7 +993,7 @@ fn samples_text(s: &Summary, out: &mut impl Write) -> io::Result<()> {
 
 fn summary_json(profile: &Profile, out: &mut impl Write) -> Result<(), Failure> {
     let doc = json!({
-        "format_version": FORMAT_VERSION,
+        "format_version": profile.version(),
         "header": profile.header(),
         "stop": profile.stop(),
         "summary": Summary::of(profile)?,

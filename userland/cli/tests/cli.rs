@@ -177,8 +177,7 @@ fn dump_ends_with_the_error_of_a_corrupt_chunk() {
     let (second, len) = records_sections(&bytes)[1];
     bytes[second + 16 + len - 1] ^= 0x80;
     let dir = dir_with(&[("good.dprof", good), ("bad.dprof", bytes)]);
-    let expected =
-        format!("dprof: error: bad.dprof: Records section at offset {second} is corrupt");
+    let expected = format!("dprof: error: bad.dprof: Block section at offset {second} is corrupt");
     let out = dprof(dir.path(), &["dump", "bad.dprof"]);
     let err = one_line_error(&out);
     assert!(err.starts_with(&expected), "{err}");

@@ -230,14 +230,14 @@ fn a_bad_profile_is_one_line() {
     assert!(err.contains("cannot read missing.dprof"), "{err}");
 }
 
-/// The records are read during the analysis: a corrupt chunk after good ones is an error
+/// The records are read during the analysis: a corrupt block after good ones is an error
 /// naming its offset, and no report.
 #[test]
-fn a_corrupt_second_chunk_is_an_error_and_no_report() {
+fn a_corrupt_second_block_is_an_error_and_no_report() {
     let mut bytes = example::profile();
-    let chunks = records_sections(&bytes);
-    assert_eq!(chunks.len(), 2, "the example has two chunks");
-    let (second, len) = chunks[1];
+    let blocks = records_sections(&bytes);
+    assert!(blocks.len() >= 2, "the example has a block per CPU");
+    let (second, len) = blocks[1];
     bytes[second + 16 + len / 2] ^= 0x01;
     let dir = dir_with(&[("bad.dprof", bytes)]);
     for args in [
@@ -248,7 +248,7 @@ fn a_corrupt_second_chunk_is_an_error_and_no_report() {
         let err = one_line_error(&out);
         assert!(
             err.starts_with(&format!(
-                "dprof: error: bad.dprof: Records section at offset {second} is corrupt: its \
+                "dprof: error: bad.dprof: Block section at offset {second} is corrupt: its \
                  header says CRC-32 0x"
             )),
             "{err}"

@@ -166,6 +166,7 @@ impl<'o> Checked<'o> {
             sampling: collect_plan.sampling.as_ref().map(Sampling::header_config),
             histories: None,
             causal: None,
+            sample_registers: dprof_format::SampleRegisters::Address,
         };
         let root = Path::new("/");
         let header = system::gather_header(root, collect_config, version.into(), now_unix_s())

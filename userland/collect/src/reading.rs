@@ -11,7 +11,7 @@ use crate::error::{backend, CollectError};
 use crate::observer::Observer;
 use crate::tap::Tap;
 
-/// Bytes gathered from the device before they go to the file as one Records section.
+/// Bytes gathered from the device before they go to the writer in one call.
 pub(crate) const READ_BUFFER: usize = 1 << 20;
 /// Room left in the buffer below which it is written out before the next read.
 const MIN_READ_ROOM: usize = 64 << 10;
@@ -24,9 +24,9 @@ pub(crate) const PROGRESS_EVERY: Duration = Duration::from_millis(200);
 /// How long to keep reading after stop while the module answers EAGAIN instead of 0.
 const DRAIN_PATIENCE: Duration = Duration::from_secs(2);
 
-/// Gathers reads in one buffer and writes it out when it is nearly full, at most a second
-/// after the last write, and at the end, so that Records sections stay large when the
-/// module hands out a few records per read.
+/// Gathers reads in one buffer and hands it to the writer when it is nearly full, at most a
+/// second after the last time, and at the end, so that the writer is called once for many
+/// records when the module hands out a few per read.
 pub(crate) struct Batch {
     buf: Vec<u8>,
     filled: usize,

@@ -12,7 +12,7 @@ use dprof_abi::{Config, VersionInfo};
 use dprof_analysis::symbols::Kallsyms;
 use dprof_format::{
     CollectConfig, DeviceCounters, HistoryCollectConfig, KernelText, ProfileHeader, ProfileWriter,
-    StopInfo, StopReason, Target,
+    SampleRegisters, StopInfo, StopReason, Target,
 };
 use dprof_model::units::{self, format_bytes};
 
@@ -109,6 +109,7 @@ impl<'o> Checked<'o> {
             sampling: plan.sampling.as_ref().map(Sampling::header_config),
             histories: history_header(options),
             causal: None,
+            sample_registers: dprof_format::SampleRegisters::Address,
         };
         let header = system::gather_header(root, collect_config, version.into(), now_unix_s())
             .map_err(CollectError::Header)?;
@@ -143,6 +144,18 @@ pub struct Recorded {
     pub stop: StopInfo,
     /// The command, if one ran.
     pub workload: Option<Workload>,
+    /// CPU time the collector (this process, not the command) spent from creating the file
+    /// to finishing it, in ns; `None` where the clock cannot be read.
+    pub cpu_ns: Option<u64>,
+}
+
+/// CPU time of this process so far (ns): what collecting, translating and writing cost.
+fn process_cpu_ns() -> Option<u64> {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_PROCESS_CPUTIME_ID).ok()?;
+    u64::try_from(t.tv_sec())
+        .ok()?
+        .checked_mul(1_000_000_000)?
+        .checked_add(u64::try_from(t.tv_nsec()).ok()?)
 }
 
 impl<B: Backend> Collection<'_, B> {
@@ -170,6 +183,7 @@ impl<B: Backend> Collection<'_, B> {
             btf,
             header,
         } = self;
+        let cpu_at_start = process_cpu_ns();
         let mut writer = create_profile(
             &options.output,
             &header,
@@ -231,6 +245,9 @@ impl<B: Backend> Collection<'_, B> {
             bytes,
             stop,
             workload,
+            cpu_ns: process_cpu_ns()
+                .zip(cpu_at_start)
+                .map(|(end, start)| end.saturating_sub(start)),
         })
     }
 }
@@ -257,6 +274,11 @@ pub(crate) fn create_profile(
     btf: Option<&[u8]>,
 ) -> Result<ProfileWriter, CollectError> {
     let mut writer = ProfileWriter::create(output, header, kallsyms, modules)?;
+    if header.config.sample_registers == SampleRegisters::Address {
+        writer.set_register_filter(Box::new(|ip, insn| {
+            dprof_analysis::decode::address_registers(insn, ip)
+        }));
+    }
     if let Some(btf) = btf {
         if let Err(e) = writer.write_btf(btf) {
             let _ = writer.abandon();

@@ -36,7 +36,7 @@ pub enum ProfileError {
     /// Another format version.
     #[error(
         "format version {version} at offset {offset} is not supported: this dprof reads \
-         version {supported} (was the profile written by another dprof?)"
+         versions 1 to {supported} (was the profile written by a newer dprof?)"
     )]
     UnsupportedVersion {
         /// Offset of the version field.
@@ -164,6 +164,22 @@ pub enum ProfileError {
         /// What is wrong with it.
         problem: RecordProblem,
     },
+    /// A Block section whose header or coded records do not check out.
+    #[error("Block section: at offset {offset}: {problem}")]
+    BadBlock {
+        /// Offset of the problem.
+        offset: u64,
+        /// What is wrong.
+        problem: crate::codec::BlockProblem,
+    },
+    /// A Code section whose entries do not parse.
+    #[error("Code section: at offset {offset}: {reason}")]
+    BadCode {
+        /// Offset of the problem.
+        offset: u64,
+        /// What is wrong.
+        reason: &'static str,
+    },
     /// An End section of the wrong size.
     #[error("End section at offset {offset} has {len} bytes of payload, expected {expected}")]
     BadEndSize {
@@ -221,6 +237,8 @@ impl ProfileError {
             | Self::BadRecord { offset, .. }
             | Self::BadEndSize { offset, .. }
             | Self::BadText { offset, .. }
+            | Self::BadBlock { offset, .. }
+            | Self::BadCode { offset, .. }
             | Self::EndMismatch { offset, .. } => Some(offset),
         }
     }

@@ -102,6 +102,32 @@ pub struct CollectConfig {
     /// `ExperimentEnd` records' indices mean.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub causal: Option<CausalCollectConfig>,
+    /// Which registers of each access sample the profile keeps; absent: all of them.
+    #[serde(default, skip_serializing_if = "SampleRegisters::is_all")]
+    pub sample_registers: SampleRegisters,
+}
+
+/// Which registers of each access sample a profile keeps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SampleRegisters {
+    /// Every register, as the collector read it.
+    #[default]
+    All,
+    /// Those the sampled instruction's memory operands are addressed through, and `%rsp`
+    /// when it has one; the others read as 0. What the analysis uses, in a fraction of the
+    /// bytes.
+    Address,
+}
+
+impl SampleRegisters {
+    #[expect(
+        clippy::trivially_copy_pass_by_ref,
+        reason = "serde's skip_serializing_if passes a reference"
+    )]
+    fn is_all(&self) -> bool {
+        *self == Self::All
+    }
 }
 
 /// What `dprof causal` set up: the progress points and the type table the experiments' records

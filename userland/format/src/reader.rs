@@ -14,19 +14,20 @@
 //! and the fuzzer): both read through [`Source::read_at`].
 
 use std::fs::File;
-use std::io;
 use std::iter::FusedIterator;
-use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use dprof_abi::{Record, RecordHeader, RecordView};
 
+use crate::blocks::BlockMerge;
+use crate::codec::{BlockHeader, BlockInfo, BlockProblem, BLOCK_HEADER_SIZE, MAX_BLOCK};
 use crate::error::ProfileError;
 use crate::header::{ProfileHeader, StopInfo};
+use crate::layout::{changed, Layout, Source};
 use crate::record_check::{check_record_into, check_record_view};
 use crate::sections::{
     SectionKind, END_SIZE, FILE_HEADER_SIZE, FORMAT_VERSION, MAGIC, MAX_RECORDS_CHUNK,
-    SECTION_HEADER_SIZE,
+    READABLE_VERSIONS, SECTION_HEADER_SIZE,
 };
 use crate::text::KernelText;
 
@@ -34,81 +35,8 @@ use crate::text::KernelText;
 /// stay in the file (or byte vector) until [`Profile::records`] reads them.
 #[derive(Debug)]
 pub struct Profile {
-    source: Source,
-    layout: Layout,
-}
-
-/// Where the bytes come from. Everything reads through [`Source::read_at`], so files and byte
-/// vectors share the parser and the iterator.
-#[derive(Debug)]
-enum Source {
-    File { file: File, path: PathBuf },
-    Memory(Vec<u8>),
-}
-
-impl Source {
-    /// Fills `buf` from `offset`; the callers stay within the length found at open.
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), ProfileError> {
-        match self {
-            Self::File { file, path } => {
-                file.read_exact_at(buf, offset)
-                    .map_err(|source| ProfileError::Io {
-                        path: path.clone(),
-                        source,
-                    })
-            }
-            Self::Memory(bytes) => {
-                let src = usize::try_from(offset)
-                    .ok()
-                    .and_then(|start| bytes.get(start..start.checked_add(buf.len())?));
-                match src {
-                    Some(src) => {
-                        buf.copy_from_slice(src);
-                        Ok(())
-                    }
-                    None => Err(self.io_error(io::ErrorKind::UnexpectedEof.into())),
-                }
-            }
-        }
-    }
-
-    fn io_error(&self, source: io::Error) -> ProfileError {
-        let path = match self {
-            Self::File { path, .. } => path.clone(),
-            Self::Memory(_) => PathBuf::from("(profile in memory)"),
-        };
-        ProfileError::Io { path, source }
-    }
-
-    /// Reads `len` bytes at `offset` into a new vector (small sections only).
-    fn read_vec(&self, offset: u64, len: usize) -> Result<Vec<u8>, ProfileError> {
-        let mut buf = vec![0; len];
-        self.read_at(offset, &mut buf)?;
-        Ok(buf)
-    }
-}
-
-/// What [`parse`] found: the small sections and where the records are.
-#[derive(Debug)]
-struct Layout {
-    header: ProfileHeader,
-    stop: StopInfo,
-    kallsyms: Vec<u8>,
-    modules: Vec<u8>,
-    /// The Btf section's payload, when the file has one.
-    btf: Option<Vec<u8>>,
-    text: KernelText,
-    /// Offset of the first section after Modules and Btf: the first Records section, if any.
-    records_start: u64,
-    /// Offset of the section that ends the Records sections (Text or Stop).
-    records_end: u64,
-    /// The End section's counts, in its order: records, bytes of records, Records sections.
-    /// Bytes and sections were checked against the section headers at open; records are
-    /// checked by the iterator.
-    end: [u64; 3],
-    /// Offset of the End section's payload (its record count is the first field).
-    end_payload: u64,
-    file_size: u64,
+    pub(crate) source: Source,
+    pub(crate) layout: Layout,
 }
 
 impl Profile {
@@ -214,24 +142,34 @@ impl Profile {
         self.layout.file_size
     }
 
-    /// Every record, in file order, read one chunk at a time. Each chunk's CRC and each record
-    /// are checked as they are read, and the number of records against the End section at the
-    /// end; the first problem is yielded as an error and ends the iteration.
+    /// Every record, read one chunk (version 1) or one block per CPU (version 2) at a time.
+    /// Version 1 yields them in file order; version 2 in time order across CPUs (see
+    /// [`crate::blocks`]). Each chunk's or block's CRC and each record are checked as they are
+    /// read, and the number of records against the End section at the end; the first problem
+    /// is yielded as an error and ends the iteration.
     #[must_use]
     pub fn records(&self) -> Records<'_> {
+        let inner = if self.layout.version == 1 {
+            Inner::Chunks(ChunkReader {
+                buf: Vec::new(),
+                chunk_len: 0,
+                pos: 0,
+                payload_offset: 0,
+                next_section: self.layout.records_start,
+                next_header: None,
+                chunks_left: self.layout.end[2],
+            })
+        } else {
+            Inner::Blocks(Box::new(BlockMerge::new(&self.layout)))
+        };
         Records {
             profile: self,
-            buf: Vec::new(),
-            chunk_len: 0,
-            pos: 0,
-            payload_offset: 0,
-            next_section: self.layout.records_start,
-            next_header: None,
-            chunks_left: self.layout.end[2],
+            inner,
             yielded: 0,
             nr_cpu_ids: self.layout.header.module.nr_cpu_ids,
             done: false,
             record: Record::Lost(dprof_abi::Lost { count: 0 }),
+            last_size: 0,
         }
     }
 
@@ -248,12 +186,45 @@ impl Profile {
         }
         Ok(n)
     }
+
+    /// The file's format version (1 or 2).
+    #[must_use]
+    pub fn version(&self) -> u32 {
+        self.layout.version
+    }
+
+    /// Distinct sampled instructions in the code table (0 for version 1, which has none).
+    #[must_use]
+    pub fn code_entries(&self) -> usize {
+        self.layout.code.len()
+    }
 }
 
-/// Iterator over the records of a [`Profile`], in file order: `Ok` records until the end or
-/// the first error, which is yielded once and ends the iteration.
+/// Iterator over the records of a [`Profile`]: `Ok` records until the end or the first
+/// error, which is yielded once and ends the iteration.
 pub struct Records<'a> {
     profile: &'a Profile,
+    inner: Inner,
+    /// Records yielded so far.
+    yielded: u64,
+    nr_cpu_ids: u32,
+    done: bool,
+    /// Where each record is decoded (see [`Records::next_with`]).
+    record: Record,
+    /// Bytes the last record took in the file.
+    last_size: usize,
+}
+
+/// Where the records come from.
+enum Inner {
+    /// Version 1: Records sections, in file order.
+    Chunks(ChunkReader),
+    /// Version 2: Block sections, merged in time order.
+    Blocks(Box<BlockMerge>),
+}
+
+/// Version 1's Records sections, one at a time.
+struct ChunkReader {
     /// The current chunk's payload, then the header of the section after it (read together,
     /// one read per chunk). Reused: at most [`MAX_RECORDS_CHUNK`] + a section header.
     buf: Vec<u8>,
@@ -268,36 +239,29 @@ pub struct Records<'a> {
     /// That header, when it came with the previous chunk.
     next_header: Option<[u8; SECTION_HEADER_SIZE]>,
     chunks_left: u64,
-    /// Records yielded so far.
-    yielded: u64,
-    nr_cpu_ids: u32,
-    done: bool,
-    /// Where each record is decoded (see [`Records::next_with`]).
-    record: Record,
 }
 
 impl std::fmt::Debug for Records<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Records")
-            .field("next_section", &self.next_section)
-            .field("chunks_left", &self.chunks_left)
             .field("yielded", &self.yielded)
             .field("done", &self.done)
             .finish_non_exhaustive()
     }
 }
 
-impl Records<'_> {
-    /// Bytes the iterator's buffer holds: one chunk and a section header at most (the tests
-    /// check that memory does not grow with the file).
-    #[must_use]
-    pub fn buffer_capacity(&self) -> usize {
-        self.buf.capacity()
-    }
+/// The next record's wire bytes, before they are checked.
+struct Wire<'b> {
+    bytes: &'b [u8],
+    /// File offset of the record (of its coded bytes in version 2).
+    offset: u64,
+    /// Bytes it takes in the file; 0 for version 1, where its header says.
+    coded: usize,
+}
 
+impl ChunkReader {
     /// Reads the next Records section into `buf` and checks its CRC.
-    fn load_chunk(&mut self) -> Result<(), ProfileError> {
-        let profile = self.profile;
+    fn load_chunk(&mut self, profile: &Profile) -> Result<(), ProfileError> {
         let source = &profile.source;
         let offset = self.next_section;
         let header = if let Some(h) = self.next_header.take() {
@@ -348,12 +312,69 @@ impl Records<'_> {
         Ok(())
     }
 
-    /// After the last chunk: the records must be those the End section counts.
+    /// The bytes from the next record to the end of its chunk, loading chunks as needed.
+    fn next(&mut self, profile: &Profile) -> Result<Option<Wire<'_>>, ProfileError> {
+        while self.pos >= self.chunk_len {
+            if self.chunks_left == 0 {
+                if self.next_section != profile.layout.records_end {
+                    return Err(changed(&profile.source, self.next_section));
+                }
+                return Ok(None);
+            }
+            self.load_chunk(profile)?;
+        }
+        Ok(Some(Wire {
+            bytes: &self.buf[self.pos..self.chunk_len],
+            offset: self.payload_offset + self.pos as u64,
+            coded: 0,
+        }))
+    }
+}
+
+impl Inner {
+    fn next<'b>(&'b mut self, profile: &Profile) -> Result<Option<Wire<'b>>, ProfileError> {
+        match self {
+            Self::Chunks(chunks) => chunks.next(profile),
+            Self::Blocks(merge) => {
+                Ok(merge.next(&profile.source, &profile.layout)?.map(|d| Wire {
+                    bytes: d.wire,
+                    offset: d.offset,
+                    coded: d.coded,
+                }))
+            }
+        }
+    }
+
+    /// After the record just checked, of `size` wire bytes.
+    fn consumed(&mut self, size: usize) {
+        if let Self::Chunks(chunks) = self {
+            chunks.pos += size;
+        }
+    }
+}
+
+impl Records<'_> {
+    /// Bytes the iterator's buffers hold: one chunk and a section header at most (version
+    /// 1), one block per CPU (version 2). The tests check that memory does not grow with the
+    /// file.
+    #[must_use]
+    pub fn buffer_capacity(&self) -> usize {
+        match &self.inner {
+            Inner::Chunks(chunks) => chunks.buf.capacity(),
+            Inner::Blocks(merge) => merge.buffer_capacity(),
+        }
+    }
+
+    /// Bytes the last record yielded takes in the file: its size in version 1, its coded
+    /// size in version 2 (block and section headers and the code table not counted).
+    #[must_use]
+    pub fn last_record_file_bytes(&self) -> usize {
+        self.last_size
+    }
+
+    /// After the last record: the records must be those the End section counts.
     fn finish(&self) -> Result<(), ProfileError> {
         let layout = &self.profile.layout;
-        if self.next_section != layout.records_end {
-            return Err(changed(&self.profile.source, self.next_section));
-        }
         let declared = layout.end[0];
         if self.yielded != declared {
             return Err(ProfileError::EndMismatch {
@@ -371,9 +392,7 @@ impl Records<'_> {
         self.done = true;
         Err(e)
     }
-}
 
-impl Records<'_> {
     /// Reads the next record and hands it to `f` by reference: what the iterator does, without
     /// moving the record through `Option<Result<..>>` (a sample is a few hundred bytes, and the
     /// analysis reads millions of them).
@@ -387,42 +406,38 @@ impl Records<'_> {
         if self.done {
             return None;
         }
-        loop {
-            if let Some(rest) = self
-                .buf
-                .get(self.pos..self.chunk_len)
-                .filter(|r| !r.is_empty())
-            {
-                return match check_record_into(rest, self.nr_cpu_ids, &mut self.record) {
-                    Ok((header, size)) => {
-                        self.pos += size;
-                        self.yielded += 1;
-                        Some(Ok(f(&header, &self.record)))
-                    }
-                    Err(problem) => Some(self.fail(ProfileError::BadRecord {
-                        offset: self.payload_offset + self.pos as u64,
-                        problem,
-                    })),
-                };
-            }
-            if self.chunks_left == 0 {
+        let profile = self.profile;
+        let wire = match self.inner.next(profile) {
+            Ok(Some(wire)) => wire,
+            Ok(None) => {
                 self.done = true;
                 return self.finish().err().map(Err);
             }
-            if let Err(e) = self.load_chunk() {
-                return Some(self.fail(e));
+            Err(e) => return Some(self.fail(e)),
+        };
+        match check_record_into(wire.bytes, self.nr_cpu_ids, &mut self.record) {
+            Ok((header, size)) => {
+                self.last_size = if wire.coded == 0 { size } else { wire.coded };
+                self.inner.consumed(size);
+                self.yielded += 1;
+                Some(Ok(f(&header, &self.record)))
+            }
+            Err(problem) => {
+                let offset = wire.offset;
+                Some(self.fail(ProfileError::BadRecord { offset, problem }))
             }
         }
     }
-}
 
-impl Records<'_> {
     /// The bytes of the records still to come in the current chunk (its CRC checked, each
     /// record not yet): for read-ahead hints, such as prefetching what the next record will
-    /// need, never for results.
+    /// need, never for results. Empty for version 2, whose records are coded.
     #[must_use]
     pub fn upcoming(&self) -> &[u8] {
-        self.buf.get(self.pos..self.chunk_len).unwrap_or_default()
+        match &self.inner {
+            Inner::Chunks(c) => c.buf.get(c.pos..c.chunk_len).unwrap_or_default(),
+            Inner::Blocks(_) => &[],
+        }
     }
 
     /// [`Records::next_with`], handing access samples over in place ([`RecordView`]): a
@@ -437,31 +452,32 @@ impl Records<'_> {
         if self.done {
             return None;
         }
-        loop {
-            if let Some(rest) = self
-                .buf
-                .get(self.pos..self.chunk_len)
-                .filter(|r| !r.is_empty())
-            {
-                return match check_record_view(rest, self.nr_cpu_ids, &mut self.record) {
-                    Ok((header, view)) => {
-                        self.pos += usize::from(header.size);
-                        self.yielded += 1;
-                        Some(Ok(f(&header, view)))
-                    }
-                    Err(problem) => Some(self.fail(ProfileError::BadRecord {
-                        offset: self.payload_offset + self.pos as u64,
-                        problem,
-                    })),
-                };
-            }
-            if self.chunks_left == 0 {
+        let profile = self.profile;
+        let Self {
+            inner,
+            record,
+            nr_cpu_ids,
+            ..
+        } = self;
+        let wire = match inner.next(profile) {
+            Ok(Some(wire)) => wire,
+            Ok(None) => {
                 self.done = true;
                 return self.finish().err().map(Err);
             }
-            if let Err(e) = self.load_chunk() {
-                return Some(self.fail(e));
+            Err(e) => return Some(self.fail(e)),
+        };
+        let (offset, coded) = (wire.offset, wire.coded);
+        match check_record_view(wire.bytes, *nr_cpu_ids, record) {
+            Ok((header, view)) => {
+                let size = usize::from(header.size);
+                let result = f(&header, view);
+                self.last_size = if coded == 0 { size } else { coded };
+                self.inner.consumed(size);
+                self.yielded += 1;
+                Some(Ok(result))
             }
+            Err(problem) => Some(self.fail(ProfileError::BadRecord { offset, problem })),
         }
     }
 }
@@ -475,14 +491,6 @@ impl Iterator for Records<'_> {
 }
 
 impl FusedIterator for Records<'_> {}
-
-/// The error for a file whose sections are no longer what [`Profile::open`] found.
-fn changed(source: &Source, offset: u64) -> ProfileError {
-    source.io_error(io::Error::other(format!(
-        "the section at offset {offset} is not what it was when the profile was opened: the \
-         file changed while it was read"
-    )))
-}
 
 /// Kind, CRC-32 and payload length of a section header.
 fn section_header(h: &[u8; SECTION_HEADER_SIZE]) -> (u32, u32, u64) {
@@ -546,7 +554,7 @@ fn parse(source: &Source, len: u64) -> Result<Layout, ProfileError> {
     }
     let [_, _, _, _, _, _, _, _, v0, v1, v2, v3, r0, r1, r2, r3] = file_header;
     let version = u32::from_le_bytes([v0, v1, v2, v3]);
-    if version != FORMAT_VERSION {
+    if !READABLE_VERSIONS.contains(&version) {
         return Err(ProfileError::UnsupportedVersion {
             offset: 8,
             version,
@@ -568,6 +576,11 @@ fn parse(source: &Source, len: u64) -> Result<Layout, ProfileError> {
     let mut modules = Vec::new();
     let mut btf = None;
     let mut text = KernelText::new();
+    let mut code = Vec::new();
+    let mut blocks = Vec::new();
+    let mut block_records = 0u64;
+    let nr_cpu_ids =
+        |header: &Option<ProfileHeader>| header.as_ref().map_or(0, |h| h.module.nr_cpu_ids);
     let mut chunks = 0u64;
     let mut record_bytes = 0u64;
     let mut records_start = 0;
@@ -579,7 +592,7 @@ fn parse(source: &Source, len: u64) -> Result<Layout, ProfileError> {
             kind,
             payload,
             end: section_end,
-        } = read_section(source, len, pos)?;
+        } = read_section(source, len, pos, version)?;
         let offset = pos;
         let payload_offset = pos + SECTION_HEADER_SIZE as u64;
         let misplaced = |expected| {
@@ -620,12 +633,61 @@ fn parse(source: &Source, len: u64) -> Result<Layout, ProfileError> {
                     "a profile has at most one Btf section, right after the Modules section",
                 )
             }
-            (Expect::Btf | Expect::Body, SectionKind::Records) => {
+            (Expect::Btf | Expect::Body, SectionKind::Records) if version == 1 => {
                 // Its CRC and records are checked when the records are read.
                 record_bytes += section_end - payload_offset;
                 chunks += 1;
                 // No Btf section after records.
                 expect = Expect::Body;
+            }
+            (Expect::Btf | Expect::Body, SectionKind::Code) if version >= 2 => {
+                crate::code::decode_section(&payload, &mut code).map_err(|(at, reason)| {
+                    ProfileError::BadCode {
+                        offset: payload_offset + at as u64,
+                        reason,
+                    }
+                })?;
+                expect = Expect::Body;
+            }
+            (Expect::Btf | Expect::Body, SectionKind::Block) if version >= 2 => {
+                // `payload` is the block header; the CRC and records are checked when the
+                // records are read.
+                let block =
+                    BlockHeader::decode(&payload).map_err(|problem| ProfileError::BadBlock {
+                        offset: payload_offset,
+                        problem,
+                    })?;
+                let cpus = nr_cpu_ids(&header);
+                if block.cpu >= cpus {
+                    return Err(ProfileError::BadBlock {
+                        offset: payload_offset,
+                        problem: BlockProblem::Cpu {
+                            cpu: block.cpu,
+                            nr_cpu_ids: cpus,
+                        },
+                    });
+                }
+                block_records += u64::from(block.records);
+                blocks.push(BlockInfo {
+                    offset,
+                    len: section_end - payload_offset,
+                    header: block,
+                });
+                record_bytes += section_end - payload_offset;
+                chunks += 1;
+                expect = Expect::Body;
+            }
+            (
+                Expect::Btf | Expect::Body,
+                SectionKind::Records | SectionKind::Code | SectionKind::Block,
+            ) => {
+                return misplaced(if version == 1 {
+                    "a version 1 profile holds its records in Records sections, after the \
+                     Modules or Btf section"
+                } else {
+                    "a version 2 profile holds its records in Code and Block sections, after \
+                     the Modules or Btf section"
+                })
             }
             (Expect::Btf | Expect::Body, SectionKind::Text) => {
                 text = KernelText::decode(&payload, payload_offset)?;
@@ -648,6 +710,14 @@ fn parse(source: &Source, len: u64) -> Result<Layout, ProfileError> {
             (Expect::Btf | Expect::Body, _) => return misplaced("the file already has one"),
             (Expect::End, SectionKind::End) => {
                 let end = check_end(&payload, offset, payload_offset, record_bytes, chunks)?;
+                if version >= 2 && end[0] != block_records {
+                    return Err(ProfileError::EndMismatch {
+                        offset: payload_offset,
+                        what: END_COUNTS[0],
+                        declared: end[0],
+                        found: block_records,
+                    });
+                }
                 if section_end != len {
                     return Err(ProfileError::TrailingData {
                         offset: section_end,
@@ -659,6 +729,9 @@ fn parse(source: &Source, len: u64) -> Result<Layout, ProfileError> {
                     return misplaced("a profile needs a Header and a Stop section");
                 };
                 return Ok(Layout {
+                    version,
+                    code,
+                    blocks,
                     header,
                     stop,
                     kallsyms,
@@ -682,15 +755,22 @@ fn parse(source: &Source, len: u64) -> Result<Layout, ProfileError> {
 
 struct Section {
     kind: SectionKind,
-    /// The payload, CRC-checked; empty for a Records section, which is not read here.
+    /// The payload, CRC-checked; empty for a Records section and only the block header for
+    /// a Block section, which are not read here.
     payload: Vec<u8>,
     /// Offset just past the payload.
     end: u64,
 }
 
 /// Reads and checks the section whose header is at `pos` of a source of `len` bytes: known
-/// kind, whole, and, except for Records sections, CRC right.
-fn read_section(source: &Source, len: u64, pos: u64) -> Result<Section, ProfileError> {
+/// kind, whole, and, except for Records and Block sections, CRC right. A Block section's
+/// payload is read only as far as its block header.
+fn read_section(
+    source: &Source,
+    len: u64,
+    pos: u64,
+    version: u32,
+) -> Result<Section, ProfileError> {
     let available = len.saturating_sub(pos);
     if available == 0 {
         return Err(ProfileError::MissingEnd { offset: len });
@@ -732,6 +812,20 @@ fn read_section(source: &Source, len: u64, pos: u64) -> Result<Section, ProfileE
         return Ok(Section {
             kind,
             payload: Vec::new(),
+            end,
+        });
+    }
+    if kind == SectionKind::Block && version >= 2 {
+        if declared > MAX_BLOCK as u64 {
+            return Err(ProfileError::BadBlock {
+                offset: pos,
+                problem: BlockProblem::TooLarge { len: declared },
+            });
+        }
+        let head = (declared as usize).min(BLOCK_HEADER_SIZE);
+        return Ok(Section {
+            kind,
+            payload: source.read_vec(start, head)?,
             end,
         });
     }

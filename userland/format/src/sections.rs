@@ -2,8 +2,10 @@
 
 /// The first 8 bytes of every profile.
 pub const MAGIC: [u8; 8] = *b"DPROF\0\r\n";
-/// The format version this library writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this library writes.
+pub const FORMAT_VERSION: u32 = 2;
+/// The format versions this library reads.
+pub const READABLE_VERSIONS: [u32; 2] = [1, FORMAT_VERSION];
 /// Size of the file header (magic, version, reserved).
 pub const FILE_HEADER_SIZE: usize = 16;
 /// Size of a section header (kind, CRC-32, length).
@@ -27,7 +29,7 @@ pub enum SectionKind {
     Kallsyms = 2,
     /// Text of `/proc/modules`.
     Modules = 3,
-    /// Whole ABI records.
+    /// Whole ABI records (version 1).
     Records = 4,
     /// Counts of what precedes; the last section.
     End = 5,
@@ -37,10 +39,14 @@ pub enum SectionKind {
     Text = 7,
     /// The raw bytes of `/sys/kernel/btf/vmlinux` (the kernel's type information).
     Btf = 8,
+    /// New entries of the code table (version 2).
+    Code = 9,
+    /// One CPU's records, coded (version 2).
+    Block = 10,
 }
 
 impl SectionKind {
-    /// The kind with this number, if format version 1 defines one.
+    /// The kind with this number, if a format version defines one.
     #[must_use]
     pub const fn from_u32(v: u32) -> Option<Self> {
         match v {
@@ -52,6 +58,8 @@ impl SectionKind {
             6 => Some(Self::Stop),
             7 => Some(Self::Text),
             8 => Some(Self::Btf),
+            9 => Some(Self::Code),
+            10 => Some(Self::Block),
             _ => None,
         }
     }
@@ -68,6 +76,8 @@ impl SectionKind {
             Self::Stop => "Stop",
             Self::Text => "Text",
             Self::Btf => "Btf",
+            Self::Code => "Code",
+            Self::Block => "Block",
         }
     }
 }

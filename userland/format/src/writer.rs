@@ -6,29 +6,51 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use dprof_abi::RecordKind;
+
+use crate::code::{CodeInterner, RegisterFilter};
+use crate::codec::{encode_record, BlockHeader, StreamState, BLOCK_HEADER_SIZE, WRITTEN_BLOCK};
 use crate::error::WriteError;
 use crate::header::{ProfileHeader, StopInfo};
 use crate::record_check::check_record;
 use crate::sections::{
     SectionKind, END_SIZE, FILE_HEADER_SIZE, FORMAT_VERSION, MAGIC, SECTION_HEADER_SIZE,
-    WRITTEN_RECORDS_CHUNK,
 };
 use crate::text::KernelText;
 
 /// Writes a profile section by section to `W`. The Header, Kallsyms and Modules sections go
 /// out in [`ProfileEncoder::new`], the optional Btf section in [`ProfileEncoder::btf`] (refused
-/// once records are written), Records sections as [`ProfileEncoder::records`] is called, and
-/// the Stop and End sections in [`ProfileEncoder::finish`], so the sections can only come in
-/// the order the format requires.
+/// once records are written), Code and Block sections as [`ProfileEncoder::records`] fills
+/// each CPU's block, and the last blocks, the Stop and End sections in
+/// [`ProfileEncoder::finish`], so the sections can only come in the order the format requires.
 #[derive(Debug)]
 pub struct ProfileEncoder<W: Write> {
     out: W,
     nr_cpu_ids: u32,
+    /// Records handed in.
     records: u64,
+    /// Bytes of the Block sections' payloads written.
     record_bytes: u64,
+    /// Block sections written.
     chunks: u64,
     /// Whether the Btf section is written: the format allows one.
     btf_written: bool,
+    code: CodeInterner,
+    /// Each CPU's block being filled, by CPU number.
+    blocks: Vec<Option<BlockBuilder>>,
+    /// Encoded bytes of each record kind, by kind number, blocks not yet written included.
+    kind_bytes: [u64; 16],
+    /// Records of each kind, by kind number.
+    kind_records: [u64; 16],
+}
+
+/// One CPU's block being filled.
+#[derive(Debug)]
+struct BlockBuilder {
+    state: StreamState,
+    bytes: Vec<u8>,
+    records: u32,
+    first_time: u64,
 }
 
 impl<W: Write> ProfileEncoder<W> {
@@ -60,7 +82,18 @@ impl<W: Write> ProfileEncoder<W> {
             record_bytes: 0,
             chunks: 0,
             btf_written: false,
+            code: CodeInterner::new(),
+            blocks: Vec::new(),
+            kind_bytes: [0; 16],
+            kind_records: [0; 16],
         })
+    }
+
+    /// Keeps only the registers `filter` names for each sampled instruction (it is asked once
+    /// per distinct instruction); the others are stored as 0. By default every register is
+    /// kept. Set it before the first records: samples written before keep every register.
+    pub fn set_register_filter(&mut self, filter: RegisterFilter) {
+        self.code.set_filter(filter);
     }
 
     /// Writes the Btf section: `bytes` are the kernel's BTF (`/sys/kernel/btf/vmlinux`), kept
@@ -79,7 +112,7 @@ impl<W: Write> ProfileEncoder<W> {
         if self.btf_written {
             return misplaced("the profile already has one");
         }
-        if self.chunks > 0 {
+        if self.records > 0 {
             return misplaced("it goes before the first records");
         }
         write_section(&mut self.out, SectionKind::Btf, bytes)?;
@@ -87,14 +120,14 @@ impl<W: Write> ProfileEncoder<W> {
         Ok(())
     }
 
-    /// Appends whole records, as read from the device, in Records sections of at most
-    /// [`WRITTEN_RECORDS_CHUNK`] bytes. Every record is checked first, so that a malformed read
-    /// writes nothing and the file stays readable up to it.
+    /// Appends whole records, as read from the device: each goes into its CPU's block, and a
+    /// block that is full is written out (after a Code section with the instructions it is
+    /// the first to use). Every record is checked first, so that a malformed read writes
+    /// nothing.
     ///
     /// # Errors
     /// [`WriteError::BadRecord`] when `bytes` are not whole valid records; [`WriteError::Io`].
     pub fn records(&mut self, bytes: &[u8]) -> Result<(), WriteError> {
-        let mut count = 0u64;
         let mut pos = 0;
         while let Some(rest) = bytes.get(pos..).filter(|r| !r.is_empty()) {
             let (_, _, size) =
@@ -104,46 +137,116 @@ impl<W: Write> ProfileEncoder<W> {
                     problem,
                 })?;
             pos += size;
-            count += 1;
         }
-        // Second pass: cut into chunks at record boundaries. The sizes were checked above.
-        let mut start = 0;
+        // Second pass: the records were checked above.
         let mut pos = 0;
-        while pos < bytes.len() {
-            let size = record_size_at(bytes, pos);
-            if pos + size - start > WRITTEN_RECORDS_CHUNK {
-                self.chunk(&bytes[start..pos])?;
-                start = pos;
-            }
+        while let Some(rest) = bytes.get(pos..).filter(|r| !r.is_empty()) {
+            let Ok(header) = dprof_abi::RecordHeader::decode(rest) else {
+                break;
+            };
+            let Some(kind) = RecordKind::from_u16(header.kind) else {
+                break;
+            };
+            let size = usize::from(header.size).max(dprof_abi::RECORD_ALIGN);
+            self.encode(&header, kind, &rest[..size])?;
             pos += size;
         }
-        self.chunk(&bytes[start..])?;
-        self.records += count;
-        self.record_bytes += bytes.len() as u64;
         Ok(())
     }
 
-    fn chunk(&mut self, chunk: &[u8]) -> Result<(), WriteError> {
-        if !chunk.is_empty() {
-            write_section(&mut self.out, SectionKind::Records, chunk)?;
-            self.chunks += 1;
+    /// Codes one checked record into its CPU's block, and writes the block when it is full.
+    fn encode(
+        &mut self,
+        header: &dprof_abi::RecordHeader,
+        kind: RecordKind,
+        record: &[u8],
+    ) -> Result<(), WriteError> {
+        let cpu = header.cpu as usize;
+        if self.blocks.len() <= cpu {
+            self.blocks.resize_with(cpu + 1, || None);
+        }
+        let block = self.blocks[cpu].get_or_insert_with(|| BlockBuilder {
+            state: StreamState::new(),
+            bytes: Vec::with_capacity(WRITTEN_BLOCK + 1024),
+            records: 0,
+            first_time: 0,
+        });
+        if block.records == 0 {
+            block.first_time = header.time_ns;
+        }
+        let before = block.bytes.len();
+        let code = &mut self.code;
+        encode_record(
+            &mut block.state,
+            header,
+            kind,
+            record,
+            &mut |key| code.intern(key),
+            &mut block.bytes,
+        );
+        self.kind_bytes[kind as usize] += (block.bytes.len() - before) as u64;
+        self.kind_records[kind as usize] += 1;
+        block.records += 1;
+        self.records += 1;
+        if block.bytes.len() >= WRITTEN_BLOCK || block.records == u32::MAX {
+            self.write_block(cpu)?;
         }
         Ok(())
     }
 
-    /// Records written so far.
+    /// Writes CPU `cpu`'s block, if it holds records, after the code table's new entries.
+    fn write_block(&mut self, cpu: usize) -> Result<(), WriteError> {
+        let Some(block) = self.blocks.get_mut(cpu).and_then(Option::as_mut) else {
+            return Ok(());
+        };
+        if block.records == 0 {
+            return Ok(());
+        }
+        if let Some(code) = self.code.take_unwritten() {
+            write_section(&mut self.out, SectionKind::Code, &code)?;
+        }
+        let head = BlockHeader {
+            cpu: cpu as u32,
+            records: block.records,
+            first_time: block.first_time,
+        }
+        .encode();
+        write_section_parts(&mut self.out, SectionKind::Block, &[&head, &block.bytes])?;
+        self.record_bytes += (BLOCK_HEADER_SIZE + block.bytes.len()) as u64;
+        self.chunks += 1;
+        block.bytes.clear();
+        block.records = 0;
+        block.state.reset();
+        Ok(())
+    }
+
+    /// Encoded bytes of the records of each kind so far, by [`RecordKind`] number (index 0
+    /// unused); block headers, section headers and the code table not included.
+    #[must_use]
+    pub fn kind_bytes(&self) -> &[u64; 16] {
+        &self.kind_bytes
+    }
+
+    /// Mean encoded bytes of a record of `kind` so far; `None` before the first.
+    #[must_use]
+    pub fn bytes_per_record(&self, kind: RecordKind) -> Option<f64> {
+        let n = self.kind_records[kind as usize];
+        (n > 0).then(|| self.kind_bytes[kind as usize] as f64 / n as f64)
+    }
+
+    /// Records handed in so far (those still in a CPU's block included).
     #[must_use]
     pub fn record_count(&self) -> u64 {
         self.records
     }
 
-    /// Bytes of records written so far.
+    /// Bytes of the Block sections written so far (block headers included).
     #[must_use]
     pub fn record_bytes(&self) -> u64 {
         self.record_bytes
     }
 
-    /// Records sections written so far.
+    /// Block sections written so far.
     #[must_use]
     pub fn chunk_count(&self) -> u64 {
         self.chunks
@@ -162,6 +265,9 @@ impl<W: Write> ProfileEncoder<W> {
     /// # Errors
     /// [`WriteError::Io`] when `out` fails.
     pub fn finish_with_text(mut self, stop: &StopInfo, text: &KernelText) -> Result<W, WriteError> {
+        for cpu in 0..self.blocks.len() {
+            self.write_block(cpu)?;
+        }
         if !text.is_empty() {
             write_section(&mut self.out, SectionKind::Text, &text.encode())?;
         }
@@ -180,22 +286,30 @@ impl<W: Write> ProfileEncoder<W> {
     }
 }
 
-/// Size of the record at `pos`, which [`check_record`] has accepted.
-fn record_size_at(bytes: &[u8], pos: usize) -> usize {
-    let size = bytes
-        .get(pos + 2..pos + 4)
-        .map_or(0, |b| usize::from(u16::from_le_bytes([b[0], b[1]])));
-    // Never 0 after validation; the max keeps the caller's loop finite regardless.
-    size.max(dprof_abi::RECORD_ALIGN)
+fn write_section<W: Write>(out: &mut W, kind: SectionKind, payload: &[u8]) -> std::io::Result<()> {
+    write_section_parts(out, kind, &[payload])
 }
 
-fn write_section<W: Write>(out: &mut W, kind: SectionKind, payload: &[u8]) -> std::io::Result<()> {
+/// A section whose payload is `parts`, one after the other.
+fn write_section_parts<W: Write>(
+    out: &mut W,
+    kind: SectionKind,
+    parts: &[&[u8]],
+) -> std::io::Result<()> {
+    let mut crc = crc32fast::Hasher::new();
+    for part in parts {
+        crc.update(part);
+    }
+    let len: usize = parts.iter().map(|p| p.len()).sum();
     let mut header = [0u8; SECTION_HEADER_SIZE];
     header[0..4].copy_from_slice(&(kind as u32).to_le_bytes());
-    header[4..8].copy_from_slice(&crc32fast::hash(payload).to_le_bytes());
-    header[8..16].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    header[4..8].copy_from_slice(&crc.finalize().to_le_bytes());
+    header[8..16].copy_from_slice(&(len as u64).to_le_bytes());
     out.write_all(&header)?;
-    out.write_all(payload)
+    for part in parts {
+        out.write_all(part)?;
+    }
+    Ok(())
 }
 
 /// The file a profile for `path` is written to until it is finished: `path` + ".partial".
@@ -259,6 +373,17 @@ impl ProfileWriter {
             .map_err(|e| with_path(e, "write", &self.partial))
     }
 
+    /// See [`ProfileEncoder::set_register_filter`].
+    pub fn set_register_filter(&mut self, filter: RegisterFilter) {
+        self.encoder.set_register_filter(filter);
+    }
+
+    /// See [`ProfileEncoder::bytes_per_record`].
+    #[must_use]
+    pub fn bytes_per_record(&self, kind: RecordKind) -> Option<f64> {
+        self.encoder.bytes_per_record(kind)
+    }
+
     /// Appends whole records; see [`ProfileEncoder::records`].
     ///
     /// # Errors
@@ -275,13 +400,13 @@ impl ProfileWriter {
         self.encoder.record_count()
     }
 
-    /// Bytes of records written so far.
+    /// Bytes of the Block sections written so far.
     #[must_use]
     pub fn record_bytes(&self) -> u64 {
         self.encoder.record_bytes()
     }
 
-    /// Records sections written so far.
+    /// Block sections written so far.
     #[must_use]
     pub fn chunk_count(&self) -> u64 {
         self.encoder.chunk_count()

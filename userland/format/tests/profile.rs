@@ -6,10 +6,11 @@ use dprof_abi::{Alloc, Lost, Record};
 use dprof_fixtures::profile::{encode_record, example_header, example_profile, EXAMPLE_KALLSYMS};
 use dprof_format::*;
 
-/// A file from raw (kind, payload) sections, each with a correct CRC.
+/// A version 1 file (records in Records sections, whole) from raw (kind, payload) sections,
+/// each with a correct CRC: the structural checks are the same in both versions.
 fn build(sections: &[(u32, Vec<u8>)]) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
-    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&1u32.to_le_bytes());
     out.extend_from_slice(&0u32.to_le_bytes());
     for (kind, payload) in sections {
         out.extend_from_slice(&kind.to_le_bytes());
@@ -18,6 +19,12 @@ fn build(sections: &[(u32, Vec<u8>)]) -> Vec<u8> {
         out.extend_from_slice(payload);
     }
     out
+}
+
+/// The example profile as the version 1 writer wrote it (`example_profile()` before version
+/// 2): the structural tests of Records sections run on it.
+fn v1_example() -> Vec<u8> {
+    include_bytes!("data/v1-example.dprof").to_vec()
 }
 
 fn header_json() -> Vec<u8> {
@@ -137,7 +144,7 @@ fn merged_caches_round_trip_and_are_optional() {
 
 #[test]
 fn example_round_trips() {
-    let profile = Profile::from_vec(example_profile()).expect("valid");
+    let profile = Profile::from_vec(v1_example()).expect("valid");
     assert_eq!(profile.header(), &example_header());
     assert_eq!(profile.kallsyms(), EXAMPLE_KALLSYMS.as_bytes());
     assert_eq!(profile.record_count(), 14);
@@ -204,7 +211,7 @@ fn every_flipped_byte_is_refused() {
 
 #[test]
 fn truncation_message_names_section_and_offset() {
-    let bytes = example_profile();
+    let bytes = v1_example();
     let profile = Profile::from_bytes(&bytes).expect("valid");
     // Cut in the middle of the first Records section.
     let kallsyms_len = profile.kallsyms().len();
@@ -257,11 +264,11 @@ fn text_mode_transfer_is_caught_by_the_magic() {
 #[test]
 fn newer_version_is_refused() {
     let mut bytes = example_profile();
-    bytes[8] = 2;
+    bytes[8] = 3;
     assert_eq!(
         error_of(&bytes).to_string(),
-        "format version 2 at offset 8 is not supported: this dprof reads version 1 (was the \
-         profile written by another dprof?)"
+        "format version 3 at offset 8 is not supported: this dprof reads versions 1 to 2 (was \
+         the profile written by a newer dprof?)"
     );
 }
 
@@ -515,15 +522,33 @@ fn encoder_refuses_bad_records_and_writes_nothing() {
     assert_eq!(enc.chunk_count(), 0);
 }
 
+/// `n` allocations on `cpu`, each at its own address and time, as one read.
+fn allocs(cpu: u32, n: usize) -> Vec<u8> {
+    (0..n as u64)
+        .flat_map(|i| {
+            let alloc = Alloc {
+                ptr: 0xffff_8880_0400_0000 + i * 256,
+                call_site: 0xffff_ffff_8120_0042 + (i % 7) * 0x40,
+                cache: 0xffff_8880_0300_0000,
+                bytes_req: 200,
+                bytes_alloc: 256,
+                ..Alloc::default()
+            };
+            dprof_fixtures::profile::encode_record(cpu, 1_000 + i * 997, &Record::Alloc(alloc))
+        })
+        .collect()
+}
+
 #[test]
-fn encoder_splits_large_reads_into_chunks() {
+fn encoder_writes_a_cpus_block_when_it_is_full() {
     let mut enc = ProfileEncoder::new(Vec::new(), &example_header(), b"", b"").expect("vec");
-    let one = alloc_record(1);
-    let n = WRITTEN_RECORDS_CHUNK / one.len() * 2 + 3;
-    let big: Vec<u8> = one.iter().copied().cycle().take(one.len() * n).collect();
-    enc.records(&big).expect("valid");
+    let n = 40_000;
+    enc.records(&allocs(1, n)).expect("valid");
+    enc.records(&allocs(2, 10)).expect("valid");
     enc.records(&[]).expect("nothing");
-    assert_eq!(enc.chunk_count(), 3);
+    let full = enc.chunk_count();
+    assert!(full >= 2, "{full} blocks written for CPU 1 before the end");
+    assert_eq!(enc.record_count(), n as u64 + 10);
     let bytes = enc
         .finish(&StopInfo {
             reason: StopReason::DurationElapsed,
@@ -532,9 +557,19 @@ fn encoder_splits_large_reads_into_chunks() {
             device: None,
         })
         .expect("vec");
-    let profile = Profile::from_vec(bytes).expect("valid");
-    assert_eq!(profile.record_count(), n as u64);
-    assert_eq!(profile.validate().expect("valid records"), n as u64);
+    let profile = Profile::from_bytes(&bytes).expect("valid");
+    // The partly filled blocks of both CPUs are written at the end.
+    assert_eq!(profile.chunk_count(), full + 2);
+    assert_eq!(profile.record_count(), n as u64 + 10);
+    assert_eq!(profile.validate().expect("valid records"), n as u64 + 10);
+    let blocks: Vec<(usize, usize)> = sections_of(&bytes)
+        .into_iter()
+        .filter(|s| s.0 == SectionKind::Block as u32)
+        .map(|s| (s.1, s.2))
+        .collect();
+    assert!(blocks[..full as usize]
+        .iter()
+        .all(|&(_, len)| (WRITTEN_BLOCK..WRITTEN_BLOCK + 1024).contains(&len)));
 }
 
 #[test]
@@ -682,7 +717,7 @@ fn record_count_mismatch_comes_at_the_end_of_the_records() {
 #[test]
 fn a_file_cut_inside_a_records_chunk_fails_at_open() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let bytes = example_profile();
+    let bytes = v1_example();
     let (second, len) = chunks_of(&bytes)[1];
     let cut = second + SECTION_HEADER_SIZE + len / 2;
     let path = dir.path().join("cut.dprof");
@@ -704,7 +739,7 @@ fn a_file_cut_inside_a_records_chunk_fails_at_open() {
 #[test]
 fn open_does_not_read_the_records() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut bytes = example_profile();
+    let mut bytes = v1_example();
     // Both chunks: one with a wrong CRC, one with a bad record under a right CRC.
     let chunks = chunks_of(&bytes);
     let (first, _) = chunks[0];
@@ -729,7 +764,7 @@ fn open_does_not_read_the_records() {
 
 #[test]
 fn a_bad_record_under_a_right_crc_names_its_offset() {
-    let bytes = example_profile();
+    let bytes = v1_example();
     let mut bad = bytes.clone();
     let (second, second_len) = chunks_of(&bytes)[1];
     let payload = second + SECTION_HEADER_SIZE..second + SECTION_HEADER_SIZE + second_len;
@@ -755,15 +790,14 @@ fn a_bad_record_under_a_right_crc_names_its_offset() {
 }
 
 #[test]
-fn reading_a_file_holds_one_chunk_at_a_time() {
+fn reading_a_file_holds_one_block_per_cpu_at_a_time() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("big.dprof");
     let mut w = ProfileWriter::create(&path, &example_header(), b"k", b"m").expect("create");
-    let one = alloc_record(1);
-    let n = WRITTEN_RECORDS_CHUNK / one.len() * 3 + 5;
-    let big: Vec<u8> = one.iter().copied().cycle().take(one.len() * n).collect();
-    w.write_records(&big).expect("valid");
-    drop(big);
+    let n = 60_000;
+    for cpu in 0..3 {
+        w.write_records(&allocs(cpu, n)).expect("valid");
+    }
     w.finish(&StopInfo {
         reason: StopReason::DurationElapsed,
         ended_unix_s: 0,
@@ -772,28 +806,42 @@ fn reading_a_file_holds_one_chunk_at_a_time() {
     })
     .expect("finish");
     let profile = Profile::open(&path).expect("valid");
-    assert_eq!(profile.chunk_count(), 4);
-    assert!(profile.file_size() > 3 * WRITTEN_RECORDS_CHUNK as u64);
+    assert!(profile.chunk_count() >= 6, "{}", profile.chunk_count());
     let mut records = profile.records();
     let mut count = 0;
     let mut most = 0;
+    let mut last_time = 0;
     while let Some(item) = records.next() {
-        item.expect("valid record");
+        let (header, _) = item.expect("valid record");
+        assert!(header.time_ns >= last_time, "time order across CPUs");
+        last_time = header.time_ns;
         count += 1;
         most = most.max(records.buffer_capacity());
     }
-    assert_eq!(count, n);
+    assert_eq!(count, 3 * n);
     assert!(
-        most <= WRITTEN_RECORDS_CHUNK + SECTION_HEADER_SIZE,
+        most <= 3 * (WRITTEN_BLOCK + 1024),
         "the iterator held {most} bytes"
     );
+}
+
+#[test]
+fn reading_a_version_1_file_holds_one_chunk_at_a_time() {
+    let profile = Profile::from_vec(v1_example()).expect("valid");
+    let mut records = profile.records();
+    let mut most = 0;
+    while let Some(item) = records.next() {
+        item.expect("valid record");
+        most = most.max(records.buffer_capacity());
+    }
+    assert!(most <= WRITTEN_RECORDS_CHUNK + SECTION_HEADER_SIZE);
 }
 
 #[test]
 fn a_file_cut_after_open_is_an_error_not_a_panic() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("shrinks.dprof");
-    let bytes = example_profile();
+    let bytes = v1_example();
     std::fs::write(&path, &bytes).expect("write");
     let profile = Profile::open(&path).expect("valid");
     let (second, _) = chunks_of(&bytes)[1];
@@ -915,7 +963,7 @@ fn btf_section_round_trips_through_the_encoder_and_the_writer() {
     encoder.records(&alloc_record(0)).expect("records");
     let bytes = encoder.finish(&stop).expect("finish");
     let kinds: Vec<u32> = sections_of(&bytes).iter().map(|s| s.0).collect();
-    assert_eq!(kinds, [1, 2, 3, 8, 4, 6, 5], "Btf right after Modules");
+    assert_eq!(kinds, [1, 2, 3, 8, 10, 6, 5], "Btf right after Modules");
     let profile = Profile::from_vec(bytes).expect("opens");
     assert_eq!(profile.btf(), Some(BTF));
     assert_eq!(profile.modules(), b"m");

@@ -2,6 +2,7 @@
 //! workspace build and tests exercise them without C++ or a fuzzer main. The profile reader's
 //! are here, the IBS decoder's in [`ibs`].
 
+pub mod blocks;
 pub mod ibs;
 
 use dprof_analysis::btf::Btf;
@@ -131,6 +132,10 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     let mut seeds = vec![
         ("example".to_owned(), example.clone()),
         (
+            "version-1".to_owned(),
+            include_bytes!("../../format/tests/data/v1-example.dprof").to_vec(),
+        ),
+        (
             "btf".to_owned(),
             dprof_fixtures::data_profile::profile_with_btf(&dprof_fixtures::btf::example()),
         ),
@@ -171,8 +176,9 @@ mod tests {
         let seeds = seeds();
         assert!(seeds.len() >= 6);
         assert!(Profile::from_bytes(&seeds[0].1).is_ok());
-        assert!(Profile::from_bytes(&seeds[1].1).is_ok_and(|p| p.btf().is_some()));
-        assert!(Profile::from_bytes(&seeds[2].1).is_ok());
+        assert!(Profile::from_bytes(&seeds[1].1).is_ok_and(|p| p.version() == 1));
+        assert!(Profile::from_bytes(&seeds[2].1).is_ok_and(|p| p.btf().is_some()));
+        assert!(Profile::from_bytes(&seeds[3].1).is_ok());
         let flipped = &seeds.last().expect("seeds").1;
         assert!(Profile::from_bytes(flipped)
             .and_then(|p| p.validate())

@@ -456,3 +456,65 @@ fn instruction_boundaries_stop_at_bytes_that_are_not_code() {
         vec![(IP, 1)]
     );
 }
+
+#[test]
+fn address_registers_name_what_each_operand_is_addressed_through() {
+    let rsp = 1 << reg::RSP;
+    // mov 0x10(%rdi),%rax
+    assert_eq!(
+        address_registers(&[0x48, 0x8b, 0x47, 0x10], IP),
+        rsp | 1 << reg::RDI
+    );
+    // mov (%rax,%r12,8),%rbx: base and an extended index.
+    assert_eq!(
+        address_registers(&[0x4a, 0x8b, 0x1c, 0xe0], IP),
+        rsp | 1 << reg::RAX | 1 << 12
+    );
+    // push %rbx: the stack only.
+    assert_eq!(address_registers(&[0x53], IP), rsp);
+    // movsq: both string operands.
+    assert_eq!(
+        address_registers(&[0x48, 0xa5], IP),
+        rsp | 1 << reg::RSI | 1 << reg::RDI
+    );
+    // mov %gs:0x1040,%rax: no register, the segment base is stored apart.
+    assert_eq!(
+        address_registers(&[0x65, 0x48, 0x8b, 0x04, 0x25, 0x40, 0x10, 0x00, 0x00], IP),
+        rsp
+    );
+    // add %rax,%rbx: no memory operand, no register kept.
+    assert_eq!(address_registers(&[0x48, 0x01, 0xc3], IP), 0);
+    // User mode and bytes that do not decode keep nothing.
+    assert_eq!(address_registers(&[0x48, 0x8b, 0x47, 0x10], 0x40_1000), 0);
+    assert_eq!(address_registers(&[0x48, 0x8b], IP), 0, "cut short");
+    assert_eq!(address_registers(&[], IP), 0);
+}
+
+/// The registers [`address_registers`] keeps give every instruction the access that all
+/// registers give: a profile that stores only them is analysed the same.
+#[test]
+fn address_registers_are_all_the_decoder_reads() {
+    let instructions: [&[u8]; 9] = [
+        &[0x48, 0x8b, 0x47, 0x10],
+        &[0x4a, 0x8b, 0x1c, 0xe0],
+        &[0x53],
+        &[0x5b],
+        &[0x48, 0xa5],
+        &[0x65, 0x48, 0x8b, 0x04, 0x25, 0x40, 0x10, 0x00, 0x00],
+        &[0x48, 0x01, 0xc3],
+        &[0x89, 0x44, 0x24, 0x08],
+        &[0x8b, 0x04, 0x8d, 0x00, 0x10, 0x00, 0x00],
+    ];
+    let all: Vec<(usize, u64)> = (0..16)
+        .map(|r| (r, 0xffff_8880_0400_0000 + (r as u64) * 0x1234_5678))
+        .collect();
+    for insn in instructions {
+        let keep = address_registers(insn, IP);
+        let kept: Vec<(usize, u64)> = all
+            .iter()
+            .copied()
+            .filter(|&(r, _)| keep & (1 << r) != 0)
+            .collect();
+        assert_eq!(access(insn, &kept), access(insn, &all), "{insn:02x?}");
+    }
+}

@@ -45,7 +45,7 @@ fn a_corrupt_chunk_is_an_error_not_a_report() {
         let kind = u32::from_le_bytes(bytes[pos..pos + 4].try_into().expect("4"));
         let len = u64::from_le_bytes(bytes[pos + 8..pos + 16].try_into().expect("8")) as usize;
         pos += dprof_format::SECTION_HEADER_SIZE + len;
-        if kind == dprof_format::SectionKind::Records as u32 {
+        if kind == dprof_format::SectionKind::Block as u32 {
             last_records_end = pos;
         }
     }
@@ -56,7 +56,7 @@ fn a_corrupt_chunk_is_an_error_not_a_report() {
         matches!(
             err,
             dprof_format::ProfileError::Checksum {
-                kind: dprof_format::SectionKind::Records,
+                kind: dprof_format::SectionKind::Block,
                 ..
             }
         ),
@@ -152,21 +152,44 @@ fn bounce_needs_two_cpus_in_one_lifetime() {
     assert_eq!((rq.objects, rq.bounced_objects, rq.bounce), (2, 1, true));
 }
 
+/// The example's records fed to the analyzer in the order they were written (a version 1
+/// file's order; version 2 reads in time order), as a reader of a collector's rings sees them.
+fn report_in_written_order(options: &Options) -> Report {
+    let header = example::header();
+    let symbols = crate::symbols::Kallsyms::parse(example::KALLSYMS.as_bytes());
+    let mut analyzer = Analyzer::new(&header, &symbols, options);
+    for (cpu, time_ns, record) in example::records().into_iter().flatten() {
+        let kind = record.kind();
+        let header = RecordHeader {
+            kind: kind as u16,
+            size: kind.record_size() as u16,
+            cpu,
+            time_ns,
+        };
+        analyzer.push(&header, &record);
+    }
+    analyzer.finish()
+}
+
 #[test]
-fn file_order_replay_gets_the_reused_address_wrong() {
+fn written_order_replay_gets_the_reused_address_wrong() {
     // With no room to reorder, CPU 1's t=4500 sample is replayed after the free and
     // reallocation of SKB_B at t=5000/5100 and lands in the second lifetime: one bounce fewer.
-    let r = report_of(
-        example::profile(),
-        &Options {
-            reorder_window_ns: 0,
-            reorder_capacity: 1,
-        },
-    );
+    let options = Options {
+        reorder_window_ns: 0,
+        reorder_capacity: 1,
+    };
+    let r = report_in_written_order(&options);
     let skb = ty(&r, "skbuff_head_cache");
     assert_eq!((skb.objects, skb.bounced_objects), (3, 1));
     assert!(r.ordering.late_records > 0);
     assert!(r.warnings.iter().any(|w| w.code == WarningCode::OutOfOrder));
+    // The reorder buffer puts them right, and a version 2 file is read in time order.
+    let reordered = report_in_written_order(&Options::default());
+    assert_eq!(ty(&reordered, "skbuff_head_cache").bounced_objects, 2);
+    let from_file = report_of(example::profile(), &options);
+    assert_eq!(ty(&from_file, "skbuff_head_cache").bounced_objects, 2);
+    assert_eq!(from_file.ordering.late_records, 0);
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{ExitCode, ExitStatus};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -16,9 +16,8 @@ use dprof_collect::error::CollectError;
 use dprof_collect::histories;
 use dprof_collect::observer::{Observer, Progress};
 use dprof_collect::options::{self, parse_period, CollectOptions, Period};
-use dprof_collect::record;
+use dprof_collect::record::{self, Recorded};
 use dprof_collect::workload::Workload;
-use dprof_format::StopInfo;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use dprof_model::units::{self, format_bytes, format_ns};
@@ -404,35 +403,40 @@ pub fn run(args: &CollectArgs) -> anyhow::Result<ExitCode> {
     let recorded = collection
         .record(&|| signals.which(), &mut terminal)
         .map_err(cli_error)?;
-    report(
-        &recorded.path,
-        recorded.records,
-        recorded.bytes,
-        &recorded.stop,
-        args.ring_size,
-    );
+    report(&recorded, args.ring_size);
     exit_code_of(recorded.workload, &signals, &mut terminal)
 }
 
 /// The one-line summary, and a loud warning when records were lost.
-fn report(path: &Path, records: u64, bytes: u64, stop: &StopInfo, ring_bytes: u32) {
-    for line in report_lines(path, records, bytes, stop, ring_bytes) {
+fn report(recorded: &Recorded, ring_bytes: u32) {
+    for line in report_lines(recorded, ring_bytes) {
         eprintln!("{line}");
     }
 }
 
-fn report_lines(
-    path: &Path,
-    records: u64,
-    bytes: u64,
-    stop: &StopInfo,
-    ring_bytes: u32,
-) -> Vec<String> {
+fn report_lines(recorded: &Recorded, ring_bytes: u32) -> Vec<String> {
+    let Recorded {
+        path,
+        records,
+        bytes,
+        stop,
+        cpu_ns,
+        ..
+    } = recorded;
     let lost = stop.device.as_ref().map(|d| d.records_lost);
     let lost_text = lost.map_or_else(|| "? lost".to_owned(), |n| format!("{n} lost"));
+    // What the collector cost per record: the figure that says whether it keeps up.
+    let cpu_text = match cpu_ns {
+        Some(ns) if *records > 0 => format!(
+            "; collector CPU {} ({:.2} µs per record)",
+            format_ns(*ns),
+            *ns as f64 / 1000.0 / *records as f64
+        ),
+        _ => String::new(),
+    };
     let mut lines = vec![format!(
-        "dprof: {records} records, {lost_text}, {} in {} ({}, {})",
-        format_bytes(bytes),
+        "dprof: {records} records, {lost_text}, {} in {} ({}, {}){cpu_text}",
+        format_bytes(*bytes),
         path.display(),
         stop.reason,
         format_ns(stop.elapsed_ns)

@@ -86,14 +86,14 @@ pub fn one_line_error(out: &Output) -> String {
     stderr
 }
 
-/// Header offset and payload length of each Records section of a whole profile.
+/// Header offset and payload length of each Block section (the records) of a whole profile.
 pub fn records_sections(bytes: &[u8]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut pos = dprof_format::FILE_HEADER_SIZE;
     while let Some(h) = bytes.get(pos..pos + dprof_format::SECTION_HEADER_SIZE) {
         let kind = u32::from_le_bytes(h[..4].try_into().expect("4 bytes"));
         let len = u64::from_le_bytes(h[8..].try_into().expect("8 bytes")) as usize;
-        if kind == dprof_format::SectionKind::Records as u32 {
+        if kind == dprof_format::SectionKind::Block as u32 {
             out.push((pos, len));
         }
         pos += dprof_format::SECTION_HEADER_SIZE + len;

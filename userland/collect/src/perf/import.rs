@@ -612,6 +612,7 @@ fn header_of(
             }),
             histories: None,
             causal: None,
+            sample_registers: dprof_format::SampleRegisters::All,
         },
         module: ModuleInfo {
             abi_version: ABI_VERSION,

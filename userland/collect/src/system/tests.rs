@@ -178,6 +178,7 @@ fn gathers_a_whole_header() {
         sampling: None,
         histories: None,
         causal: None,
+        sample_registers: dprof_format::SampleRegisters::All,
     };
     let module = ModuleInfo::from(dprof_abi::VersionInfo {
         abi_version: 1,

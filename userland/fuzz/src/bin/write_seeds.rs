@@ -1,5 +1,6 @@
 //! Writes the seed corpus of a fuzz target into the directory given:
-//! `write_seeds DIR [TARGET]`, TARGET being `profile_reader` (the default) or `ibs_decoder`.
+//! `write_seeds DIR [TARGET]`, TARGET being `profile_reader` (the default), `profile_blocks`
+//! or `ibs_decoder`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,15 +8,19 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1);
     let Some(dir) = args.next().map(PathBuf::from) else {
-        eprintln!("usage: write_seeds DIR [profile_reader|ibs_decoder]");
+        eprintln!("usage: write_seeds DIR [profile_reader|profile_blocks|ibs_decoder]");
         return ExitCode::from(2);
     };
     let target = args.next();
     let seeds = match target.as_ref().and_then(|t| t.to_str()) {
         None | Some("profile_reader") => dprof_fuzz::seeds(),
+        Some("profile_blocks") => dprof_fuzz::blocks::seeds(),
         Some("ibs_decoder") => dprof_fuzz::ibs::seeds(),
         Some(other) => {
-            eprintln!("write_seeds: unknown target {other:?}; use profile_reader or ibs_decoder");
+            eprintln!(
+                "write_seeds: unknown target {other:?}; use profile_reader, profile_blocks or \
+                 ibs_decoder"
+            );
             return ExitCode::from(2);
         }
     };

@@ -1,7 +1,7 @@
 use dprof_collect::options::{Event, Period as PeriodArg};
 use dprof_collect::samplers::{self, HardwareSamplers};
 use dprof_collect::sampling::{plan, Sampling};
-use dprof_format::{CpuCounters, DeviceCounters, StopReason};
+use dprof_format::{CpuCounters, DeviceCounters, StopInfo, StopReason};
 
 use super::*;
 
@@ -26,9 +26,20 @@ fn stop(lost: [u64; 3]) -> StopInfo {
     }
 }
 
+fn recorded(path: &str, records: u64, bytes: u64, stop: StopInfo) -> Recorded {
+    Recorded {
+        path: PathBuf::from(path),
+        records,
+        bytes,
+        stop,
+        workload: None,
+        cpu_ns: None,
+    }
+}
+
 #[test]
 fn summary_line_without_losses() {
-    let lines = report_lines(Path::new("out.dprof"), 1000, 64_000, &stop([0; 3]), 4 << 20);
+    let lines = report_lines(&recorded("out.dprof", 1000, 64_000, stop([0; 3])), 4 << 20);
     assert_eq!(
         lines,
         ["dprof: 1000 records, 0 lost, 62.5 KiB in out.dprof (duration elapsed, 2.500000000 s)"]
@@ -36,8 +47,23 @@ fn summary_line_without_losses() {
 }
 
 #[test]
+fn summary_line_says_what_the_collector_cost_per_record() {
+    let run = Recorded {
+        cpu_ns: Some(250_000_000),
+        ..recorded("out.dprof", 1_000_000, 64_000, stop([0; 3]))
+    };
+    assert_eq!(
+        report_lines(&run, 4 << 20),
+        [
+            "dprof: 1000000 records, 0 lost, 62.5 KiB in out.dprof (duration elapsed, \
+             2.500000000 s); collector CPU 0.250000000 s (0.25 µs per record)"
+        ]
+    );
+}
+
+#[test]
 fn losses_are_loud_and_suggest_a_ring_size() {
-    let lines = report_lines(Path::new("o"), 10, 640, &stop([5, 0, 7]), 4 << 20);
+    let lines = report_lines(&recorded("o", 10, 640, stop([5, 0, 7])), 4 << 20);
     assert_eq!(lines.len(), 2);
     assert!(lines[0].contains(" 12 lost,"), "{}", lines[0]);
     assert_eq!(
@@ -46,7 +72,7 @@ fn losses_are_loud_and_suggest_a_ring_size() {
          faster than dprof read them, so this profile is missing events; collect again with \
          a larger --ring-size (now 4 MiB per CPU; try --ring-size 16M)"
     );
-    let at_max = report_lines(Path::new("o"), 10, 640, &stop([1, 0, 0]), 256 << 20);
+    let at_max = report_lines(&recorded("o", 10, 640, stop([1, 0, 0])), 256 << 20);
     assert!(
         at_max[1].ends_with("collect fewer events or for a shorter time"),
         "{}",

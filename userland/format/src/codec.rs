@@ -1,0 +1,447 @@
+//! The record codec of format version 2: one CPU's records, within one block, as small
+//! deltas against the records before them.
+//!
+//! A record in a block is:
+//! ```text
+//! u8      kind (the ABI record kind)
+//! varint  time - time of the previous record in the block (zigzag: rings are in time order,
+//!         but nothing relies on it)
+//! varint  mask: bit i set when payload word i differs from word i of the previous record of
+//!         the same kind in the block (words: the payload as little-endian u64s)
+//! varint* one code per set bit, in word order:
+//!           c & 1 == 0   the word is the previous one plus zigzag(c >> 1)
+//!           c & 1 == 1   the word is entry c >> 1 of that word's recent values (below), or,
+//!                        for c >> 1 == RECENT, the raw word in the varint that follows
+//! ```
+//! Each word of each kind keeps its [`RECENT`] latest distinct values, latest first, so that a
+//! value that comes back (a call site, a cache, a task) costs one byte.
+//!
+//! Access samples are transformed before they are coded: the instruction pointer and the
+//! instruction bytes become an index into the file's code table ([`crate::code`]), so that the
+//! bytes are stored once per distinct instruction, and the registers the writer was told not
+//! to keep are zeroed. The IBS registers that repeat other fields (the op's address, the data
+//! addresses) are stored as their exclusive or with those, so that they cost nothing when
+//! they agree.
+//!
+//! The state starts from zero in every block, so that blocks decode independently.
+
+use dprof_abi::{
+    AccessSample, IbsRegs, RecordHeader, RecordKind, IBS_DC_LIN_AD, IBS_DC_PHYS_AD, IBS_OP_RIP,
+    MAX_RECORD_SIZE, RECORD_HEADER_SIZE, SAMPLE_INSN_BYTES, SAMPLE_REGS,
+};
+use integer_encoding::VarInt;
+
+/// Payload words of the largest record.
+pub(crate) const MAX_WORDS: usize = (MAX_RECORD_SIZE - RECORD_HEADER_SIZE) / 8;
+const _: () = assert!(MAX_WORDS <= 64, "the changed-word mask is a u64");
+/// Distinct earlier values each word remembers.
+const RECENT: usize = 5;
+/// One past the largest record kind number.
+const KIND_SLOTS: usize = 13;
+/// Bytes of the longest varint.
+const VARINT_MAX: usize = 10;
+
+/// What a code table entry holds: an instruction's address and bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct CodeKey {
+    pub ip: u64,
+    pub len: u8,
+    pub bytes: [u8; SAMPLE_INSN_BYTES],
+}
+
+/// The coding state of one CPU's records in one block: per record kind, the words of the
+/// last record of that kind, and each word's recent values.
+pub(crate) struct StreamState {
+    time: u64,
+    /// By kind number.
+    prev: Vec<[u64; MAX_WORDS]>,
+    /// By kind number.
+    recent: Vec<[[u64; RECENT]; MAX_WORDS]>,
+}
+
+impl std::fmt::Debug for StreamState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamState")
+            .field("time", &self.time)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StreamState {
+    pub(crate) fn new() -> Self {
+        Self {
+            time: 0,
+            prev: vec![[0; MAX_WORDS]; KIND_SLOTS],
+            recent: vec![[[0; RECENT]; MAX_WORDS]; KIND_SLOTS],
+        }
+    }
+
+    /// Time of the last record coded or decoded.
+    pub(crate) fn time(&self) -> u64 {
+        self.time
+    }
+
+    /// Back to the state a block starts in.
+    pub(crate) fn reset(&mut self) {
+        self.time = 0;
+        self.prev.iter_mut().for_each(|k| k.fill(0));
+        self.recent.iter_mut().for_each(|k| k.fill([0; RECENT]));
+    }
+}
+
+/// Remembers `value` as the latest of `recent`, which held it at `hit`.
+#[inline]
+fn remember(recent: &mut [u64; RECENT], value: u64, hit: Option<usize>) {
+    let end = hit.unwrap_or(RECENT - 1);
+    recent[..=end].rotate_right(1);
+    recent[0] = value;
+}
+
+fn put_varint(out: &mut Vec<u8>, value: u64) {
+    let mut buf = [0u8; VARINT_MAX];
+    let n = value.encode_var(&mut buf);
+    out.extend_from_slice(&buf[..n]);
+}
+
+fn zigzag(delta: u64) -> u64 {
+    let d = delta as i64;
+    ((d << 1) ^ (d >> 63)) as u64
+}
+
+fn unzigzag(z: u64) -> u64 {
+    ((z >> 1) as i64 ^ -((z & 1) as i64)) as u64
+}
+
+/// Why a block's bytes do not decode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BlockProblem {
+    /// The bytes end inside a record.
+    #[error("the block ends inside a record")]
+    Truncated,
+    /// A kind byte that is no record kind.
+    #[error("unknown record kind {0}")]
+    UnknownKind(u8),
+    /// The changed-word mask names words past the kind's payload.
+    #[error("the changed-word mask {mask:#x} names words a {kind} record does not have")]
+    BadMask {
+        /// The kind's name.
+        kind: &'static str,
+        /// The mask.
+        mask: u64,
+    },
+    /// A word code names a recent value that does not exist.
+    #[error("a word refers to recent value {0}, and only {RECENT} are kept")]
+    BadRecent(u64),
+    /// A sample names an instruction the code table does not have.
+    #[error("a sample names instruction {index} of a code table of {len}")]
+    UnknownCode {
+        /// The index.
+        index: u64,
+        /// Entries in the table.
+        len: usize,
+    },
+    /// Bytes follow the last record the block's header counts.
+    #[error("{0} bytes follow the block's last record")]
+    Trailing(usize),
+    /// The block payload is shorter than the block header.
+    #[error("the block is shorter than its {BLOCK_HEADER_SIZE}-byte header")]
+    ShortHeader,
+    /// The block is larger than a reader accepts.
+    #[error("the block declares {len} bytes, more than the {MAX_BLOCK} a block may hold")]
+    TooLarge {
+        /// Its declared length.
+        len: u64,
+    },
+    /// The block's CPU is not one the module has.
+    #[error("cpu {cpu} is not below the module's nr_cpu_ids {nr_cpu_ids}")]
+    Cpu {
+        /// CPU in the block header.
+        cpu: u32,
+        /// `nr_cpu_ids` from the header.
+        nr_cpu_ids: u32,
+    },
+    /// A block that holds no records.
+    #[error("the block holds no records")]
+    Empty,
+}
+
+/// Bytes of a block's header: u32 cpu, u32 records, u64 time of its first record.
+pub const BLOCK_HEADER_SIZE: usize = 16;
+/// Largest block payload a reader accepts.
+pub const MAX_BLOCK: usize = 1 << 20;
+/// Encoded bytes at which the writer ends a CPU's block.
+pub const WRITTEN_BLOCK: usize = 64 * 1024;
+
+/// A Block section, as [`crate::Profile::open`] found it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BlockInfo {
+    /// Offset of the section header.
+    pub offset: u64,
+    /// Payload length.
+    pub len: u64,
+    /// The block header at the start of the payload.
+    pub header: BlockHeader,
+}
+
+/// The header of a Block section's payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BlockHeader {
+    pub cpu: u32,
+    pub records: u32,
+    pub first_time: u64,
+}
+
+impl BlockHeader {
+    pub(crate) fn encode(&self) -> [u8; BLOCK_HEADER_SIZE] {
+        let mut out = [0u8; BLOCK_HEADER_SIZE];
+        out[0..4].copy_from_slice(&self.cpu.to_le_bytes());
+        out[4..8].copy_from_slice(&self.records.to_le_bytes());
+        out[8..16].copy_from_slice(&self.first_time.to_le_bytes());
+        out
+    }
+
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, BlockProblem> {
+        let head: &[u8; BLOCK_HEADER_SIZE] = bytes
+            .get(..BLOCK_HEADER_SIZE)
+            .and_then(|b| b.try_into().ok())
+            .ok_or(BlockProblem::ShortHeader)?;
+        let [c0, c1, c2, c3, r0, r1, r2, r3, t0, t1, t2, t3, t4, t5, t6, t7] = *head;
+        let header = Self {
+            cpu: u32::from_le_bytes([c0, c1, c2, c3]),
+            records: u32::from_le_bytes([r0, r1, r2, r3]),
+            first_time: u64::from_le_bytes([t0, t1, t2, t3, t4, t5, t6, t7]),
+        };
+        if header.records == 0 {
+            return Err(BlockProblem::Empty);
+        }
+        Ok(header)
+    }
+}
+
+/// Encodes the wire record `record` (header and payload, checked) at the end of `out`.
+/// `code_index` interns an instruction and says which registers to keep (a bit per
+/// [`dprof_abi::reg`] index).
+pub(crate) fn encode_record(
+    state: &mut StreamState,
+    header: &RecordHeader,
+    kind: RecordKind,
+    record: &[u8],
+    code_index: &mut dyn FnMut(CodeKey) -> (u64, u16),
+    out: &mut Vec<u8>,
+) {
+    let payload = &record[RECORD_HEADER_SIZE..usize::from(header.size)];
+    let mut words = [0u64; MAX_WORDS];
+    let n = payload.len() / 8;
+    for (word, bytes) in words.iter_mut().zip(payload.chunks_exact(8)) {
+        *word = u64::from_le_bytes(bytes.try_into().unwrap_or_default());
+    }
+    if matches!(kind, RecordKind::AccessSample | RecordKind::IbsSample) {
+        transform_sample(&mut words, payload, code_index);
+    }
+    out.push(kind as u8);
+    put_varint(out, zigzag(header.time_ns.wrapping_sub(state.time)));
+    state.time = header.time_ns;
+    let (prev, recent) = (
+        &mut state.prev[kind as usize],
+        &mut state.recent[kind as usize],
+    );
+    let mut mask = 0u64;
+    for (i, (word, old)) in words[..n].iter().zip(prev.iter()).enumerate() {
+        if word != old {
+            mask |= 1 << i;
+        }
+    }
+    put_varint(out, mask);
+    let mut bits = mask;
+    while bits != 0 {
+        let i = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        let word = words[i];
+        let hit = recent[i].iter().position(|&r| r == word);
+        let delta = zigzag(word.wrapping_sub(prev[i]));
+        match hit {
+            Some(j) => put_varint(out, ((j as u64) << 1) | 1),
+            None if delta >> 63 == 0 => put_varint(out, delta << 1),
+            None => {
+                put_varint(out, ((RECENT as u64) << 1) | 1);
+                put_varint(out, word);
+            }
+        }
+        remember(&mut recent[i], word, hit);
+        prev[i] = word;
+    }
+}
+
+/// Sample payload words: the ip, the instruction bytes and their length.
+const IP_WORD: usize = 0;
+const REGS_WORD: usize = 1;
+/// `insn` follows `ip`, the registers, `gs_base` and `pid`/`tid`.
+const INSN_WORD: usize = REGS_WORD + SAMPLE_REGS + 2;
+/// Its length is the first byte of the word after the bytes.
+const INSN_LEN_WORD: usize = INSN_WORD + SAMPLE_INSN_BYTES / 8;
+const DATA_ADDR_WORD: usize = INSN_LEN_WORD + 1;
+const PHYS_ADDR_WORD: usize = DATA_ADDR_WORD + 1;
+/// The IBS registers follow the sample and their `caps` word.
+const IBS_REGS_WORD: usize = AccessSample::SIZE / 8 + 1;
+const _: () = assert!(IBS_REGS_WORD + IbsRegs::SIZE / 8 - 1 == MAX_WORDS);
+
+fn transform_sample(
+    words: &mut [u64; MAX_WORDS],
+    payload: &[u8],
+    code_index: &mut dyn FnMut(CodeKey) -> (u64, u16),
+) {
+    let len = (words[INSN_LEN_WORD] & 0xff) as u8;
+    // Bytes past the length are not the instruction's: not kept.
+    let mut bytes = [0u8; SAMPLE_INSN_BYTES];
+    let valid = usize::from(len).min(SAMPLE_INSN_BYTES);
+    bytes[..valid].copy_from_slice(&payload[INSN_WORD * 8..INSN_WORD * 8 + valid]);
+    let ip = words[IP_WORD];
+    let (index, keep) = code_index(CodeKey { ip, len, bytes });
+    words[IP_WORD] = index;
+    words[INSN_WORD..INSN_LEN_WORD].fill(0);
+    words[INSN_LEN_WORD] &= !0xff;
+    for (r, word) in words[REGS_WORD..][..SAMPLE_REGS].iter_mut().enumerate() {
+        if keep & (1 << r) == 0 {
+            *word = 0;
+        }
+    }
+    if payload.len() > AccessSample::SIZE {
+        words[IBS_REGS_WORD + IBS_OP_RIP] ^= ip;
+        words[IBS_REGS_WORD + IBS_DC_LIN_AD] ^= words[DATA_ADDR_WORD];
+        words[IBS_REGS_WORD + IBS_DC_PHYS_AD] ^= words[PHYS_ADDR_WORD];
+    }
+}
+
+/// Word `i` of a payload.
+#[inline]
+fn word_at(payload: &[u8], i: usize) -> u64 {
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(&payload[i * 8..i * 8 + 8]);
+    u64::from_le_bytes(bytes)
+}
+
+#[inline]
+fn set_word(payload: &mut [u8], i: usize, value: u64) {
+    payload[i * 8..i * 8 + 8].copy_from_slice(&value.to_le_bytes());
+}
+
+/// Undoes [`transform_sample`] on a decoded payload, with the sample's code table entry.
+fn untransform_sample(payload: &mut [u8], ibs: bool, code: &CodeKey) {
+    if ibs {
+        let xor = |p: &mut [u8], i: usize, with: u64| set_word(p, i, word_at(p, i) ^ with);
+        let (data, phys) = (
+            word_at(payload, DATA_ADDR_WORD),
+            word_at(payload, PHYS_ADDR_WORD),
+        );
+        xor(payload, IBS_REGS_WORD + IBS_OP_RIP, code.ip);
+        xor(payload, IBS_REGS_WORD + IBS_DC_LIN_AD, data);
+        xor(payload, IBS_REGS_WORD + IBS_DC_PHYS_AD, phys);
+    }
+    set_word(payload, IP_WORD, code.ip);
+    payload[INSN_WORD * 8..INSN_WORD * 8 + SAMPLE_INSN_BYTES].copy_from_slice(&code.bytes);
+    payload[INSN_LEN_WORD * 8] = code.len;
+}
+
+/// A decoding position in a block's records.
+pub(crate) struct Cursor<'a> {
+    pub bytes: &'a [u8],
+    pub pos: usize,
+}
+
+impl Cursor<'_> {
+    #[inline]
+    fn varint(&mut self) -> Result<u64, BlockProblem> {
+        // Most codes are one byte.
+        if let Some(&b) = self.bytes.get(self.pos) {
+            if b < 0x80 {
+                self.pos += 1;
+                return Ok(u64::from(b));
+            }
+        }
+        let rest = self.bytes.get(self.pos..).unwrap_or_default();
+        let (value, n) = u64::decode_var(rest).ok_or(BlockProblem::Truncated)?;
+        self.pos += n;
+        Ok(value)
+    }
+
+    fn byte(&mut self) -> Result<u8, BlockProblem> {
+        let b = *self.bytes.get(self.pos).ok_or(BlockProblem::Truncated)?;
+        self.pos += 1;
+        Ok(b)
+    }
+}
+
+/// Decodes the record at `cursor` into `out` as wire bytes (header and payload), for `cpu`.
+/// Returns its kind. The wire record is not checked here: the caller checks it as it checks
+/// a version 1 record.
+pub(crate) fn decode_record(
+    state: &mut StreamState,
+    cursor: &mut Cursor<'_>,
+    cpu: u32,
+    code: &[CodeKey],
+    out: &mut [u8; MAX_RECORD_SIZE],
+) -> Result<RecordKind, BlockProblem> {
+    let raw_kind = cursor.byte()?;
+    let kind = RecordKind::from_u16(u16::from(raw_kind))
+        .filter(|k| (*k as usize) < KIND_SLOTS)
+        .ok_or(BlockProblem::UnknownKind(raw_kind))?;
+    let time = state.time.wrapping_add(unzigzag(cursor.varint()?));
+    state.time = time;
+    let size = kind.record_size();
+    let n = (size - RECORD_HEADER_SIZE) / 8;
+    let mask = cursor.varint()?;
+    if n < 64 && mask >> n != 0 {
+        return Err(BlockProblem::BadMask {
+            kind: kind.name(),
+            mask,
+        });
+    }
+    let (prev, recent) = (
+        &mut state.prev[kind as usize],
+        &mut state.recent[kind as usize],
+    );
+    let mut bits = mask;
+    while bits != 0 {
+        let i = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        let c = cursor.varint()?;
+        let (value, hit) = if c & 1 == 0 {
+            (prev[i].wrapping_add(unzigzag(c >> 1)), None)
+        } else {
+            let j = c >> 1;
+            match usize::try_from(j) {
+                Ok(j) if j < RECENT => (recent[i][j], Some(j)),
+                Ok(RECENT) => (cursor.varint()?, None),
+                _ => return Err(BlockProblem::BadRecent(j)),
+            }
+        };
+        remember(&mut recent[i], value, hit);
+        prev[i] = value;
+    }
+    let header = RecordHeader {
+        kind: kind as u16,
+        size: size as u16,
+        cpu,
+        time_ns: time,
+    };
+    let mut head = [0u8; RECORD_HEADER_SIZE];
+    header.encode(&mut head);
+    out[..RECORD_HEADER_SIZE].copy_from_slice(&head);
+    let payload = &mut out[RECORD_HEADER_SIZE..size];
+    for (bytes, word) in payload.chunks_exact_mut(8).zip(prev.iter()) {
+        bytes.copy_from_slice(&word.to_le_bytes());
+    }
+    if matches!(kind, RecordKind::AccessSample | RecordKind::IbsSample) {
+        let index = prev[IP_WORD];
+        let entry = usize::try_from(index)
+            .ok()
+            .and_then(|i| code.get(i))
+            .ok_or(BlockProblem::UnknownCode {
+                index,
+                len: code.len(),
+            })?;
+        untransform_sample(payload, kind == RecordKind::IbsSample, entry);
+    }
+    Ok(kind)
+}
