@@ -62,6 +62,9 @@ pub struct Options {
     pub reorder_window_ns: u64,
     /// At most this many records wait in the reorder buffer.
     pub reorder_capacity: usize,
+    /// Read and decode the records on a second thread while this one replays them, when the
+    /// machine has more than one CPU. The report is the same either way.
+    pub two_threads: bool,
 }
 
 impl Default for Options {
@@ -69,6 +72,7 @@ impl Default for Options {
         Self {
             reorder_window_ns: 2_000_000_000,
             reorder_capacity: 1 << 20,
+            two_threads: true,
         }
     }
 }
@@ -150,20 +154,26 @@ fn analyze_inner(
     if views.is_some() {
         analyzer.record_views();
     }
-    let mut records = profile.records();
     let mut now = Progress {
         records_done: 0,
         records_total: profile.record_count(),
     };
     progress(now);
-    while let Some(pushed) =
-        records.next_view_with(|header, record| analyzer.push_view(header, record))
-    {
-        pushed?;
-        analyzer.prefetch_next(records.upcoming());
-        now.records_done += 1;
-        if now.records_done.is_multiple_of(PROGRESS_EVERY) {
-            progress(now);
+    let two_threads =
+        options.two_threads && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    if two_threads {
+        replay_in_two_threads(profile, &mut analyzer, options, &mut now, progress)?;
+    } else {
+        let mut records = profile.records();
+        while let Some(pushed) =
+            records.next_view_with(|header, record| analyzer.push_view(header, record))
+        {
+            pushed?;
+            analyzer.prefetch_next(records.upcoming());
+            now.records_done += 1;
+            if now.records_done.is_multiple_of(PROGRESS_EVERY) {
+                progress(now);
+            }
         }
     }
     progress(now);
@@ -189,6 +199,71 @@ fn analyze_inner(
         );
     }
     Ok(report)
+}
+
+/// Records the front of a two-thread analysis reads before it hands their items over.
+const FORWARD_BATCH: u64 = 4096;
+
+/// Batches handed over and not yet replayed, at most: the front reads ahead this far.
+const FORWARD_QUEUE: usize = 8;
+
+/// The analysis on two threads: one reads the records, decodes the samples and counts (an
+/// [`Analyzer`] that forwards instead of replaying), the other (this one) replays what it
+/// forwards through `analyzer`, in the same order, so the report is the one a single thread
+/// gives. Memory stays bounded: the front waits when [`FORWARD_QUEUE`] batches are queued.
+fn replay_in_two_threads(
+    profile: &Profile,
+    analyzer: &mut Analyzer<'_>,
+    options: &Options,
+    now: &mut Progress,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(), ProfileError> {
+    let header = profile.header();
+    let (sender, receiver) = std::sync::mpsc::sync_channel::<(Vec<Item>, u64)>(FORWARD_QUEUE);
+    let front = std::thread::scope(|scope| {
+        let reader = scope.spawn(move || -> Result<State, ProfileError> {
+            // The front resolves nothing: it needs no symbols.
+            let mut front = Analyzer::new(header, &crate::resolve::NoSymbols, options);
+            front.forward = Some(Forward::default());
+            let mut records = profile.records();
+            let mut read = 0u64;
+            let send = |front: &mut Analyzer<'_>, read: &mut u64| {
+                let items = front
+                    .forward
+                    .as_mut()
+                    .map(|f| std::mem::take(&mut f.items))
+                    .unwrap_or_default();
+                // The replay stopped only if it is gone; the error is then its own.
+                let _ = sender.send((items, std::mem::take(read)));
+            };
+            while let Some(pushed) =
+                records.next_view_with(|header, record| front.push_view(header, record))
+            {
+                pushed?;
+                read += 1;
+                if read == FORWARD_BATCH {
+                    send(&mut front, &mut read);
+                }
+            }
+            send(&mut front, &mut read);
+            Ok(front.state)
+        });
+        for (items, read) in receiver {
+            for item in items {
+                analyzer.apply(item);
+            }
+            let before = now.records_done / PROGRESS_EVERY;
+            now.records_done += read;
+            if now.records_done / PROGRESS_EVERY != before {
+                progress(*now);
+            }
+        }
+        reader
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })?;
+    analyzer.absorb_front(front);
+    Ok(())
 }
 
 /// What waits in the reorder buffer.
@@ -467,6 +542,28 @@ pub struct Analyzer<'s> {
     state: State,
     /// Family and model of the profiled CPU when it is AMD: the IBS decoder's quirks.
     amd_cpu: Option<dprof_ibs::CpuModel>,
+    /// When this analyzer is the front of a two-thread analysis ([`analyze_inner`]): what
+    /// the replay needs, in record order, instead of replaying it here.
+    forward: Option<Forward>,
+}
+
+/// What the front of a two-thread analysis (reading, decoding, counting) hands the replay
+/// (address set, resolution, aggregation), in record order.
+#[derive(Clone, Copy, Debug)]
+enum Item {
+    /// An event for the reorder buffer.
+    Event { time: u64, cpu: u32, event: Event },
+    /// A cache's name and geometry.
+    CacheInfo(dprof_abi::CacheInfo),
+    /// A CPU's `%gs` base, when it is new.
+    GsBase { cpu: u32, gs_base: u64 },
+}
+
+/// Items waiting to be sent, and the `%gs` bases already sent.
+#[derive(Debug, Default)]
+struct Forward {
+    items: Vec<Item>,
+    gs_bases: Vec<u64>,
 }
 
 /// Everything the replay updates (apart from the resolver).
@@ -530,6 +627,7 @@ impl<'s> Analyzer<'s> {
             ),
             batch: Vec::new(),
             state: State::default(),
+            forward: None,
             amd_cpu: header
                 .cpu_id
                 .as_ref()
@@ -624,18 +722,28 @@ impl<'s> Analyzer<'s> {
     /// Hands an event to the reorder buffer, replaying what leaves it.
     #[inline]
     fn reorder_push(&mut self, header: &RecordHeader, event: Event) {
+        if let Some(forward) = &mut self.forward {
+            forward.items.push(Item::Event {
+                time: header.time_ns,
+                cpu: header.cpu,
+                event,
+            });
+            return;
+        }
+        self.reorder_event(header.time_ns, header.cpu, event);
+    }
+
+    /// [`Analyzer::reorder_push`] here, not forwarded.
+    #[inline]
+    fn reorder_event(&mut self, time: u64, cpu: u32, event: Event) {
         let (resolver, state, batch) = (&mut self.resolver, &mut self.state, &mut self.batch);
-        self.reorder.push(
-            header.cpu,
-            header.time_ns,
-            (header.cpu, event),
-            |time, &(cpu, event)| {
+        self.reorder
+            .push(cpu, time, (cpu, event), |time, &(cpu, event)| {
                 batch.push((time, cpu, event));
                 if batch.len() >= MAX_BATCH {
                     replay_batch(resolver, state, batch);
                 }
-            },
-        );
+            });
         // Replayed before the next record is read, as if replayed as they left.
         if !self.batch.is_empty() {
             replay_batch(&mut self.resolver, &mut self.state, &mut self.batch);
@@ -660,7 +768,10 @@ impl<'s> Analyzer<'s> {
         let st = &mut self.state;
         let event = match record {
             Record::CacheInfo(info) => {
-                self.resolver.cache_info(info);
+                match &mut self.forward {
+                    Some(forward) => forward.items.push(Item::CacheInfo(*info)),
+                    None => self.resolver.cache_info(info),
+                }
                 return;
             }
             Record::Lost(lost) => {
@@ -713,7 +824,10 @@ impl<'s> Analyzer<'s> {
             return None;
         }
         let gs_base = sample.gs_base();
-        self.resolver.learn_gs_base(cpu, gs_base);
+        match &mut self.forward {
+            Some(forward) => forward.gs_base(cpu, gs_base),
+            None => self.resolver.learn_gs_base(cpu, gs_base),
+        }
         if let Some(h) = &hw {
             if !h.memory_op {
                 self.state.buckets[Bucket::NoMemoryOperand.index()] += 1;
@@ -763,6 +877,35 @@ impl<'s> Analyzer<'s> {
             hw,
             latency,
         }))
+    }
+
+    /// The replay's side of a two-thread analysis: what the front forwarded, in its order.
+    fn apply(&mut self, item: Item) {
+        match item {
+            Item::Event { time, cpu, event } => self.reorder_event(time, cpu, event),
+            Item::CacheInfo(info) => self.resolver.cache_info(&info),
+            Item::GsBase { cpu, gs_base } => self.resolver.learn_gs_base(cpu, gs_base),
+        }
+    }
+
+    /// Takes over what the front of a two-thread analysis counted: records, times, lost
+    /// records, the samples it put in buckets, hardware counts, histories and experiments.
+    fn absorb_front(&mut self, front: State) {
+        let st = &mut self.state;
+        for (mine, theirs) in st.buckets.iter_mut().zip(front.buckets) {
+            *mine += theirs;
+        }
+        st.records = front.records;
+        st.first_time = front.first_time;
+        st.last_time = front.last_time;
+        st.lost = front.lost;
+        st.gs_relative_samples = front.gs_relative_samples;
+        st.hw_samples = front.hw_samples;
+        st.hw_addresses = front.hw_addresses;
+        st.hw_address_mismatches = front.hw_address_mismatches;
+        st.hw_kinds = front.hw_kinds;
+        st.history_records = front.history_records;
+        st.experiments = front.experiments;
     }
 
     /// Also records, from now on, what the miss classification and working-set views need:
@@ -836,6 +979,22 @@ impl<'s> Analyzer<'s> {
     #[must_use]
     pub const fn saw_histories(&self) -> bool {
         self.state.history_records > 0
+    }
+}
+
+impl Forward {
+    /// Forwards `cpu`'s `%gs` base when it differs from the last one forwarded.
+    #[inline]
+    fn gs_base(&mut self, cpu: u32, gs_base: u64) {
+        let i = cpu as usize;
+        if self.gs_bases.get(i) == Some(&gs_base) {
+            return;
+        }
+        if self.gs_bases.len() <= i {
+            self.gs_bases.resize(i + 1, 0);
+        }
+        self.gs_bases[i] = gs_base;
+        self.items.push(Item::GsBase { cpu, gs_base });
     }
 }
 

@@ -4,7 +4,9 @@
 //! objects that live and die, 2000 instructions with real x86-64 bytes, 8 CPUs whose records
 //! are interleaved per drain as the collector writes them) to a temporary file, then opens it
 //! and runs the analysis (reading and checking the records, decode, time-order, address set
-//! replay, resolution, aggregation) on one thread, and prints samples per second and peak
+//! replay, resolution, aggregation) as `dprof report` does (on two threads when the machine
+//! has two CPUs: one reads and decodes, one replays; `--one-thread` for one), and prints
+//! samples per second and peak
 //! memory.
 //!
 //! Peak memory is the process's peak resident set (`VmHWM` in `/proc/self/status`, the value
@@ -87,6 +89,10 @@ struct Args {
     /// machine one run can be several times slower than the next.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     repeat: u32,
+    /// Analyze on one thread (by default the records are read and decoded on a second one
+    /// while this one replays them, as `dprof report` does).
+    #[arg(long)]
+    one_thread: bool,
     /// Also time the analysis with the miss classification and working-set views, and the
     /// cache simulation's throughput.
     #[arg(long)]
@@ -119,7 +125,7 @@ fn main() -> anyhow::Result<()> {
             bytes as f64 / f64::from(1 << 20)
         );
     }
-    let result = bench(&path, args.breakdown, args.repeat).and_then(|()| {
+    let result = bench(&path, args.breakdown, args.repeat, args.one_thread).and_then(|()| {
         if args.views {
             bench_views(&path, &args.convergence)
         } else {
@@ -134,7 +140,7 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn bench(path: &Path, breakdown: bool, repeat: u32) -> anyhow::Result<()> {
+fn bench(path: &Path, breakdown: bool, repeat: u32, one_thread: bool) -> anyhow::Result<()> {
     // Reset the peak so that it measures opening and analyzing, not generating.
     let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
     let started = Instant::now();
@@ -153,10 +159,14 @@ fn bench(path: &Path, breakdown: bool, repeat: u32) -> anyhow::Result<()> {
     let mut last = None;
     for _ in 0..repeat {
         let started = Instant::now();
-        let cpu_before = thread_cpu_ns();
-        let report = pipeline::analyze(&profile, &Options::default())?;
+        let cpu_before = process_cpu_ns();
+        let options = Options {
+            two_threads: !one_thread,
+            ..Options::default()
+        };
+        let report = pipeline::analyze(&profile, &options)?;
         let wall = started.elapsed().as_secs_f64();
-        let on_cpu = thread_cpu_ns()
+        let on_cpu = process_cpu_ns()
             .zip(cpu_before)
             .map(|(after, before)| after.saturating_sub(before) as f64 / 1e9);
         runs.push((wall, on_cpu));
@@ -173,9 +183,14 @@ fn bench(path: &Path, breakdown: bool, repeat: u32) -> anyhow::Result<()> {
     let median = walls.get(walls.len() / 2).copied().unwrap_or(f64::NAN);
     let rate = |s: f64| samples as f64 / s / 1e6;
     say!(
-        "analysis: {samples} samples, {} records in {best:.2} s on one thread, reading \
-         and checking the records included: {:.2} M samples/s, {:.2} M records/s{}",
+        "analysis: {samples} samples, {} records in {best:.2} s on {}, reading and checking \
+         the records included: {:.2} M samples/s, {:.2} M records/s{}",
         profile.record_count(),
+        if one_thread {
+            "one thread"
+        } else {
+            "two threads"
+        },
         rate(best),
         profile.record_count() as f64 / best / 1e6,
         if repeat > 1 {
@@ -189,8 +204,8 @@ fn bench(path: &Path, breakdown: bool, repeat: u32) -> anyhow::Result<()> {
     );
     if let Some(on_cpu) = runs.iter().filter_map(|r| r.1).min_by(f64::total_cmp) {
         say!(
-            "  on-CPU time of the analysis thread: {on_cpu:.2} s: {:.2} M samples/s per core \
-             (wall time includes waiting for a CPU on a busy machine)",
+            "  on-CPU time of the analysis, all its threads: {on_cpu:.2} s: {:.2} M samples/s \
+             per CPU second (wall time includes waiting for a CPU on a busy machine)",
             rate(on_cpu)
         );
     }
@@ -413,6 +428,15 @@ fn on_cpu_since(before: Option<u64>) -> String {
                 after.saturating_sub(before) as f64 / 1e9
             )
         })
+}
+
+/// Nanoseconds this process (every thread, ended ones too) has run on a CPU.
+fn process_cpu_ns() -> Option<u64> {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_PROCESS_CPUTIME_ID).ok()?;
+    u64::try_from(t.tv_sec())
+        .ok()?
+        .checked_mul(1_000_000_000)?
+        .checked_add(u64::try_from(t.tv_nsec()).ok()?)
 }
 
 /// Nanoseconds this thread has run on a CPU (/proc/thread-self/schedstat, first field).

@@ -178,6 +178,7 @@ fn written_order_replay_gets_the_reused_address_wrong() {
     let options = Options {
         reorder_window_ns: 0,
         reorder_capacity: 1,
+        two_threads: false,
     };
     let r = report_in_written_order(&options);
     let skb = ty(&r, "skbuff_head_cache");
@@ -506,6 +507,7 @@ fn arbitrary_records_do_not_panic() {
             &Options {
                 reorder_window_ns: rng.next() % 10_000,
                 reorder_capacity: (rng.next() % 64) as usize,
+                two_threads: rng.next().is_multiple_of(2),
             },
         );
         for _ in 0..2_000 {
@@ -767,5 +769,47 @@ mod reordering_model {
             assert_eq!(buf.counts(), model.counts, "round {round}");
             assert!(buf.is_empty());
         }
+    }
+}
+
+/// Two threads (one reading and decoding, one replaying) give the very report one thread
+/// gives, on profiles with every kind of record.
+#[test]
+fn two_threads_give_the_report_one_thread_gives() {
+    let profiles = [
+        ("example", example::profile()),
+        ("views", dprof_fixtures::views::profile()),
+        ("histories", dprof_fixtures::histories::profile()),
+        (
+            "ibs",
+            dprof_fixtures::hardware::profile(dprof_fixtures::hardware::Sampler::Ibs),
+        ),
+        ("causal", dprof_fixtures::causal::profile_with_samples()),
+    ];
+    for (name, bytes) in profiles {
+        let profile = Profile::from_vec(bytes).expect("valid profile");
+        let symbols = crate::symbols::Kallsyms::parse(profile.kallsyms());
+        let views = crate::views::ViewOptions::default();
+        let report = |two_threads| {
+            let options = Options {
+                two_threads,
+                ..Options::default()
+            };
+            analyze_views(&profile, &symbols, &options, &views, &mut |_| {}).expect("valid")
+        };
+        // The cache simulation's own timing is the one thing that differs run to run.
+        let timeless = |mut r: Report| {
+            if let Some(ws) = r.working_set.as_mut() {
+                ws.simulation.seconds = 0.0;
+                ws.simulation.accesses_per_second = 0.0;
+            }
+            r
+        };
+        let (one, two) = (timeless(report(false)), timeless(report(true)));
+        assert!(one == two, "{name}: the reports differ");
+        assert!(
+            one.coverage.total_samples > 0 || name == "histories",
+            "{name}"
+        );
     }
 }
