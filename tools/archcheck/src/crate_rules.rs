@@ -144,12 +144,14 @@ pub const RULES: &[Rule] = &[
         workspace: Only(&[
             "dprof-abi",
             "dprof-analysis",
+            "dprof-collect",
             "dprof-fixtures",
             "dprof-format",
             "dprof-model",
         ]),
         external: Any,
-        why: "a benchmark binary: runs the analysis on synthetic profiles, like the fuzz targets",
+        why: "a benchmark binary: runs the analysis on synthetic profiles, like the fuzz targets, \
+              and reads the process's CPU clock as the collector does",
     },
     Rule {
         package: "dprof-fuzz",

@@ -26,7 +26,11 @@
 //! ([`Analyzer::prefetch_next`]). Prefetches are hints: results do not depend on them.
 //!
 //! [`Analyzer`] is the streaming form (a live session can feed it records as they are read);
-//! [`analyze`] runs it over a [`Profile`].
+//! [`analyze`] runs it over a [`Profile`], on two threads when the machine has two CPUs
+//! ([`Options::two_threads`]): a front [`Analyzer`] reads the records, decodes the samples and
+//! counts what needs no replay, and forwards the rest in record order (events, cache infos,
+//! new `%gs` bases) in batches through a bounded channel to this thread's [`Analyzer`], which
+//! reorders and replays them as it would have. The report is the same either way.
 
 pub mod reorder;
 

@@ -159,14 +159,14 @@ fn bench(path: &Path, breakdown: bool, repeat: u32, one_thread: bool) -> anyhow:
     let mut last = None;
     for _ in 0..repeat {
         let started = Instant::now();
-        let cpu_before = process_cpu_ns();
+        let cpu_before = dprof_collect::system::process_cpu_ns();
         let options = Options {
             two_threads: !one_thread,
             ..Options::default()
         };
         let report = pipeline::analyze(&profile, &options)?;
         let wall = started.elapsed().as_secs_f64();
-        let on_cpu = process_cpu_ns()
+        let on_cpu = dprof_collect::system::process_cpu_ns()
             .zip(cpu_before)
             .map(|(after, before)| after.saturating_sub(before) as f64 / 1e9);
         runs.push((wall, on_cpu));
@@ -428,15 +428,6 @@ fn on_cpu_since(before: Option<u64>) -> String {
                 after.saturating_sub(before) as f64 / 1e9
             )
         })
-}
-
-/// Nanoseconds this process (every thread, ended ones too) has run on a CPU.
-fn process_cpu_ns() -> Option<u64> {
-    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_PROCESS_CPUTIME_ID).ok()?;
-    u64::try_from(t.tv_sec())
-        .ok()?
-        .checked_mul(1_000_000_000)?
-        .checked_add(u64::try_from(t.tv_nsec()).ok()?)
 }
 
 /// Nanoseconds this thread has run on a CPU (/proc/thread-self/schedstat, first field).

@@ -149,15 +149,6 @@ pub struct Recorded {
     pub cpu_ns: Option<u64>,
 }
 
-/// CPU time of this process so far (ns): what collecting, translating and writing cost.
-fn process_cpu_ns() -> Option<u64> {
-    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_PROCESS_CPUTIME_ID).ok()?;
-    u64::try_from(t.tv_sec())
-        .ok()?
-        .checked_mul(1_000_000_000)?
-        .checked_add(u64::try_from(t.tv_nsec()).ok()?)
-}
-
 impl<B: Backend> Collection<'_, B> {
     /// Creates the file (as its `.partial`), starts the module and the command, and
     /// collects until the command exits, the duration passes or `interrupt` says so; then
@@ -183,7 +174,7 @@ impl<B: Backend> Collection<'_, B> {
             btf,
             header,
         } = self;
-        let cpu_at_start = process_cpu_ns();
+        let cpu_at_start = crate::system::process_cpu_ns();
         let mut writer = create_profile(
             &options.output,
             &header,
@@ -245,7 +236,7 @@ impl<B: Backend> Collection<'_, B> {
             bytes,
             stop,
             workload,
-            cpu_ns: process_cpu_ns()
+            cpu_ns: crate::system::process_cpu_ns()
                 .zip(cpu_at_start)
                 .map(|(end, start)| end.saturating_sub(start)),
         })

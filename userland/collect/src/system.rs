@@ -326,3 +326,14 @@ pub fn gather_header(
         module,
     })
 }
+
+/// CPU time of this process so far, every thread's, ended ones too (ns): what collecting,
+/// translating and writing cost, or what an analysis cost.
+#[must_use]
+pub fn process_cpu_ns() -> Option<u64> {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_PROCESS_CPUTIME_ID).ok()?;
+    u64::try_from(t.tv_sec())
+        .ok()?
+        .checked_mul(1_000_000_000)?
+        .checked_add(u64::try_from(t.tv_nsec()).ok()?)
+}

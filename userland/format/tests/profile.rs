@@ -1,6 +1,9 @@
 //! The profile reader and writer on synthetic files: round trips, every structural error, and
 //! bounded memory.
 
+mod support;
+use support::sections_of;
+
 use dprof_abi::{Alloc, Lost, Record};
 
 use dprof_fixtures::profile::{encode_record, example_header, example_profile, EXAMPLE_KALLSYMS};
@@ -85,19 +88,6 @@ fn any_error_of(bytes: &[u8]) -> ProfileError {
         Err(e) => e,
         Ok(profile) => profile.validate().expect_err("must be refused"),
     }
-}
-
-/// (kind, offset of the section header, payload length) of every section of a whole file.
-fn sections_of(bytes: &[u8]) -> Vec<(u32, usize, usize)> {
-    let mut out = Vec::new();
-    let mut pos = FILE_HEADER_SIZE;
-    while pos < bytes.len() {
-        let kind = u32::from_le_bytes(bytes[pos..pos + 4].try_into().expect("4"));
-        let len = u64::from_le_bytes(bytes[pos + 8..pos + 16].try_into().expect("8")) as usize;
-        out.push((kind, pos, len));
-        pos += SECTION_HEADER_SIZE + len;
-    }
-    out
 }
 
 /// Header offset and payload length of the Records sections of a whole file.

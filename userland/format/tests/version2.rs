@@ -1,6 +1,9 @@
 //! Format version 2: version 1 files still read, their records survive being written as
 //! version 2, the code table and the register filter, and corrupt blocks give errors.
 
+mod support;
+use support::sections_of;
+
 use dprof_abi::{reg, Record, RecordHeader, RecordKind};
 use dprof_fixtures::profile::{encode_record, example_header, software_sample};
 use dprof_format::*;
@@ -170,19 +173,6 @@ fn the_register_filter_keeps_only_what_it_names() {
         assert_eq!(s.regs[reg::RSP], 0xffff_c900_0001_3e80);
         assert_eq!((s.pid, s.tid), (10, 11));
     }
-}
-
-/// (kind, header offset, payload length) of every section.
-fn sections_of(bytes: &[u8]) -> Vec<(u32, usize, usize)> {
-    let mut out = Vec::new();
-    let mut pos = FILE_HEADER_SIZE;
-    while pos < bytes.len() {
-        let kind = u32::from_le_bytes(bytes[pos..pos + 4].try_into().expect("4"));
-        let len = u64::from_le_bytes(bytes[pos + 8..pos + 16].try_into().expect("8")) as usize;
-        out.push((kind, pos, len));
-        pos += SECTION_HEADER_SIZE + len;
-    }
-    out
 }
 
 fn small_profile() -> Vec<u8> {
