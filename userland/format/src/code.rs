@@ -6,8 +6,6 @@
 //! only grows and every section extends it. The writer puts a Code section with the new
 //! entries before each block that uses them; the reader reads every Code section at open.
 
-use std::collections::HashMap;
-
 use dprof_abi::SAMPLE_INSN_BYTES;
 
 use crate::codec::CodeKey;
@@ -21,7 +19,8 @@ pub const ALL_REGISTERS: u16 = u16::MAX;
 
 /// The writer's table: numbers instructions and remembers which registers each keeps.
 pub(crate) struct CodeInterner {
-    numbers: HashMap<CodeKey, u32>,
+    /// Looked up for every sample written: a fast hash.
+    numbers: rustc_hash::FxHashMap<CodeKey, u32>,
     entries: Vec<CodeKey>,
     keep: Vec<u16>,
     /// Entries not yet written in a Code section start here.
@@ -42,7 +41,7 @@ impl std::fmt::Debug for CodeInterner {
 impl CodeInterner {
     pub(crate) fn new() -> Self {
         Self {
-            numbers: HashMap::new(),
+            numbers: rustc_hash::FxHashMap::default(),
             entries: Vec::new(),
             keep: Vec::new(),
             unwritten: 0,

@@ -38,8 +38,6 @@ const _: () = assert!(MAX_WORDS <= 64, "the changed-word mask is a u64");
 const RECENT: usize = 5;
 /// One past the largest record kind number.
 const KIND_SLOTS: usize = 13;
-/// Bytes of the longest varint.
-const VARINT_MAX: usize = 10;
 
 /// What a code table entry holds: an instruction's address and bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -92,15 +90,23 @@ impl StreamState {
 /// Remembers `value` as the latest of `recent`, which held it at `hit`.
 #[inline]
 fn remember(recent: &mut [u64; RECENT], value: u64, hit: Option<usize>) {
+    // By hand: `rotate_right` on a slice this short is a `memmove` call.
     let end = hit.unwrap_or(RECENT - 1);
-    recent[..=end].rotate_right(1);
+    for k in (1..=end.min(RECENT - 1)).rev() {
+        recent[k] = recent[k - 1];
+    }
     recent[0] = value;
 }
 
-fn put_varint(out: &mut Vec<u8>, value: u64) {
-    let mut buf = [0u8; VARINT_MAX];
-    let n = value.encode_var(&mut buf);
-    out.extend_from_slice(&buf[..n]);
+/// LEB128, written byte by byte: the crate's `encode_var` needs a buffer copied in after,
+/// a `memmove` call per word on the collector's hot path.
+#[inline]
+fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push(value as u8 | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
 }
 
 fn zigzag(delta: u64) -> u64 {

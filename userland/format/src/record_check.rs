@@ -2,19 +2,6 @@
 
 use crate::error::RecordProblem;
 
-/// Checks one record at the start of `buf` the way both the writer and the reader do: a known
-/// kind with its exact size, a well-formed payload, whole within `buf`, and a CPU number below
-/// the module's `nr_cpu_ids`. Returns the record and its size.
-#[inline]
-pub(crate) fn check_record(
-    buf: &[u8],
-    nr_cpu_ids: u32,
-) -> Result<(dprof_abi::RecordHeader, dprof_abi::Record, usize), RecordProblem> {
-    let mut record = dprof_abi::Record::Lost(dprof_abi::Lost { count: 0 });
-    let (header, size) = check_record_into(buf, nr_cpu_ids, &mut record)?;
-    Ok((header, record, size))
-}
-
 /// [`check_record_into`] with access samples read in place (see
 /// [`dprof_abi::Record::decode_view`]).
 #[inline]
@@ -39,7 +26,9 @@ pub(crate) fn check_record_view<'a>(
     Ok((header, view))
 }
 
-/// [`check_record`] decoding into `out` (left alone on error), for readers that decode
+/// Checks one record at the start of `buf` the way both the writer and the reader do: a known
+/// kind with its exact size, a well-formed payload, whole within `buf`, and a CPU number below
+/// the module's `nr_cpu_ids`; decodes it into `out` (left alone on error), for readers that decode
 /// millions of records into one place.
 #[inline]
 pub(crate) fn check_record_into(

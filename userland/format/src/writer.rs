@@ -12,7 +12,7 @@ use crate::code::{CodeInterner, RegisterFilter};
 use crate::codec::{encode_record, BlockHeader, StreamState, BLOCK_HEADER_SIZE, WRITTEN_BLOCK};
 use crate::error::WriteError;
 use crate::header::{ProfileHeader, StopInfo};
-use crate::record_check::check_record;
+use crate::record_check::check_record_view;
 use crate::sections::{
     SectionKind, END_SIZE, FILE_HEADER_SIZE, FORMAT_VERSION, MAGIC, SECTION_HEADER_SIZE,
 };
@@ -129,14 +129,18 @@ impl<W: Write> ProfileEncoder<W> {
     /// [`WriteError::BadRecord`] when `bytes` are not whole valid records; [`WriteError::Io`].
     pub fn records(&mut self, bytes: &[u8]) -> Result<(), WriteError> {
         let mut pos = 0;
+        // Samples are checked in place, not copied out.
+        let mut scratch = dprof_abi::Record::Lost(dprof_abi::Lost { count: 0 });
         while let Some(rest) = bytes.get(pos..).filter(|r| !r.is_empty()) {
-            let (_, _, size) =
-                check_record(rest, self.nr_cpu_ids).map_err(|problem| WriteError::BadRecord {
-                    offset: pos,
-                    len: bytes.len(),
-                    problem,
+            let (header, _) =
+                check_record_view(rest, self.nr_cpu_ids, &mut scratch).map_err(|problem| {
+                    WriteError::BadRecord {
+                        offset: pos,
+                        len: bytes.len(),
+                        problem,
+                    }
                 })?;
-            pos += size;
+            pos += usize::from(header.size).max(dprof_abi::RECORD_ALIGN);
         }
         // Second pass: the records were checked above.
         let mut pos = 0;
