@@ -78,6 +78,12 @@ fn check_collect_messages(stderr: &str) {
         "{stderr}"
     );
     assert!(stderr.contains(" 0 lost"), "records were lost: {stderr}");
+    // The summary counts the bytes of every block, the last ones included.
+    assert!(
+        stderr.contains(" records, 0 lost, ") && !stderr.contains(", 0 B in "),
+        "{stderr}"
+    );
+    assert!(stderr.contains(" µs per record)"), "{stderr}");
 }
 
 /// Checks what every report of a perf-backend profile of this machine has: the header says

@@ -220,6 +220,13 @@ impl<B: Backend> Collection<'_, B> {
                 });
             }
         };
+        // The last blocks first, so that the bytes count every record.
+        writer
+            .write_open_blocks()
+            .map_err(|source| CollectError::Finish {
+                partial: dprof_format::partial_path(&options.output),
+                source,
+            })?;
         let records = writer.record_count();
         let bytes = writer.record_bytes();
         let text = capture_text(&tap, &symbols, &options.kcore, observer);

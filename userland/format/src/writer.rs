@@ -224,6 +224,18 @@ impl<W: Write> ProfileEncoder<W> {
         Ok(())
     }
 
+    /// Writes every CPU's block now, full or not (the next records start new ones), so that
+    /// [`ProfileEncoder::record_bytes`] counts every record handed in.
+    ///
+    /// # Errors
+    /// [`WriteError::Io`] when `out` fails.
+    pub fn write_open_blocks(&mut self) -> Result<(), WriteError> {
+        for cpu in 0..self.blocks.len() {
+            self.write_block(cpu)?;
+        }
+        Ok(())
+    }
+
     /// Encoded bytes of the records of each kind so far, by [`RecordKind`] number (index 0
     /// unused); block headers, section headers and the code table not included.
     #[must_use]
@@ -269,9 +281,7 @@ impl<W: Write> ProfileEncoder<W> {
     /// # Errors
     /// [`WriteError::Io`] when `out` fails.
     pub fn finish_with_text(mut self, stop: &StopInfo, text: &KernelText) -> Result<W, WriteError> {
-        for cpu in 0..self.blocks.len() {
-            self.write_block(cpu)?;
-        }
+        self.write_open_blocks()?;
         if !text.is_empty() {
             write_section(&mut self.out, SectionKind::Text, &text.encode())?;
         }
@@ -380,6 +390,16 @@ impl ProfileWriter {
     /// See [`ProfileEncoder::set_register_filter`].
     pub fn set_register_filter(&mut self, filter: RegisterFilter) {
         self.encoder.set_register_filter(filter);
+    }
+
+    /// See [`ProfileEncoder::write_open_blocks`].
+    ///
+    /// # Errors
+    /// [`WriteError::File`] when writing fails.
+    pub fn write_open_blocks(&mut self) -> Result<(), WriteError> {
+        self.encoder
+            .write_open_blocks()
+            .map_err(|e| with_path(e, "write", &self.partial))
     }
 
     /// See [`ProfileEncoder::bytes_per_record`].

@@ -310,3 +310,20 @@ fn hardware_samples_take_at_most_48_bytes() {
         assert!(back == records, "{sampler:?}: the samples read back differ");
     }
 }
+
+#[test]
+fn open_blocks_can_be_written_early_and_more_records_follow() {
+    let mut enc = ProfileEncoder::new(Vec::new(), &example_header(), b"", b"").expect("vec");
+    enc.records(&samples(10)).expect("valid");
+    assert_eq!(enc.record_bytes(), 0, "both CPUs' blocks are still open");
+    enc.write_open_blocks().expect("vec");
+    assert_eq!(enc.chunk_count(), 2);
+    let written = enc.record_bytes();
+    assert!(written > 0);
+    enc.write_open_blocks().expect("nothing left to write");
+    assert_eq!(enc.record_bytes(), written);
+    enc.records(&samples(10)).expect("valid");
+    let profile = Profile::from_vec(enc.finish(&stop()).expect("vec")).expect("valid");
+    assert_eq!(profile.chunk_count(), 4);
+    assert_eq!(profile.validate().expect("records"), 20);
+}
