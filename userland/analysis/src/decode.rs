@@ -11,11 +11,13 @@
 //! allocate on a cache hit. Samples that yield no single address are counted per reason in
 //! [`DecodeStats`], never guessed.
 //!
-//! What counts as one access: an instruction with exactly one explicit memory operand and no
-//! other memory location (iced's `used_memory`). String instructions, push/pop, call/ret,
-//! enter/leave, xlat and gathers touch memory through implicit or several operands and are
-//! [`NoAccess::MultipleMemoryOperands`]: they are real accesses, but not to one address this
-//! decoder can name.
+//! What an instruction accesses: every memory location iced's `used_memory` names, explicit
+//! or implicit, up to two of them: `mov` and friends have one; `push`/`pop`, `call`/`ret`,
+//! `leave` and the string instructions touch the stack or `%rsi`/`%rdi` implicitly, and
+//! `push (%rax)`, `call *(%rax)`, `movs` and `cmps` touch two locations
+//! ([`DecodeOutcome::Two`]), each with its own address. Only instructions with more (`enter`
+//! with nesting levels) or with one address per vector element (gathers, scatters) stay
+//! [`NoAccess::MultipleMemoryOperands`].
 
 use dprof_abi::{AccessSample, AccessSampleView, SAMPLE_INSN_BYTES, SAMPLE_REGS, SAMPLE_USER};
 use iced_x86::{
@@ -156,7 +158,8 @@ pub enum NoAccess {
     Undecodable,
     /// The instruction has no memory operand (register-only, branches, nop, ...).
     NoMemoryOperand,
-    /// Several memory operands or an implicit one: string ops, push/pop, call/ret, ...
+    /// More memory locations than two, or one per vector element: gathers and scatters,
+    /// `enter` with nesting levels.
     MultipleMemoryOperands,
     /// `lea` and other operands that compute an address without accessing memory.
     AddressOnly,
@@ -214,7 +217,7 @@ impl std::fmt::Display for NoAccess {
             Self::NoBytes => "no instruction bytes",
             Self::Undecodable => "undecodable",
             Self::NoMemoryOperand => "no memory operand",
-            Self::MultipleMemoryOperands => "implicit or several memory operands",
+            Self::MultipleMemoryOperands => "more memory locations than two (gathers, enter)",
             Self::AddressOnly => "address only (lea, prefetch)",
             Self::UserMode => "user mode",
             Self::UnsupportedSegment => "%fs-relative",
@@ -227,8 +230,23 @@ impl std::fmt::Display for NoAccess {
 pub enum DecodeOutcome {
     /// One memory operand at a computed address.
     Access(MemAccess),
-    /// No single data address, and why.
+    /// Two memory locations, in operand order: the explicit operand before the stack (`push
+    /// (%rax)` reads `(%rax)`, then writes the stack), `movs`'s destination before its source.
+    Two([MemAccess; 2]),
+    /// No data address, and why.
     None(NoAccess),
+}
+
+impl DecodeOutcome {
+    /// The accesses, first operand first (none for [`DecodeOutcome::None`]).
+    #[must_use]
+    pub fn accesses(&self) -> &[MemAccess] {
+        match self {
+            Self::Access(a) => std::slice::from_ref(a),
+            Self::Two(two) => two,
+            Self::None(_) => &[],
+        }
+    }
 }
 
 /// The decoded instruction of a sample, for display.
@@ -260,6 +278,9 @@ pub struct DecodeStats {
     pub read_writes: u64,
     /// Of the samples with an address, the %gs-relative ones (per-CPU data).
     pub gs_relative: u64,
+    /// Of the samples with an address, those whose instruction accessed a second location
+    /// (counted above by its first).
+    pub second_operands: u64,
     /// [`NoAccess::NoBytes`].
     pub no_bytes: u64,
     /// [`NoAccess::Undecodable`].
@@ -313,16 +334,21 @@ impl DecodeStats {
 
     fn record(&mut self, outcome: &DecodeOutcome) {
         self.samples += 1;
-        match outcome {
-            DecodeOutcome::Access(a) => {
+        match outcome.accesses() {
+            [] => {
+                if let DecodeOutcome::None(reason) = outcome {
+                    *self.count_mut(*reason) += 1;
+                }
+            }
+            [a, rest @ ..] => {
                 match a.kind {
                     AccessKind::Read => self.reads += 1,
                     AccessKind::Write => self.writes += 1,
                     AccessKind::ReadWrite => self.read_writes += 1,
                 }
                 self.gs_relative += u64::from(a.gs_relative);
+                self.second_operands += u64::from(!rest.is_empty());
             }
-            DecodeOutcome::None(reason) => *self.count_mut(*reason) += 1,
         }
     }
 
@@ -333,6 +359,7 @@ impl DecodeStats {
         self.writes += other.writes;
         self.read_writes += other.read_writes;
         self.gs_relative += other.gs_relative;
+        self.second_operands += other.second_operands;
         for reason in NoAccess::ALL {
             *self.count_mut(reason) += other.count(reason);
         }
@@ -355,6 +382,9 @@ impl std::fmt::Display for DecodeStats {
             self.with_address(),
             self.samples
         )?;
+        if self.second_operands > 0 {
+            write!(f, " ({} of them at two locations)", self.second_operands)?;
+        }
         let mut sep = "; ";
         for reason in NoAccess::ALL {
             let n = self.count(reason);
@@ -407,59 +437,63 @@ impl RegRef {
     }
 }
 
+/// One memory location an instruction accesses, without the register values:
+/// `segment + base + index * scale + disp`, cut to 32 bits first with 32-bit addressing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Operand {
+    base: Option<RegRef>,
+    index: Option<RegRef>,
+    scale: u8,
+    /// Displacement, or the absolute address for RIP-relative operands.
+    disp: u64,
+    addr32: bool,
+    gs: bool,
+    size: u32,
+    kind: AccessKind,
+}
+
+impl Operand {
+    #[inline]
+    fn apply(&self, regs: &impl Regs, gs_base: u64) -> MemAccess {
+        let mut addr = self.disp;
+        if let Some(b) = self.base {
+            addr = addr.wrapping_add(b.value(regs));
+        }
+        if let Some(i) = self.index {
+            addr = addr.wrapping_add(i.value(regs).wrapping_mul(u64::from(self.scale)));
+        }
+        if self.addr32 {
+            addr &= 0xffff_ffff;
+        }
+        if self.gs {
+            addr = addr.wrapping_add(gs_base);
+        }
+        MemAccess {
+            addr,
+            size: self.size,
+            kind: self.kind,
+            gs_relative: self.gs,
+        }
+    }
+}
+
 /// What one decoded instruction does with memory, without the register values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Template {
-    /// No single address.
+    /// No address.
     None(NoAccess),
-    /// `segment + base + index * scale + disp`, cut to 32 bits first with 32-bit addressing.
-    Mem {
-        base: Option<RegRef>,
-        index: Option<RegRef>,
-        scale: u8,
-        /// Displacement, or the absolute address for RIP-relative operands.
-        disp: u64,
-        addr32: bool,
-        gs: bool,
-        size: u32,
-        kind: AccessKind,
-    },
+    One(Operand),
+    Two([Operand; 2]),
 }
 
 impl Template {
     #[inline]
     fn apply(&self, regs: &impl Regs, gs_base: u64) -> DecodeOutcome {
-        match *self {
-            Self::None(reason) => DecodeOutcome::None(reason),
-            Self::Mem {
-                base,
-                index,
-                scale,
-                disp,
-                addr32,
-                gs,
-                size,
-                kind,
-            } => {
-                let mut addr = disp;
-                if let Some(b) = base {
-                    addr = addr.wrapping_add(b.value(regs));
-                }
-                if let Some(i) = index {
-                    addr = addr.wrapping_add(i.value(regs).wrapping_mul(u64::from(scale)));
-                }
-                if addr32 {
-                    addr &= 0xffff_ffff;
-                }
-                if gs {
-                    addr = addr.wrapping_add(gs_base);
-                }
-                DecodeOutcome::Access(MemAccess {
-                    addr,
-                    size,
-                    kind,
-                    gs_relative: gs,
-                })
+        match self {
+            Self::None(reason) => DecodeOutcome::None(*reason),
+            Self::One(op) => DecodeOutcome::Access(op.apply(regs, gs_base)),
+            Self::Two([a, b]) => {
+                DecodeOutcome::Two([a.apply(regs, gs_base), b.apply(regs, gs_base)])
             }
         }
     }
@@ -480,6 +514,9 @@ pub struct DecodedInsn {
     writes_address_register: bool,
     /// A string instruction (`movs`, `stos`, ...; with or without `rep`).
     string_op: bool,
+    /// It accesses memory through an operand its encoding does not name: the stack (`push`,
+    /// `call`, `ret`) or `%rsi`/`%rdi` (string instructions).
+    implicit_operand: bool,
 }
 
 impl DecodedInsn {
@@ -510,6 +547,14 @@ impl DecodedInsn {
         self.writes_address_register
     }
 
+    /// True when it accesses memory through an operand its encoding does not name (the stack
+    /// of `push`, `call` and `ret`; `%rsi`/`%rdi` of string instructions), whose registers
+    /// it moves on: registers captured after it executed no longer give that address.
+    #[must_use]
+    pub const fn has_implicit_operand(&self) -> bool {
+        self.implicit_operand
+    }
+
     /// True for string instructions (`movs`, `stos`, `lods`, `cmps`, `scas`), whose `rep`
     /// forms trap with the instruction pointer still on them while iterations remain.
     #[must_use]
@@ -517,21 +562,22 @@ impl DecodedInsn {
         self.string_op
     }
 
-    /// Read, write or both, when the instruction has one memory operand this decoder names.
+    /// Read, write or both, when the instruction accesses one memory location (with two, a
+    /// trap does not say which of them it was).
     #[must_use]
     pub const fn kind(&self) -> Option<AccessKind> {
         match self.template {
-            Template::Mem { kind, .. } => Some(kind),
-            Template::None(_) => None,
+            Template::One(op) => Some(op.kind),
+            Template::None(_) | Template::Two(_) => None,
         }
     }
 
-    /// Bytes its memory operand covers, when it has one this decoder names.
+    /// Bytes its memory location covers, when it accesses one.
     #[must_use]
     pub const fn size(&self) -> Option<u32> {
         match self.template {
-            Template::Mem { size, .. } => Some(size),
-            Template::None(_) => None,
+            Template::One(op) => Some(op.size),
+            Template::None(_) | Template::Two(_) => None,
         }
     }
 }
@@ -801,6 +847,14 @@ fn decode_insn_with(
         return Err(NoAccess::Undecodable);
     }
     let template = template(factory, &instr);
+    let explicit = (0..instr.op_count())
+        .filter(|&op| instr.op_kind(op) == OpKind::Memory)
+        .count();
+    let locations = match template {
+        Template::None(_) => 0,
+        Template::One(_) => 1,
+        Template::Two(_) => 2,
+    };
     Ok(DecodedInsn {
         ip,
         len,
@@ -808,6 +862,7 @@ fn decode_insn_with(
         template,
         writes_address_register: writes_address_register(factory, &instr),
         string_op: instr.is_string_instruction(),
+        implicit_operand: locations > explicit,
     })
 }
 
@@ -850,88 +905,89 @@ fn writes_address_register(factory: &mut InstructionInfoFactory, instr: &Instruc
 
 /// What `instr` does with memory.
 fn template(factory: &mut InstructionInfoFactory, instr: &Instruction) -> Template {
-    let mut explicit = 0;
-    let mut implicit = false;
-    for op in 0..instr.op_count() {
-        match instr.op_kind(op) {
-            OpKind::Memory => explicit += 1,
-            OpKind::MemorySegSI
-            | OpKind::MemorySegESI
-            | OpKind::MemorySegRSI
-            | OpKind::MemorySegDI
-            | OpKind::MemorySegEDI
-            | OpKind::MemorySegRDI
-            | OpKind::MemoryESDI
-            | OpKind::MemoryESEDI
-            | OpKind::MemoryESRDI => implicit = true,
-            _ => {}
-        }
-    }
     let mnemonic = instr.mnemonic();
     if matches!(mnemonic, Mnemonic::Nop | Mnemonic::Fnop) {
         // Multi-byte nops have a ModRM memory form that touches nothing.
         return Template::None(NoAccess::NoMemoryOperand);
     }
-    if mnemonic == Mnemonic::Lea {
-        return Template::None(NoAccess::AddressOnly);
-    }
-    if mnemonic == Mnemonic::Xlatb {
-        return Template::None(NoAccess::MultipleMemoryOperands);
-    }
+    let has_memory_operand = (0..instr.op_count()).any(|op| {
+        matches!(
+            instr.op_kind(op),
+            OpKind::Memory
+                | OpKind::MemorySegSI
+                | OpKind::MemorySegESI
+                | OpKind::MemorySegRSI
+                | OpKind::MemorySegDI
+                | OpKind::MemorySegEDI
+                | OpKind::MemorySegRDI
+                | OpKind::MemoryESDI
+                | OpKind::MemoryESEDI
+                | OpKind::MemoryESRDI
+        )
+    });
+    // iced leaves out operands that compute an address without accessing memory (`lea`,
+    // prefetches): what is left is every location touched, implicit ones (the stack of
+    // `push` and `call`) included.
     let used = factory.info(instr).used_memory();
-    if implicit || explicit > 1 || used.len() > 1 || (explicit == 0 && !used.is_empty()) {
-        return Template::None(NoAccess::MultipleMemoryOperands);
+    let mut operands = [None, None];
+    for (slot, mem) in operands.iter_mut().zip(used) {
+        *slot = match operand(mem, instr) {
+            Ok(op) => Some(op),
+            Err(reason) => return Template::None(reason),
+        };
     }
-    if explicit == 0 {
-        return Template::None(NoAccess::NoMemoryOperand);
+    match (used.len(), operands) {
+        (0, _) if has_memory_operand || mnemonic == Mnemonic::Lea => {
+            Template::None(NoAccess::AddressOnly)
+        }
+        (0, _) => Template::None(NoAccess::NoMemoryOperand),
+        (1, [Some(op), _]) => Template::One(op),
+        (2, [Some(a), Some(b)]) => Template::Two([a, b]),
+        _ => Template::None(NoAccess::MultipleMemoryOperands),
     }
-    let Some(mem) = used.first() else {
-        // An explicit operand iced reports no use for: it computes an address only.
-        return Template::None(NoAccess::AddressOnly);
-    };
+}
+
+/// One location iced says `instr` uses.
+fn operand(mem: &iced_x86::UsedMemory, instr: &Instruction) -> Result<Operand, NoAccess> {
+    if mem.index().is_vector_register() {
+        // VSIB (gathers, scatters): one address per element.
+        return Err(NoAccess::MultipleMemoryOperands);
+    }
     let kind = match mem.access() {
         OpAccess::Read | OpAccess::CondRead => AccessKind::Read,
         OpAccess::Write | OpAccess::CondWrite => AccessKind::Write,
         OpAccess::ReadWrite | OpAccess::ReadCondWrite => AccessKind::ReadWrite,
-        OpAccess::NoMemAccess => return Template::None(NoAccess::AddressOnly),
+        OpAccess::NoMemAccess => return Err(NoAccess::AddressOnly),
         // An operand with no access at all: nothing touched.
-        OpAccess::None => return Template::None(NoAccess::NoMemoryOperand),
+        OpAccess::None => return Err(NoAccess::NoMemoryOperand),
     };
-    let gs = match instr.memory_segment() {
+    let gs = match mem.segment() {
         Register::GS => true,
-        Register::FS => return Template::None(NoAccess::UnsupportedSegment),
+        Register::FS => return Err(NoAccess::UnsupportedSegment),
         _ => false,
     };
-    let size = u32::try_from(instr.memory_size().size()).unwrap_or(u32::MAX);
-    let base_reg = instr.memory_base();
-    let index_reg = instr.memory_index();
-    if index_reg.is_vector_register() {
-        // VSIB (gathers, scatters): one address per element.
-        return Template::None(NoAccess::MultipleMemoryOperands);
-    }
-    let addr32 = base_reg.is_gpr32()
-        || index_reg.is_gpr32()
-        || base_reg == Register::EIP
-        || mem.address_size() == iced_x86::CodeSize::Code32;
-    let (base, disp) = if instr.is_ip_rel_memory_operand() {
-        (None, instr.ip_rel_memory_address())
-    } else {
-        (RegRef::of(base_reg), instr.memory_displacement64())
-    };
-    if (base_reg != Register::None && base.is_none() && !instr.is_ip_rel_memory_operand())
-        || (index_reg != Register::None && RegRef::of(index_reg).is_none())
+    // iced gives a RIP-relative operand as no base and the absolute address.
+    let (base, index) = (RegRef::of(mem.base()), RegRef::of(mem.index()));
+    if (mem.base() != Register::None && base.is_none())
+        || (mem.index() != Register::None && index.is_none())
     {
         // A base or index that is no general-purpose register: not computable here.
-        return Template::None(NoAccess::Undecodable);
+        return Err(NoAccess::Undecodable);
     }
-    Template::Mem {
+    Ok(Operand {
         base,
-        index: RegRef::of(index_reg),
-        scale: u8::try_from(instr.memory_index_scale()).unwrap_or(1),
-        disp,
-        addr32,
+        index,
+        scale: u8::try_from(mem.scale()).unwrap_or(1),
+        disp: mem.displacement(),
+        addr32: mem.address_size() == iced_x86::CodeSize::Code32,
         gs,
-        size,
+        // A `rep` string instruction's location has no size (its count is in %rcx); the
+        // sample is one iteration, one element.
+        size: u32::try_from(match mem.memory_size().size() {
+            0 => instr.memory_size().size(),
+            n => n,
+        })
+        .unwrap_or(u32::MAX),
         kind,
-    }
+    })
 }

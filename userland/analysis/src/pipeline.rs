@@ -302,14 +302,29 @@ struct SampleAccess {
     /// Bytes accessed (0: unknown; the largest memory operand, `xsave`'s, is far below 64K).
     size: u16,
     kind: AccessKind,
-    gs_relative: bool,
-    /// The address is in the `THREAD_SIZE` region of the sample's `%rsp`.
-    on_stack: bool,
+    /// [`GS_RELATIVE`], [`ON_STACK`], [`FIRST_OF_TWO`], [`SECOND_OF_TWO`].
+    flags: u8,
     /// What a hardware sampler said, packed by [`hw_bits`] (0 for software samples).
     hw: u8,
     /// Hardware latency in cycles, saturated (IBS's is 16 bits, PEBS's rarely more), when
     /// `hw` has [`HW_HAS_LATENCY`].
     latency: u16,
+}
+
+/// [`SampleAccess::flags`]: the operand is `%gs`-relative.
+const GS_RELATIVE: u8 = 1;
+/// [`SampleAccess::flags`]: the address is in the `THREAD_SIZE` region of the sample's `%rsp`.
+const ON_STACK: u8 = 2;
+/// [`SampleAccess::flags`]: the first of an instruction's two memory operands (the sample
+/// counts in the coverage by the first of its operands that resolves).
+const FIRST_OF_TWO: u8 = 4;
+/// [`SampleAccess::flags`]: the second of them, replayed right after the first.
+const SECOND_OF_TWO: u8 = 8;
+
+impl SampleAccess {
+    const fn gs_relative(&self) -> bool {
+        self.flags & GS_RELATIVE != 0
+    }
 }
 
 /// [`SampleAccess::hw`] bits 0-3: the [`MemSource`] index.
@@ -601,6 +616,19 @@ struct State {
     /// What the miss classification and working-set views need; `None` unless asked for
     /// ([`Analyzer::record_views`]).
     views: Option<Box<crate::views::Recorded>>,
+    /// The first operand of a two-operand sample, replayed, whose second comes next.
+    first_of_two: Option<FirstOfTwo>,
+    /// Samples whose second operand was replayed.
+    two_location_samples: u64,
+}
+
+/// See [`counts_in_buckets`].
+#[derive(Clone, Copy, Debug)]
+struct FirstOfTwo {
+    cpu: u32,
+    ip: u64,
+    /// It resolved, and counted in its bucket.
+    counted: bool,
 }
 
 impl std::fmt::Debug for Analyzer<'_> {
@@ -718,7 +746,11 @@ impl<'s> Analyzer<'s> {
         hw: Option<HwAccess>,
     ) {
         self.count_record(header.time_ns);
-        if let Some(event) = self.sample_event(header.cpu, sample, hw) {
+        let (first, second) = self.sample_events(header.cpu, sample, hw);
+        if let Some(event) = first {
+            self.reorder_push(header, event);
+        }
+        if let Some(event) = second {
             self.reorder_push(header, event);
         }
     }
@@ -810,22 +842,18 @@ impl<'s> Analyzer<'s> {
         self.reorder_push(header, event);
     }
 
-    /// Decodes a sample; counts it at once when it has no data address.
-    ///
-    /// A hardware sample's data address is the hardware's; the instruction is still decoded
-    /// for the access size and read/write, and a decoded address that differs is counted
-    /// (PEBS reports registers as they were after the load, so some differences are
-    /// expected). An IBS op that is neither a load nor a store accessed no memory.
-    #[inline]
-    fn sample_event<S: SampleFields>(
+    /// The events of a sample: one per memory location its instruction touched (a hardware
+    /// sampler names the one it sampled), none when it touched none this analysis can name
+    /// (counted in its bucket here).
+    fn sample_events<S: SampleFields>(
         &mut self,
         cpu: u32,
         sample: &S,
         hw: Option<HwAccess>,
-    ) -> Option<Event> {
+    ) -> (Option<Event>, Option<Event>) {
         if sample.flags() & SAMPLE_USER != 0 {
             self.state.buckets[Bucket::UserMode.index()] += 1;
-            return None;
+            return (None, None);
         }
         let gs_base = sample.gs_base();
         match &mut self.forward {
@@ -835,52 +863,71 @@ impl<'s> Analyzer<'s> {
         if let Some(h) = &hw {
             if !h.memory_op {
                 self.state.buckets[Bucket::NoMemoryOperand.index()] += 1;
-                return None;
+                return (None, None);
             }
             self.state.hw_samples += 1;
             self.state.hw_kinds |= 1u8.checked_shl(u32::from(sample.sampler())).unwrap_or(0);
         }
         let hw_addr = hw.as_ref().and_then(|h| h.addr);
-        let access = match (self.decoder.access(sample), hw_addr) {
-            (DecodeOutcome::Access(decoded), Some(addr)) => {
+        let outcome = self.decoder.access(sample);
+        let (first, second) = match (outcome.accesses(), hw_addr) {
+            // The hardware sampled one access: the operand at its address, or the first.
+            (decoded @ [first, ..], Some(addr)) => {
                 self.state.hw_addresses += 1;
-                if decoded.addr != addr {
+                let sampled = decoded.iter().find(|a| a.addr == addr);
+                if sampled.is_none() {
                     self.state.hw_address_mismatches += 1;
                 }
-                MemAccess { addr, ..decoded }
+                let access = sampled.unwrap_or(first);
+                (MemAccess { addr, ..*access }, None)
             }
-            (DecodeOutcome::Access(decoded), None) => decoded,
-            (DecodeOutcome::None(_), Some(addr)) => {
+            ([only], None) => (*only, None),
+            ([first, second, ..], None) => (*first, Some(*second)),
+            ([], Some(addr)) => {
                 self.state.hw_addresses += 1;
-                MemAccess {
+                let access = MemAccess {
                     addr,
                     size: hw.as_ref().and_then(|h| h.size).unwrap_or(0),
                     kind: hw.as_ref().and_then(|h| h.kind).unwrap_or(AccessKind::Read),
                     gs_relative: false,
-                }
+                };
+                (access, None)
             }
-            (DecodeOutcome::None(why), None) => {
-                self.state.buckets[why.bucket().index()] += 1;
-                return None;
+            ([], None) => {
+                if let DecodeOutcome::None(why) = outcome {
+                    self.state.buckets[why.bucket().index()] += 1;
+                }
+                return (None, None);
             }
         };
-        if access.gs_relative {
+        if first.gs_relative {
             self.state.gs_relative_samples += 1;
         }
         let rsp = sample.reg(dprof_abi::reg::RSP);
         let region = !(crate::resolve::THREAD_SIZE - 1);
         let (hw, latency) = hw_bits(hw.as_ref());
-        Some(Event::Sample(SampleAccess {
-            ip: sample.ip(),
-            addr: access.addr,
-            gs_offset: access.addr.wrapping_sub(gs_base),
-            size: u16::try_from(access.size).unwrap_or(u16::MAX),
-            kind: access.kind,
-            gs_relative: access.gs_relative,
-            on_stack: rsp != 0 && access.addr & region == rsp & region,
-            hw,
-            latency,
-        }))
+        let event = |access: MemAccess, part: u8| {
+            let on_stack = rsp != 0 && access.addr & region == rsp & region;
+            Event::Sample(SampleAccess {
+                ip: sample.ip(),
+                addr: access.addr,
+                gs_offset: access.addr.wrapping_sub(gs_base),
+                size: u16::try_from(access.size).unwrap_or(u16::MAX),
+                kind: access.kind,
+                flags: part
+                    | if access.gs_relative { GS_RELATIVE } else { 0 }
+                    | if on_stack { ON_STACK } else { 0 },
+                hw,
+                latency,
+            })
+        };
+        match second {
+            None => (Some(event(first, 0)), None),
+            Some(second) => (
+                Some(event(first, FIRST_OF_TWO)),
+                Some(event(second, SECOND_OF_TWO)),
+            ),
+        }
     }
 
     /// The replay's side of a two-thread analysis: what the front forwarded, in its order.
@@ -1039,7 +1086,7 @@ const PREFETCH_KEY: usize = 2;
 #[inline]
 fn lookup_addr(event: &Event) -> Option<u64> {
     match *event {
-        Event::Sample(ref a) if !a.gs_relative => Some(a.addr),
+        Event::Sample(ref a) if !a.gs_relative() => Some(a.addr),
         Event::Sample(_) => None,
         Event::Free(ptr) => Some(ptr),
         Event::Alloc(ref a) => Some(a.ptr),
@@ -1062,7 +1109,7 @@ fn replay_batch(resolver: &mut Resolver<'_>, st: &mut State, batch: &mut Vec<(u6
             resolver.prefetch(addr, true);
         }
         if let Some((_, _, Event::Sample(a))) = batch.get(i + PREFETCH_KEY) {
-            if let Some(hit) = (!a.gs_relative)
+            if let Some(hit) = (!a.gs_relative())
                 .then(|| resolver.objects().find(a.addr))
                 .flatten()
             {
@@ -1166,10 +1213,14 @@ fn replay_sample(resolver: &mut Resolver<'_>, st: &mut State, cpu: u32, access: 
     let ctx = SampleContext {
         cpu,
         gs_base: access.addr.wrapping_sub(access.gs_offset),
-        rsp: if access.on_stack { access.addr } else { 0 },
+        rsp: if access.flags & ON_STACK != 0 {
+            access.addr
+        } else {
+            0
+        },
     };
     let ip = access.ip;
-    let (resolution, touch) = resolver.resolve_touch(access.addr, access.gs_relative, &ctx);
+    let (resolution, touch) = resolver.resolve_touch(access.addr, access.gs_relative(), &ctx);
     let (bucket, type_id, offset, instance) = match resolution {
         Resolution::Slab {
             slot,
@@ -1200,12 +1251,16 @@ fn replay_sample(resolver: &mut Resolver<'_>, st: &mut State, cpu: u32, access: 
             offset,
         } => (Bucket::Stack, type_id, offset, Some((base, NO_OWNER))),
         Resolution::Unknown => {
-            st.buckets[Bucket::UnknownAddress.index()] += 1;
+            if counts_in_buckets(st, cpu, access, false) {
+                st.buckets[Bucket::UnknownAddress.index()] += 1;
+            }
             st.unknown_ips.entry(ip).or_default().add_access(access);
             return;
         }
     };
-    st.buckets[bucket.index()] += 1;
+    if counts_in_buckets(st, cpu, access, true) {
+        st.buckets[bucket.index()] += 1;
+    }
     let acc = type_acc(&mut st.types, type_id);
     // Only slab hits come with a touch.
     match touch {
@@ -1254,6 +1309,30 @@ fn replay_sample(resolver: &mut Resolver<'_>, st: &mut State, cpu: u32, access: 
     }
 }
 
+/// Whether an operand's resolution (`resolved` or not) is its sample's bucket: a sample with
+/// two memory operands counts once, by the first that resolves, or as unresolved when
+/// neither does. Each operand still counts for its own type.
+fn counts_in_buckets(st: &mut State, cpu: u32, access: &SampleAccess, resolved: bool) -> bool {
+    if access.flags & FIRST_OF_TWO != 0 {
+        st.first_of_two = Some(FirstOfTwo {
+            cpu,
+            ip: access.ip,
+            counted: resolved,
+        });
+        resolved
+    } else if access.flags & SECOND_OF_TWO != 0 {
+        st.two_location_samples += 1;
+        // The first is replayed just before (same CPU and time); anything else, which only
+        // hostile input could make, counts on its own.
+        match st.first_of_two.take() {
+            Some(first) if first.cpu == cpu && first.ip == access.ip => !first.counted,
+            _ => true,
+        }
+    } else {
+        true
+    }
+}
+
 /// Function name of `ip` (Rust symbols demangled, without their hash), or the address.
 fn function_name(symbols: &dyn SymbolSource, ip: u64) -> String {
     symbols.function(ip).map_or_else(
@@ -1297,7 +1376,8 @@ fn build_report(a: &Analyzer<'_>) -> Report {
     let st = &a.state;
     let symbols = a.resolver.symbols();
     let types = a.resolver.types();
-    let coverage = Coverage::from_counts(&st.buckets);
+    let coverage =
+        Coverage::from_counts(&st.buckets).with_two_location_samples(st.two_location_samples);
     let resolved = coverage.resolved_samples;
     // With hardware samples, types, fields and functions are ranked by misses.
     let hw = st.hw_samples > 0;

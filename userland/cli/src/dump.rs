@@ -349,17 +349,26 @@ fn sampler_name(kind: u8) -> &'static str {
     }
 }
 
+/// `read:8@0x1000`, `read:8@0x1000,write:8@0xffffc90000013e78` for two locations, or
+/// `none(reason)`.
 fn access_text(outcome: &DecodeOutcome) -> String {
-    match outcome {
-        DecodeOutcome::Access(a) => format!(
-            "{}:{}@{:#x}{}",
-            a.kind.name(),
-            a.size,
-            a.addr,
-            if a.gs_relative { "(gs)" } else { "" }
-        ),
-        DecodeOutcome::None(reason) => format!("none({})", reason.name()),
+    if let DecodeOutcome::None(reason) = outcome {
+        return format!("none({})", reason.name());
     }
+    let texts: Vec<String> = outcome
+        .accesses()
+        .iter()
+        .map(|a| {
+            format!(
+                "{}:{}@{:#x}{}",
+                a.kind.name(),
+                a.size,
+                a.addr,
+                if a.gs_relative { "(gs)" } else { "" }
+            )
+        })
+        .collect();
+    texts.join(",")
 }
 
 fn sample_line(
@@ -635,13 +644,23 @@ fn sample_json(a: &AccessSample, syms: &Kallsyms, decoder: &mut Decoder) -> serd
         .zip(a.regs)
         .map(|(name, v)| ((*name).to_owned(), json!(hex(v))))
         .collect();
-    let access = match decoder.access(a) {
-        DecodeOutcome::Access(m) => json!({
+    let location = |m: &dprof_analysis::decode::MemAccess| {
+        json!({
             "addr": hex(m.addr),
             "size": m.size,
             "kind": m.kind.name(),
             "gs_relative": m.gs_relative,
-        }),
+        })
+    };
+    // The first location; an instruction that touches two (push of memory, movs) also has
+    // "second".
+    let access = match decoder.access(a) {
+        DecodeOutcome::Access(m) => location(&m),
+        DecodeOutcome::Two([first, second]) => {
+            let mut value = location(&first);
+            value["second"] = location(&second);
+            value
+        }
         DecodeOutcome::None(reason) => json!({ "none": reason.name() }),
     };
     let hw = |bit: u32, v: serde_json::Value| (a.hw_valid & bit != 0).then_some(v);
@@ -1009,5 +1028,35 @@ fn sampling_period(sm: &dprof_format::SamplingConfig) -> String {
     match &sm.period_events {
         Some(p) => format!("{} {}", p.count, p.unit),
         None => format_ns(u64::from(sm.period_ns)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dprof_abi::reg;
+    use dprof_fixtures::profile::software_sample;
+
+    const IP: u64 = 0xffff_ffff_8100_0000;
+
+    #[test]
+    fn a_sample_that_touches_two_locations_shows_both() {
+        // push 0x8(%rdi): reads the object, writes the stack.
+        let sample = software_sample(
+            IP,
+            &[0xff, 0x77, 0x08],
+            &[(reg::RDI, 0x1000), (reg::RSP, 0x2000)],
+            0,
+        );
+        let mut decoder = Decoder::new();
+        assert_eq!(
+            access_text(&decoder.access(&sample)),
+            "read:8@0x1008,write:8@0x1ff8"
+        );
+        let syms = Kallsyms::parse(b"");
+        let value = sample_json(&sample, &syms, &mut decoder);
+        assert_eq!(value["access"]["addr"], "0x1008");
+        assert_eq!(value["access"]["second"]["addr"], "0x1ff8");
+        assert_eq!(value["access"]["second"]["kind"], "write");
     }
 }

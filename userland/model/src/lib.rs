@@ -352,7 +352,9 @@ pub enum Bucket {
     UserMode,
     /// The instruction has no memory operand.
     NoMemoryOperand,
-    /// Several or implicit memory operands (string ops, push/pop, call/ret).
+    /// More memory locations than two, or one per vector element (gathers, scatters, `enter`
+    /// with nesting levels). Push/pop, call/ret and string instructions resolve, each of
+    /// their one or two locations.
     MultipleMemoryOperands,
     /// `lea`-like: an address computed, no memory accessed.
     AddressOnly,
@@ -392,7 +394,7 @@ impl Bucket {
             Self::UnknownAddress => "unknown address",
             Self::UserMode => "user mode",
             Self::NoMemoryOperand => "no memory operand",
-            Self::MultipleMemoryOperands => "multiple memory operands",
+            Self::MultipleMemoryOperands => "more than two memory locations",
             Self::AddressOnly => "address only",
             Self::Undecodable => "undecodable",
             Self::NoBytes => "no bytes",
@@ -433,6 +435,12 @@ pub struct Coverage {
     pub resolved_samples: u64,
     /// Every bucket, in [`Bucket::ALL`] order (zeros included).
     pub buckets: Vec<BucketCount>,
+    /// Samples whose instruction touched two memory locations (`push (%rax)`, `movs`, `call
+    /// *(%rax)`). A sample is in one bucket, the first of its locations that resolved, but
+    /// each location counts for its own type: the types' samples add up to between
+    /// `resolved_samples` and that plus these.
+    #[serde(default)]
+    pub two_location_samples: u64,
     /// One line, like `perf report --type-stat`: `5000 samples: 3100 resolved (62.0%): slab
     /// 50.0%, ...; unresolved: unknown address 8.0%, ...` (buckets with samples only).
     pub summary: String,
@@ -489,8 +497,24 @@ impl Coverage {
             total_samples: total,
             resolved_samples: resolved,
             buckets,
+            two_location_samples: 0,
             summary,
         }
+    }
+
+    /// Says how many samples touched two memory locations (see
+    /// [`Coverage::two_location_samples`]).
+    #[must_use]
+    pub fn with_two_location_samples(mut self, samples: u64) -> Self {
+        use std::fmt::Write as _;
+        self.two_location_samples = samples;
+        if samples > 0 {
+            let _ = write!(
+                self.summary,
+                "; {samples} samples touched two locations, each counted for its type"
+            );
+        }
+        self
     }
 
     /// Samples in `bucket`.

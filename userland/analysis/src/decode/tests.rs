@@ -220,32 +220,100 @@ fn address_only_and_no_memory_operand() {
     }
 }
 
+fn two(first: DecodeOutcome, second: DecodeOutcome) -> DecodeOutcome {
+    match (first, second) {
+        (DecodeOutcome::Access(a), DecodeOutcome::Access(b)) => DecodeOutcome::Two([a, b]),
+        _ => panic!("two accesses"),
+    }
+}
+
 #[test]
-fn implicit_and_multiple_memory_operands() {
-    for (what, insn) in [
-        ("push %rax", &[0x50][..]),
-        ("pop %rbx", &[0x5b]),
-        ("push (%rax)", &[0xff, 0x30]),
-        ("pop (%rax)", &[0x8f, 0x00]),
-        ("rep movsb", &[0xf3, 0xa4]),
-        ("rep stos %rax,(%rdi)", &[0xf3, 0x48, 0xab]),
-        ("lods (%rsi),%al", &[0xac]),
-        ("scas (%rdi),%al", &[0xae]),
-        ("cmpsb", &[0xa6]),
-        ("call rel32", &[0xe8, 0x00, 0x00, 0x00, 0x00]),
-        ("call *(%rax)", &[0xff, 0x10]),
-        ("ret", &[0xc3]),
-        ("leave", &[0xc9]),
-        ("enter $0x10,$0", &[0xc8, 0x10, 0x00, 0x00]),
-        ("xlat", &[0xd7]),
-        // vpgatherdd %ymm2,(%rax,%ymm1,4),%ymm0
-        ("vpgatherdd", &[0xc4, 0xe2, 0x6d, 0x90, 0x04, 0x88]),
-    ] {
-        assert_eq!(
-            access(insn, &[(reg::RAX, 0x1000), (reg::RSP, 0x2000)]),
+fn implicit_operands_and_second_locations_are_accesses() {
+    let regs = [
+        (reg::RAX, 0x1000),
+        (reg::RSP, 0x2000),
+        (reg::RSI, 0x3000),
+        (reg::RDI, 0x4000),
+        (reg::RBP, 0x5000),
+        (reg::RBX, 0x6000),
+    ];
+    for (what, insn, expected) in [
+        ("push %rax", &[0x50][..], mem(0x1ff8, 8, Write)),
+        ("pop %rbx", &[0x5b], mem(0x2000, 8, Read)),
+        (
+            "push (%rax)",
+            &[0xff, 0x30],
+            two(mem(0x1000, 8, Read), mem(0x1ff8, 8, Write)),
+        ),
+        (
+            "pop (%rax)",
+            &[0x8f, 0x00],
+            two(mem(0x1000, 8, Write), mem(0x2000, 8, Read)),
+        ),
+        // The destination first, as the operands are written; each iteration one element.
+        (
+            "rep movsb",
+            &[0xf3, 0xa4],
+            two(mem(0x4000, 1, Write), mem(0x3000, 1, Read)),
+        ),
+        (
+            "movsq",
+            &[0x48, 0xa5],
+            two(mem(0x4000, 8, Write), mem(0x3000, 8, Read)),
+        ),
+        (
+            "rep stos %rax,(%rdi)",
+            &[0xf3, 0x48, 0xab],
+            mem(0x4000, 8, Write),
+        ),
+        ("lods (%rsi),%al", &[0xac], mem(0x3000, 1, Read)),
+        ("scas (%rdi),%al", &[0xae], mem(0x4000, 1, Read)),
+        (
+            "cmpsb",
+            &[0xa6],
+            two(mem(0x3000, 1, Read), mem(0x4000, 1, Read)),
+        ),
+        (
+            "call rel32",
+            &[0xe8, 0x00, 0x00, 0x00, 0x00],
+            mem(0x1ff8, 8, Write),
+        ),
+        (
+            "call *(%rax)",
+            &[0xff, 0x10],
+            two(mem(0x1000, 8, Read), mem(0x1ff8, 8, Write)),
+        ),
+        ("ret", &[0xc3], mem(0x2000, 8, Read)),
+        ("leave", &[0xc9], mem(0x5000, 8, Read)),
+        (
+            "enter $0x10,$0",
+            &[0xc8, 0x10, 0x00, 0x00],
+            mem(0x1ff8, 8, Write),
+        ),
+        // xlat: (%rbx,%al), %al being 0 here.
+        ("xlat", &[0xd7], mem(0x6000, 1, Read)),
+        // vpgatherdd %ymm2,(%rax,%ymm1,4),%ymm0: one address per element.
+        (
+            "vpgatherdd",
+            &[0xc4, 0xe2, 0x6d, 0x90, 0x04, 0x88],
             none(NoAccess::MultipleMemoryOperands),
-            "{what}"
-        );
+        ),
+    ] {
+        assert_eq!(access(insn, &regs), expected, "{what}");
+    }
+}
+
+#[test]
+fn implicit_operands_are_flagged_for_histories() {
+    for (what, insn, implicit) in [
+        ("push %rax", &[0x50][..], true),
+        ("push (%rax)", &[0xff, 0x30], true),
+        ("rep movsb", &[0xf3, 0xa4], true),
+        ("mov (%rdi),%rax", &[0x48, 0x8b, 0x07], false),
+        ("add $1,%eax", &[0x83, 0xc0, 0x01], false),
+    ] {
+        let decoded = decode_insn(insn, IP).expect("decodes");
+        assert_eq!(decoded.has_implicit_operand(), implicit, "{what}");
     }
 }
 
@@ -332,30 +400,34 @@ fn stats_count_every_outcome() {
         sample(&[0xf0, 0x0f, 0xc1, 0x07], &[]),
         sample(&[0x65, 0x48, 0x8b, 0x08], &[]),
         sample(&[0x90], &[]),
+        // push %rax; push (%rax); vpgatherdd %ymm2,(%rax,%ymm1,4),%ymm0
         sample(&[0x50], &[]),
+        sample(&[0xff, 0x30], &[]),
+        sample(&[0xc4, 0xe2, 0x6d, 0x90, 0x04, 0x88], &[]),
         user,
     ] {
         d.access(&s);
     }
     let st = *d.stats();
-    assert_eq!(st.samples, 7);
-    assert_eq!(st.with_address(), 4);
+    assert_eq!(st.samples, 9);
+    assert_eq!(st.with_address(), 6);
     assert_eq!(
         (st.reads, st.writes, st.read_writes, st.gs_relative),
-        (2, 1, 1, 1)
+        (3, 2, 1, 1)
     );
+    assert_eq!(st.second_operands, 1);
     assert_eq!(st.count(NoAccess::NoMemoryOperand), 1);
     assert_eq!(st.count(NoAccess::MultipleMemoryOperands), 1);
     assert_eq!(st.count(NoAccess::UserMode), 1);
     assert_eq!(
         st.to_string(),
-        "4 of 7 samples (57.1%) have a data address; 1 no memory operand, 1 implicit or \
-         several memory operands, 1 user mode"
+        "6 of 9 samples (66.7%) have a data address (1 of them at two locations); 1 no \
+         memory operand, 1 more memory locations than two (gathers, enter), 1 user mode"
     );
     let mut twice = st;
     twice.merge(&st);
-    assert_eq!(twice.samples, 14);
-    assert_eq!(twice.user_mode, 2);
+    assert_eq!(twice.samples, 18);
+    assert_eq!((twice.user_mode, twice.second_operands), (2, 2));
 }
 
 /// `cargo test -p dprof --release -- --ignored decode_throughput --nocapture`: samples per
@@ -423,9 +495,10 @@ fn decoded_instructions_say_when_they_overwrite_their_address_registers() {
     // rep movsb: a string op with implicit operands.
     let movs = decode_insn(&[0xf3, 0xa4], IP).expect("decodes");
     assert!(movs.is_string_op());
+    assert!(movs.has_implicit_operand());
     assert_eq!(
         movs.access(&[0; dprof_abi::SAMPLE_REGS], 0),
-        none(NoAccess::MultipleMemoryOperands)
+        two(mem(0, 1, Write), mem(0, 1, Read))
     );
     assert_eq!(decode_insn(&[0x06], IP), Err(NoAccess::Undecodable));
     // The same access the sample decoder computes.

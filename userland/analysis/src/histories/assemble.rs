@@ -355,6 +355,11 @@ fn resolve_hit(
         DecodeOutcome::Access(a) if a.gs_relative => {
             HitCheck::Unverifiable(Unverifiable::SegmentBase)
         }
+        // Two locations always include an implicit one.
+        DecodeOutcome::Two(_) => HitCheck::Unverifiable(Unverifiable::ImplicitOperands),
+        DecodeOutcome::Access(_) if insn.has_implicit_operand() => {
+            HitCheck::Unverifiable(Unverifiable::ImplicitOperands)
+        }
         _ if insn.writes_address_register() => {
             HitCheck::Unverifiable(Unverifiable::RegisterClobbered)
         }
