@@ -1250,6 +1250,11 @@ fn replay_sample(resolver: &mut Resolver<'_>, st: &mut State, cpu: u32, access: 
             base,
             offset,
         } => (Bucket::Stack, type_id, offset, Some((base, NO_OWNER))),
+        Resolution::Region {
+            type_id,
+            base,
+            offset,
+        } => (Bucket::Region, type_id, offset, Some((base, NO_OWNER))),
         Resolution::Unknown => {
             if counts_in_buckets(st, cpu, access, false) {
                 st.buckets[Bucket::UnknownAddress.index()] += 1;

@@ -18,6 +18,8 @@
 //! - Globals are `global:SYMBOL`, per-CPU variables `percpu:SYMBOL` (`percpu:(static)` for
 //!   an offset inside the static per-CPU area with no symbol, `percpu:(dynamic)` beyond it),
 //!   kernel stacks `stack`.
+//! - User memory a kernel instruction touched (`copy_to_user`, `get_user`, futexes) is the
+//!   region `user memory`, one instance per page.
 //!
 //! Objects allocated before collection started are not in the address set: accesses to them
 //! resolve to [`Resolution::Unknown`] (the profile cannot tell them from any other unknown
@@ -52,6 +54,13 @@ pub const THREAD_SIZE: u64 = 16 * 1024;
 
 /// Name of the type of kernel stacks.
 pub const STACK_TYPE: &str = "stack";
+/// Name of the region of user memory (addresses below [`USER_END`]).
+pub const USER_MEMORY_TYPE: &str = "user memory";
+/// End of the user half of the x86-64 address space (4-level and 5-level paging alike: user
+/// addresses are below it, kernel addresses at or above `0xff00_0000_0000_0000`).
+pub const USER_END: u64 = 1 << 56;
+/// Bytes of a page, the instances of a region.
+const PAGE_SIZE: u64 = 4096;
 /// Name of the type of `%gs`-relative accesses inside the static per-CPU area that no symbol
 /// covers.
 pub const PERCPU_STATIC_TYPE: &str = "percpu:(static)";
@@ -212,6 +221,15 @@ pub enum Resolution {
         /// Offset in the region.
         offset: u64,
     },
+    /// A named region that is not one C type ([`TypeKind::Region`]).
+    Region {
+        /// The region's type ([`USER_MEMORY_TYPE`]).
+        type_id: TypeId,
+        /// Base of the instance (the page).
+        base: u64,
+        /// Offset in the instance.
+        offset: u64,
+    },
     /// None of the above.
     Unknown,
 }
@@ -281,6 +299,7 @@ pub struct Resolver<'s> {
     /// gs base of each CPU seen, indexed by CPU (0 = not seen).
     gs_bases: Vec<u64>,
     stack_type: Option<TypeId>,
+    user_memory_type: Option<TypeId>,
     counts: ReplayCounts,
 }
 
@@ -312,6 +331,7 @@ impl<'s> Resolver<'s> {
             areas: Vec::new(),
             gs_bases: Vec::new(),
             stack_type: None,
+            user_memory_type: None,
             counts: ReplayCounts::default(),
         }
     }
@@ -611,6 +631,15 @@ impl<'s> Resolver<'s> {
                 return self.percpu_at(symbol_addr, cpu);
             }
         }
+        if addr < USER_END {
+            let base = addr & !(PAGE_SIZE - 1);
+            let type_id = self.user_memory_type();
+            return Resolution::Region {
+                type_id,
+                base,
+                offset: addr - base,
+            };
+        }
         if let Some((name, offset)) = self.symbols.data_symbol(addr) {
             let symbol = addr.wrapping_sub(offset);
             let type_id = if let Some(&id) = self.symbol_types.get(&(false, symbol)) {
@@ -694,6 +723,21 @@ impl<'s> Resolver<'s> {
             object_size: None,
         });
         self.stack_type = Some(id);
+        id
+    }
+
+    fn user_memory_type(&mut self) -> TypeId {
+        if let Some(id) = self.user_memory_type {
+            return id;
+        }
+        let id = self.types.intern(TypeInfo {
+            name: USER_MEMORY_TYPE.to_owned(),
+            kind: TypeKind::Region,
+            cache: None,
+            site: None,
+            object_size: None,
+        });
+        self.user_memory_type = Some(id);
         id
     }
 

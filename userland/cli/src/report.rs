@@ -656,12 +656,7 @@ fn type_summary(report: &Report, t: &TypeProfile, out: &mut impl Write) -> io::R
     if let Some(h) = &t.hardware {
         type_hardware(report, h, out)?;
     }
-    let unit = match t.kind {
-        TypeKind::Slab => "objects",
-        TypeKind::Percpu => "CPU copies",
-        TypeKind::Stack => "stacks",
-        TypeKind::Global => "instances",
-    };
+    let unit = t.kind.instances();
     writeln!(
         out,
         "{unit} touched: {}, of them touched from more than one CPU: {} (bounce: {})",

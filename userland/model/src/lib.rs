@@ -345,6 +345,8 @@ pub enum Bucket {
     Percpu,
     /// A kernel stack.
     Stack,
+    /// A named region that is not one C type ([`TypeKind::Region`]): user memory.
+    Region,
     /// A data address nothing resolved (e.g. objects allocated before collection, page cache,
     /// vmalloc).
     UnknownAddress,
@@ -368,11 +370,12 @@ pub enum Bucket {
 
 impl Bucket {
     /// Every bucket, in report order.
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 13] = [
         Self::Slab,
         Self::Global,
         Self::Percpu,
         Self::Stack,
+        Self::Region,
         Self::UnknownAddress,
         Self::UserMode,
         Self::NoMemoryOperand,
@@ -391,6 +394,7 @@ impl Bucket {
             Self::Global => "global",
             Self::Percpu => "percpu",
             Self::Stack => "stack",
+            Self::Region => "region",
             Self::UnknownAddress => "unknown address",
             Self::UserMode => "user mode",
             Self::NoMemoryOperand => "no memory operand",
@@ -405,7 +409,10 @@ impl Bucket {
     /// Whether samples in this bucket resolved to a type.
     #[must_use]
     pub const fn is_resolved(self) -> bool {
-        matches!(self, Self::Slab | Self::Global | Self::Percpu | Self::Stack)
+        matches!(
+            self,
+            Self::Slab | Self::Global | Self::Percpu | Self::Stack | Self::Region
+        )
     }
 
     /// Index in [`Bucket::ALL`].
@@ -657,6 +664,9 @@ pub enum TypeKind {
     Percpu,
     /// Kernel stacks.
     Stack,
+    /// A named region of memory that is not one C type: user memory the kernel touched
+    /// (`copy_to_user`, `get_user`).
+    Region,
 }
 
 impl TypeKind {
@@ -668,6 +678,20 @@ impl TypeKind {
             Self::Global => "global",
             Self::Percpu => "percpu",
             Self::Stack => "stack",
+            Self::Region => "region",
+        }
+    }
+
+    /// What one instance of a type of this kind is called, plural: the `objects` a report
+    /// counts.
+    #[must_use]
+    pub const fn instances(self) -> &'static str {
+        match self {
+            Self::Slab => "objects",
+            Self::Percpu => "CPU copies",
+            Self::Stack => "stacks",
+            Self::Global => "instances",
+            Self::Region => "pages",
         }
     }
 }

@@ -893,3 +893,31 @@ fn two_location_samples_count_for_each_type_and_once_in_coverage() {
         assert_eq!(field(0x10), old_field(0x10) + 1);
     }
 }
+
+/// A kernel instruction that reads user memory (`copy_from_user`) resolves to the `user
+/// memory` region, a resolved bucket of its own.
+#[test]
+fn kernel_accesses_to_user_memory_are_a_region() {
+    use dprof_abi::reg;
+    let mut chunks = example::records();
+    let read = software_sample(
+        0xffff_ffff_8110_0000,
+        LOAD_RDI_8,
+        &[(reg::RSP, RSP), (reg::RDI, 0x7ffd_2500_1000)],
+        gs_base(0),
+    );
+    chunks[1].push((0, 9_000, Record::AccessSample(read)));
+    let bytes = example::profile_with(&example::header(), example::KALLSYMS, &chunks);
+    let (before, after) = (example_report(), report_of(bytes, &Options::default()));
+    assert_eq!(after.coverage.count(Bucket::Region), 1);
+    assert_eq!(
+        after.coverage.resolved_samples,
+        before.coverage.resolved_samples + 1
+    );
+    let user = ty(&after, crate::resolve::USER_MEMORY_TYPE);
+    assert_eq!(
+        (user.kind, user.samples, user.objects),
+        (TypeKind::Region, 1, 1)
+    );
+    assert_eq!(user.fields[0].offset, 8);
+}

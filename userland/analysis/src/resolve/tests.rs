@@ -434,7 +434,7 @@ fn merged_pools_are_split_by_site_and_other_caches_are_not() {
 }
 
 #[test]
-fn resolution_order_is_slab_stack_percpu_global() {
+fn resolution_order_is_slab_stack_percpu_global_user() {
     let mut r = Resolver::new(&Table);
     r.cache_info(&cache(1, "task_struct", 4096));
     r.alloc(
@@ -451,7 +451,8 @@ fn resolution_order_is_slab_stack_percpu_global() {
             Resolution::Slab { type_id, .. }
             | Resolution::Global { type_id, .. }
             | Resolution::Percpu { type_id, .. }
-            | Resolution::Stack { type_id, .. } => name(r, type_id),
+            | Resolution::Stack { type_id, .. }
+            | Resolution::Region { type_id, .. } => name(r, type_id),
             Resolution::Unknown => "?".to_owned(),
         };
         (n, res)
@@ -506,6 +507,18 @@ fn resolution_order_is_slab_stack_percpu_global() {
         }
     ));
     assert_eq!(at(&mut r, 0xffff_8880_0900_0000, false).0, "?");
+    // User memory (copy_to_user), one instance per page; the kernel half stays unknown.
+    let (n, res) = at(&mut r, 0x7ffd_2500_1234, false);
+    assert_eq!(n, USER_MEMORY_TYPE);
+    assert!(matches!(
+        res,
+        Resolution::Region {
+            base: 0x7ffd_2500_1000,
+            offset: 0x234,
+            ..
+        }
+    ));
+    assert_eq!(at(&mut r, 0xff00_0000_0000_0000, false).0, "?");
     // After the free the object is gone.
     assert!(r.free(0xffff_8880_0500_0000).is_some());
     assert_eq!(at(&mut r, 0xffff_8880_0500_0010, false).0, "?");

@@ -113,12 +113,7 @@ fn header_lines(report: &Report, t: &TypeProfile, width: usize) -> Vec<Line<'sta
         t.writes,
         t.read_writes
     )];
-    let unit = match t.kind {
-        TypeKind::Slab => "objects",
-        TypeKind::Percpu => "CPU copies",
-        TypeKind::Stack => "stacks",
-        TypeKind::Global => "instances",
-    };
+    let unit = t.kind.instances();
     let mut objects = vec![format!(
         "{unit} touched {}, from more than one CPU {} (bounce: {})",
         t.objects,
