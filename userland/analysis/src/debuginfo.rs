@@ -1046,8 +1046,27 @@ fn flatten(members: &[Member], prefix: &str, base: u64, out: &mut Vec<Field>) {
     }
 }
 
+/// What [`name_at`] found at an offset.
+enum Found {
+    /// A scalar member (or array element) holds the byte.
+    Held(String),
+    /// Only a struct, union or array element spans the byte: it is padding inside it.
+    Padding(String),
+}
+
 /// The dotted name of the member at `offset` in `members`, innermost member that holds it.
 fn name_at(members: &[Member], offset: u64, prefix: &str) -> Option<String> {
+    match find_at(members, offset, prefix)? {
+        Found::Held(name) | Found::Padding(name) => Some(name),
+    }
+}
+
+/// The first member, in declaration order, that holds `offset`; else the innermost struct,
+/// union or array element whose padding it is. Union members overlap: one whose padding covers
+/// the byte must not hide a later one that holds it. In a struct, members do not overlap (but
+/// for bit-fields sharing a byte, which all hold it), so the first that spans it is the answer.
+fn find_at(members: &[Member], offset: u64, prefix: &str) -> Option<Found> {
+    let mut padding = None;
     for m in members {
         if offset < m.offset || offset - m.offset >= m.size {
             continue;
@@ -1058,27 +1077,36 @@ fn name_at(members: &[Member], offset: u64, prefix: &str) -> Option<String> {
             Some(n) => format!("{prefix}.{n}"),
             None => prefix.to_owned(),
         };
-        let deeper = match &m.inner {
-            Inner::Scalar => None,
-            Inner::Composite(inner) => name_at(inner, within, &name),
+        let found = match &m.inner {
+            // An unnamed scalar is an unnamed bit-field: padding that names nothing.
+            Inner::Scalar => m.name.is_some().then_some(Found::Held(name)),
+            Inner::Composite(inner) => find_at(inner, within, &name)
+                .or_else(|| m.name.is_some().then_some(Found::Padding(name))),
             Inner::Array {
                 elem_size,
                 count,
                 elem,
-            } => (*elem_size > 0 && within / elem_size < (*count).max(1)).then(|| {
+            } => Some(if *elem_size > 0 && within / elem_size < (*count).max(1) {
                 let i = within / elem_size;
                 let element = format!("{name}[{i}]");
-                name_at(elem, within % elem_size, &element).unwrap_or(element)
+                if elem.is_empty() {
+                    Found::Held(element)
+                } else {
+                    find_at(elem, within % elem_size, &element).unwrap_or(Found::Padding(element))
+                }
+            } else {
+                Found::Held(name)
             }),
         };
-        match (deeper, m.name.is_some()) {
-            (Some(d), _) => return Some(d),
-            (None, true) => return Some(name),
-            // An anonymous member with padding at `offset`: try the other union members.
-            (None, false) => {}
+        match found {
+            Some(held @ Found::Held(_)) => return Some(held),
+            Some(p @ Found::Padding(_)) => {
+                padding.get_or_insert(p);
+            }
+            None => {}
         }
     }
-    None
+    padding
 }
 
 impl DebugInfo {
@@ -1392,8 +1420,10 @@ impl DebugInfo {
     }
 
     /// The dotted name of the innermost member of struct `name` at byte `offset`, array
-    /// elements included (`queue[2].head`); `None` when `offset` is past the struct, in
-    /// padding, or the struct is unknown.
+    /// elements included (`queue[2].head`). A byte that several members hold (bit-fields
+    /// sharing it, union members) is named after the first of them in declaration order;
+    /// padding inside a named struct or union member after that member. `None` when `offset`
+    /// is past the struct, in padding no named member spans, or the struct is unknown.
     #[must_use]
     pub fn field_at(&self, name: &str, offset: u64) -> Option<String> {
         let layout = self.layout(name)?;

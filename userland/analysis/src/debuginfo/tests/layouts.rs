@@ -1,4 +1,4 @@
-//! Field names of bit-fields, from the DWARF of each compiler and DWARF version the
+//! Field names of bit-fields and unions, from the DWARF of each compiler and DWARF version the
 //! kernel may be built with: clang (which writes bit-fields in the DWARF 2 form,
 //! `DW_AT_bit_offset` from the storage unit's most significant bit, whatever the version) and,
 //! where installed, gcc (`DW_AT_data_bit_offset` from DWARF 5 on).
@@ -23,7 +23,55 @@ struct bits {
 	unsigned long long i:24;    /* no room left in h's unit: bits 128-151 */
 };
 
+/* Union members shorter than later ones, and with padding where later ones have data. */
+struct padded { char c; long v; };
+struct longer { long w; long x; long y; };
+struct with_union {
+	int kind;
+	union {
+		struct padded first;    /* 8-23, padding at 9-15 */
+		struct longer second;   /* 8-31 */
+	} u;
+	union {
+		struct padded one;
+		struct padded two;      /* the same padding */
+	} both;                     /* 32-47 */
+};
+
+/* As restart_block: named structs in an anonymous union, an anonymous union in one. */
+struct restart {
+	long fn;
+	union {
+		struct {
+			int *uaddr;
+			unsigned int val, flags, bitset; /* then a hole at 28-31 */
+			unsigned long long time;
+		} futex;
+		struct {
+			int clockid, type;
+			union { int *rmtp; long compat_rmtp; };
+			unsigned long long expires;      /* 24-31 */
+		} nanosleep;
+	};
+};
+
+/* Anonymous structs and unions nested in each other. */
+struct anon {
+	union {
+		struct { short s0; short s1; };
+		int whole;
+	};
+	struct {
+		union { char tag_c; int tag_i; };
+		unsigned int flag:1;
+		unsigned int mode:3;
+	};
+};
+
 struct bits g_bits;
+struct with_union g_with_union;
+struct restart g_restart;
+struct anon g_anon;
 ";
 
 /// The object of [`SOURCE`] from each compiler and DWARF version, with a label.
@@ -132,4 +180,48 @@ fn bit_fields_name_the_bytes_their_bits_occupy() {
         assert_eq!(names(&info, "bits"), bytes(&runs, 24), "{label}");
     }
     assert_eq!(forms, (true, true), "both bit-field forms were read");
+}
+
+#[test]
+fn union_members_holding_a_byte_win_over_padding() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (label, object) in objects(dir.path()) {
+        let info = DebugInfo::load(&object, None).expect("loads");
+        let runs = [
+            (0, Some("kind")),
+            (4, None),
+            (8, Some("u.first.c")),
+            // Padding in `first`: `second` holds these bytes.
+            (9, Some("u.second.w")),
+            (16, Some("u.first.v")),
+            // Past `first`.
+            (24, Some("u.second.y")),
+            (32, Some("both.one.c")),
+            // Padding in every member: the first one.
+            (33, Some("both.one")),
+            (40, Some("both.one.v")),
+        ];
+        assert_eq!(names(&info, "with_union"), bytes(&runs, 48), "{label}");
+        let runs = [
+            (0, Some("fn")),
+            (8, Some("futex.uaddr")),
+            (16, Some("futex.val")),
+            (20, Some("futex.flags")),
+            (24, Some("futex.bitset")),
+            // futex's hole: restart_block.nanosleep.expires, not restart_block.futex.
+            (28, Some("nanosleep.expires")),
+            (32, Some("futex.time")),
+        ];
+        assert_eq!(names(&info, "restart"), bytes(&runs, 40), "{label}");
+        let runs = [
+            (0, Some("s0")),
+            (2, Some("s1")),
+            (4, Some("tag_c")),
+            (5, Some("tag_i")),
+            // flag and mode share byte 8; then the anonymous struct's padding names nothing.
+            (8, Some("flag")),
+            (9, None),
+        ];
+        assert_eq!(names(&info, "anon"), bytes(&runs, 12), "{label}");
+    }
 }
