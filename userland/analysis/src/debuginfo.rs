@@ -243,9 +243,9 @@ pub struct Field {
     /// Dotted path from the struct; members of anonymous structs and unions appear without a
     /// component for the anonymous member, as C code names them.
     pub name: String,
-    /// Byte offset from the start of the struct (the containing byte for bit-fields).
+    /// Byte offset from the start of the struct (for bit-fields, the byte of their first bit).
     pub offset: u64,
-    /// Size in bytes (bytes spanned, rounded up, for bit-fields).
+    /// Size in bytes (for bit-fields, the bytes their bits span).
     pub size: u64,
     /// The member's type as C spells it (`int`, `struct list_head`, `char [16]`, `void *`).
     pub type_name: String,
@@ -298,6 +298,9 @@ const MAX_DEPTH: usize = 24;
 struct ElfDebug {
     /// Address shift from the file's addresses to run-time ones (KASLR for vmlinux).
     shift: u64,
+    /// Byte order, which decides where DWARF 2 bit-field offsets (`DW_AT_bit_offset`) count
+    /// from.
+    little_endian: bool,
     /// Data and per-CPU symbols with a size, sorted by address.
     objects: Vec<ElfSymbol>,
     /// Name to index in `objects` (and sizes of functions, by name).
@@ -511,6 +514,7 @@ impl ElfDebug {
         let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
         Ok(Self {
             shift: 0,
+            little_endian: little,
             objects,
             sizes,
             text,
@@ -934,14 +938,10 @@ impl ElfDebug {
                 continue;
             }
             let name = self.name_of(unit, e);
-            let bit_size = Self::attr_u64(e, gimli::DW_AT_bit_size);
-            let (offset, bit_offset) = match e.attr_value(gimli::DW_AT_data_member_location)? {
-                Some(AttributeValue::Exprloc(expr)) => (plus_uconst(&expr).unwrap_or(0), None),
-                Some(v) => (v.udata_value().unwrap_or(0), None),
-                None => match Self::attr_u64(e, gimli::DW_AT_data_bit_offset) {
-                    Some(bits) => (bits / 8, Some(bits % 8)),
-                    None => (0, None),
-                },
+            let location = match e.attr_value(gimli::DW_AT_data_member_location)? {
+                Some(AttributeValue::Exprloc(expr)) => plus_uconst(&expr),
+                Some(v) => v.udata_value(),
+                None => None,
             };
             let ty = match e
                 .attr_value(gimli::DW_AT_type)?
@@ -954,23 +954,63 @@ impl ElfDebug {
                     inner: Inner::Scalar,
                 },
             };
-            let size = match bit_size {
-                Some(bits) => (bit_offset.unwrap_or(0) + bits).div_ceil(8),
-                None => ty.size.unwrap_or(0),
+            let (offset, size, inner) = match Self::attr_u64(e, gimli::DW_AT_bit_size) {
+                // A bit-field: the bytes its bits occupy, nothing inside.
+                Some(bits) => {
+                    let first = self.first_bit(e, location, bits, ty.size);
+                    let end = if bits == 0 { first } else { first + bits };
+                    (first / 8, end.div_ceil(8) - first / 8, Inner::Scalar)
+                }
+                None => (location.unwrap_or(0), ty.size.unwrap_or(0), ty.inner),
             };
             members.push(Member {
                 name,
                 offset,
                 size,
                 type_name: ty.name,
-                inner: if bit_size.is_some() {
-                    Inner::Scalar
-                } else {
-                    ty.inner
-                },
+                inner,
             });
         }
         Ok(members)
+    }
+
+    /// The first bit of bit-field `e`, `bits` wide, from the start of its struct or union.
+    /// DWARF 4 and later may say it directly (`DW_AT_data_bit_offset`, as GCC does). The
+    /// DWARF 2 form, which clang 14 writes for every DWARF version, places a storage unit of
+    /// `DW_AT_byte_size` bytes (the type's size when absent) at `DW_AT_data_member_location`
+    /// and counts `DW_AT_bit_offset` from that unit's most significant bit: on a
+    /// little-endian machine, from its last bit down.
+    fn first_bit(
+        &self,
+        e: &gimli::DebuggingInformationEntry<'_, '_, R>,
+        location: Option<u64>,
+        bits: u64,
+        type_size: Option<u64>,
+    ) -> u64 {
+        if let Some(first) = Self::attr_u64(e, gimli::DW_AT_data_bit_offset) {
+            return first;
+        }
+        let base = location.unwrap_or(0).saturating_mul(8);
+        // Signed: GCC gives a field that runs past its unit's end a negative offset.
+        let from_msb = match e.attr_value(gimli::DW_AT_bit_offset).ok().flatten() {
+            Some(AttributeValue::Sdata(v)) => v,
+            Some(v) => match v.udata_value() {
+                Some(v) => i64::try_from(v).unwrap_or(i64::MAX),
+                None => return base,
+            },
+            None => return base,
+        };
+        let within = if self.little_endian {
+            let unit = Self::attr_u64(e, gimli::DW_AT_byte_size)
+                .or(type_size)
+                .unwrap_or(0);
+            let unit = i64::try_from(unit.saturating_mul(8)).unwrap_or(i64::MAX);
+            unit.saturating_sub(from_msb)
+                .saturating_sub(i64::try_from(bits).unwrap_or(i64::MAX))
+        } else {
+            from_msb
+        };
+        base.saturating_add_signed(within)
     }
 }
 
@@ -1006,8 +1046,27 @@ fn flatten(members: &[Member], prefix: &str, base: u64, out: &mut Vec<Field>) {
     }
 }
 
+/// What [`name_at`] found at an offset.
+enum Found {
+    /// A scalar member (or array element) holds the byte.
+    Held(String),
+    /// Only a struct, union or array element spans the byte: it is padding inside it.
+    Padding(String),
+}
+
 /// The dotted name of the member at `offset` in `members`, innermost member that holds it.
 fn name_at(members: &[Member], offset: u64, prefix: &str) -> Option<String> {
+    match find_at(members, offset, prefix)? {
+        Found::Held(name) | Found::Padding(name) => Some(name),
+    }
+}
+
+/// The first member, in declaration order, that holds `offset`; else the innermost struct,
+/// union or array element whose padding it is. Union members overlap: one whose padding covers
+/// the byte must not hide a later one that holds it. In a struct, members do not overlap (but
+/// for bit-fields sharing a byte, which all hold it), so the first that spans it is the answer.
+fn find_at(members: &[Member], offset: u64, prefix: &str) -> Option<Found> {
+    let mut padding = None;
     for m in members {
         if offset < m.offset || offset - m.offset >= m.size {
             continue;
@@ -1018,27 +1077,36 @@ fn name_at(members: &[Member], offset: u64, prefix: &str) -> Option<String> {
             Some(n) => format!("{prefix}.{n}"),
             None => prefix.to_owned(),
         };
-        let deeper = match &m.inner {
-            Inner::Scalar => None,
-            Inner::Composite(inner) => name_at(inner, within, &name),
+        let found = match &m.inner {
+            // An unnamed scalar is an unnamed bit-field: padding that names nothing.
+            Inner::Scalar => m.name.is_some().then_some(Found::Held(name)),
+            Inner::Composite(inner) => find_at(inner, within, &name)
+                .or_else(|| m.name.is_some().then_some(Found::Padding(name))),
             Inner::Array {
                 elem_size,
                 count,
                 elem,
-            } => (*elem_size > 0 && within / elem_size < (*count).max(1)).then(|| {
+            } => Some(if *elem_size > 0 && within / elem_size < (*count).max(1) {
                 let i = within / elem_size;
                 let element = format!("{name}[{i}]");
-                name_at(elem, within % elem_size, &element).unwrap_or(element)
+                if elem.is_empty() {
+                    Found::Held(element)
+                } else {
+                    find_at(elem, within % elem_size, &element).unwrap_or(Found::Padding(element))
+                }
+            } else {
+                Found::Held(name)
             }),
         };
-        match (deeper, m.name.is_some()) {
-            (Some(d), _) => return Some(d),
-            (None, true) => return Some(name),
-            // An anonymous member with padding at `offset`: try the other union members.
-            (None, false) => {}
+        match found {
+            Some(held @ Found::Held(_)) => return Some(held),
+            Some(p @ Found::Padding(_)) => {
+                padding.get_or_insert(p);
+            }
+            None => {}
         }
     }
-    None
+    padding
 }
 
 impl DebugInfo {
@@ -1352,8 +1420,10 @@ impl DebugInfo {
     }
 
     /// The dotted name of the innermost member of struct `name` at byte `offset`, array
-    /// elements included (`queue[2].head`); `None` when `offset` is past the struct, in
-    /// padding, or the struct is unknown.
+    /// elements included (`queue[2].head`). A byte that several members hold (bit-fields
+    /// sharing it, union members) is named after the first of them in declaration order;
+    /// padding inside a named struct or union member after that member. `None` when `offset`
+    /// is past the struct, in padding no named member spans, or the struct is unknown.
     #[must_use]
     pub fn field_at(&self, name: &str, offset: u64) -> Option<String> {
         let layout = self.layout(name)?;

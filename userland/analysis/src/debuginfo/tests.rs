@@ -8,6 +8,8 @@ use std::process::Command;
 use super::*;
 use dprof_fixtures::profile::example_header;
 
+mod layouts;
+
 const SOURCE: &str = r#"
 struct inner { int a; short b; };
 struct list_head { struct list_head *next, *prev; };
@@ -43,14 +45,19 @@ struct Built {
 }
 
 fn cc(dir: &Path, args: &[&str]) {
-    let out = Command::new("cc")
+    compile("cc", "install gcc (cc)", dir, args);
+}
+
+/// Runs C compiler `compiler` with `args` in `dir`; `install` says how to get it.
+fn compile(compiler: &str, install: &str, dir: &Path, args: &[&str]) {
+    let out = Command::new(compiler)
         .args(args)
         .current_dir(dir)
         .output()
-        .expect("these tests need a C compiler: install gcc (cc)");
+        .unwrap_or_else(|e| panic!("these tests need {compiler} ({e}): {install}"));
     assert!(
         out.status.success(),
-        "cc {args:?} failed: {}",
+        "{compiler} {args:?} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
 }
