@@ -146,7 +146,7 @@ pub struct MemAccess {
     pub gs_relative: bool,
 }
 
-/// Why a sample yields no single data address (counted, never guessed).
+/// Why a sample yields no data address (counted, never guessed).
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]
@@ -171,7 +171,7 @@ pub enum NoAccess {
 }
 
 impl NoAccess {
-    /// The coverage bucket of a sample the decoder found no single data address in.
+    /// The coverage bucket of a sample the decoder found no data address in.
     #[must_use]
     pub const fn bucket(self) -> Bucket {
         match self {

@@ -26,8 +26,9 @@ use dprof_model::units::{format_bytes, format_ns};
 ///
 /// Call sites and sampled ips are symbolized from the profile's own kallsyms snapshot. A
 /// sample's access is decoded from its instruction bytes and registers: kind:size@address,
-/// "(gs)" for per-CPU (%gs-relative) operands, or none(reason) when the instruction has no
-/// single data address.
+/// "(gs)" for per-CPU (%gs-relative) operands, two of them joined by a comma when the
+/// instruction touched two locations (push of memory, movs; in JSON its "second"), or
+/// none(reason) when it touched no data address dprof can compute.
 ///
 /// --json prints one JSON document: {"format_version", "header", "stop", "kallsyms_bytes",
 /// "modules_bytes", "btf_bytes" (null without a Btf section), "record_count", "record_bytes",
