@@ -2,8 +2,9 @@
 //! carried in a profile's Btf section): field names for the report when no vmlinux with DWARF
 //! is at hand. Names follow [`DebugInfo::field_at`](crate::debuginfo::DebugInfo::field_at):
 //! dotted paths through nested structs and unions, anonymous members adding nothing to the
-//! path, `[i]` for array elements, `None` in padding, and a bit-field named for the bytes it
-//! occupies.
+//! path, `[i]` for array elements, the first union member that holds a byte winning over
+//! another's padding, `None` in padding no named member spans, and a bit-field named for the
+//! bytes it occupies.
 //!
 //! The bytes are parsed by `btf-rs` (the retis project's BTF reader): it reads a byte slice,
 //! knows every kind the kernel writes (`ENUM64`, `DECL_TAG`, `TYPE_TAG` included), and needs
@@ -24,8 +25,8 @@ use crate::report::FieldSource;
 const MAX_DEPTH: usize = 24;
 
 /// Members one [`Btf::field_at`] may look at: names take one member per level, except that
-/// an anonymous union member with padding at the offset sends the search on to its siblings,
-/// which a malformed blob could make exponential.
+/// a union member with padding at the offset sends the search on to its siblings, which a
+/// malformed blob could make exponential.
 const MEMBER_BUDGET: u32 = 1 << 16;
 
 /// Size of a pointer: BTF gives pointers no size, and dprof profiles x86-64 kernels.
@@ -96,6 +97,14 @@ enum Inner {
         /// The element's layout, when elements are structs or unions.
         elem: Option<Struct>,
     },
+}
+
+/// What [`Btf::find_at`] found at an offset.
+enum Found {
+    /// A scalar member (or array element) holds the byte.
+    Held(String),
+    /// Only a struct, union or array element spans the byte: it is padding inside it.
+    Padding(String),
 }
 
 /// A type resolved through typedefs and qualifiers: its size and what it holds.
@@ -183,8 +192,11 @@ impl Btf {
     }
 
     /// The dotted name of the innermost member of struct `name` at byte `offset`, array
-    /// elements included (`frags[1].prev`); `None` when `offset` is past the struct, in
-    /// padding, or the struct is unknown. As [`DebugInfo::field_at`] names it.
+    /// elements included (`frags[1].prev`). A byte that several members hold (bit-fields
+    /// sharing it, union members) is named after the first of them in declaration order;
+    /// padding inside a named struct or union member after that member. `None` when `offset`
+    /// is past the struct, in padding no named member spans, or the struct is unknown. As
+    /// [`DebugInfo::field_at`] names it.
     ///
     /// [`DebugInfo::field_at`]: crate::debuginfo::DebugInfo::field_at
     #[must_use]
@@ -193,7 +205,9 @@ impl Btf {
             return None;
         };
         let mut budget = MEMBER_BUDGET;
-        self.name_at(&s, offset, "", 1, &mut budget)
+        match self.find_at(&s, offset, "", 1, &mut budget)? {
+            Found::Held(name) | Found::Padding(name) => Some(name),
+        }
     }
 
     /// The byte offset of member `member` of struct `name`, looking through anonymous
@@ -304,18 +318,24 @@ impl Btf {
         Some(Desc { size, inner })
     }
 
-    /// The dotted name of the member of `s` at `offset`, innermost member that holds it.
-    fn name_at(
+    /// The first member of `s`, in declaration order, that holds `offset`; else the innermost
+    /// struct, union or array element whose padding it is. Union members overlap: one whose
+    /// padding covers the byte must not hide a later one that holds it (`restart_block.futex`
+    /// is shorter than `restart_block.nanosleep`). In a struct, members do not overlap (but for
+    /// bit-fields sharing a byte, which all hold it), so the first that spans it is the answer.
+    /// As `find_at` in [`crate::debuginfo`] finds it.
+    fn find_at(
         &self,
         s: &Struct,
         offset: u64,
         prefix: &str,
         depth: usize,
         budget: &mut u32,
-    ) -> Option<String> {
+    ) -> Option<Found> {
         if depth > MAX_DEPTH {
             return None;
         }
+        let mut padding = None;
         for m in &s.members {
             *budget = budget.checked_sub(1)?;
             let start = u64::from(m.bit_offset() / 8);
@@ -342,35 +362,43 @@ impl Btf {
                 continue;
             }
             let member = self.btf.resolve_name(m).unwrap_or_default();
-            let name = match (member.is_empty(), prefix.is_empty()) {
-                (true, _) => prefix.to_owned(),
-                (false, true) => member.clone(),
-                (false, false) => format!("{prefix}.{member}"),
+            let named = !member.is_empty();
+            let name = match (named, prefix.is_empty()) {
+                (false, _) => prefix.to_owned(),
+                (true, true) => member,
+                (true, false) => format!("{prefix}.{member}"),
             };
-            let deeper = match inner {
-                Inner::Scalar => None,
-                Inner::Composite(inner) => self.name_at(&inner, within, &name, depth + 1, budget),
+            let found = match inner {
+                // An unnamed scalar is an unnamed bit-field: padding that names nothing.
+                Inner::Scalar => named.then_some(Found::Held(name)),
+                Inner::Composite(inner) => self
+                    .find_at(&inner, within, &name, depth + 1, budget)
+                    .or_else(|| named.then_some(Found::Padding(name))),
                 Inner::Array {
                     elem_size,
                     count,
                     elem,
-                } => (elem_size > 0 && within / elem_size < count.max(1)).then(|| {
-                    let i = within / elem_size;
-                    let element = format!("{name}[{i}]");
-                    elem.and_then(|e| {
-                        self.name_at(&e, within % elem_size, &element, depth + 1, budget)
-                    })
-                    .unwrap_or(element)
+                } => Some(if elem_size > 0 && within / elem_size < count.max(1) {
+                    let element = format!("{name}[{}]", within / elem_size);
+                    match elem {
+                        None => Found::Held(element),
+                        Some(e) => self
+                            .find_at(&e, within % elem_size, &element, depth + 1, budget)
+                            .unwrap_or(Found::Padding(element)),
+                    }
+                } else {
+                    Found::Held(name)
                 }),
             };
-            match (deeper, member.is_empty()) {
-                (Some(d), _) => return Some(d),
-                (None, false) => return Some(name),
-                // An anonymous member with padding at `offset`: try the other union members.
-                (None, true) => {}
+            match found {
+                Some(held @ Found::Held(_)) => return Some(held),
+                Some(p @ Found::Padding(_)) => {
+                    padding.get_or_insert(p);
+                }
+                None => {}
             }
         }
-        None
+        padding
     }
 }
 

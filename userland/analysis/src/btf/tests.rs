@@ -183,6 +183,152 @@ fn nested_types_follow_the_dwarf_conventions() {
     assert_eq!(btf.field_at("u", 0).as_deref(), Some("in.x"));
 }
 
+/// Union members shorter than later ones, or with padding where later ones have data: a byte
+/// is named after the first member that holds it, as the DWARF resolver names it.
+#[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "two layouts built type by type, then tables of names"
+)]
+fn union_members_holding_a_byte_win_over_padding() {
+    let mut b = BtfBuilder::new();
+    let char_t = b.int("char", 1);
+    let int = b.int("int", 4);
+    let uint = b.int("unsigned int", 4);
+    let long = b.int("long int", 8);
+    let u64_t = b.int("long long unsigned int", 8);
+    let int_ptr = b.ptr(int);
+    // struct padded { char c; long v; };  struct longer { long w, x, y; };
+    let padded = b.struct_type(
+        "padded",
+        16,
+        &[BtfMember::at("c", char_t, 0), BtfMember::at("v", long, 8)],
+    );
+    let longer = b.struct_type(
+        "longer",
+        24,
+        &[
+            BtfMember::at("w", long, 0),
+            BtfMember::at("x", long, 8),
+            BtfMember::at("y", long, 16),
+        ],
+    );
+    // union { struct padded first; struct longer second; } u;  padding at 1..8 of `first`.
+    let u = b.union_type(
+        "",
+        24,
+        &[
+            BtfMember::at("first", padded, 0),
+            BtfMember::at("second", longer, 0),
+        ],
+    );
+    // union { struct padded one; struct padded two; } both;  the same padding in each.
+    let both = b.union_type(
+        "",
+        16,
+        &[
+            BtfMember::at("one", padded, 0),
+            BtfMember::at("two", padded, 0),
+        ],
+    );
+    b.struct_type(
+        "with_union",
+        48,
+        &[
+            BtfMember::at("kind", int, 0),
+            BtfMember::at("u", u, 8),
+            BtfMember::at("both", both, 32),
+        ],
+    );
+    // As restart_block: named structs in an anonymous union, an anonymous union in one.
+    let futex = b.struct_type(
+        "",
+        32,
+        &[
+            BtfMember::at("uaddr", int_ptr, 0),
+            BtfMember::at("val", uint, 8),
+            BtfMember::at("flags", uint, 12),
+            BtfMember::at("bitset", uint, 16),
+            // A hole at 20..24.
+            BtfMember::at("time", u64_t, 24),
+        ],
+    );
+    let rmtp = b.union_type(
+        "",
+        8,
+        &[
+            BtfMember::at("rmtp", int_ptr, 0),
+            BtfMember::at("compat_rmtp", long, 0),
+        ],
+    );
+    let nanosleep = b.struct_type(
+        "",
+        24,
+        &[
+            BtfMember::at("clockid", int, 0),
+            BtfMember::at("type", int, 4),
+            BtfMember::at("", rmtp, 8),
+            BtfMember::at("expires", u64_t, 16),
+        ],
+    );
+    let calls = b.union_type(
+        "",
+        32,
+        &[
+            BtfMember::at("futex", futex, 0),
+            BtfMember::at("nanosleep", nanosleep, 0),
+        ],
+    );
+    let long_ptr = b.ptr(long);
+    b.struct_type(
+        "restart",
+        40,
+        &[
+            BtfMember::at("fn", long_ptr, 0),
+            BtfMember::at("", calls, 8),
+        ],
+    );
+    let btf = parse(&b.finish());
+    for (offset, field) in [
+        (0, Some("kind")),
+        (4, None),
+        (8, Some("u.first.c")),
+        // Padding in `first`: `second` holds these bytes.
+        (9, Some("u.second.w")),
+        (15, Some("u.second.w")),
+        (16, Some("u.first.v")),
+        // Past `first`.
+        (24, Some("u.second.y")),
+        (32, Some("both.one.c")),
+        // Padding in every member: the first one.
+        (33, Some("both.one")),
+        (40, Some("both.one.v")),
+        (48, None),
+    ] {
+        assert_eq!(
+            btf.field_at("with_union", offset).as_deref(),
+            field,
+            "with_union +{offset}"
+        );
+    }
+    for (offset, field) in [
+        (0, Some("fn")),
+        (8, Some("futex.uaddr")),
+        (16, Some("futex.val")),
+        (24, Some("futex.bitset")),
+        // futex's hole: nanosleep.expires, not futex.
+        (28, Some("nanosleep.expires")),
+        (31, Some("nanosleep.expires")),
+        (32, Some("futex.time")),
+    ] {
+        assert_eq!(
+            btf.field_at("restart", offset).as_deref(),
+            field,
+            "restart +{offset}"
+        );
+    }
+}
+
 #[test]
 fn cycles_and_bad_references_end() {
     let mut b = BtfBuilder::new();

@@ -19,6 +19,9 @@
 //! - **Fields**: [`DebugInfo::struct_fields`] must list every named member outside arrays of
 //!   structs with pahole's offset and size (a bit-field: its first byte and the bytes its bits
 //!   span), and the struct must have pahole's size.
+//!
+//! Where the vmlinux has a `.BTF` section (pahole writes it from the same DWARF), [`Btf`]'s
+//! names are held to the first two rules as well.
 
 mod parse;
 
@@ -26,7 +29,10 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
 
+use dprof_analysis::btf::Btf;
 use dprof_analysis::debuginfo::DebugInfo;
+use dprof_analysis::report::FieldSource;
+use object::{Object, ObjectSection};
 use parse::Node;
 
 /// Structs compared: the hot kernel types of networking, processes, files and memory.
@@ -194,10 +200,10 @@ fn compare(info: &DebugInfo, s: &parse::Struct, shown: &mut usize) -> Tally {
         *shown += 1;
     };
     let name = s.name.as_str();
-    let mut mine = Tally::default();
     let mut expected = Expected::default();
     collect(&s.members, 0, "", false, &mut expected);
     let size = s.size.expect("pahole printed the size");
+    let mut mine = compare_names(info, name, size, &expected, &mut show);
     if info.struct_size(name) != Some(size) {
         mine.wrong_sizes += 1;
         show(format!(
@@ -205,6 +211,35 @@ fn compare(info: &DebugInfo, s: &parse::Struct, shown: &mut usize) -> Tally {
             info.struct_size(name)
         ));
     }
+    let listed: HashMap<String, (u64, u64)> = info
+        .struct_fields(name)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|f| (f.name, (f.offset, f.size)))
+        .collect();
+    for (path, offset, size) in &expected.fields {
+        mine.listed_fields += 1;
+        let got = listed.get(path);
+        if got != Some(&(*offset, *size)) {
+            mine.wrong_listed += 1;
+            show(format!(
+                "{name}.{path}: pahole at {offset} size {size}, struct_fields {got:?}"
+            ));
+        }
+    }
+    mine
+}
+
+/// Compares the names `source` gives each byte of struct `name` with the `expected` layout:
+/// the rules on bytes of named members and bytes in holes.
+fn compare_names(
+    source: &dyn FieldSource,
+    name: &str,
+    size: u64,
+    expected: &Expected,
+    show: &mut dyn FnMut(String),
+) -> Tally {
+    let mut mine = Tally::default();
     // First leaf in declaration order that holds each byte.
     let mut owner: Vec<Option<usize>> = vec![None; usize::try_from(size).expect("small")];
     for (i, leaf) in expected.leaves.iter().enumerate() {
@@ -215,7 +250,7 @@ fn compare(info: &DebugInfo, s: &parse::Struct, shown: &mut usize) -> Tally {
     let mut wrong_fields = std::collections::BTreeSet::new();
     for (b, owner) in owner.iter().enumerate() {
         let b = b as u64;
-        let got = info.field_at(name, b);
+        let got = source.field_at(name, b);
         if let Some(i) = owner {
             let leaf = &expected.leaves[*i];
             mine.leaf_bytes += 1;
@@ -248,23 +283,59 @@ fn compare(info: &DebugInfo, s: &parse::Struct, shown: &mut usize) -> Tally {
     }
     mine.leaf_fields = expected.leaf_count;
     mine.wrong_fields = wrong_fields.len();
-    let listed: HashMap<String, (u64, u64)> = info
-        .struct_fields(name)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|f| (f.name, (f.offset, f.size)))
-        .collect();
-    for (path, offset, size) in &expected.fields {
-        mine.listed_fields += 1;
-        let got = listed.get(path);
-        if got != Some(&(*offset, *size)) {
-            mine.wrong_listed += 1;
+    mine
+}
+
+/// The vmlinux's `.BTF` section, parsed; `None` when it has none.
+fn vmlinux_btf(vmlinux: &Path) -> Option<Btf> {
+    let bytes = std::fs::read(vmlinux).expect("the vmlinux is readable");
+    let file = object::File::parse(&*bytes).expect("the vmlinux is an ELF file");
+    let section = file.section_by_name(".BTF")?;
+    let data = section.uncompressed_data().expect("its .BTF section reads");
+    Some(Btf::parse(&data).expect("its .BTF section is valid BTF"))
+}
+
+/// BTF's names of the bytes of every struct of [`STRUCTS`] against pahole's layouts.
+fn compare_btf(btf: &Btf, structs: &[parse::Struct]) -> Tally {
+    let mut tally = Tally::default();
+    let mut shown = 0;
+    let mut show = |line: String| {
+        if shown < 60 {
+            println!("  BTF: {line}");
+        }
+        shown += 1;
+    };
+    for name in STRUCTS {
+        let s = structs
+            .iter()
+            .find(|s| s.name == *name)
+            .unwrap_or_else(|| panic!("pahole printed no struct {name}"));
+        let mut expected = Expected::default();
+        collect(&s.members, 0, "", false, &mut expected);
+        let size = s.size.expect("pahole printed the size");
+        let mut t = compare_names(btf, name, size, &expected, &mut show);
+        if btf.struct_size(name) != Some(size) {
+            t.wrong_sizes += 1;
             show(format!(
-                "{name}.{path}: pahole at {offset} size {size}, struct_fields {got:?}"
+                "{name}: pahole says {size} bytes, BTF {:?}",
+                btf.struct_size(name)
             ));
         }
+        tally.add(&t);
     }
-    mine
+    println!(
+        "BTF over {} structs: {} bytes in {} named members, {} wrong ({} members); {} bytes in \
+         holes, {} wrong; {} sizes wrong",
+        STRUCTS.len(),
+        tally.leaf_bytes,
+        tally.leaf_fields,
+        tally.wrong_bytes,
+        tally.wrong_fields,
+        tally.hole_bytes,
+        tally.wrong_hole_bytes,
+        tally.wrong_sizes
+    );
+    tally
 }
 
 #[test]
@@ -327,6 +398,12 @@ fn field_names_agree_with_pahole() {
         tally.wrong_sizes
     );
     assert!(tally.leaf_bytes > 10_000, "pahole's output was not read");
+    let btf = if let Some(btf) = vmlinux_btf(Path::new(&vmlinux)) {
+        compare_btf(&btf, &structs)
+    } else {
+        println!("BTF: the vmlinux has no .BTF section; not compared");
+        Tally::default()
+    };
     assert_eq!(
         (
             tally.wrong_bytes,
@@ -336,5 +413,10 @@ fn field_names_agree_with_pahole() {
         ),
         (0, 0, 0, 0),
         "dprof and pahole disagree (listed above)"
+    );
+    assert_eq!(
+        (btf.wrong_bytes, btf.wrong_hole_bytes, btf.wrong_sizes),
+        (0, 0, 0),
+        "dprof's BTF names and pahole disagree (listed above with BTF:)"
     );
 }
