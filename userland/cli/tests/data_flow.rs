@@ -17,30 +17,71 @@ use dprof_fixtures::histories as example;
 fn example_dir() -> tempfile::TempDir {
     dir_with(&[
         ("h.dprof", example::profile()),
+        ("elsewhere.dprof", example::freed_elsewhere_profile()),
         ("dp.dprof", dprof_fixtures::data_profile::profile()),
     ])
+}
+
+/// `dprof report FILE --view data-flow --type st_obj ARGS`.
+fn st_obj_flow(dir: &std::path::Path, file: &str, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["report", file, "--view", "data-flow", "--type", "st_obj"];
+    all.extend(args);
+    dprof(dir, &all)
 }
 
 #[test]
 fn data_flow_text() {
     let dir = example_dir();
-    let text = stdout_of(&dprof(
-        dir.path(),
-        &[
-            "report",
-            "h.dprof",
-            "--view",
-            "data-flow",
-            "--type",
-            "st_obj",
-        ],
-    ));
+    let text = stdout_of(&st_obj_flow(dir.path(), "h.dprof", &[]));
     assert!(text.contains("st_producer"), "{text}");
     assert!(
         text.contains("  ==cpu==> st_consumer  2 (2 CPU changes)"),
         "{text}"
     );
+    assert!(
+        text.contains(", 2 CPU changes from alloc to free\n"),
+        "{text}"
+    );
     golden("data_flow.txt", &text);
+}
+
+/// An object freed on another CPU than its last access: the header, the edge, the JSON and
+/// the DOT graph count that CPU change alike (the header once said 0).
+#[test]
+fn every_format_counts_the_same_cpu_changes() {
+    let dir = example_dir();
+    let text = stdout_of(&st_obj_flow(dir.path(), "elsewhere.dprof", &[]));
+    assert!(
+        text.starts_with(
+            "Data flow of st_obj: 2 histories (2 alloc to free), 3 hits, 1 CPU changes from \
+             alloc to free\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("  ==cpu==> st_free  1 (1 CPU changes)"),
+        "{text}"
+    );
+    let json = stdout_of(&st_obj_flow(dir.path(), "elsewhere.dprof", &["--json"]));
+    let v: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
+    assert_eq!(v["data_flow"]["cpu_changes"], 1);
+    let on_edges: u64 = v["data_flow"]["edges"]
+        .as_array()
+        .expect("edges")
+        .iter()
+        .filter_map(|e| e["cpu_changes"].as_u64())
+        .sum();
+    assert_eq!(on_edges, 1);
+    let dot = stdout_of(&st_obj_flow(
+        dir.path(),
+        "elsewhere.dprof",
+        &["--format", "dot"],
+    ));
+    assert!(
+        dot.contains("label=\"st_obj: 2 histories, 1 CPU changes\";"),
+        "{dot}"
+    );
+    assert!(dot.contains("(1 CPU changes)\", color=red"), "{dot}");
 }
 
 #[test]
@@ -76,19 +117,7 @@ fn without_a_type_the_type_with_most_histories_is_shown_and_named() {
 #[test]
 fn data_flow_dot() {
     let dir = example_dir();
-    let dot = stdout_of(&dprof(
-        dir.path(),
-        &[
-            "report",
-            "h.dprof",
-            "--view",
-            "data-flow",
-            "--type",
-            "st_obj",
-            "--format",
-            "dot",
-        ],
-    ));
+    let dot = stdout_of(&st_obj_flow(dir.path(), "h.dprof", &["--format", "dot"]));
     assert!(dot.starts_with("digraph data_flow {"), "{dot}");
     golden("data_flow.dot", &dot);
 }
@@ -126,6 +155,8 @@ fn data_flow_json() {
         })
         .collect();
     assert_eq!(cpu, vec![("st_producer", "st_consumer")]);
+    assert_eq!(v["data_flow"]["cpu_changes"], 2);
+    assert!(v.get("cpu_changes").is_none(), "one count, the data flow's");
     // The whole report carries the same section.
     let whole = stdout_of(&dprof(dir.path(), &["report", "h.dprof", "--json"]));
     let w: serde_json::Value = serde_json::from_str(&whole).expect("valid JSON");

@@ -21,9 +21,10 @@ pub fn data_flow_dot(flow: &DataFlow) -> String {
     let _ = writeln!(out, "digraph data_flow {{");
     let _ = writeln!(
         out,
-        "  label=\"{}: {} histories\";",
+        "  label=\"{}: {} histories, {} CPU changes\";",
         escape(&flow.type_name),
-        flow.histories
+        flow.histories,
+        flow.cpu_changes
     );
     let _ = writeln!(out, "  labelloc=t;");
     let _ = writeln!(out, "  rankdir=TB;");

@@ -207,8 +207,6 @@ pub struct TypeHistories {
     pub dropped_hits: u64,
     /// Hits timed after their history's end, dropped.
     pub late_hits: u64,
-    /// Hits on another CPU than the previous one (the allocating CPU for the first).
-    pub cpu_changes: u64,
     /// Mean lifetime of complete histories (ns).
     pub mean_lifetime_ns: Option<u64>,
     /// Longest delay before another CPU watched an object (ns): its accesses before were
@@ -283,7 +281,8 @@ pub struct PathElement {
     pub range: Span,
     /// Read, write or both, when known.
     pub kind: Option<AccessKind>,
-    /// It ran on another CPU than the access before (the allocating CPU for the first).
+    /// A CPU change (see [`DataFlow::cpu_changes`]): it ran on another CPU than the access
+    /// before (the allocating CPU for the first).
     pub cpu_change: bool,
     /// Mean time since allocation over the path's histories (ns).
     pub mean_since_alloc_ns: u64,
@@ -318,7 +317,8 @@ pub struct PathTrace {
     pub alloc_function: String,
     /// The freeing function, or `(reallocated)` when the free was not traced.
     pub end: String,
-    /// The object was freed on another CPU than its last access (or its allocation).
+    /// A CPU change (see [`DataFlow::cpu_changes`]): the object was freed on another CPU
+    /// than its last access (or its allocation).
     pub end_cpu_change: bool,
     /// The accesses, in time order.
     pub elements: Vec<PathElement>,
@@ -417,7 +417,7 @@ pub struct FlowEdge {
     pub transitions: u64,
     /// Histories that took it.
     pub histories: u64,
-    /// Of the transitions, those where the next function ran on another CPU.
+    /// Of the transitions, those that were a CPU change (see [`DataFlow::cpu_changes`]).
     pub cpu_changes: u64,
 }
 
@@ -428,6 +428,16 @@ pub struct DataFlow {
     pub type_name: String,
     /// Complete histories merged.
     pub histories: u64,
+    /// CPU changes of the merged histories: the one count every view of the histories shows.
+    ///
+    /// A history is a sequence of steps: the allocation, each access (hit) in time order,
+    /// then the free. A step is a *CPU change* when it ran on another CPU than the step before
+    /// it. Only complete histories count (the graph is made of them), without their mismatched
+    /// hits (which were no access to the watched bytes). It equals the sum of the edges'
+    /// [`FlowEdge::cpu_changes`], and of the path traces' marked steps
+    /// ([`PathElement::cpu_change`], [`PathTrace::end_cpu_change`]) times their histories.
+    #[serde(default)]
+    pub cpu_changes: u64,
     /// Nodes, alloc first, free last, the others by their mean position along the histories.
     pub nodes: Vec<FlowNode>,
     /// Edges, in node order of `from`, then most taken first.

@@ -6,7 +6,8 @@ mod fixture;
 
 use dprof_tui::{App, Column, Event, EventState, LoadEvent, Pane, View};
 use fixture::{
-    causal_report, history_report, key, press, report, screen, type_text, views_report, SOURCE,
+    causal_report, freed_elsewhere_report, history_report, key, press, report, screen, type_text,
+    views_report, SOURCE,
 };
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
@@ -366,6 +367,20 @@ fn data_flow_nodes_and_their_accesses() {
     assert_eq!(app.view(), View::TypeDetail);
     press(&mut app, [KeyCode::Esc]);
     assert_eq!(app.view(), View::DataProfile);
+}
+
+/// An object freed on another CPU than its last access: the summary counts that CPU change
+/// as the step into `st_free` shows it.
+#[test]
+fn data_flow_counts_the_cpu_change_at_the_free() {
+    let mut app = App::with_report(SOURCE, freed_elsewhere_report());
+    press(&mut app, [KeyCode::Char('5')]);
+    let s = screen(&app, 160, 48);
+    assert!(
+        s.contains("(2 alloc to free, with 1 CPU changes) · 3 hits"),
+        "{s}"
+    );
+    assert!(s.contains("⇓ 1 st_free (cpu 1)"), "{s}");
 }
 
 /// A type with no histories says so and names the types that have; with no type selected,

@@ -7,8 +7,8 @@ mod fixture;
 
 use dprof_tui::{App, Event, LoadEvent, View, MIN_HEIGHT, MIN_WIDTH};
 use fixture::{
-    causal_report, draw, history_report, ibs_report, press, report, screen, views_report,
-    views_report_without_geometry, SOURCE,
+    causal_report, draw, freed_elsewhere_report, history_report, ibs_report, press, report, screen,
+    views_report, views_report_without_geometry, SOURCE,
 };
 use ratatui::crossterm::event::KeyCode;
 
@@ -221,4 +221,13 @@ fn causal_ranking_and_chart() {
     press(&mut app, [KeyCode::Down]);
     let s = screen(&app, 160, 48);
     assert!(s.contains("nothing to plot: never selected"), "{s}");
+}
+
+/// The data flow of an object freed on another CPU than its last access: the CPU change at
+/// the free is counted in the summary as on the step into `st_free`.
+#[test]
+fn data_flow_of_an_object_freed_on_another_cpu() {
+    let mut app = App::with_report(SOURCE, freed_elsewhere_report());
+    press(&mut app, [KeyCode::Char('5')]);
+    assert_screen("freed_elsewhere_data_flow", &app, 160, 48);
 }

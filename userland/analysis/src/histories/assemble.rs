@@ -43,7 +43,8 @@ pub struct Hit {
     pub since_alloc_ns: u64,
     /// CPU that accessed.
     pub cpu: u32,
-    /// The CPU differs from the previous hit's (the allocating CPU for the first hit).
+    /// A CPU change ([`History::cpu_changes`]): the CPU differs from the previous hit's (the
+    /// allocating CPU for the first hit).
     pub cpu_change: bool,
     /// Instruction pointer of the trap: just after the access.
     pub trap_ip: u64,
@@ -132,10 +133,24 @@ impl History {
         self.end.is_some_and(|e| e.reason.is_complete())
     }
 
-    /// Hits on another CPU than the previous hit's.
+    /// The history's CPU changes: the one definition the path traces, the data flow graph
+    /// and its total ([`dprof_model::histories::DataFlow::cpu_changes`]) count. The steps of
+    /// a history are its allocation, its hits in time order and, when complete, its free; a
+    /// step is a CPU change when it ran on another CPU than the step before. The hits' are
+    /// [`Hit::cpu_change`], the free's [`Self::end_cpu_change`].
     #[must_use]
     pub fn cpu_changes(&self) -> u64 {
-        self.hits.iter().filter(|h| h.cpu_change).count() as u64
+        self.hits.iter().filter(|h| h.cpu_change).count() as u64 + u64::from(self.end_cpu_change())
+    }
+
+    /// Whether the free (or the reallocation) ran on another CPU than the last access, or the
+    /// allocation when there was none; `false` for a history cut before its free, whose end
+    /// is no access.
+    #[must_use]
+    pub fn end_cpu_change(&self) -> bool {
+        let last_cpu = self.hits.last().map_or(self.start_cpu, |h| h.cpu);
+        self.end
+            .is_some_and(|e| e.reason.is_complete() && e.cpu != last_cpu)
     }
 
     /// This history without its mismatched hits, CPU changes recomputed: a trap whose

@@ -104,7 +104,6 @@ fn type_histories(
             .filter_map(|h| h.end.map(|e| u64::from(e.dropped_hits)))
             .sum(),
         late_hits: list.iter().map(|h| h.late_hits).sum(),
-        cpu_changes: list.iter().map(|h| h.cpu_changes()).sum(),
         mean_lifetime_ns: (!lifetimes.is_empty())
             .then(|| lifetimes.iter().sum::<u64>() / lifetimes.len() as u64),
         max_arm_delay_ns: list

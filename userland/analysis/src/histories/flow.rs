@@ -1,7 +1,8 @@
 //! The data flow view (paper section 3.4): per type, the functions that touch an object from
 //! alloc to free, merged over its complete histories. Nodes are functions (with their reads,
 //! writes and sampled cost), edges join consecutive functions of a history, weighted by how
-//! often that step happened, and count the steps where the object moved to another CPU.
+//! often that step happened, and count the steps that were a CPU change
+//! ([`History::cpu_changes`]).
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -32,13 +33,6 @@ struct EdgeAcc {
     cpu_changes: u64,
 }
 
-/// One history as a sequence of function visits: `(function, cpu)`, consecutive accesses in
-/// one function on one CPU merged.
-struct Visit {
-    function: String,
-    cpu: u32,
-}
-
 /// Builds the graph of `complete` histories of `type_name`.
 #[expect(
     clippy::too_many_lines,
@@ -55,18 +49,17 @@ pub(super) fn data_flow(
     for history in complete {
         let alloc = function_of(symbols, history.alloc_site).0;
         nodes.entry(alloc.clone()).or_default().alloc = true;
-        let mut visits = vec![Visit {
-            function: alloc,
-            cpu: history.start_cpu,
-        }];
+        // The functions one after the other, consecutive steps in one function merged unless
+        // the later one is a CPU change; `steps`: (index of the visit left, CPU change).
+        let mut visits = vec![alloc];
         let mut steps: Vec<(usize, bool)> = Vec::new();
-        let mut visit = |function: String, cpu: u32, visits: &mut Vec<Visit>| {
+        let mut visit = |function: String, cpu_change: bool, visits: &mut Vec<String>| {
             let last = visits.len() - 1;
-            if visits[last].function == function && visits[last].cpu == cpu {
+            if visits[last] == function && !cpu_change {
                 return;
             }
-            steps.push((last, visits[last].cpu != cpu));
-            visits.push(Visit { function, cpu });
+            steps.push((last, cpu_change));
+            visits.push(function);
         };
         for hit in &history.hits {
             let function = function_of(symbols, hit.ip()).0;
@@ -81,20 +74,19 @@ pub(super) fn data_flow(
             if hit.insn_ip.is_some() {
                 node.accesses.insert((hit.ip(), hit.range));
             }
-            visit(function, hit.cpu, &mut visits);
+            visit(function, hit.cpu_change, &mut visits);
         }
-        let (end, _) = end_label(symbols, history);
+        let end = end_label(symbols, history);
         nodes.entry(end.clone()).or_default().free = true;
-        let end_cpu = history.end.map_or(history.start_cpu, |e| e.cpu);
-        visit(end, end_cpu, &mut visits);
+        visit(end, history.end_cpu_change(), &mut visits);
 
         let mut seen_nodes: FxHashSet<&str> = FxHashSet::default();
         let span = (visits.len().max(2) - 1) as f64;
-        for (i, v) in visits.iter().enumerate() {
-            if let Some(node) = nodes.get_mut(&v.function) {
+        for (i, function) in visits.iter().enumerate() {
+            if let Some(node) = nodes.get_mut(function) {
                 node.position_sum += i as f64 / span;
                 node.positions += 1;
-                if seen_nodes.insert(&v.function) {
+                if seen_nodes.insert(function) {
                     node.histories += 1;
                 }
             }
@@ -104,12 +96,10 @@ pub(super) fn data_flow(
             let (Some(a), Some(b)) = (visits.get(from), visits.get(from + 1)) else {
                 continue;
             };
-            let edge = edges
-                .entry((a.function.clone(), b.function.clone()))
-                .or_default();
+            let edge = edges.entry((a.clone(), b.clone())).or_default();
             edge.transitions += 1;
             edge.cpu_changes += u64::from(cpu_change);
-            if seen_edges.insert((&a.function, &b.function)) {
+            if seen_edges.insert((a, b)) {
                 edge.histories += 1;
             }
         }
@@ -190,6 +180,7 @@ pub(super) fn data_flow(
     DataFlow {
         type_name: type_name.to_owned(),
         histories: complete.len() as u64,
+        cpu_changes: complete.iter().map(|h| h.cpu_changes()).sum(),
         nodes: list,
         edges: edge_list,
     }

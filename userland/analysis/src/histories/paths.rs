@@ -46,22 +46,21 @@ struct PathAcc {
 }
 
 /// The end of a complete history as paths name it.
-pub(super) fn end_label(symbols: &dyn SymbolSource, history: &History) -> (String, bool) {
+pub(super) fn end_label(symbols: &dyn SymbolSource, history: &History) -> String {
     let Some(end) = history.end else {
-        return ("(unfinished)".to_owned(), false);
+        return "(unfinished)".to_owned();
     };
-    let last_cpu = history.hits.last().map_or(history.start_cpu, |h| h.cpu);
-    let label = match end.reason {
+    match end.reason {
         EndReason::Freed => function_of(symbols, end.free_site).0,
         EndReason::Reallocated => "(reallocated)".to_owned(),
         EndReason::Timeout => "(timeout)".to_owned(),
         EndReason::Stopped => "(stopped)".to_owned(),
-    };
-    (label, end.cpu != last_cpu)
+    }
 }
 
 fn path_key(symbols: &dyn SymbolSource, history: &History) -> PathKey {
-    let (end, end_cpu_change) = end_label(symbols, history);
+    let end = end_label(symbols, history);
+    let end_cpu_change = history.end_cpu_change();
     PathKey {
         alloc_site_function: function_of(symbols, history.alloc_site).0,
         elements: history

@@ -425,3 +425,79 @@ fn histories_of_a_merged_pool_are_named_by_site() {
         assert_eq!(history.type_name, format!("{ST_TYPE}@st_alloc"));
     }
 }
+
+fn report_of(bytes: Vec<u8>) -> HistoryReport {
+    let profile = Profile::from_vec(bytes).expect("valid profile");
+    pipeline::analyze(&profile, &Options::default())
+        .expect("analysis")
+        .histories
+        .expect("histories section")
+}
+
+/// The CPU changes of a type as the paths mark them: each path's marked steps, the free's
+/// included, times its histories.
+fn path_cpu_changes(t: &dprof_model::histories::TypeHistories) -> u64 {
+    t.paths
+        .iter()
+        .map(|p| {
+            let marked = p.elements.iter().filter(|e| e.cpu_change).count() as u64
+                + u64::from(p.end_cpu_change);
+            marked * p.histories
+        })
+        .sum()
+}
+
+/// One count of CPU changes: the total, the edges and the path traces agree, here and on an
+/// object freed on another CPU than its last access (which the header once left out).
+#[test]
+fn cpu_changes_are_counted_once_for_the_total_the_edges_and_the_paths() {
+    for (bytes, want) in [
+        (example::profile(), 2),
+        (example::freed_elsewhere_profile(), 1),
+    ] {
+        let r = report_of(bytes);
+        let t = r.find_type(ST_TYPE).expect("st_obj");
+        let flow = &t.data_flow;
+        let on_edges: u64 = flow.edges.iter().map(|e| e.cpu_changes).sum();
+        assert_eq!(flow.cpu_changes, want);
+        assert_eq!(on_edges, want);
+        assert_eq!(path_cpu_changes(t), want);
+    }
+    let r = report_of(example::freed_elsewhere_profile());
+    let t = r.find_type(ST_TYPE).expect("st_obj");
+    let e = t.data_flow.edge("st_producer", "st_free").expect("edge");
+    assert_eq!((e.transitions, e.cpu_changes), (1, 1));
+    assert!(t.paths.iter().any(|p| p.end_cpu_change));
+}
+
+/// A history's CPU changes include its free's; a history cut before its free and a
+/// mismatched trap (no access to the watched bytes) count none in the data flow.
+#[test]
+fn the_free_counts_and_cut_histories_and_mismatches_do_not() {
+    let profile = Profile::from_vec(example::freed_elsewhere_profile()).expect("profile");
+    let kallsyms = Kallsyms::parse(profile.kallsyms());
+    let h = assemble(&profile, &kallsyms).expect("records read");
+    let freed_elsewhere = &h.histories[0];
+    assert!(freed_elsewhere.hits.iter().all(|hit| !hit.cpu_change));
+    assert!(freed_elsewhere.end_cpu_change());
+    assert_eq!(freed_elsewhere.cpu_changes(), 1);
+
+    let mut h = assembled();
+    // History 4 timed out: a hit of it on CPU 1 is no step of the graph.
+    let cut = &mut h.histories[3];
+    assert!(!cut.is_complete());
+    cut.hits[0].cpu = 1;
+    cut.hits[0].cpu_change = true;
+    // History 3, all on CPU 0, gets a mismatched trap on CPU 1.
+    let mut stray = h.histories[2].hits[1].clone();
+    stray.cpu = 1;
+    stray.cpu_change = true;
+    stray.check = HitCheck::Mismatched;
+    h.histories[2].hits.insert(2, stray);
+    h.histories[2].hits[3].cpu_change = true;
+    let kallsyms = Kallsyms::parse(example::KALLSYMS.as_bytes());
+    let r = report(&h, &kallsyms, None);
+    let t = r.find_type(ST_TYPE).expect("st_obj");
+    assert_eq!(t.data_flow.cpu_changes, 2);
+    assert_eq!(path_cpu_changes(t), 2);
+}

@@ -108,12 +108,12 @@ fn text(
     }
     writeln!(
         out,
-        "Data flow of {}: {} histories ({}), {} hits, {} CPU changes",
+        "Data flow of {}: {} histories ({}), {} hits, {} CPU changes from alloc to free",
         t.name,
         t.histories,
         ends.join(", "),
         t.hits,
-        t.cpu_changes
+        t.data_flow.cpu_changes
     )?;
     let c = &t.convergence;
     writeln!(

@@ -252,6 +252,7 @@ mod tests {
         let flow = DataFlow {
             type_name: "t".to_owned(),
             histories: 2,
+            cpu_changes: 0,
             nodes: vec![
                 node("alloc", FlowRole::Alloc),
                 node("a", FlowRole::Access),
@@ -280,6 +281,7 @@ mod tests {
         let flow = DataFlow {
             type_name: "t".to_owned(),
             histories: 1,
+            cpu_changes: 0,
             nodes: vec![node("alloc", FlowRole::Alloc), node("free", FlowRole::Free)],
             edges: vec![edge("alloc", "free")],
         };

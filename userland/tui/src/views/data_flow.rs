@@ -387,10 +387,18 @@ fn draw_layers(app: &App, flow: &DataFlow, area: Rect, buf: &mut Buffer) {
         .render(area, buf);
 }
 
-/// `4 histories (3 alloc to free, 1 timed out) · 19 hits · 2 CPU changes`.
+/// `4 histories (3 alloc to free, with 2 CPU changes; 1 timed out) · 19 hits`: the CPU
+/// changes are the data flow's, of the histories from alloc to free.
 fn counts_text(t: &TypeHistories) -> String {
     let e = &t.end_reasons;
-    let mut ends = vec![format!("{} alloc to free", t.complete)];
+    let mut ends = vec![if t.complete > 0 {
+        format!(
+            "{} alloc to free, with {} CPU changes",
+            t.complete, t.data_flow.cpu_changes
+        )
+    } else {
+        "0 alloc to free".to_owned()
+    }];
     for (n, what) in [
         (e.timeout, "timed out"),
         (e.stopped, "stopped with collection"),
@@ -401,11 +409,10 @@ fn counts_text(t: &TypeHistories) -> String {
         }
     }
     format!(
-        "{} histories ({}) · {} hits · {} CPU changes",
+        "{} histories ({}) · {} hits",
         t.histories,
-        ends.join(", "),
-        t.hits,
-        t.cpu_changes
+        ends.join("; "),
+        t.hits
     )
 }
 

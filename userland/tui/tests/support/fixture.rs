@@ -58,6 +58,12 @@ pub fn history_report() -> Report {
     analyzed(dprof_fixtures::histories::profile())
 }
 
+/// The history example's `freed_elsewhere_profile`: an object freed on another CPU than its
+/// last access, and `st_free` handing an object on to `st_consumer`.
+pub fn freed_elsewhere_report() -> Report {
+    analyzed(dprof_fixtures::histories::freed_elsewhere_profile())
+}
+
 /// The causal example (`dprof_fixtures::causal`) after the data-profile example's
 /// records: types ranked by slope (`skbuff_head_cache` helps, `kmalloc-1k@__alloc_skb` is
 /// within noise, `task_struct` hurts, two never selected), four experiments discarded.
