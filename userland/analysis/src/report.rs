@@ -7,13 +7,16 @@ mod struct_names;
 #[cfg(test)]
 mod tests;
 
+use dprof_model::histories::{Span, TypeHistories};
 use dprof_model::{Report, TypeKind};
 
 pub use struct_names::{FieldSource, StructNames, TypeMapError};
 
 /// Names struct types and fields in `report`: sets [`TypeProfile::struct_name`] of slab types from
 /// `names` (the user map, the built-in table, or a cache named like a struct `fields`
-/// knows), and [`FieldCount::field`] from `fields` when given.
+/// knows), and [`FieldCount::field`] from `fields` when given; then the fields of the miss
+/// classification's evidence and of the histories (path traces, field orders, the data flow's
+/// ranges), by the same struct names.
 pub fn annotate_fields(report: &mut Report, names: &StructNames, fields: Option<&dyn FieldSource>) {
     for t in &mut report.data_profile.types {
         if t.kind != TypeKind::Slab {
@@ -31,7 +34,24 @@ pub fn annotate_fields(report: &mut Report, names: &StructNames, fields: Option<
             }
         }
     }
-    let (Some(misses), Some(fields)) = (&mut report.misses, fields) else {
+    let Some(fields) = fields else {
+        return;
+    };
+    if let Some(histories) = &mut report.histories {
+        for t in &mut histories.types {
+            // Named as the data profile names the type; a type with no allocation in the
+            // profile is looked up by its cache, unless split by site (`cache@function`).
+            let st = match report.data_profile.types.iter().find(|p| p.name == t.name) {
+                Some(p) => p.struct_name.clone(),
+                None if !t.name.contains('@') => names.struct_for(&t.name, Some(fields)),
+                None => None,
+            };
+            if let Some(st) = st {
+                name_history_fields(t, &st, fields);
+            }
+        }
+    }
+    let Some(misses) = &mut report.misses else {
         return;
     };
     for m in &mut misses.types {
@@ -52,6 +72,21 @@ pub fn annotate_fields(report: &mut Report, names: &StructNames, fields: Option<
         for site in sites {
             site.field = fields.field_at(st, site.offset);
         }
+    }
+}
+
+/// Names the fields of `t`'s watched ranges, all of whose objects are `struct st`.
+fn name_history_fields(t: &mut TypeHistories, st: &str, fields: &dyn FieldSource) {
+    let name = |span: Span| fields.field_at(st, u64::from(span.offset));
+    for e in t.paths.iter_mut().flat_map(|p| &mut p.elements) {
+        e.field = name(e.range);
+    }
+    for order in &mut t.field_orders {
+        order.first_field = name(order.first);
+        order.second_field = name(order.second);
+    }
+    for r in t.data_flow.nodes.iter_mut().flat_map(|n| &mut n.ranges) {
+        r.field = name(r.range);
     }
 }
 

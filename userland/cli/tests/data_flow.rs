@@ -17,6 +17,7 @@ use dprof_fixtures::histories as example;
 fn example_dir() -> tempfile::TempDir {
     dir_with(&[
         ("h.dprof", example::profile()),
+        ("hb.dprof", example::profile_with_btf()),
         ("elsewhere.dprof", example::freed_elsewhere_profile()),
         ("dp.dprof", dprof_fixtures::data_profile::profile()),
     ])
@@ -29,10 +30,11 @@ fn st_obj_flow(dir: &std::path::Path, file: &str, args: &[&str]) -> std::process
     dprof(dir, &all)
 }
 
+/// The text of the profile whose BTF names the watched fields.
 #[test]
 fn data_flow_text() {
     let dir = example_dir();
-    let text = stdout_of(&st_obj_flow(dir.path(), "h.dprof", &[]));
+    let text = stdout_of(&st_obj_flow(dir.path(), "hb.dprof", &[]));
     assert!(text.contains("st_producer"), "{text}");
     assert!(
         text.contains("  ==cpu==> st_consumer  2 (2 CPU changes)"),
@@ -42,7 +44,28 @@ fn data_flow_text() {
         text.contains(", 2 CPU changes from alloc to free\n"),
         "{text}"
     );
+    assert!(
+        text.contains("  fields: +0x10/8 payload (W 2), +0x18/4 len (R 3)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("field order: +0x10/8 payload before +0x18/4 len"),
+        "{text}"
+    );
+    assert!(text.contains("st_producer+0x8   +0x18/4 len"), "{text}");
     golden("data_flow.txt", &text);
+}
+
+/// Without debug info the same view shows the offsets alone.
+#[test]
+fn without_field_names_the_offsets_stand_alone() {
+    let dir = example_dir();
+    let text = stdout_of(&st_obj_flow(dir.path(), "h.dprof", &[]));
+    assert!(
+        text.contains("  fields: +0x10/8 (W 2), +0x18/4 (R 3)"),
+        "{text}"
+    );
+    assert!(!text.contains("payload"), "{text}");
 }
 
 /// An object freed on another CPU than its last access: the header, the edge, the JSON and
@@ -117,8 +140,9 @@ fn without_a_type_the_type_with_most_histories_is_shown_and_named() {
 #[test]
 fn data_flow_dot() {
     let dir = example_dir();
-    let dot = stdout_of(&st_obj_flow(dir.path(), "h.dprof", &["--format", "dot"]));
+    let dot = stdout_of(&st_obj_flow(dir.path(), "hb.dprof", &["--format", "dot"]));
     assert!(dot.starts_with("digraph data_flow {"), "{dot}");
+    assert!(dot.contains("+0x10/8 payload (W 2)\\l"), "{dot}");
     golden("data_flow.dot", &dot);
 }
 
@@ -157,6 +181,22 @@ fn data_flow_json() {
     assert_eq!(cpu, vec![("st_producer", "st_consumer")]);
     assert_eq!(v["data_flow"]["cpu_changes"], 2);
     assert!(v.get("cpu_changes").is_none(), "one count, the data flow's");
+    // With the struct's BTF, the ranges name their fields beside their offsets.
+    let named = stdout_of(&st_obj_flow(dir.path(), "hb.dprof", &["--json"]));
+    let n: serde_json::Value = serde_json::from_str(&named).expect("valid JSON");
+    let element = &n["paths"][0]["elements"][2];
+    assert_eq!(
+        (&element["range"]["offset"], &element["field"]),
+        (&0x18.into(), &"len".into())
+    );
+    assert_eq!(n["field_orders"][0]["first_field"], "payload");
+    let producer = n["data_flow"]["nodes"]
+        .as_array()
+        .and_then(|nodes| nodes.iter().find(|x| x["function"] == "st_producer"))
+        .expect("st_producer");
+    assert_eq!(producer["ranges"][1]["field"], "len");
+    assert_eq!(producer["ranges"][1]["reads"], 3);
+    assert!(v["paths"][0]["elements"][2]["field"].is_null());
     // The whole report carries the same section.
     let whole = stdout_of(&dprof(dir.path(), &["report", "h.dprof", "--json"]));
     let w: serde_json::Value = serde_json::from_str(&whole).expect("valid JSON");

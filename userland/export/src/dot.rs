@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 use dprof_model::histories::{DataFlow, FlowNode, FlowRole};
 
 /// `flow` in Graphviz DOT: alloc at the top, free at the bottom, edges labelled with
-/// their transitions, CPU changes drawn thick and red, nodes shaded by sampled cost.
+/// their transitions, CPU changes drawn thick and red, nodes shaded by sampled cost and
+/// listing the watched ranges they touched (with their field names).
 #[must_use]
 pub fn data_flow_dot(flow: &DataFlow) -> String {
     let mut out = String::new();
@@ -33,32 +34,10 @@ pub fn data_flow_dot(flow: &DataFlow) -> String {
         "  node [shape=box, style=filled, fontname=\"monospace\"];"
     );
     for (i, n) in flow.nodes.iter().enumerate() {
-        let role = match n.role {
-            FlowRole::Alloc => "alloc\\n",
-            FlowRole::Free => "free\\n",
-            FlowRole::AllocAndFree => "alloc, free\\n",
-            FlowRole::Access => "",
-        };
-        let cost = n
-            .sampled
-            .as_ref()
-            .map(|s| match s.misses {
-                Some(m) => format!("\\n{m} misses"),
-                None => format!("\\n{} samples", s.samples),
-            })
-            .unwrap_or_default();
-        let unknown = if n.unknown_kind > 0 {
-            format!(" ? {}", n.unknown_kind)
-        } else {
-            String::new()
-        };
         let _ = writeln!(
             out,
-            "  n{i} [label=\"{}\\n{role}R {} W {} RW {}{unknown}{cost}\", fillcolor=\"{}\"];",
-            escape(&n.function),
-            n.reads,
-            n.writes,
-            n.read_writes,
+            "  n{i} [label=\"{}\", fillcolor=\"{}\"];",
+            node_label(n),
             shade(n.cost(), max_cost)
         );
     }
@@ -76,6 +55,52 @@ pub fn data_flow_dot(flow: &DataFlow) -> String {
             let _ = writeln!(out, "  n{a} -> n{b} [label=\"{}\"];", e.transitions);
         }
     }
+    pin_ends(flow, &mut out);
+    let _ = writeln!(out, "}}");
+    out
+}
+
+/// A node's label: its function, role, hits by kind, sampled cost, then one left-justified
+/// line (`\l`) per range it touched.
+fn node_label(n: &FlowNode) -> String {
+    let role = match n.role {
+        FlowRole::Alloc => "alloc\\n",
+        FlowRole::Free => "free\\n",
+        FlowRole::AllocAndFree => "alloc, free\\n",
+        FlowRole::Access => "",
+    };
+    let cost = n
+        .sampled
+        .as_ref()
+        .map(|s| match s.misses {
+            Some(m) => format!("\\n{m} misses"),
+            None => format!("\\n{} samples", s.samples),
+        })
+        .unwrap_or_default();
+    let unknown = if n.unknown_kind > 0 {
+        format!(" ? {}", n.unknown_kind)
+    } else {
+        String::new()
+    };
+    let mut label = format!(
+        "{}\\n{role}R {} W {} RW {}{unknown}{cost}",
+        escape(&n.function),
+        n.reads,
+        n.writes,
+        n.read_writes
+    );
+    if !n.ranges.is_empty() {
+        label.push_str("\\n");
+    }
+    for r in &n.ranges {
+        label.push_str(&escape(&r.summary()));
+        label.push_str("\\l");
+    }
+    label
+}
+
+/// Pins alloc nodes to the top and free nodes to the bottom.
+fn pin_ends(flow: &DataFlow, out: &mut String) {
     let ranked = |role: &[FlowRole]| -> Vec<String> {
         flow.nodes
             .iter()
@@ -92,8 +117,6 @@ pub fn data_flow_dot(flow: &DataFlow) -> String {
     if !sinks.is_empty() {
         let _ = writeln!(out, "  {{ rank=sink; {}; }}", sinks.join("; "));
     }
-    let _ = writeln!(out, "}}");
-    out
 }
 
 /// A DOT string body: quotes and backslashes escaped.
@@ -108,3 +131,6 @@ fn shade(cost: u64, max: u64) -> String {
         .map_or(255, |dark| 255 - dark as u8);
     format!("#{level:02x}{level:02x}{level:02x}")
 }
+
+#[cfg(test)]
+mod tests;

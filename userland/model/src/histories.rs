@@ -43,6 +43,18 @@ impl std::fmt::Display for Span {
     }
 }
 
+impl Span {
+    /// `+0x10/8 next`: the range with the field at its offset, or the range alone when the
+    /// field is not named (the data profile's offsets read the same way).
+    #[must_use]
+    pub fn with_field(self, field: Option<&str>) -> String {
+        match field {
+            Some(name) => format!("{self} {name}"),
+            None => self.to_string(),
+        }
+    }
+}
+
 /// Why a hit's address could not be checked against its watched range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -279,6 +291,9 @@ pub struct PathElement {
     pub instruction_found: bool,
     /// The watched range it touched.
     pub range: Span,
+    /// The field at the range's offset, when debug info names it.
+    #[serde(default)]
+    pub field: Option<String>,
     /// Read, write or both, when known.
     pub kind: Option<AccessKind>,
     /// A CPU change (see [`DataFlow::cpu_changes`]): it ran on another CPU than the access
@@ -342,8 +357,14 @@ pub struct Convergence {
 pub struct FieldOrder {
     /// The range at the lower offset.
     pub first: Span,
+    /// Its field, when debug info names it.
+    #[serde(default)]
+    pub first_field: Option<String>,
     /// The other.
     pub second: Span,
+    /// Its field, when debug info names it.
+    #[serde(default)]
+    pub second_field: Option<String>,
     /// Histories that watched this pair.
     pub histories: u64,
     /// `first` was touched before `second`.
@@ -385,9 +406,60 @@ pub struct FlowNode {
     pub read_writes: u64,
     /// Hits whose kind is unknown (instruction not found, implicit operands).
     pub unknown_kind: u64,
+    /// The watched ranges its hits touched, by offset; their hits add up to the node's.
+    #[serde(default)]
+    pub ranges: Vec<FlowRange>,
     /// Samples of the type at the instructions and ranges its hits name; absent when none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampled: Option<SampleMatch>,
+}
+
+/// The hits of one function on one watched range.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlowRange {
+    /// The range.
+    pub range: Span,
+    /// The field at its offset, when debug info names it.
+    #[serde(default)]
+    pub field: Option<String>,
+    /// Read-only hits.
+    pub reads: u64,
+    /// Write-only hits.
+    pub writes: u64,
+    /// Read-modify-write hits.
+    pub read_writes: u64,
+    /// Hits whose kind is unknown.
+    pub unknown_kind: u64,
+}
+
+impl FlowRange {
+    /// The range with its field: `+0x10/8 next`.
+    #[must_use]
+    pub fn label(&self) -> String {
+        self.range.with_field(self.field.as_deref())
+    }
+
+    /// The range, its field and its hits: `+0x10/8 next (R 3 W 2)`.
+    #[must_use]
+    pub fn summary(&self) -> String {
+        format!("{} ({})", self.label(), self.kinds())
+    }
+
+    /// Its hits by kind, the kinds with none left out: `R 3 W 2`, `? 1`.
+    #[must_use]
+    pub fn kinds(&self) -> String {
+        let listed: Vec<String> = [
+            (self.reads, "R"),
+            (self.writes, "W"),
+            (self.read_writes, "RW"),
+            (self.unknown_kind, "?"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{what} {n}"))
+        .collect();
+        listed.join(" ")
+    }
 }
 
 impl FlowNode {

@@ -369,6 +369,21 @@ fn data_flow_nodes_and_their_accesses() {
     assert_eq!(app.view(), View::DataProfile);
 }
 
+/// The selected function lists the ranges it touched, and the paths their accesses' ranges,
+/// with field names beside the offsets.
+#[test]
+fn data_flow_names_the_fields() {
+    let mut app = App::with_report(SOURCE, history_report());
+    press(&mut app, [KeyCode::Char('5'), KeyCode::Down]);
+    assert_eq!(selected_node(&app), Some("st_producer"));
+    let s = screen(&app, 160, 48);
+    assert!(
+        s.contains("fields +0x10/8 payload (W 2), +0x18/4 len (R 3)"),
+        "{s}"
+    );
+    assert!(s.contains("st_producer+0x8  +0x18/4 len "), "{s}");
+}
+
 /// An object freed on another CPU than its last access: the summary counts that CPU change
 /// as the step into `st_free` shows it.
 #[test]

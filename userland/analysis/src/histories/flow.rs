@@ -1,8 +1,8 @@
 //! The data flow view (paper section 3.4): per type, the functions that touch an object from
 //! alloc to free, merged over its complete histories. Nodes are functions (with their reads,
-//! writes and sampled cost), edges join consecutive functions of a history, weighted by how
-//! often that step happened, and count the steps that were a CPU change
-//! ([`History::cpu_changes`]).
+//! writes, the ranges they touched and their sampled cost), edges join consecutive functions
+//! of a history, weighted by how often that step happened, and count the steps that were a
+//! CPU change ([`History::cpu_changes`]).
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -11,7 +11,7 @@ use super::paths::{element_samples, end_label};
 use crate::resolve::function_of;
 use crate::resolve::SymbolSource;
 use crate::sampled::{AccessStats, SampledAccesses};
-use dprof_model::histories::{DataFlow, FlowEdge, FlowNode, FlowRole, Span};
+use dprof_model::histories::{DataFlow, FlowEdge, FlowNode, FlowRange, FlowRole, Span};
 use dprof_model::AccessKind;
 
 #[derive(Default)]
@@ -20,6 +20,8 @@ struct NodeAcc {
     free: bool,
     histories: u64,
     kinds: [u64; 4],
+    /// Hits by kind, per watched range.
+    ranges: FxHashMap<Span, [u64; 4]>,
     position_sum: f64,
     positions: u64,
     /// Distinct (ip, range) accesses, for the sampled cost.
@@ -71,6 +73,7 @@ pub(super) fn data_flow(
                 None => 3,
             };
             node.kinds[k] += 1;
+            node.ranges.entry(hit.range).or_default()[k] += 1;
             if hit.insn_ip.is_some() {
                 node.accesses.insert((hit.ip(), hit.range));
             }
@@ -137,6 +140,19 @@ pub(super) fn data_flow(
             }
             super::paths::sample_match(&stats, s.hardware())
         });
+        let mut ranges: Vec<FlowRange> = acc
+            .ranges
+            .into_iter()
+            .map(|(range, kinds)| FlowRange {
+                range,
+                field: None,
+                reads: kinds[0],
+                writes: kinds[1],
+                read_writes: kinds[2],
+                unknown_kind: kinds[3],
+            })
+            .collect();
+        ranges.sort_by_key(|r| r.range);
         list.push(FlowNode {
             function,
             role,
@@ -145,6 +161,7 @@ pub(super) fn data_flow(
             writes: acc.kinds[1],
             read_writes: acc.kinds[2],
             unknown_kind: acc.kinds[3],
+            ranges,
             sampled,
         });
     }

@@ -134,6 +134,7 @@ pub(super) fn path_traces(
                         ip: e.ip,
                         instruction_found: e.found,
                         range: e.range,
+                        field: None,
                         kind: e.kind,
                         cpu_change: e.cpu_change,
                         mean_since_alloc_ns: u64::try_from(sum / u128::from(acc.histories.max(1)))
@@ -179,7 +180,9 @@ fn field_orders(histories: &[&History]) -> Vec<FieldOrder> {
         let first_hit = |r: Span| h.hits.iter().position(|hit| hit.range == r);
         let order = pairs.entry((a, b)).or_insert(FieldOrder {
             first: a,
+            first_field: None,
             second: b,
+            second_field: None,
             histories: 0,
             first_before_second: 0,
             second_before_first: 0,

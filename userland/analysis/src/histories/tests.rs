@@ -11,6 +11,7 @@ use dprof_fixtures::histories::{
 };
 use dprof_format::KernelText;
 use dprof_format::Profile;
+use dprof_model::histories::FlowRange;
 use dprof_model::histories::FlowRole;
 use dprof_model::histories::HistoryReport;
 use dprof_model::histories::HitCheck;
@@ -500,4 +501,67 @@ fn the_free_counts_and_cut_histories_and_mismatches_do_not() {
     let t = r.find_type(ST_TYPE).expect("st_obj");
     assert_eq!(t.data_flow.cpu_changes, 2);
     assert_eq!(path_cpu_changes(t), 2);
+}
+
+/// Each node lists the watched ranges its hits touched, by kind, adding up to its counts.
+#[test]
+fn flow_nodes_list_the_ranges_they_touched() {
+    let r = full_report();
+    let flow = &r.find_type(ST_TYPE).expect("st_obj").data_flow;
+    let producer = flow.node("st_producer").expect("node");
+    let ranges: Vec<(u32, u64, u64)> = producer
+        .ranges
+        .iter()
+        .map(|r| (r.range.offset, r.reads, r.writes))
+        .collect();
+    assert_eq!(ranges, vec![(0x10, 0, 2), (0x18, 3, 0)]);
+    assert_eq!(producer.ranges[0].kinds(), "W 2");
+    for node in &flow.nodes {
+        let hits: u64 = node
+            .ranges
+            .iter()
+            .map(|r| r.reads + r.writes + r.read_writes + r.unknown_kind)
+            .sum();
+        assert_eq!(hits, node.hits(), "{}", node.function);
+    }
+}
+
+/// With the struct's BTF, paths, field orders and the graph's ranges name their fields.
+#[test]
+fn history_fields_are_named_like_the_data_profile_s() {
+    let profile = Profile::from_vec(example::profile_with_btf()).expect("profile");
+    let mut report = pipeline::analyze(&profile, &Options::default()).expect("analysis");
+    let btf = crate::btf::Btf::parse(profile.btf().expect("a Btf section")).expect("BTF");
+    crate::report::annotate_fields(
+        &mut report,
+        &crate::report::StructNames::builtin(),
+        Some(&btf),
+    );
+    let h = report.histories.as_ref().expect("histories");
+    let t = h.find_type(ST_TYPE).expect("st_obj");
+    let named: Vec<(u32, Option<&str>)> = t.paths[0]
+        .elements
+        .iter()
+        .map(|e| (e.range.offset, e.field.as_deref()))
+        .collect();
+    assert_eq!(
+        named[..3],
+        [
+            (0x10, Some("payload")),
+            (0x10, Some("payload")),
+            (0x18, Some("len"))
+        ]
+    );
+    let order = &t.field_orders[0];
+    assert_eq!(
+        (order.first_field.as_deref(), order.second_field.as_deref()),
+        (Some("payload"), Some("len"))
+    );
+    let producer = t.data_flow.node("st_producer").expect("node");
+    let labels: Vec<String> = producer.ranges.iter().map(FlowRange::label).collect();
+    assert_eq!(labels, ["+0x10/8 payload", "+0x18/4 len"]);
+    // Without debug info the offsets stand alone.
+    let plain = full_report();
+    let t = plain.find_type(ST_TYPE).expect("st_obj");
+    assert!(t.paths[0].elements.iter().all(|e| e.field.is_none()));
 }

@@ -34,7 +34,7 @@ use dprof_analysis::views::DEFAULT_SIM_OBJECTS;
 /// function to the next with how often they were taken, steps where the object moved to
 /// another CPU drawn as ==cpu==>, then the execution paths (path traces) with the time since
 /// allocation of each access and the samples that hit the same instruction and offsets.
-/// A CPU change is a
+/// Watched ranges show their field names (see below) beside their offsets. A CPU change is a
 /// step of a history from alloc to free (an access, or the free) that ran on another CPU than
 /// the step before; the header, the edges, the paths, --json and the DOT graph count the same
 /// ones. --format dot prints the graph for Graphviz (dot -Tsvg); --json the type's histories.

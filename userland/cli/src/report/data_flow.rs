@@ -5,7 +5,9 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use dprof_model::histories::{DataFlow, FlowRole, HistoryReport, PathTrace, TypeHistories};
+use dprof_model::histories::{
+    DataFlow, FlowRange, FlowRole, HistoryReport, PathTrace, TypeHistories,
+};
 use dprof_model::Report;
 
 use super::args::{Format, ReportArgs, DEFAULT_TOP};
@@ -155,8 +157,8 @@ fn text(
             out,
             "field order: {} before {} in {} of {} pairwise histories ({} the other way, {} \
              touched one or neither)",
-            order.first,
-            order.second,
+            order.first.with_field(order.first_field.as_deref()),
+            order.second.with_field(order.second_field.as_deref()),
             order.first_before_second,
             order.histories,
             order.second_before_first,
@@ -211,6 +213,10 @@ fn graph(flow: &DataFlow, out: &mut impl Write) -> io::Result<()> {
             "{}{role}  {} histories, reads {}, writes {}, read-writes {}{unknown}{cost}",
             node.function, node.histories, node.reads, node.writes, node.read_writes
         )?;
+        if !node.ranges.is_empty() {
+            let ranges: Vec<String> = node.ranges.iter().map(FlowRange::summary).collect();
+            writeln!(out, "  fields: {}", ranges.join(", "))?;
+        }
         for e in flow.edges.iter().filter(|e| e.from == node.function) {
             if e.cpu_changes > 0 {
                 writeln!(
@@ -261,7 +267,7 @@ fn path_text(n: usize, path: &PathTrace, out: &mut impl Write) -> io::Result<()>
             if e.cpu_change { CPU_CHANGE } else { "" }.to_owned(),
             format!("{} ns", e.mean_since_alloc_ns),
             location,
-            e.range.to_string(),
+            e.range.with_field(e.field.as_deref()),
             e.kind.map_or("?", |k| k.name()).to_owned(),
             sampled,
         ]);

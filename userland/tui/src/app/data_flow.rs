@@ -232,6 +232,7 @@ mod tests {
             writes: 0,
             read_writes: 0,
             unknown_kind: 0,
+            ranges: Vec::new(),
             sampled: None,
         }
     }

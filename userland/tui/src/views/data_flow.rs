@@ -7,8 +7,8 @@
 //! graph is a list of layers, and the rest sits under it in short form.
 
 use dprof_model::histories::{
-    Convergence, DataFlow, FlowEdge, FlowNode, FlowRole, HistoryReport, PathElement, PathTrace,
-    TypeHistories,
+    Convergence, DataFlow, FlowEdge, FlowNode, FlowRange, FlowRole, HistoryReport, PathElement,
+    PathTrace, TypeHistories,
 };
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -487,6 +487,7 @@ fn node_lines(app: &App, t: &TypeHistories, width: usize, full: bool) -> Vec<Lin
                 .into_iter()
                 .map(Line::from),
         );
+        lines.extend(fields_lines(node, width));
     }
     let steps = |label: &str, edges: Vec<&FlowEdge>, end: &str, other: fn(&FlowEdge) -> &str| {
         let mut spans = vec![Span::styled(format!("{label} "), DIM)];
@@ -539,6 +540,19 @@ fn node_lines(app: &App, t: &TypeHistories, width: usize, full: bool) -> Vec<Lin
     lines
 }
 
+/// `fields +0x10/8 next (W 2), +0x18/4 len (R 3)`: the ranges a node touched, on at most two
+/// lines; none when it touched none (the alloc and free ends of some paths).
+fn fields_lines(node: &FlowNode, width: usize) -> Vec<Line<'static>> {
+    if node.ranges.is_empty() {
+        return Vec::new();
+    }
+    let ranges: Vec<String> = node.ranges.iter().map(FlowRange::summary).collect();
+    wrap_at_most(&format!("fields {}", ranges.join(", ")), width, 2)
+        .into_iter()
+        .map(Line::from)
+        .collect()
+}
+
 /// The functions of a path, consecutive accesses in one function on one CPU merged, each
 /// with whether the object had moved to another CPU on the way to it.
 fn path_functions(path: &PathTrace) -> Vec<(&str, bool)> {
@@ -575,8 +589,9 @@ fn path_line(path: &PathTrace) -> Line<'static> {
     Line::from(spans)
 }
 
-/// A path with its accesses, one per line, as `dprof report --view data-flow` lists them.
-fn path_lines(n: usize, path: &PathTrace) -> Vec<Line<'static>> {
+/// A path with its accesses, one per line, as `dprof report --view data-flow` lists them;
+/// field names are cut (with `…`) to keep each line within `width`, the offsets never.
+fn path_lines(n: usize, path: &PathTrace, width: usize) -> Vec<Line<'static>> {
     let mut lines = vec![Line::from(vec![
         Span::styled(format!("Path {n}"), HEADING),
         Span::raw(format!(
@@ -607,21 +622,39 @@ fn path_lines(n: usize, path: &PathTrace) -> Vec<Line<'static>> {
         .map(|e| location(e).chars().count())
         .max()
         .unwrap_or(0);
-    for e in &path.elements {
-        let location = location(e);
-        let sampled = e.sampled.as_ref().map_or_else(
+    let sampled = |e: &PathElement| {
+        e.sampled.as_ref().map_or_else(
             || "-".to_owned(),
             |s| match s.misses {
                 Some(m) => format!("{} samples, {m} misses", s.samples),
                 None => format!("{} samples", s.samples),
             },
-        );
+        )
+    };
+    let widest = |f: &dyn Fn(&PathElement) -> usize| path.elements.iter().map(f).max();
+    let sampled_width = widest(&|e| sampled(e).chars().count()).unwrap_or(0);
+    // cpu, time, location, the range's and the access's columns and their gaps, sampled.
+    let room = width.saturating_sub(4 + 12 + location_width + 2 + 1 + 10 + 1 + sampled_width);
+    let range_width = widest(&|e| {
+        e.range
+            .with_field(e.field.as_deref())
+            .chars()
+            .count()
+            .min(room)
+    })
+    .unwrap_or(0)
+    .max(widest(&|e| e.range.to_string().len()).unwrap_or(0))
+    .max(8);
+    let range = |e: &PathElement| fit_field(e.range, e.field.as_deref(), range_width);
+    for e in &path.elements {
+        let location = location(e);
+        let sampled = sampled(e);
         lines.push(Line::from(vec![
             cpu(e.cpu_change),
             Span::styled(format!("{:>8} ns ", e.mean_since_alloc_ns), DIM),
             Span::raw(format!(
-                "{location:<location_width$}  {:<8} {:<10} ",
-                e.range.to_string(),
+                "{location:<location_width$}  {:<range_width$} {:<10} ",
+                range(e),
                 e.kind.map_or("?", |k| k.name())
             )),
             Span::styled(sampled, DIM),
@@ -632,6 +665,26 @@ fn path_lines(n: usize, path: &PathTrace) -> Vec<Line<'static>> {
         Span::raw(format!("            freed by {}", path.end)),
     ]));
     lines
+}
+
+/// `range` with as much of `field` as `width` holds, cut with `…`; the range alone when not
+/// even one character of the name fits.
+fn fit_field(range: dprof_model::histories::Span, field: Option<&str>, width: usize) -> String {
+    let plain = range.to_string();
+    let Some(field) = field else {
+        return plain;
+    };
+    let full = range.with_field(Some(field));
+    if full.chars().count() <= width {
+        return full;
+    }
+    // The range, a space, at least one character of the name and the ellipsis.
+    let keep = width.saturating_sub(plain.len() + 2);
+    if keep == 0 {
+        return plain;
+    }
+    let cut: String = field.chars().take(keep).collect();
+    format!("{plain} {cut}…")
 }
 
 /// A section title over `area`'s first row; returns the rows under it.
@@ -700,7 +753,7 @@ fn render_side(app: &App, t: &TypeHistories, picked: bool, area: Rect, buf: &mut
     let mut lines: Vec<Line> = Vec::new();
     let mut shown = 0;
     for (n, path) in t.paths.iter().enumerate() {
-        let one = path_lines(n + 1, path);
+        let one = path_lines(n + 1, path, usize::from(inner.width));
         // Keep a row for the "more paths" line when some would be left out.
         let reserve = usize::from(n + 1 < t.paths.len());
         if lines.len() + one.len() + reserve > usize::from(inner.height) {

@@ -20,15 +20,16 @@ struct ExampleFields;
 
 impl FieldSource for ExampleFields {
     fn has_struct(&self, name: &str) -> bool {
-        matches!(name, "sk_buff" | "task_struct")
+        matches!(name, "sk_buff" | "task_struct" | "st_obj")
     }
     fn field_at(&self, struct_name: &str, offset: u64) -> Option<String> {
         let name = match (struct_name, offset) {
             ("sk_buff", 0..=7) => "next",
             ("sk_buff", 8..=15) => "prev",
             ("sk_buff", 16..=23) => "dev",
-            ("sk_buff", 0x70..=0x73) => "len",
+            ("sk_buff", 0x70..=0x73) | ("st_obj", 0x18..=0x1b) => "len",
             ("task_struct", 8..=15) => "stack",
+            ("st_obj", 0x10..=0x17) => "payload",
             _ => return None,
         };
         Some(name.to_owned())

@@ -1,0 +1,81 @@
+//! The ranges of the DOT graph's nodes, and its title.
+
+use dprof_model::histories::{DataFlow, FlowEdge, FlowNode, FlowRange, FlowRole, Span};
+
+use super::data_flow_dot;
+
+fn node(function: &str, role: FlowRole) -> FlowNode {
+    FlowNode {
+        function: function.to_owned(),
+        role,
+        histories: 1,
+        reads: 1,
+        writes: 0,
+        read_writes: 0,
+        unknown_kind: 0,
+        ranges: Vec::new(),
+        sampled: None,
+    }
+}
+
+fn edge(from: &str, to: &str) -> FlowEdge {
+    FlowEdge {
+        from: from.to_owned(),
+        to: to.to_owned(),
+        transitions: 1,
+        histories: 1,
+        cpu_changes: 0,
+    }
+}
+
+fn flow(nodes: Vec<FlowNode>, edges: Vec<FlowEdge>) -> DataFlow {
+    DataFlow {
+        type_name: "t".to_owned(),
+        histories: 2,
+        cpu_changes: 0,
+        nodes,
+        edges,
+    }
+}
+
+/// Each range a node touched, with its field when named, on a line of its own; the title
+/// counts the CPU changes.
+#[test]
+fn nodes_list_their_ranges_with_field_names() {
+    let mut n = node("f", FlowRole::Access);
+    n.ranges = vec![
+        FlowRange {
+            range: Span {
+                offset: 0x10,
+                len: 8,
+            },
+            field: Some("payload".to_owned()),
+            reads: 1,
+            writes: 2,
+            read_writes: 0,
+            unknown_kind: 0,
+        },
+        FlowRange {
+            range: Span {
+                offset: 0x40,
+                len: 4,
+            },
+            field: None,
+            reads: 0,
+            writes: 0,
+            read_writes: 0,
+            unknown_kind: 1,
+        },
+    ];
+    let mut f = flow(vec![node("a", FlowRole::Alloc), n], vec![edge("a", "f")]);
+    f.cpu_changes = 3;
+    let dot = data_flow_dot(&f);
+    assert!(
+        dot.contains("label=\"f\\nR 1 W 0 RW 0\\n+0x10/8 payload (R 1 W 2)\\l+0x40/4 (? 1)\\l\""),
+        "{dot}"
+    );
+    assert!(
+        dot.contains("label=\"t: 2 histories, 3 CPU changes\";"),
+        "{dot}"
+    );
+}
