@@ -19,6 +19,7 @@ fn example_dir() -> tempfile::TempDir {
         ("h.dprof", example::profile()),
         ("hb.dprof", example::profile_with_btf()),
         ("elsewhere.dprof", example::freed_elsewhere_profile()),
+        ("timeout.dprof", example::timed_out_profile()),
         ("dp.dprof", dprof_fixtures::data_profile::profile()),
     ])
 }
@@ -105,6 +106,34 @@ fn every_format_counts_the_same_cpu_changes() {
         "{dot}"
     );
     assert!(dot.contains("(1 CPU changes)\", color=red"), "{dot}");
+}
+
+/// A type with a history but none from allocation to free: every format says there is no
+/// data flow and why; the DOT graph is a note (so that `dot -Tsvg` draws the reason), with a
+/// warning on standard error, and the exit status is 0 as for the text.
+#[test]
+fn a_type_whose_only_history_timed_out_says_so_in_every_format() {
+    let dir = example_dir();
+    let why = "no history of st_obj ran from allocation to free (1 timed out): no data flow \
+               (collect longer, or with a longer --history-timeout)";
+    let text = stdout_of(&st_obj_flow(dir.path(), "timeout.dprof", &[]));
+    assert!(text.ends_with(&format!("\n{why}\n")), "{text}");
+
+    let json = stdout_of(&st_obj_flow(dir.path(), "timeout.dprof", &["--json"]));
+    let v: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
+    assert_eq!(v["data_flow"]["why_empty"]["reason"], "no_complete_history");
+    assert_eq!(v["data_flow"]["why_empty"]["message"], why);
+
+    let out = st_obj_flow(dir.path(), "timeout.dprof", &["--format", "dot"]);
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8(out.stderr).expect("utf-8");
+    assert_eq!(stderr, format!("dprof: warning: {why}\n"));
+    let dot = String::from_utf8(out.stdout).expect("utf-8");
+    assert!(dot.starts_with("digraph data_flow {\n"), "{dot}");
+    assert!(dot.contains("label=\"st_obj: no data flow\";"), "{dot}");
+    assert!(dot.contains("shape=note"), "{dot}");
+    assert!(dot.contains(why), "{dot}");
+    assert!(!dot.contains("0 histories"), "{dot}");
 }
 
 #[test]

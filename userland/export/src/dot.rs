@@ -3,14 +3,22 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use dprof_model::histories::{DataFlow, FlowNode, FlowRole};
+use dprof_model::histories::{DataFlow, EmptyFlow, FlowNode, FlowRole};
 
 /// `flow` in Graphviz DOT: alloc at the top, free at the bottom, edges labelled with
 /// their transitions, CPU changes drawn thick and red, nodes shaded by sampled cost and
-/// listing the watched ranges they touched (with their field names).
+/// listing the watched ranges they touched (with their field names). A graph with no node
+/// ([`DataFlow::why_empty`]) is a note saying why, so that what `dot` draws says it.
 #[must_use]
 pub fn data_flow_dot(flow: &DataFlow) -> String {
     let mut out = String::new();
+    // Writing to a String cannot fail.
+    let _ = writeln!(out, "digraph data_flow {{");
+    if let Some(empty) = flow.why_empty.as_ref().filter(|_| flow.nodes.is_empty()) {
+        empty_note(&mut out, &flow.type_name, empty);
+        let _ = writeln!(out, "}}");
+        return out;
+    }
     let max_cost = flow.nodes.iter().map(FlowNode::cost).max().unwrap_or(0);
     let index: HashMap<&str, usize> = flow
         .nodes
@@ -18,8 +26,6 @@ pub fn data_flow_dot(flow: &DataFlow) -> String {
         .enumerate()
         .map(|(i, n)| (n.function.as_str(), i))
         .collect();
-    // Writing to a String cannot fail.
-    let _ = writeln!(out, "digraph data_flow {{");
     let _ = writeln!(
         out,
         "  label=\"{}: {} histories, {} CPU changes\";",
@@ -117,6 +123,17 @@ fn pin_ends(flow: &DataFlow, out: &mut String) {
     if !sinks.is_empty() {
         let _ = writeln!(out, "  {{ rank=sink; {}; }}", sinks.join("; "));
     }
+}
+
+/// The graph of a type with no data flow: its name and why, as a note.
+fn empty_note(out: &mut String, type_name: &str, empty: &EmptyFlow) {
+    let _ = writeln!(out, "  label=\"{}: no data flow\";", escape(type_name));
+    let _ = writeln!(out, "  labelloc=t;");
+    let _ = writeln!(
+        out,
+        "  why [shape=note, fontname=\"monospace\", label=\"{}\"];",
+        escape(&empty.message)
+    );
 }
 
 /// A DOT string body: quotes and backslashes escaped.

@@ -493,6 +493,26 @@ pub struct FlowEdge {
     pub cpu_changes: u64,
 }
 
+/// Why a type's data flow graph has no node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum EmptyFlowReason {
+    /// None of the type's histories ran from allocation to free: each timed out, was cut by
+    /// the end of collection or has no end record ([`TypeHistories::end_reasons`]).
+    NoCompleteHistory,
+}
+
+/// Why the graph is empty, for programs (`reason`) and for people (`message`, which every
+/// front end shows as it is).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmptyFlow {
+    /// Why.
+    pub reason: EmptyFlowReason,
+    /// One sentence saying so, and what would give a graph.
+    pub message: String,
+}
+
 /// The data flow graph of one type.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct DataFlow {
@@ -510,6 +530,9 @@ pub struct DataFlow {
     /// ([`PathElement::cpu_change`], [`PathTrace::end_cpu_change`]) times their histories.
     #[serde(default)]
     pub cpu_changes: u64,
+    /// Why there is no node; absent when there are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why_empty: Option<EmptyFlow>,
     /// Nodes, alloc first, free last, the others by their mean position along the histories.
     pub nodes: Vec<FlowNode>,
     /// Edges, in node order of `from`, then most taken first.

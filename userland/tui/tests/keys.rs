@@ -6,8 +6,8 @@ mod fixture;
 
 use dprof_tui::{App, Column, Event, EventState, LoadEvent, Pane, View};
 use fixture::{
-    causal_report, freed_elsewhere_report, history_report, key, press, report, screen, type_text,
-    views_report, SOURCE,
+    causal_report, freed_elsewhere_report, history_report, key, press, report, screen,
+    timed_out_report, type_text, views_report, SOURCE,
 };
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
@@ -396,6 +396,19 @@ fn data_flow_counts_the_cpu_change_at_the_free() {
         "{s}"
     );
     assert!(s.contains("⇓ 1 st_free (cpu 1)"), "{s}");
+}
+
+/// A type whose only history timed out: the graph's place says why there is none.
+#[test]
+fn data_flow_of_a_type_whose_histories_all_timed_out() {
+    let mut app = App::with_report(SOURCE, timed_out_report());
+    press(&mut app, [KeyCode::Char('5')]);
+    assert_eq!(app.view(), View::DataFlow);
+    let s = screen(&app, 160, 48);
+    assert!(
+        s.contains("no history of st_obj ran from allocation to free (1 timed out): no data flow"),
+        "{s}"
+    );
 }
 
 /// A type with no histories says so and names the types that have; with no type selected,

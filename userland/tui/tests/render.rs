@@ -8,7 +8,7 @@ mod fixture;
 use dprof_tui::{App, Event, LoadEvent, View, MIN_HEIGHT, MIN_WIDTH};
 use fixture::{
     causal_report, draw, freed_elsewhere_report, history_report, ibs_report, press, report, screen,
-    views_report, views_report_without_geometry, SOURCE,
+    timed_out_report, views_report, views_report_without_geometry, SOURCE,
 };
 use ratatui::crossterm::event::KeyCode;
 
@@ -230,4 +230,14 @@ fn data_flow_of_an_object_freed_on_another_cpu() {
     let mut app = App::with_report(SOURCE, freed_elsewhere_report());
     press(&mut app, [KeyCode::Char('5')]);
     assert_screen("freed_elsewhere_data_flow", &app, 160, 48);
+}
+
+/// The data flow of a type whose only history timed out: the reason where the graph would be.
+#[test]
+fn data_flow_of_a_type_whose_histories_all_timed_out() {
+    let mut app = App::with_report(SOURCE, timed_out_report());
+    press(&mut app, [KeyCode::Char('5')]);
+    for (w, h) in SIZES {
+        assert_screen("timed_out_data_flow", &app, w, h);
+    }
 }

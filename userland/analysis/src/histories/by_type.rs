@@ -92,7 +92,7 @@ fn type_histories(
         .filter_map(|h| h.end.map(|e| e.lifetime_ns))
         .collect();
     let traces = super::paths::path_traces(name, &complete, symbols, sampled);
-    let data_flow = super::flow::data_flow(name, &complete, symbols, sampled);
+    let data_flow = super::flow::data_flow(name, &complete, &reasons, symbols, sampled);
     TypeHistories {
         name: name.to_owned(),
         histories: list.len() as u64,

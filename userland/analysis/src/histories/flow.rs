@@ -11,7 +11,9 @@ use super::paths::{element_samples, end_label};
 use crate::resolve::function_of;
 use crate::resolve::SymbolSource;
 use crate::sampled::{AccessStats, SampledAccesses};
-use dprof_model::histories::{DataFlow, FlowEdge, FlowNode, FlowRange, FlowRole, Span};
+use dprof_model::histories::{
+    DataFlow, EmptyFlow, EmptyFlowReason, EndReasons, FlowEdge, FlowNode, FlowRange, FlowRole, Span,
+};
 use dprof_model::AccessKind;
 
 #[derive(Default)]
@@ -35,7 +37,8 @@ struct EdgeAcc {
     cpu_changes: u64,
 }
 
-/// Builds the graph of `complete` histories of `type_name`.
+/// Builds the graph of `complete` histories of `type_name`; `ends` (how all of its histories
+/// ended) says why the graph is empty when none is complete.
 #[expect(
     clippy::too_many_lines,
     reason = "one pass from histories to the graph, then its ordering"
@@ -43,6 +46,7 @@ struct EdgeAcc {
 pub(super) fn data_flow(
     type_name: &str,
     complete: &[&History],
+    ends: &EndReasons,
     symbols: &dyn SymbolSource,
     sampled: Option<&SampledAccesses>,
 ) -> DataFlow {
@@ -198,7 +202,32 @@ pub(super) fn data_flow(
         type_name: type_name.to_owned(),
         histories: complete.len() as u64,
         cpu_changes: complete.iter().map(|h| h.cpu_changes()).sum(),
+        why_empty: complete
+            .is_empty()
+            .then(|| no_complete_history(type_name, ends)),
         nodes: list,
         edges: edge_list,
+    }
+}
+
+/// Why a type whose histories all ended before the free has no graph, in the words every
+/// front end shows.
+fn no_complete_history(type_name: &str, ends: &EndReasons) -> EmptyFlow {
+    let how: Vec<String> = [
+        (ends.timeout, "timed out"),
+        (ends.stopped, "stopped with collection"),
+        (ends.unfinished, "with no end record"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .collect();
+    EmptyFlow {
+        reason: EmptyFlowReason::NoCompleteHistory,
+        message: format!(
+            "no history of {type_name} ran from allocation to free ({}): no data flow (collect \
+             longer, or with a longer --history-timeout)",
+            how.join(", ")
+        ),
     }
 }

@@ -11,6 +11,7 @@ use dprof_fixtures::histories::{
 };
 use dprof_format::KernelText;
 use dprof_format::Profile;
+use dprof_model::histories::EmptyFlowReason;
 use dprof_model::histories::FlowRange;
 use dprof_model::histories::FlowRole;
 use dprof_model::histories::HistoryReport;
@@ -503,6 +504,33 @@ fn the_free_counts_and_cut_histories_and_mismatches_do_not() {
     assert_eq!(path_cpu_changes(t), 2);
 }
 
+/// A type whose only history timed out has histories and no graph, and says why.
+#[test]
+fn a_type_whose_histories_all_timed_out_says_why_it_has_no_data_flow() {
+    let r = report_of(example::timed_out_profile());
+    let t = r.find_type(ST_TYPE).expect("st_obj");
+    assert_eq!((t.histories, t.complete), (1, 0));
+    let flow = &t.data_flow;
+    assert!(flow.nodes.is_empty());
+    let empty = flow.why_empty.as_ref().expect("a reason");
+    assert_eq!(empty.reason, EmptyFlowReason::NoCompleteHistory);
+    assert_eq!(
+        empty.message,
+        "no history of st_obj ran from allocation to free (1 timed out): no data flow \
+         (collect longer, or with a longer --history-timeout)"
+    );
+    let json = serde_json::to_value(flow).expect("json");
+    assert_eq!(json["why_empty"]["reason"], "no_complete_history");
+    // A graph with nodes has no reason, in the model or its JSON.
+    let full = full_report();
+    let flow = &full.find_type(ST_TYPE).expect("st_obj").data_flow;
+    assert!(flow.why_empty.is_none());
+    assert!(serde_json::to_value(flow)
+        .expect("json")
+        .get("why_empty")
+        .is_none());
+}
+
 /// Each node lists the watched ranges its hits touched, by kind, adding up to its counts.
 #[test]
 fn flow_nodes_list_the_ranges_they_touched() {
@@ -564,4 +592,15 @@ fn history_fields_are_named_like_the_data_profile_s() {
     let plain = full_report();
     let t = plain.find_type(ST_TYPE).expect("st_obj");
     assert!(t.paths[0].elements.iter().all(|e| e.field.is_none()));
+}
+
+/// The DOT export says why a type has no graph, as a note, never as an empty graph.
+#[test]
+fn the_dot_of_a_type_without_data_flow_is_a_note() {
+    let r = report_of(example::timed_out_profile());
+    let dot = dprof_export::dot::data_flow_dot(&r.find_type(ST_TYPE).expect("st_obj").data_flow);
+    assert!(dot.contains("label=\"st_obj: no data flow\""), "{dot}");
+    assert!(dot.contains("shape=note"), "{dot}");
+    assert!(dot.contains("(1 timed out)"), "{dot}");
+    assert!(!dot.contains("0 histories"), "{dot}");
 }

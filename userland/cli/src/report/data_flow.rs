@@ -48,6 +48,11 @@ pub(super) fn run(args: &ReportArgs, report: &Report) -> anyhow::Result<ExitCode
                 if picked {
                     writeln!(out, "// {}", picked_note(selected))?;
                 }
+                // The graph is then a note saying why; the warning tells a person whose
+                // standard output goes to `dot` or a file at once.
+                if let Some(empty) = &selected.data_flow.why_empty {
+                    eprintln!("dprof: warning: {}", empty.message);
+                }
                 out.write_all(dprof_export::dot::data_flow_dot(&selected.data_flow).as_bytes())
             }
             Format::Text | Format::Csv | Format::Coz => {
@@ -142,13 +147,8 @@ fn text(
         )?;
     }
     writeln!(out)?;
-    if t.complete == 0 {
-        return writeln!(
-            out,
-            "no history of {} ran from allocation to free: no data flow (collect longer, or \
-             with a longer history timeout)",
-            t.name
-        );
+    if let Some(empty) = &t.data_flow.why_empty {
+        return writeln!(out, "{}", empty.message);
     }
     graph(&t.data_flow, out)?;
     writeln!(out)?;

@@ -1,6 +1,8 @@
-//! The ranges of the DOT graph's nodes, and its title.
+//! What the DOT graph says of an empty graph, and its ranges.
 
-use dprof_model::histories::{DataFlow, FlowEdge, FlowNode, FlowRange, FlowRole, Span};
+use dprof_model::histories::{
+    DataFlow, EmptyFlow, EmptyFlowReason, FlowEdge, FlowNode, FlowRange, FlowRole, Span,
+};
 
 use super::data_flow_dot;
 
@@ -33,9 +35,28 @@ fn flow(nodes: Vec<FlowNode>, edges: Vec<FlowEdge>) -> DataFlow {
         type_name: "t".to_owned(),
         histories: 2,
         cpu_changes: 0,
+        why_empty: None,
         nodes,
         edges,
     }
+}
+
+/// No node: a note with the reason, under a title that says there is no data flow.
+#[test]
+fn an_empty_graph_is_a_note_saying_why() {
+    let mut empty = flow(Vec::new(), Vec::new());
+    empty.histories = 0;
+    empty.why_empty = Some(EmptyFlow {
+        reason: EmptyFlowReason::NoCompleteHistory,
+        message: "no history of t ran from allocation to free (1 timed out): no \"data\" flow"
+            .to_owned(),
+    });
+    assert_eq!(
+        data_flow_dot(&empty),
+        "digraph data_flow {\n  label=\"t: no data flow\";\n  labelloc=t;\n  why [shape=note, \
+         fontname=\"monospace\", label=\"no history of t ran from allocation to free (1 timed \
+         out): no \\\"data\\\" flow\"];\n}\n"
+    );
 }
 
 /// Each range a node touched, with its field when named, on a line of its own; the title

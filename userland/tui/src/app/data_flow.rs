@@ -254,6 +254,7 @@ mod tests {
             type_name: "t".to_owned(),
             histories: 2,
             cpu_changes: 0,
+            why_empty: None,
             nodes: vec![
                 node("alloc", FlowRole::Alloc),
                 node("a", FlowRole::Access),
@@ -283,6 +284,7 @@ mod tests {
             type_name: "t".to_owned(),
             histories: 1,
             cpu_changes: 0,
+            why_empty: None,
             nodes: vec![node("alloc", FlowRole::Alloc), node("free", FlowRole::Free)],
             edges: vec![edge("alloc", "free")],
         };

@@ -115,11 +115,17 @@ fn render_type(app: &App, t: &TypeHistories, picked: bool, area: Rect, buf: &mut
 /// The graph, or why there is none; boxes when `boxes` and they fit, else a list of layers.
 fn render_graph(app: &App, t: &TypeHistories, area: Rect, boxes: bool, buf: &mut Buffer) {
     let flow = &t.data_flow;
-    if t.complete == 0 || flow.nodes.is_empty() {
-        let text = format!(
-            "no history of {} ran from allocation to free: no data flow (collect longer, or \
-             with a longer history timeout)",
-            t.name
+    if flow.nodes.is_empty() {
+        // A report saved by an older dprof has no reason: the same sentence without counts.
+        let text = flow.why_empty.as_ref().map_or_else(
+            || {
+                format!(
+                    "no history of {} ran from allocation to free: no data flow (collect \
+                     longer, or with a longer --history-timeout)",
+                    t.name
+                )
+            },
+            |empty| empty.message.clone(),
         );
         let lines: Vec<Line> = wrap(&text, usize::from(area.width))
             .into_iter()

@@ -65,6 +65,11 @@ pub fn freed_elsewhere_report() -> Report {
     analyzed(dprof_fixtures::histories::freed_elsewhere_profile())
 }
 
+/// The history example's `timed_out_profile`: `st_obj`'s only history timed out.
+pub fn timed_out_report() -> Report {
+    analyzed(dprof_fixtures::histories::timed_out_profile())
+}
+
 /// The causal example (`dprof_fixtures::causal`) after the data-profile example's
 /// records: types ranked by slope (`skbuff_head_cache` helps, `kmalloc-1k@__alloc_skb` is
 /// within noise, `task_struct` hurts, two never selected), four experiments discarded.
