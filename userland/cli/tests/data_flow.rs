@@ -108,6 +108,33 @@ fn every_format_counts_the_same_cpu_changes() {
     assert!(dot.contains("(1 CPU changes)\", color=red"), "{dot}");
 }
 
+/// `st_free` frees one object and hands another on to `st_consumer`: only `st_consumer` is
+/// pinned to the bottom of the DOT graph, so the step out of `st_free` points down.
+#[test]
+fn dot_pins_to_the_bottom_only_the_free_nodes_no_step_leaves() {
+    let dir = example_dir();
+    let dot = stdout_of(&st_obj_flow(
+        dir.path(),
+        "elsewhere.dprof",
+        &["--format", "dot"],
+    ));
+    let id = |function: &str| {
+        dot.lines()
+            .find(|l| l.contains(&format!("[label=\"{function}\\n")))
+            .and_then(|l| l.split_whitespace().next())
+            .map_or_else(|| panic!("no node {function}: {dot}"), str::to_owned)
+    };
+    let sinks = dot
+        .lines()
+        .find(|l| l.contains("rank=sink"))
+        .unwrap_or_else(|| panic!("no sink: {dot}"));
+    assert_eq!(sinks, format!("  {{ rank=sink; {}; }}", id("st_consumer")));
+    assert!(
+        dot.contains(&format!("{} -> {}", id("st_free"), id("st_consumer"))),
+        "{dot}"
+    );
+}
+
 /// A type with a history but none from allocation to free: every format says there is no
 /// data flow and why; the DOT graph is a note (so that `dot -Tsvg` draws the reason), with a
 /// warning on standard error, and the exit status is 0 as for the text.

@@ -105,21 +105,27 @@ fn node_label(n: &FlowNode) -> String {
     label
 }
 
-/// Pins alloc nodes to the top and free nodes to the bottom.
+/// Pins alloc nodes to the top and free nodes to the bottom, but only those no edge comes
+/// into (from another node) or leaves: a pinned node with one would draw that edge upwards,
+/// against the flow.
 fn pin_ends(flow: &DataFlow, out: &mut String) {
-    let ranked = |role: &[FlowRole]| -> Vec<String> {
+    let enters = |f: &str| flow.edges.iter().any(|e| e.to == f && e.from != f);
+    let leaves = |f: &str| flow.edges.iter().any(|e| e.from == f && e.to != f);
+    let pinned = |keep: &dyn Fn(&FlowNode) -> bool| -> Vec<String> {
         flow.nodes
             .iter()
             .enumerate()
-            .filter(|(_, n)| role.contains(&n.role))
+            .filter(|(_, n)| keep(n))
             .map(|(i, _)| format!("n{i}"))
             .collect()
     };
-    let sources = ranked(&[FlowRole::Alloc, FlowRole::AllocAndFree]);
+    let sources = pinned(&|n| {
+        matches!(n.role, FlowRole::Alloc | FlowRole::AllocAndFree) && !enters(&n.function)
+    });
     if !sources.is_empty() {
         let _ = writeln!(out, "  {{ rank=source; {}; }}", sources.join("; "));
     }
-    let sinks = ranked(&[FlowRole::Free]);
+    let sinks = pinned(&|n| n.role == FlowRole::Free && !leaves(&n.function));
     if !sinks.is_empty() {
         let _ = writeln!(out, "  {{ rank=sink; {}; }}", sinks.join("; "));
     }

@@ -533,7 +533,8 @@ pub struct DataFlow {
     /// Why there is no node; absent when there are.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why_empty: Option<EmptyFlow>,
-    /// Nodes, alloc first, free last, the others by their mean position along the histories.
+    /// Nodes, alloc first, free last (but for a free node that a step leaves: it hands
+    /// objects on), the others by their mean position along the histories.
     pub nodes: Vec<FlowNode>,
     /// Edges, in node order of `from`, then most taken first.
     pub edges: Vec<FlowEdge>,

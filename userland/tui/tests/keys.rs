@@ -385,7 +385,8 @@ fn data_flow_names_the_fields() {
 }
 
 /// An object freed on another CPU than its last access: the summary counts that CPU change
-/// as the step into `st_free` shows it.
+/// as the step into `st_free` shows it; `st_free`, which hands another object on to
+/// `st_consumer`, is laid out above it, its step out going down.
 #[test]
 fn data_flow_counts_the_cpu_change_at_the_free() {
     let mut app = App::with_report(SOURCE, freed_elsewhere_report());
@@ -396,6 +397,8 @@ fn data_flow_counts_the_cpu_change_at_the_free() {
         "{s}"
     );
     assert!(s.contains("⇓ 1 st_free (cpu 1)"), "{s}");
+    assert!(s.contains("↓ 1 st_consumer"), "{s}");
+    assert!(!s.contains("↑ 1 st_consumer"), "{s}");
 }
 
 /// A type whose only history timed out: the graph's place says why there is none.

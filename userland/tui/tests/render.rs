@@ -224,7 +224,8 @@ fn causal_ranking_and_chart() {
 }
 
 /// The data flow of an object freed on another CPU than its last access: the CPU change at
-/// the free is counted in the summary as on the step into `st_free`.
+/// the free is counted in the summary as on the step into `st_free`; `st_free`, which hands
+/// another object on to `st_consumer`, sits above it, its step out going down.
 #[test]
 fn data_flow_of_an_object_freed_on_another_cpu() {
     let mut app = App::with_report(SOURCE, freed_elsewhere_report());

@@ -121,10 +121,17 @@ pub(super) fn data_flow(
             (false, true) => FlowRole::Free,
             (false, false) => FlowRole::Access,
         };
+        // A free node that hands objects on to another function sits among the accesses,
+        // by its position, so that the steps out of it go forward.
+        let hands_on = || {
+            edges
+                .keys()
+                .any(|(from, to)| *from == function && *to != function)
+        };
         let rank = match role {
             FlowRole::Alloc | FlowRole::AllocAndFree => 0,
-            FlowRole::Access => 1,
-            FlowRole::Free => 2,
+            FlowRole::Free if !hands_on() => 2,
+            FlowRole::Access | FlowRole::Free => 1,
         };
         let mean = if acc.positions == 0 {
             0.0

@@ -504,6 +504,43 @@ fn the_free_counts_and_cut_histories_and_mismatches_do_not() {
     assert_eq!(path_cpu_changes(t), 2);
 }
 
+/// `st_free` frees one object and hands two others on to `st_consumer`, which only reads
+/// them (they are freed by `st_untraced`): `st_free` comes first, by its mean position along
+/// the histories, rather than after every access as a node that only frees would.
+#[test]
+fn a_free_node_that_hands_objects_on_sits_among_the_accesses() {
+    let profile = Profile::from_vec(example::freed_elsewhere_profile()).expect("profile");
+    let kallsyms = Kallsyms::parse(profile.kallsyms());
+    let mut h = assemble(&profile, &kallsyms).expect("records read");
+    let mut handed_on = h.histories[1].clone();
+    let end = handed_on.end.as_mut().expect("an end");
+    end.free_site = ST_UNTRACED + 0x10;
+    h.histories[1] = handed_on.clone();
+    handed_on.id = 3;
+    h.histories.push(handed_on);
+    let r = report(&h, &kallsyms, None);
+    let flow = &r.find_type(ST_TYPE).expect("st_obj").data_flow;
+    let order: Vec<(&str, FlowRole)> = flow
+        .nodes
+        .iter()
+        .map(|n| (n.function.as_str(), n.role))
+        .collect();
+    assert_eq!(
+        order,
+        vec![
+            ("st_alloc", FlowRole::Alloc),
+            ("st_producer", FlowRole::Access),
+            ("st_free", FlowRole::Free),
+            ("st_consumer", FlowRole::Access),
+            ("st_untraced", FlowRole::Free),
+        ]
+    );
+    assert_eq!(
+        flow.edge("st_free", "st_consumer").map(|e| e.transitions),
+        Some(2)
+    );
+}
+
 /// A type whose only history timed out has histories and no graph, and says why.
 #[test]
 fn a_type_whose_histories_all_timed_out_says_why_it_has_no_data_flow() {

@@ -1,4 +1,4 @@
-//! What the DOT graph says of an empty graph, and its ranges.
+//! Where the DOT graph pins its nodes, what it says of an empty graph, and its ranges.
 
 use dprof_model::histories::{
     DataFlow, EmptyFlow, EmptyFlowReason, FlowEdge, FlowNode, FlowRange, FlowRole, Span,
@@ -39,6 +39,59 @@ fn flow(nodes: Vec<FlowNode>, edges: Vec<FlowEdge>) -> DataFlow {
         nodes,
         edges,
     }
+}
+
+/// The line of `dot` that pins nodes with `rank`, if any.
+fn rank_line<'d>(dot: &'d str, rank: &str) -> Option<&'d str> {
+    dot.lines().find(|l| l.contains(&format!("rank={rank};")))
+}
+
+/// `hand_on` frees some objects and hands others on to `free`: only `free`, which no step
+/// leaves, is pinned to the bottom; a self-loop does not count as leaving.
+#[test]
+fn only_free_nodes_no_step_leaves_are_pinned_to_the_bottom() {
+    let dot = data_flow_dot(&flow(
+        vec![
+            node("alloc", FlowRole::Alloc),
+            node("hand_on", FlowRole::Free),
+            node("free", FlowRole::Free),
+        ],
+        vec![
+            edge("alloc", "hand_on"),
+            edge("hand_on", "free"),
+            edge("free", "free"),
+        ],
+    ));
+    assert_eq!(
+        rank_line(&dot, "sink"),
+        Some("  { rank=sink; n2; }"),
+        "{dot}"
+    );
+    assert_eq!(
+        rank_line(&dot, "source"),
+        Some("  { rank=source; n0; }"),
+        "{dot}"
+    );
+}
+
+/// A function that allocates some objects and frees others has steps into it: pinned to the
+/// top, they would point upwards.
+#[test]
+fn alloc_nodes_with_steps_into_them_are_not_pinned_to_the_top() {
+    let dot = data_flow_dot(&flow(
+        vec![
+            node("alloc", FlowRole::Alloc),
+            node("both", FlowRole::AllocAndFree),
+            node("use", FlowRole::Access),
+        ],
+        vec![edge("alloc", "use"), edge("use", "both")],
+    ));
+    assert_eq!(
+        rank_line(&dot, "source"),
+        Some("  { rank=source; n0; }"),
+        "{dot}"
+    );
+    assert_eq!(rank_line(&dot, "sink"), None, "{dot}");
 }
 
 /// No node: a note with the reason, under a title that says there is no data flow.

@@ -62,8 +62,9 @@ impl<'r> FlowSubject<'r> {
 /// Layers come from the longest path from the alloc nodes, over the edges that go forward in
 /// the graph's node order (the order [`DataFlow`] gives: by mean position along the
 /// histories); an edge going back (a function touched again later) does not push its target
-/// down, so cycles cannot make the layering endless. Free nodes sit together on a last layer
-/// of their own.
+/// down, so cycles cannot make the layering endless. Free nodes that no step leaves sit
+/// together on a last layer of their own; one that hands objects on to another function is
+/// laid out like any other, so that its steps out go down.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FlowLayout {
     /// Per layer, top to bottom, node indices into [`DataFlow::nodes`] in node order.
@@ -96,16 +97,23 @@ impl FlowLayout {
                 .map(|from| layer_of[from] + 1);
             layer_of[to] = from_layers.max().unwrap_or(1);
         }
+        let last = |node: &FlowNode| {
+            node.role == FlowRole::Free
+                && !flow
+                    .edges
+                    .iter()
+                    .any(|e| e.from == node.function && e.to != node.function)
+        };
         let last_access = flow
             .nodes
             .iter()
             .zip(&layer_of)
-            .filter(|(node, _)| node.role != FlowRole::Free)
+            .filter(|(node, _)| !last(node))
             .map(|(_, &layer)| layer)
             .max()
             .unwrap_or(0);
         for (node, layer) in flow.nodes.iter().zip(layer_of.iter_mut()) {
-            if node.role == FlowRole::Free {
+            if last(node) {
                 *layer = last_access + 1;
             }
         }
@@ -276,6 +284,32 @@ mod tests {
         assert_eq!(layout.layers(), [vec![0], vec![1, 2], vec![3], vec![4]]);
         assert_eq!(layout.order(), [0, 1, 2, 3, 4]);
         assert_eq!(layout.layer_of(3), Some(2));
+    }
+
+    /// `hand_on` frees some objects and hands others on to `free`: laid out by its steps,
+    /// above `free`, rather than on the last layer with it.
+    #[test]
+    fn a_free_node_a_step_leaves_is_not_on_the_last_layer() {
+        let flow = DataFlow {
+            type_name: "t".to_owned(),
+            histories: 2,
+            cpu_changes: 0,
+            why_empty: None,
+            nodes: vec![
+                node("alloc", FlowRole::Alloc),
+                node("a", FlowRole::Access),
+                node("hand_on", FlowRole::Free),
+                node("free", FlowRole::Free),
+            ],
+            edges: vec![
+                edge("alloc", "a"),
+                edge("a", "hand_on"),
+                edge("alloc", "hand_on"),
+                edge("hand_on", "free"),
+            ],
+        };
+        let layout = FlowLayout::of(&flow);
+        assert_eq!(layout.layers(), [vec![0], vec![1], vec![2], vec![3]]);
     }
 
     #[test]
