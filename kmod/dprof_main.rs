@@ -134,19 +134,17 @@ impl kernel::Module for Dprof {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let tracepoints = SlabTracepoints::find();
         if tracepoints.is_none() {
-            pr_warn!("dprof: kmem tracepoints not found: slab events unavailable\n");
+            pr_warn!("kmem tracepoints not found: slab events unavailable\n");
         }
         // SAFETY: process context (module init).
         let cache_walk = unsafe { ffi::dprof_shim_init_cache_walk() };
         if !cache_walk {
-            pr_warn!(
-                "dprof: cannot list existing slab caches; only caches seen in use get named\n"
-            );
+            pr_warn!("cannot list existing slab caches; only caches seen in use get named\n");
         }
         // SAFETY: process context (module init).
         if !unsafe { ffi::dprof_shim_init_debugreg_copy() } {
             pr_warn!(
-                "dprof: cpu_debugreg not found: a text poke (static key, kprobe) during a history \
+                "cpu_debugreg not found: a text poke (static key, kprobe) during a history \
                  puts that CPU's debug registers back on the dummy address until the next one\n"
             );
         }
@@ -179,7 +177,7 @@ impl kernel::Module for Dprof {
             return Err(Error::from_errno(ret));
         }
         pr_info!(
-            "dprof: /dev/dprof ready (ABI {}, {} CPUs)\n",
+            "/dev/dprof ready (ABI {}, {} CPUs)\n",
             abi::ABI_VERSION,
             ffi::nr_cpu_ids()
         );
@@ -197,7 +195,7 @@ impl Drop for Dprof {
         stop_session(&mut dev);
         drop_causal(&mut dev);
         drop(dev);
-        pr_info!("dprof: unloaded\n");
+        pr_info!("unloaded\n");
     }
 }
 
@@ -627,7 +625,7 @@ fn ioctl_start(dev: &mut DeviceState) -> Result<c_long> {
         // Caches seen by the probes in the meantime are not described twice.
         if dev.cache_walk {
             if let Err(e) = session.describe_existing_caches() {
-                pr_warn!("dprof: listing existing caches failed: {:?}\n", e);
+                pr_warn!("listing existing caches failed: {:?}\n", e);
             }
         }
     }

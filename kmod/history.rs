@@ -286,7 +286,7 @@ impl Histories {
             unsafe { ffi::dprof_shim_on_each_cpu(sync_this_cpu, me) };
         }
         if self.armed_slots() != 0 {
-            pr_err!("dprof: a debug register still watches an object after stop\n");
+            pr_err!("a debug register still watches an object after stop\n");
         }
         self.release();
     }

@@ -204,7 +204,7 @@ impl Ring {
                 // Cannot happen unless memory was corrupted; drop the rest rather than hand
                 // out garbage, and count it.
                 pr_err!(
-                    "dprof: corrupt ring position {}, dropping {} bytes\n",
+                    "corrupt ring position {}, dropping {} bytes\n",
                     tail,
                     available
                 );

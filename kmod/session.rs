@@ -164,13 +164,17 @@ unsafe extern "C" fn walk_cache(cache: *const KmemCache, data: *mut c_void) {
     session.describe_cache(cache, abi::CACHE_ORIGIN_WALK);
 }
 
-/// Names of the kmem tracepoints, in the order of `SlabTracepoints::points`.
+/// Names of the kmem tracepoints, in the order of `SlabTracepoints::points`: the frees
+/// first, which [`SlabTracepoints::register`] attaches before the allocations.
 const TRACEPOINT_NAMES: [&[u8]; 4] = [
-    b"kmem_cache_alloc",
-    b"kmalloc",
     b"kfree",
     b"kmem_cache_free",
+    b"kmem_cache_alloc",
+    b"kmalloc",
 ];
+
+/// How many of [`TRACEPOINT_NAMES`], from the first, are frees.
+const FREE_TRACEPOINTS: usize = 2;
 
 /// The four kmem tracepoints, found once at module load.
 pub(crate) struct SlabTracepoints {
@@ -193,20 +197,29 @@ impl SlabTracepoints {
 
     fn probes() -> [*mut c_void; 4] {
         [
-            probe_kmem_cache_alloc as *mut c_void,
-            probe_kmalloc as *mut c_void,
             probe_kfree as *mut c_void,
             probe_kmem_cache_free as *mut c_void,
+            probe_kmem_cache_alloc as *mut c_void,
+            probe_kmalloc as *mut c_void,
         ]
     }
 
     /// Attaches the probes with `session` as their data. On failure, nothing stays attached.
+    ///
+    /// The free probes are attached, and every CPU is past any tracepoint call that began
+    /// before, ahead of the allocation probes: an object whose allocation is recorded then
+    /// always has its free recorded too. The other order loses the frees of objects allocated
+    /// in between, which then look live forever.
     ///
     /// # Safety
     /// `session` must stay valid until `unregister` with the same pointer has returned.
     pub(crate) unsafe fn register(&self, session: *const Session) -> Result {
         let data = session.cast_mut().cast::<c_void>();
         for (i, (&tp, probe)) in self.points.iter().zip(Self::probes()).enumerate() {
+            if i == FREE_TRACEPOINTS {
+                // SAFETY: process context.
+                unsafe { ffi::dprof_shim_tracepoint_sync() };
+            }
             // SAFETY: `tp` is a kernel tracepoint; `probe` has the tracepoint's prototype with
             // `void *data` first.
             let ret = unsafe { ffi::tracepoint_probe_register(tp, probe, data) };
@@ -224,15 +237,20 @@ impl SlabTracepoints {
     }
 
     /// Detaches the probes and waits until none can still be running, so `session` may be
-    /// freed afterwards.
+    /// freed afterwards. The allocation probes go first, and are past, before the free
+    /// probes: the mirror of [`SlabTracepoints::register`].
     ///
     /// # Safety
     /// The probes must have been registered with `session`.
     pub(crate) unsafe fn unregister(&self, session: *const Session) {
         let data = session.cast_mut().cast::<c_void>();
-        for (&tp, probe) in self.points.iter().zip(Self::probes()) {
+        for (i, (&tp, probe)) in self.points.iter().zip(Self::probes()).enumerate().rev() {
             // SAFETY: registered by `register` with the same arguments.
             unsafe { ffi::tracepoint_probe_unregister(tp, probe, data) };
+            if i == FREE_TRACEPOINTS {
+                // SAFETY: process context.
+                unsafe { ffi::dprof_shim_tracepoint_sync() };
+            }
         }
         // SAFETY: process context; waits for probes in flight on every CPU.
         unsafe { ffi::dprof_shim_tracepoint_sync() };

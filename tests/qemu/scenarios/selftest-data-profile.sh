@@ -14,6 +14,14 @@ if echo "nonsense 10" > "$run" 2>/dev/null; then echo "FAIL: a bad selftest comm
 "$DPROF" collect -o /tmp/selftest.dprof --events slab,samples --period 100us --ring-size 32M -- \
   sh -c "echo 'handoff 3000' > $run && echo 'local 1500' > $run"
 cp /tmp/selftest.dprof "$OUT/"
+# A collection that starts and stops while the local workload allocates and frees on CPU 0:
+# no free may be missed while the probes are attached (the check compares the counts).
+echo 'local 10000' > "$run" &
+load=$!
+sleep 1
+"$DPROF" collect -o /tmp/start.dprof --events slab --ring-size 8M -- sleep 2
+wait "$load"
+cp /tmp/start.dprof "$OUT/"
 # The module's DWARF, for field names on the host.
 cp /lib/dprof/dprof_selftest.ko "$OUT/"
 rmmod dprof_selftest

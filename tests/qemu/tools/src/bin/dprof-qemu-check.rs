@@ -555,12 +555,50 @@ fn check_selftest(dir: &Path) -> Result<String> {
     if local_bounce != Some(false) {
         failures.push("dprof_selftest_local is flagged as bouncing".to_string());
     }
+    check_no_frees_missed_at_start(dir, &mut report, &mut failures)?;
     if failures.is_empty() {
         writeln!(report, "selftest-data-profile: all checks passed")?;
         Ok(report)
     } else {
         bail!("{report}\nFAILED:\n  {}", failures.join("\n  "))
     }
+}
+
+/// `start.dprof` began and ended while the `local` workload allocated and freed one
+/// `dprof_selftest_local` at a time on CPU 0: every allocation it records must have its free
+/// recorded, but for the one object live when it stopped. Frees missed while the probes
+/// were being attached (allocation probes first) would show as allocations without their
+/// free.
+fn check_no_frees_missed_at_start(
+    dir: &Path,
+    report: &mut String,
+    failures: &mut Vec<String>,
+) -> Result<()> {
+    let profile =
+        Profile::open(&dir.join("start.dprof")).context("opening the guest's start.dprof")?;
+    let summary = dprof_analysis::summary::Summary::of(&profile).context("reading start.dprof")?;
+    let (allocs, frees) = summary
+        .caches
+        .iter()
+        .filter(|c| c.name == "dprof_selftest_local")
+        .fold((0, 0), |(a, f), c| (a + c.allocs, f + c.frees));
+    writeln!(
+        report,
+        "collection started under load: dprof_selftest_local {allocs} allocations, {frees} frees"
+    )?;
+    if allocs < 100 {
+        failures.push(format!(
+            "start.dprof: only {allocs} dprof_selftest_local allocations: the load did not run"
+        ));
+    } else if allocs > frees + 1 {
+        // More frees than allocations is fine: objects allocated before the allocation probe
+        // was attached are freed under the free probe.
+        failures.push(format!(
+            "start.dprof: {allocs} dprof_selftest_local allocations but {frees} frees: frees \
+             were missed (one object at a time is live)"
+        ));
+    }
+    Ok(())
 }
 
 fn check_workload(dir: &Path) -> Result<String> {
