@@ -647,6 +647,7 @@ impl<'s> Analyzer<'s> {
     pub fn new(header: &ProfileHeader, symbols: &'s dyn SymbolSource, options: &Options) -> Self {
         let mut resolver = Resolver::new(symbols);
         resolver.set_merged_caches(&header.merged_caches);
+        resolver.set_memory_layout(header.memory_layout);
         Self {
             header: header.clone(),
             options: *options,

@@ -19,15 +19,20 @@ pub use struct_names::{FieldSource, StructNames, TypeMapError};
 /// ranges), by the same struct names.
 pub fn annotate_fields(report: &mut Report, names: &StructNames, fields: Option<&dyn FieldSource>) {
     for t in &mut report.data_profile.types {
-        if t.kind != TypeKind::Slab {
+        if t.kind == TypeKind::Region && t.name == crate::resolve::STRUCT_PAGE_TYPE {
+            // The vmemmap is an array of one C struct.
+            t.struct_name = Some(crate::resolve::STRUCT_PAGE_C_STRUCT.to_owned());
+        } else if t.kind != TypeKind::Slab {
             continue;
+        } else {
+            let Some(cache) = &t.cache else { continue };
+            if t.site.is_some() {
+                // Split by site (generic kmalloc, a merged pool): the cache holds several
+                // structs.
+                continue;
+            }
+            t.struct_name = names.struct_for(cache, fields);
         }
-        let Some(cache) = &t.cache else { continue };
-        if t.site.is_some() {
-            // Split by site (generic kmalloc, a merged pool): the cache holds several structs.
-            continue;
-        }
-        t.struct_name = names.struct_for(cache, fields);
         if let (Some(st), Some(fields)) = (&t.struct_name, fields) {
             for f in &mut t.fields {
                 f.field = fields.field_at(st, f.offset);

@@ -20,6 +20,10 @@
 //!   kernel stacks `stack`.
 //! - User memory a kernel instruction touched (`copy_to_user`, `get_user`, futexes) is the
 //!   region `user memory`, one instance per page.
+//! - With the kernel's memory layout in the profile's header ([`Resolver::set_memory_layout`]):
+//!   the `struct page` array is the region `struct page`, one instance per page frame, its
+//!   offsets those of the C `struct page`; the vmalloc space that is not the sample's own
+//!   stack is the region `vmalloc`, one instance per page.
 //!
 //! Objects allocated before collection started are not in the address set: accesses to them
 //! resolve to [`Resolution::Unknown`] (the profile cannot tell them from any other unknown
@@ -37,7 +41,7 @@ mod tests;
 use std::ops::Range;
 
 use dprof_abi::{Alloc, CacheInfo, ALLOC_KMALLOC, CACHE_NAME_BYTES};
-use dprof_format::MergedCache;
+use dprof_format::{MemoryLayout, MergedCache};
 
 pub use address_set::{
     AddressSet, Hit, LiveObject, NewObject, Removed, Slot, Touch, MAX_PAGED_BYTES,
@@ -59,6 +63,16 @@ pub const USER_MEMORY_TYPE: &str = "user memory";
 /// End of the user half of the x86-64 address space (4-level and 5-level paging alike: user
 /// addresses are below it, kernel addresses at or above `0xff00_0000_0000_0000`).
 pub const USER_END: u64 = 1 << 56;
+/// Name of the region of the `struct page` array (the vmemmap).
+pub const STRUCT_PAGE_TYPE: &str = "struct page";
+/// The C struct of [`STRUCT_PAGE_TYPE`], for field names.
+pub const STRUCT_PAGE_C_STRUCT: &str = "page";
+/// Name of the region of the vmalloc space.
+pub const VMALLOC_TYPE: &str = "vmalloc";
+/// Bytes of the vmemmap and of the vmalloc space the resolver names, at most (x86-64 with
+/// 4-level paging: 1 TiB and 32 TiB; 5-level kernels have more, rarely used).
+const VMEMMAP_BYTES: u64 = 1 << 40;
+const VMALLOC_BYTES: u64 = 32 << 40;
 /// Bytes of a page, the instances of a region.
 const PAGE_SIZE: u64 = 4096;
 /// Name of the type of `%gs`-relative accesses inside the static per-CPU area that no symbol
@@ -223,7 +237,7 @@ pub enum Resolution {
     },
     /// A named region that is not one C type ([`TypeKind::Region`]).
     Region {
-        /// The region's type ([`USER_MEMORY_TYPE`]).
+        /// The region's type ([`USER_MEMORY_TYPE`], [`STRUCT_PAGE_TYPE`], [`VMALLOC_TYPE`]).
         type_id: TypeId,
         /// Base of the instance (the page).
         base: u64,
@@ -299,7 +313,9 @@ pub struct Resolver<'s> {
     /// gs base of each CPU seen, indexed by CPU (0 = not seen).
     gs_bases: Vec<u64>,
     stack_type: Option<TypeId>,
-    user_memory_type: Option<TypeId>,
+    /// The region types met, by name.
+    region_types: Vec<(&'static str, TypeId)>,
+    layout: Option<MemoryLayout>,
     counts: ReplayCounts,
 }
 
@@ -331,12 +347,19 @@ impl<'s> Resolver<'s> {
             areas: Vec::new(),
             gs_bases: Vec::new(),
             stack_type: None,
-            user_memory_type: None,
+            region_types: Vec::new(),
+            layout: None,
             counts: ReplayCounts::default(),
         }
     }
 
-    /// Tells the resolver which slab caches the kernel merged (the profile header's
+    /// Says where the kernel put its `struct page` array and vmalloc space (the profile
+    /// header's `memory_layout`), so that addresses there resolve to regions.
+    pub fn set_memory_layout(&mut self, layout: Option<MemoryLayout>) {
+        self.layout = layout.filter(|l| l.struct_page_size > 0);
+    }
+
+    /// Says which slab pools several caches share (the profile header's
     /// `merged_caches`): a cache whose name is an alias of a pool with two aliases or more is
     /// split by allocation site, like a generic kmalloc cache. Call it before the first
     /// [`Resolver::cache_info`]: caches already recorded keep their types.
@@ -632,13 +655,22 @@ impl<'s> Resolver<'s> {
             }
         }
         if addr < USER_END {
-            let base = addr & !(PAGE_SIZE - 1);
-            let type_id = self.user_memory_type();
-            return Resolution::Region {
-                type_id,
-                base,
-                offset: addr - base,
-            };
+            return self.region_page(USER_MEMORY_TYPE, addr);
+        }
+        if let Some(layout) = self.layout {
+            let in_vmemmap = addr.wrapping_sub(layout.vmemmap_base);
+            if in_vmemmap < VMEMMAP_BYTES {
+                let offset = in_vmemmap % layout.struct_page_size;
+                return Resolution::Region {
+                    type_id: self.region_type(STRUCT_PAGE_TYPE),
+                    base: addr - offset,
+                    offset,
+                };
+            }
+            let in_vmalloc = addr.wrapping_sub(layout.vmalloc_base);
+            if in_vmalloc < VMALLOC_BYTES && addr < layout.vmemmap_base {
+                return self.region_page(VMALLOC_TYPE, addr);
+            }
         }
         if let Some((name, offset)) = self.symbols.data_symbol(addr) {
             let symbol = addr.wrapping_sub(offset);
@@ -726,18 +758,28 @@ impl<'s> Resolver<'s> {
         id
     }
 
-    fn user_memory_type(&mut self) -> TypeId {
-        if let Some(id) = self.user_memory_type {
+    /// `addr` in region `name`, whose instances are pages.
+    fn region_page(&mut self, name: &'static str, addr: u64) -> Resolution {
+        let base = addr & !(PAGE_SIZE - 1);
+        Resolution::Region {
+            type_id: self.region_type(name),
+            base,
+            offset: addr - base,
+        }
+    }
+
+    fn region_type(&mut self, name: &'static str) -> TypeId {
+        if let Some(&(_, id)) = self.region_types.iter().find(|(n, _)| *n == name) {
             return id;
         }
         let id = self.types.intern(TypeInfo {
-            name: USER_MEMORY_TYPE.to_owned(),
+            name: name.to_owned(),
             kind: TypeKind::Region,
             cache: None,
             site: None,
             object_size: None,
         });
-        self.user_memory_type = Some(id);
+        self.region_types.push((name, id));
         id
     }
 

@@ -42,7 +42,9 @@ use crate::error::{backend, CollectError};
 use crate::observer::{Interrupt, Observer, Progress};
 use crate::options::{BackendChoice, CausalOptions, CollectOptions, Event, TypeChoice};
 use crate::reading::{drain_into, read_some, IDLE_SLEEP, PROGRESS_EVERY, READ_BUFFER};
-use crate::record::{create_profile, merging_warning, now_unix_s, open_and_configure, target_of};
+use crate::record::{
+    create_profile, memory_layout, merging_warning, now_unix_s, open_and_configure, target_of,
+};
 use crate::samplers::{self, HardwareSamplers};
 use crate::sampling::{plan, Sampling};
 use crate::system;
@@ -169,11 +171,18 @@ impl<'o> Checked<'o> {
             sample_registers: dprof_format::SampleRegisters::Address,
         };
         let root = Path::new("/");
-        let header = system::gather_header(root, collect_config, version.into(), now_unix_s())
+        let mut header = system::gather_header(root, collect_config, version.into(), now_unix_s())
             .map_err(CollectError::Header)?;
         if let Some(warning) = merging_warning(&header) {
             observer.warn(&warning);
         }
+        let btf = system::kernel_btf(root);
+        header.memory_layout = memory_layout(
+            &kallsyms,
+            btf.as_deref(),
+            Path::new("/proc/kcore"),
+            observer,
+        );
         let modules = system::modules(root)?;
         Ok(Experiments {
             options,
@@ -182,7 +191,7 @@ impl<'o> Checked<'o> {
             kallsyms,
             symbols,
             modules,
-            btf: system::kernel_btf(root),
+            btf,
             points,
             latency,
             labels,

@@ -137,11 +137,11 @@ pub fn read_text(kcore: &Kcore, ranges: &[(u64, u64)]) -> (KernelText, usize) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// An ELF64 core file with one `PT_LOAD` segment mapping `vaddr` to `bytes`.
-    fn fake_kcore(vaddr: u64, bytes: &[u8]) -> Vec<u8> {
+    pub(crate) fn fake_kcore(vaddr: u64, bytes: &[u8]) -> Vec<u8> {
         let mut f = vec![0u8; 64 + 56];
         f[..4].copy_from_slice(b"\x7fELF");
         f[4] = 2; // ELFCLASS64

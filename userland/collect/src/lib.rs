@@ -14,6 +14,7 @@ pub mod device;
 pub mod error;
 pub mod histories;
 pub mod kcore;
+mod memory_layout;
 pub mod observer;
 pub mod options;
 pub mod perf;

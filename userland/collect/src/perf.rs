@@ -23,4 +23,5 @@ pub use collector::PerfCollector;
 pub use data_file::MAGIC as PERF_DATA_MAGIC;
 pub use error::{ImportError, PerfError, PERF_RECORD_COMMAND};
 pub use import::{import_perf_data, Imported};
+pub(crate) use memory::KernelMemory;
 pub use memory::NoKernelMemory;

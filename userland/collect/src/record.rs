@@ -111,11 +111,13 @@ impl<'o> Checked<'o> {
             causal: None,
             sample_registers: dprof_format::SampleRegisters::Address,
         };
-        let header = system::gather_header(root, collect_config, version.into(), now_unix_s())
+        let mut header = system::gather_header(root, collect_config, version.into(), now_unix_s())
             .map_err(CollectError::Header)?;
         if let Some(warning) = merging_warning(&header) {
             observer.warn(&warning);
         }
+        let btf = system::kernel_btf(root);
+        header.memory_layout = memory_layout(&kallsyms, btf.as_deref(), &options.kcore, observer);
         let modules = system::modules(root)?;
         Ok(Collection {
             options,
@@ -125,7 +127,7 @@ impl<'o> Checked<'o> {
             kallsyms,
             symbols,
             modules,
-            btf: system::kernel_btf(root),
+            btf,
             header,
         })
     }
@@ -284,6 +286,22 @@ pub(crate) fn create_profile(
         }
     }
     Ok(writer)
+}
+
+/// The kernel's memory layout for the header, or `None` after saying why it cannot be read.
+pub(crate) fn memory_layout(
+    kallsyms: &[u8],
+    btf: Option<&[u8]>,
+    kcore: &Path,
+    observer: &mut dyn Observer,
+) -> Option<dprof_format::MemoryLayout> {
+    crate::memory_layout::read(kallsyms, btf, kcore)
+        .map_err(|why| {
+            observer.say(&format!(
+                "note: struct page and vmalloc addresses will not be typed: {why}"
+            ));
+        })
+        .ok()
 }
 
 pub(crate) fn now_unix_s() -> u64 {

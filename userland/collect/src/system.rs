@@ -322,6 +322,7 @@ pub fn gather_header(
         cpu_id: cpu_id(root)?,
         online_cpus: online_cpus(root)?,
         caches: cache_geometry(root),
+        memory_layout: None,
         config,
         module,
     })

@@ -42,10 +42,29 @@ pub struct ProfileHeader {
     /// profiles from before it was recorded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged_caches: Vec<MergedCache>,
+    /// Where the kernel put its direct map, vmalloc space and `struct page` array, when the
+    /// collector could read it. Absent otherwise, and in profiles from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_layout: Option<MemoryLayout>,
     /// How the collection was configured.
     pub config: CollectConfig,
     /// What the module reported (`IOC_VERSION`).
     pub module: ModuleInfo,
+}
+
+/// The x86-64 kernel's memory layout (randomised at boot with `CONFIG_RANDOMIZE_MEMORY`): the
+/// values of its `page_offset_base`, `vmalloc_base` and `vmemmap_base`, and the size of a
+/// `struct page` (from the kernel's BTF).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryLayout {
+    /// Start of the direct map of all physical memory.
+    pub page_offset_base: u64,
+    /// Start of the vmalloc space (vmalloc, vmap, ioremap, task stacks).
+    pub vmalloc_base: u64,
+    /// Start of the array of `struct page`, one per page frame.
+    pub vmemmap_base: u64,
+    /// Bytes of a `struct page`.
+    pub struct_page_size: u64,
 }
 
 /// A slab pool that several caches share: a `:`-named directory of `/sys/kernel/slab` and the

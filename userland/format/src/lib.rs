@@ -72,9 +72,9 @@ pub use error::{ProfileError, RecordProblem, WriteError};
 pub use experiment::ExperimentRecord;
 pub use header::{
     CacheGeometry, CausalCollectConfig, CausalTypeSpec, CollectConfig, CpuCounters, CpuId,
-    DeviceCounters, HistoryCollectConfig, HistoryCounters, MergedCache, ModuleInfo, PeriodEvents,
-    PmuEvent, ProfileHeader, ProgressPointSpec, SampleRegisters, SamplingConfig, StopInfo,
-    StopReason, Target,
+    DeviceCounters, HistoryCollectConfig, HistoryCounters, MemoryLayout, MergedCache, ModuleInfo,
+    PeriodEvents, PmuEvent, ProfileHeader, ProgressPointSpec, SampleRegisters, SamplingConfig,
+    StopInfo, StopReason, Target,
 };
 pub use reader::{Profile, Records};
 pub use sections::{

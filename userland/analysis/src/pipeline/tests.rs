@@ -921,3 +921,44 @@ fn kernel_accesses_to_user_memory_are_a_region() {
     );
     assert_eq!(user.fields[0].offset, 8);
 }
+
+/// With the kernel's memory layout in the header, a sample in the `struct page` array is the
+/// `struct page` region at its offset in the C struct, and the field names come from `page`.
+#[test]
+fn struct_page_accesses_resolve_with_the_memory_layout() {
+    use dprof_abi::reg;
+    let mut header = example::header();
+    header.memory_layout = Some(dprof_format::MemoryLayout {
+        page_offset_base: 0xffff_8880_0000_0000,
+        vmalloc_base: 0xffff_c900_0000_0000,
+        vmemmap_base: 0xffff_ea00_0000_0000,
+        struct_page_size: 64,
+    });
+    let mut chunks = example::records();
+    // mov 0x8(%rdi),%rax with %rdi at the 5th struct page: its +8.
+    let read = software_sample(
+        0xffff_ffff_8110_0000,
+        LOAD_RDI_8,
+        &[(reg::RSP, RSP), (reg::RDI, 0xffff_ea00_0000_0100)],
+        gs_base(0),
+    );
+    chunks[1].push((0, 9_000, Record::AccessSample(read)));
+    let without = report_of(
+        example::profile_with(&example::header(), example::KALLSYMS, &chunks),
+        &Options::default(),
+    );
+    let mut with = report_of(
+        example::profile_with(&header, example::KALLSYMS, &chunks),
+        &Options::default(),
+    );
+    assert_eq!(
+        with.coverage.count(Bucket::UnknownAddress) + 1,
+        without.coverage.count(Bucket::UnknownAddress)
+    );
+    let page = ty(&with, crate::resolve::STRUCT_PAGE_TYPE);
+    assert_eq!((page.kind, page.samples), (TypeKind::Region, 1));
+    assert_eq!(page.fields[0].offset, 8);
+    crate::report::annotate_fields(&mut with, &crate::report::StructNames::default(), None);
+    let page = ty(&with, crate::resolve::STRUCT_PAGE_TYPE);
+    assert_eq!(page.struct_name.as_deref(), Some("page"));
+}

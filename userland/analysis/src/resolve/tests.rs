@@ -553,3 +553,57 @@ fn kallsyms_is_a_symbol_source() {
     assert_eq!(s.percpu_symbol(0x1048), Some(("runqueues", 8)));
     assert!(s.function_count() > 0);
 }
+
+#[test]
+fn the_struct_page_array_and_vmalloc_space_are_regions_with_a_layout() {
+    let layout = dprof_format::MemoryLayout {
+        page_offset_base: 0xffff_8880_0000_0000,
+        vmalloc_base: 0xffff_c900_0000_0000,
+        vmemmap_base: 0xffff_ea00_0000_0000,
+        struct_page_size: 64,
+    };
+    let name_of = |r: &Resolver<'_>, res: &Resolution| match *res {
+        Resolution::Region { type_id, .. } => name(r, type_id),
+        _ => "?".to_owned(),
+    };
+    let mut plain = Resolver::new(&NoSymbols);
+    let page_field = 0xffff_ea00_0000_0000 + 3 * 64 + 8;
+    assert!(matches!(
+        plain.resolve(page_field, false, &CTX),
+        Resolution::Unknown
+    ));
+    let mut r = Resolver::new(&NoSymbols);
+    r.set_memory_layout(Some(layout));
+    // The fourth struct page's field at +8.
+    let res = r.resolve(page_field, false, &CTX);
+    assert_eq!(name_of(&r, &res), STRUCT_PAGE_TYPE);
+    assert!(matches!(
+        res,
+        Resolution::Region {
+            base: 0xffff_ea00_0000_00c0,
+            offset: 8,
+            ..
+        }
+    ));
+    // Another task's stack or a vmalloc area: the vmalloc region, by page.
+    let res = r.resolve(0xffff_c900_0123_4567, false, &CTX);
+    assert_eq!(name_of(&r, &res), VMALLOC_TYPE);
+    assert!(matches!(
+        res,
+        Resolution::Region {
+            base: 0xffff_c900_0123_4000,
+            offset: 0x567,
+            ..
+        }
+    ));
+    // The sample's own stack stays its stack; the direct map stays unknown without an
+    // object there.
+    assert!(matches!(
+        r.resolve(CTX.rsp - 8, false, &CTX),
+        Resolution::Stack { .. }
+    ));
+    assert!(matches!(
+        r.resolve(0xffff_8880_0900_0000, false, &CTX),
+        Resolution::Unknown
+    ));
+}
