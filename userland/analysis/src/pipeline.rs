@@ -1436,12 +1436,17 @@ fn build_report(a: &Analyzer<'_>) -> Report {
     }
 
     let mut profiles: Vec<TypeProfile> = Vec::new();
+    // Types only allocated are not ranked: counted, their objects in the address set.
+    let mut unsampled_types = 0;
     for (id, info) in types.iter() {
         let Some(acc) = st.types.get(id.0 as usize) else {
             continue;
         };
         let samples = acc.rw.total();
-        if samples == 0 && acc.allocs == 0 {
+        if samples == 0 {
+            if acc.allocs > 0 {
+                unsampled_types += 1;
+            }
             continue;
         }
         let slab = info.kind == TypeKind::Slab;
@@ -1559,6 +1564,7 @@ fn build_report(a: &Analyzer<'_>) -> Report {
             resolved_samples: resolved,
             hardware: hw.then(|| hardware_summary(st, &hw_total)),
             types: profiles,
+            unsampled_types,
         },
         unknown_functions,
         address_set,

@@ -126,9 +126,13 @@ pub struct DataProfile {
     /// What the hardware sampler saw, all types together; absent without hardware samples.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hardware: Option<HardwareSummary>,
-    /// Every type with samples or allocations: by misses (with hardware samples), then
-    /// samples, then peak live bytes, then name.
+    /// Every type with samples: by misses (with hardware samples), then samples, then peak
+    /// live bytes, then name.
     pub types: Vec<TypeProfile>,
+    /// Types left out of [`Self::types`] because no sample touched them: only allocated. Their
+    /// objects still count in the address set and the working set.
+    #[serde(default)]
+    pub unsampled_types: u64,
 }
 
 /// The hardware sampler's view of the whole profile.
