@@ -224,11 +224,14 @@ fn replay_in_two_threads(
 ) -> Result<(), ProfileError> {
     let header = profile.header();
     let (sender, receiver) = std::sync::mpsc::sync_channel::<(Vec<Item>, u64)>(FORWARD_QUEUE);
+    // The front counts samples in buckets, the profiler's among them.
+    let profiler = analyzer.profiler.clone();
     let front = std::thread::scope(|scope| {
         let reader = scope.spawn(move || -> Result<State, ProfileError> {
-            // The front resolves nothing: it needs no symbols.
+            // The front resolves nothing: it needs no symbols but dprof.ko's place.
             let mut front = Analyzer::new(header, &crate::resolve::NoSymbols, options);
             front.forward = Some(Forward::default());
+            front.profiler = profiler;
             let mut records = profile.records();
             let mut read = 0u64;
             let send = |front: &mut Analyzer<'_>, read: &mut u64| {
@@ -564,6 +567,8 @@ pub struct Analyzer<'s> {
     /// When this analyzer is the front of a two-thread analysis ([`analyze_inner`]): what
     /// the replay needs, in record order, instead of replaying it here.
     forward: Option<Forward>,
+    /// The code of dprof.ko: samples there are the profiler's own ([`Bucket::Profiler`]).
+    profiler: Option<std::ops::Range<u64>>,
 }
 
 /// What the front of a two-thread analysis (reading, decoding, counting) hands the replay
@@ -660,6 +665,7 @@ impl<'s> Analyzer<'s> {
             batch: Vec::new(),
             state: State::default(),
             forward: None,
+            profiler: symbols.profiler_text(),
             amd_cpu: header
                 .cpu_id
                 .as_ref()
@@ -853,6 +859,15 @@ impl<'s> Analyzer<'s> {
     ) -> (Option<Event>, Option<Event>) {
         if sample.flags() & SAMPLE_USER != 0 {
             self.state.buckets[Bucket::UserMode.index()] += 1;
+            return (None, None);
+        }
+        // dprof.ko's own work (its probes, draining its rings) is not the workload's.
+        if self
+            .profiler
+            .as_ref()
+            .is_some_and(|code| code.contains(&sample.ip()))
+        {
+            self.state.buckets[Bucket::Profiler.index()] += 1;
             return (None, None);
         }
         let gs_base = sample.gs_base();

@@ -90,6 +90,14 @@ pub trait SymbolSource {
 
     /// Number of function symbols (0: functions can only be shown as addresses).
     fn function_count(&self) -> usize;
+
+    /// The code of the profiler's module, dprof.ko (see [`Kallsyms::module_text`]); `None`
+    /// when it was not loaded (the perf backend).
+    ///
+    /// [`Kallsyms::module_text`]: crate::symbols::Kallsyms::module_text
+    fn profiler_text(&self) -> Option<Range<u64>> {
+        None
+    }
 }
 
 impl SymbolSource for crate::symbols::Kallsyms {
@@ -109,6 +117,9 @@ impl SymbolSource for crate::symbols::Kallsyms {
     }
     fn function_count(&self) -> usize {
         self.len()
+    }
+    fn profiler_text(&self) -> Option<Range<u64>> {
+        self.module_text(crate::symbols::PROFILER_MODULE)
     }
 }
 
@@ -159,6 +170,9 @@ impl SymbolSource for WithDebugInfo<'_> {
     }
     fn function_count(&self) -> usize {
         self.kallsyms.function_count()
+    }
+    fn profiler_text(&self) -> Option<Range<u64>> {
+        self.kallsyms.profiler_text()
     }
 }
 

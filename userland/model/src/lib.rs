@@ -356,6 +356,9 @@ pub enum Bucket {
     UnknownAddress,
     /// The sample ran in user mode.
     UserMode,
+    /// The sample ran in the profiler's own module, dprof.ko (its probes, its rings): not the
+    /// workload's work, and not resolved.
+    Profiler,
     /// The instruction has no memory operand.
     NoMemoryOperand,
     /// More memory locations than two, or one per vector element (gathers, scatters, `enter`
@@ -374,7 +377,7 @@ pub enum Bucket {
 
 impl Bucket {
     /// Every bucket, in report order.
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 14] = [
         Self::Slab,
         Self::Global,
         Self::Percpu,
@@ -382,6 +385,7 @@ impl Bucket {
         Self::Region,
         Self::UnknownAddress,
         Self::UserMode,
+        Self::Profiler,
         Self::NoMemoryOperand,
         Self::MultipleMemoryOperands,
         Self::AddressOnly,
@@ -401,6 +405,7 @@ impl Bucket {
             Self::Region => "region",
             Self::UnknownAddress => "unknown address",
             Self::UserMode => "user mode",
+            Self::Profiler => "profiler (dprof.ko)",
             Self::NoMemoryOperand => "no memory operand",
             Self::MultipleMemoryOperands => "more than two memory locations",
             Self::AddressOnly => "address only",

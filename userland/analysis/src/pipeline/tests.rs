@@ -949,3 +949,52 @@ fn kernel_accesses_to_user_memory_are_a_region() {
     );
     assert_eq!(user.fields[0].offset, 8);
 }
+
+#[test]
+fn samples_in_dprof_ko_are_the_profilers_own() {
+    let plain = example_report();
+    let r = report_of(
+        example::profile_with_profiler_samples(),
+        &Options::default(),
+    );
+    let c = &r.coverage;
+    assert_eq!(c.total_samples, plain.coverage.total_samples + 3);
+    assert_eq!(c.count(Bucket::Profiler), 2);
+    // Nothing of dprof.ko is resolved nor unknown: the workload's figures are unchanged.
+    assert_eq!(c.resolved_samples, plain.coverage.resolved_samples);
+    assert_eq!(
+        ty(&r, "skbuff_head_cache").samples,
+        ty(&plain, "skbuff_head_cache").samples
+    );
+    assert_eq!(
+        c.count(Bucket::UnknownAddress),
+        plain.coverage.count(Bucket::UnknownAddress) + 1,
+        "another module's sample is the workload's"
+    );
+    let unknown: Vec<&str> = r
+        .unknown_functions
+        .iter()
+        .map(|f| f.function.as_str())
+        .collect();
+    assert!(unknown.contains(&"dprof_selftest_produce"), "{unknown:?}");
+    assert!(
+        !unknown.iter().any(|f| f.contains("Session")),
+        "{unknown:?}"
+    );
+    assert!(
+        c.summary.contains("profiler (dprof.ko) 6.9%"),
+        "{}",
+        c.summary
+    );
+    // Without dprof.ko (the perf backend) there is no such bucket's samples.
+    assert_eq!(plain.coverage.count(Bucket::Profiler), 0);
+    // One thread counts as two do.
+    let one = report_of(
+        example::profile_with_profiler_samples(),
+        &Options {
+            two_threads: false,
+            ..Options::default()
+        },
+    );
+    assert_eq!(one.coverage, r.coverage);
+}
