@@ -224,11 +224,14 @@ fn replay_in_two_threads(
 ) -> Result<(), ProfileError> {
     let header = profile.header();
     let (sender, receiver) = std::sync::mpsc::sync_channel::<(Vec<Item>, u64)>(FORWARD_QUEUE);
+    // The front counts samples in buckets, the profiler's among them.
+    let profiler = analyzer.profiler.clone();
     let front = std::thread::scope(|scope| {
         let reader = scope.spawn(move || -> Result<State, ProfileError> {
-            // The front resolves nothing: it needs no symbols.
+            // The front resolves nothing: it needs no symbols but dprof.ko's place.
             let mut front = Analyzer::new(header, &crate::resolve::NoSymbols, options);
             front.forward = Some(Forward::default());
+            front.profiler = profiler;
             let mut records = profile.records();
             let mut read = 0u64;
             let send = |front: &mut Analyzer<'_>, read: &mut u64| {
@@ -564,6 +567,8 @@ pub struct Analyzer<'s> {
     /// When this analyzer is the front of a two-thread analysis ([`analyze_inner`]): what
     /// the replay needs, in record order, instead of replaying it here.
     forward: Option<Forward>,
+    /// The code of dprof.ko: samples there are the profiler's own ([`Bucket::Profiler`]).
+    profiler: Option<std::ops::Range<u64>>,
 }
 
 /// What the front of a two-thread analysis (reading, decoding, counting) hands the replay
@@ -661,6 +666,7 @@ impl<'s> Analyzer<'s> {
             batch: Vec::new(),
             state: State::default(),
             forward: None,
+            profiler: symbols.profiler_text(),
             amd_cpu: header
                 .cpu_id
                 .as_ref()
@@ -854,6 +860,15 @@ impl<'s> Analyzer<'s> {
     ) -> (Option<Event>, Option<Event>) {
         if sample.flags() & SAMPLE_USER != 0 {
             self.state.buckets[Bucket::UserMode.index()] += 1;
+            return (None, None);
+        }
+        // dprof.ko's own work (its probes, draining its rings) is not the workload's.
+        if self
+            .profiler
+            .as_ref()
+            .is_some_and(|code| code.contains(&sample.ip()))
+        {
+            self.state.buckets[Bucket::Profiler.index()] += 1;
             return (None, None);
         }
         let gs_base = sample.gs_base();
@@ -1437,12 +1452,17 @@ fn build_report(a: &Analyzer<'_>) -> Report {
     }
 
     let mut profiles: Vec<TypeProfile> = Vec::new();
+    // Types only allocated are not ranked: counted, their objects in the address set.
+    let mut unsampled_types = 0;
     for (id, info) in types.iter() {
         let Some(acc) = st.types.get(id.0 as usize) else {
             continue;
         };
         let samples = acc.rw.total();
-        if samples == 0 && acc.allocs == 0 {
+        if samples == 0 {
+            if acc.allocs > 0 {
+                unsampled_types += 1;
+            }
             continue;
         }
         let slab = info.kind == TypeKind::Slab;
@@ -1560,6 +1580,7 @@ fn build_report(a: &Analyzer<'_>) -> Report {
             resolved_samples: resolved,
             hardware: hw.then(|| hardware_summary(st, &hw_total)),
             types: profiles,
+            unsampled_types,
         },
         unknown_functions,
         address_set,

@@ -49,7 +49,9 @@ pub use address_set::{
 use dprof_model::TypeKind;
 use rustc_hash::FxHashMap;
 pub use types::{
-    is_generic_kmalloc, kmalloc_type_name, TypeId, TypeInfo, TypeTable, KMALLOC_LARGE,
+    demangled_site, demangled_site_with_hash, is_generic_kmalloc, is_rust_allocator,
+    is_site_symbol, kmalloc_type_name, rust_allocation_site, site_function, TypeId, TypeInfo,
+    TypeTable, KMALLOC_LARGE,
 };
 
 /// Bytes of a kernel stack (`THREAD_SIZE` on x86-64 without KASAN), to which stacks are
@@ -102,6 +104,14 @@ pub trait SymbolSource {
 
     /// Number of function symbols (0: functions can only be shown as addresses).
     fn function_count(&self) -> usize;
+
+    /// The code of the profiler's module, dprof.ko (see [`Kallsyms::module_text`]); `None`
+    /// when it was not loaded (the perf backend).
+    ///
+    /// [`Kallsyms::module_text`]: crate::symbols::Kallsyms::module_text
+    fn profiler_text(&self) -> Option<Range<u64>> {
+        None
+    }
 }
 
 impl SymbolSource for crate::symbols::Kallsyms {
@@ -121,6 +131,9 @@ impl SymbolSource for crate::symbols::Kallsyms {
     }
     fn function_count(&self) -> usize {
         self.len()
+    }
+    fn profiler_text(&self) -> Option<Range<u64>> {
+        self.module_text(crate::symbols::PROFILER_MODULE)
     }
 }
 
@@ -171,6 +184,9 @@ impl SymbolSource for WithDebugInfo<'_> {
     }
     fn function_count(&self) -> usize {
         self.kallsyms.function_count()
+    }
+    fn profiler_text(&self) -> Option<Range<u64>> {
+        self.kallsyms.profiler_text()
     }
 }
 
@@ -306,6 +322,12 @@ pub struct Resolver<'s> {
     merged_names: FxHashMap<String, usize>,
     /// Type of (cache, call site) for allocations split by site.
     sites: FxHashMap<(u64, u64), TypeId>,
+    /// Type of (cache, call site, bytes asked for) for allocations through Rust's allocator
+    /// (split by size: see [`is_rust_allocator`]).
+    sized_sites: FxHashMap<(u64, u64, u32), TypeId>,
+    /// Start of the function each demangled site name was given to: a second function of
+    /// the same name keeps its hash.
+    site_functions: FxHashMap<String, u64>,
     /// `global:`/`percpu:` type of each symbol, by symbol address.
     symbol_types: FxHashMap<(bool, u64), TypeId>,
     /// Per-CPU areas learnt from samples' gs bases: (start, end, cpu), sorted by start.
@@ -343,6 +365,8 @@ impl<'s> Resolver<'s> {
             merged_by_alias: FxHashMap::default(),
             merged_names: FxHashMap::default(),
             sites: FxHashMap::default(),
+            sized_sites: FxHashMap::default(),
+            site_functions: FxHashMap::default(),
             symbol_types: FxHashMap::default(),
             areas: Vec::new(),
             gs_bases: Vec::new(),
@@ -429,13 +453,13 @@ impl<'s> Resolver<'s> {
     /// The type of an allocation, creating it on first use.
     pub fn alloc_type(&mut self, alloc: &Alloc) -> TypeId {
         if alloc.cache == 0 {
-            return self.site_type(0, alloc.call_site, KMALLOC_LARGE, None);
+            return self.site_type(0, alloc, KMALLOC_LARGE, None);
         }
         let Some(entry) = self.caches.get(&alloc.cache) else {
             self.counts.unknown_cache_allocs += 1;
             let name = format!("cache@{:#x}", alloc.cache);
             if alloc.flags & ALLOC_KMALLOC != 0 {
-                return self.site_type(alloc.cache, alloc.call_site, &name, None);
+                return self.site_type(alloc.cache, alloc, &name, None);
             }
             return self.types.intern(TypeInfo {
                 name: name.clone(),
@@ -450,7 +474,7 @@ impl<'s> Resolver<'s> {
                 return id;
             }
             let (name, size) = (entry.name.clone(), entry.object_size);
-            return self.site_type(alloc.cache, alloc.call_site, &name, Some(size));
+            return self.site_type(alloc.cache, alloc, &name, Some(size));
         }
         if let Some(id) = entry.type_id {
             return id;
@@ -469,29 +493,68 @@ impl<'s> Resolver<'s> {
         id
     }
 
+    /// The type of an allocation from a cache split by site: one per allocation site
+    /// function; for Rust's allocator, whose call site every Rust allocation shares, one per
+    /// size asked for.
     fn site_type(
         &mut self,
         cache: u64,
-        call_site: u64,
+        alloc: &Alloc,
         cache_name: &str,
         object_size: Option<u32>,
     ) -> TypeId {
+        let (call_site, bytes_req) = (alloc.call_site, alloc.bytes_req);
         if let Some(&id) = self.sites.get(&(cache, call_site)) {
             return id;
         }
-        let site = self
-            .symbols
-            .function(call_site)
-            .map_or_else(|| format!("{call_site:#x}"), |(name, _)| name.to_owned());
+        if let Some(&id) = self.sized_sites.get(&(cache, call_site, bytes_req)) {
+            return id;
+        }
+        let site = self.site_name(call_site);
+        // Histories do not know the size (0): their objects are the allocator's, unsplit.
+        let sized = is_rust_allocator(&site);
+        let name = if sized && bytes_req > 0 {
+            kmalloc_type_name(cache_name, &rust_allocation_site(&site, bytes_req))
+        } else {
+            kmalloc_type_name(cache_name, &site)
+        };
         let id = self.types.intern(TypeInfo {
-            name: kmalloc_type_name(cache_name, &site),
+            name,
             kind: TypeKind::Slab,
             cache: (cache != 0).then(|| cache_name.to_owned()),
             site: Some(site),
             object_size,
         });
-        self.sites.insert((cache, call_site), id);
+        if sized {
+            self.sized_sites.insert((cache, call_site, bytes_req), id);
+        } else {
+            self.sites.insert((cache, call_site), id);
+        }
         id
+    }
+
+    /// The name of the function holding `call_site`, Rust symbols demangled: without their
+    /// hash, unless another function already has that name (legacy mangling gives every
+    /// instance of a generic function one path).
+    fn site_name(&mut self, call_site: u64) -> String {
+        let symbols = self.symbols;
+        let Some((symbol, offset)) = symbols.function(call_site) else {
+            return format!("{call_site:#x}");
+        };
+        let Some(short) = demangled_site(symbol) else {
+            return symbol.to_owned();
+        };
+        let start = call_site.wrapping_sub(offset);
+        match self.site_functions.get(&short) {
+            Some(&other) if other != start => {
+                demangled_site_with_hash(symbol).unwrap_or_else(|| symbol.to_owned())
+            }
+            Some(_) => short,
+            None => {
+                self.site_functions.insert(short.clone(), start);
+                short
+            }
+        }
     }
 
     /// Replays an allocation at `time_ns` on `cpu`. Objects it replaces are handed to

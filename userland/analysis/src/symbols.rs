@@ -127,6 +127,9 @@ impl std::fmt::Display for DataLocation<'_> {
     }
 }
 
+/// The name of dprof's own module in kallsyms (`[dprof]`) and `/proc/modules`.
+pub const PROFILER_MODULE: &str = "dprof";
+
 /// Addresses further than this past the last code symbol are not attributed to it: kallsyms
 /// does not say where the last function ends.
 const MAX_LAST_SYMBOL_SIZE: u64 = 1 << 20;
@@ -285,6 +288,24 @@ impl Kallsyms {
             percpu,
             percpu_range: zero_based,
         }
+    }
+
+    /// The code of a loadable module: from its first function to the end of its last (the
+    /// next symbol of any module, its size capped like any last symbol's); `None` when no
+    /// function of it is listed.
+    #[must_use]
+    pub fn module_text(&self, module: &str) -> Option<Range<u64>> {
+        let mut functions = self
+            .text
+            .iter()
+            .filter(|s| s.module.as_deref() == Some(module));
+        let first = functions.next()?;
+        let last = functions.next_back().unwrap_or(first);
+        let size = match last.size {
+            0 => MAX_LAST_SYMBOL_SIZE,
+            n => n.min(MAX_LAST_SYMBOL_SIZE),
+        };
+        Some(first.address..last.address.saturating_add(size))
     }
 
     /// Number of code symbols.

@@ -311,8 +311,15 @@ fn find_type<'r>(report: &'r Report, name: &str) -> anyhow::Result<&'r TypeProfi
             .take(5)
             .map(|t| t.name.as_str())
             .collect();
+        let unsampled = match report.data_profile.unsampled_types {
+            0 => String::new(),
+            n => format!(
+                " ({n} types only allocated, never sampled, are not listed: see --view \
+                 working-set)"
+            ),
+        };
         bail!(
-            "no type {name:?} in the profile; the most sampled are: {}",
+            "no type {name:?} in the profile; the most sampled are: {}{unsampled}",
             top.join(", ")
         );
     }
@@ -592,6 +599,15 @@ fn text_footer(report: &Report, top: usize, out: &mut impl Write) -> io::Result<
             "... {} more types (--top N shows more)",
             dp.types.len() - top
         )?;
+    }
+    match dp.unsampled_types {
+        0 => {}
+        n => writeln!(
+            out,
+            "{n} {} only allocated, never sampled, left out (their objects count in the address \
+             set and the working-set view)",
+            if n == 1 { "type" } else { "types" }
+        )?,
     }
     writeln!(out)?;
     let a = &report.address_set;

@@ -59,7 +59,7 @@ fn report_type_json_and_top() {
     assert_eq!(v["bounced_objects"], 1);
     let text = stdout_of(&dprof(dir.path(), &["report", "dp.dprof", "--top", "2"]));
     assert!(
-        text.contains("... 7 more types (--top N shows more)"),
+        text.contains("... 6 more types (--top N shows more)"),
         "{text}"
     );
     assert!(!text.contains("kmalloc-large"), "{text}");
@@ -69,14 +69,14 @@ fn report_type_json_and_top() {
 fn type_map_names_structs() {
     let dir = dir_with(&[
         ("dp.dprof", example::profile()),
-        ("map.txt", b"# mine\nfilp = my_file\n".to_vec()),
+        ("map.txt", b"# mine\ntask_struct = my_task\n".to_vec()),
         ("bad.txt", b"filp my_file\n".to_vec()),
     ]);
     let text = stdout_of(&dprof(
         dir.path(),
         &["report", "dp.dprof", "--type-map", "map.txt"],
     ));
-    assert!(text.contains("filp (my_file)"), "{text}");
+    assert!(text.contains("task_struct (my_task)"), "{text}");
     let err = one_line_error(&dprof(
         dir.path(),
         &["report", "dp.dprof", "--type-map", "bad.txt"],

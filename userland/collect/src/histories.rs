@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use dprof_abi::{HistoryPlan, HistoryTarget, Record, WatchRange};
+use dprof_analysis::resolve::{is_site_symbol, site_function};
 use dprof_analysis::symbols::Kallsyms;
 use dprof_format::KernelText;
 
@@ -91,7 +92,7 @@ pub fn parse_history_spec(s: &str) -> Result<HistorySpec, String> {
         return Ok(HistorySpec::Auto);
     }
     let mut types = Vec::new();
-    for item in s.split(',').map(str::trim) {
+    for item in split_types(s).into_iter().map(str::trim) {
         types.push(parse_type_spec(item)?);
     }
     if types.len() > dprof_abi::MAX_HISTORY_TARGETS {
@@ -105,10 +106,11 @@ pub fn parse_history_spec(s: &str) -> Result<HistorySpec, String> {
 }
 
 fn parse_type_spec(item: &str) -> Result<TypeSpec, String> {
-    let mut parts = item.split(':');
+    let mut parts = split_ranges(item).into_iter();
     let name = parts.next().unwrap_or_default();
     let (cache, site) = match name.split_once('@') {
-        Some((cache, site)) => (cache, Some(site.to_owned())),
+        // A Rust type split by size is watched as its allocator's: the module knows sites only.
+        Some((cache, site)) => (cache, Some(site_function(site).to_owned())),
         None => (name, None),
     };
     if cache.is_empty() || site.as_deref() == Some("") {
@@ -144,6 +146,39 @@ fn parse_type_spec(item: &str) -> Result<TypeSpec, String> {
         site,
         ranges,
     })
+}
+
+/// `s` cut at each `,` outside `<...>`: a demangled Rust site keeps its generic arguments
+/// (`Box<T, A>`).
+fn split_types(s: &str) -> Vec<&str> {
+    let mut depth = 0i32;
+    let mut cuts = Vec::new();
+    for (i, b) in s.bytes().enumerate() {
+        match b {
+            b'<' => depth += 1,
+            b'>' => depth -= 1,
+            b',' if depth <= 0 => cuts.push(i),
+            _ => {}
+        }
+    }
+    let starts = std::iter::once(0).chain(cuts.iter().map(|&i| i + 1));
+    let ends = cuts.iter().copied().chain(std::iter::once(s.len()));
+    starts.zip(ends).map(|(a, b)| &s[a..b]).collect()
+}
+
+/// `item` cut at each lone `:`: a demangled Rust site (`kmalloc-64@<kernel::alloc::allocator::
+/// ReallocFunc>::call`) keeps its `::`.
+fn split_ranges(item: &str) -> Vec<&str> {
+    let bytes = item.as_bytes();
+    let lone = |i: usize| {
+        bytes[i] == b':'
+            && (i == 0 || bytes[i - 1] != b':')
+            && bytes.get(i + 1).is_none_or(|&b| b != b':')
+    };
+    let cuts: Vec<usize> = (0..bytes.len()).filter(|&i| lone(i)).collect();
+    let starts = std::iter::once(0).chain(cuts.iter().map(|&i| i + 1));
+    let ends = cuts.iter().copied().chain(std::iter::once(item.len()));
+    starts.zip(ends).map(|(a, b)| &item[a..b]).collect()
 }
 
 fn parse_range(item: &str, range: &str) -> Result<WatchRange, String> {
@@ -220,7 +255,7 @@ pub fn module_plan(
             let symbol = kallsyms
                 .text_symbols()
                 .iter()
-                .find(|s| s.name == *site)
+                .find(|s| is_site_symbol(&s.name, site))
                 .ok_or_else(|| {
                     HistoryPlanError(format!(
                         "{}: no function {site} in /proc/kallsyms to take allocations from",
@@ -420,6 +455,47 @@ mod tests {
         assert!(spec.needs_planning());
         let explicit = parse_history_spec("filp:0x10+4").expect("hex offset");
         assert!(!explicit.needs_planning());
+    }
+
+    #[test]
+    fn specs_keep_demangled_rust_sites_whole() {
+        let spec = parse_history_spec(
+            "kmalloc-64@<kernel::alloc::allocator::ReallocFunc>::call:8+8, \
+             kmalloc-96@<a::B<u8, u16>>::new",
+        )
+        .expect("parses");
+        let HistorySpec::Types(types) = &spec else {
+            panic!("{spec:?}");
+        };
+        assert_eq!(types.len(), 2, "{types:?}");
+        assert_eq!(
+            types[0].site.as_deref(),
+            Some("<kernel::alloc::allocator::ReallocFunc>::call")
+        );
+        assert_eq!(types[0].ranges, [WatchRange { offset: 8, len: 8 }]);
+        assert_eq!(types[1].type_name(), "kmalloc-96@<a::B<u8, u16>>::new");
+        let sized =
+            parse_history_spec("kmalloc-64@<kernel::alloc::allocator::ReallocFunc>::call[48B]")
+                .expect("parses");
+        assert_eq!(
+            sized,
+            parse_history_spec("kmalloc-64@<kernel::alloc::allocator::ReallocFunc>::call")
+                .expect("parses"),
+            "a type split by size is watched as its allocator's"
+        );
+        // The site is found by its mangled name in kallsyms.
+        let kallsyms = Kallsyms::parse(
+            b"ffffffff81000000 T _RNvMNtNtCs1234_6kernel5alloc9allocatorNtB2_11ReallocFunc4call\n\
+              ffffffff81000200 T kfree\n",
+        );
+        let limits = PlanLimits {
+            max_per_sec: 10,
+            timeout_ms: 500,
+            max_hits: 100,
+        };
+        let plan = module_plan(&types[..1], &kallsyms, limits).expect("plans");
+        assert_eq!(plan.targets[0].site_start, 0xffff_ffff_8100_0000);
+        assert_eq!(plan.targets[0].site_end, 0xffff_ffff_8100_0200);
     }
 
     #[test]

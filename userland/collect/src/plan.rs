@@ -12,6 +12,7 @@
 use dprof_abi::{HistoryTarget, WatchRange, MAX_HISTORY_TARGETS};
 use serde::{Deserialize, Serialize};
 
+use dprof_analysis::resolve::is_site_symbol;
 use dprof_analysis::symbols::Kallsyms;
 use dprof_model::histories::Span;
 use dprof_model::{Report, TypeKind, TypeProfile};
@@ -233,7 +234,10 @@ fn site_range(site: &str, kallsyms: &Kallsyms) -> Result<SiteRange, String> {
             end: start.saturating_add(1),
         });
     }
-    let mut found = kallsyms.text_symbols().iter().filter(|s| s.name == site);
+    let mut found = kallsyms
+        .text_symbols()
+        .iter()
+        .filter(|s| is_site_symbol(&s.name, site));
     match (found.next(), found.next()) {
         (Some(s), None) if s.size > 0 => Ok(SiteRange {
             function: site.to_owned(),

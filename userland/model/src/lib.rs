@@ -126,9 +126,13 @@ pub struct DataProfile {
     /// What the hardware sampler saw, all types together; absent without hardware samples.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hardware: Option<HardwareSummary>,
-    /// Every type with samples or allocations: by misses (with hardware samples), then
-    /// samples, then peak live bytes, then name.
+    /// Every type with samples: by misses (with hardware samples), then samples, then peak
+    /// live bytes, then name.
     pub types: Vec<TypeProfile>,
+    /// Types left out of [`Self::types`] because no sample touched them: only allocated. Their
+    /// objects still count in the address set and the working set.
+    #[serde(default)]
+    pub unsampled_types: u64,
 }
 
 /// The hardware sampler's view of the whole profile.
@@ -352,6 +356,9 @@ pub enum Bucket {
     UnknownAddress,
     /// The sample ran in user mode.
     UserMode,
+    /// The sample ran in the profiler's own module, dprof.ko (its probes, its rings): not the
+    /// workload's work, and not resolved.
+    Profiler,
     /// The instruction has no memory operand.
     NoMemoryOperand,
     /// More memory locations than two, or one per vector element (gathers, scatters, `enter`
@@ -370,7 +377,7 @@ pub enum Bucket {
 
 impl Bucket {
     /// Every bucket, in report order.
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 14] = [
         Self::Slab,
         Self::Global,
         Self::Percpu,
@@ -378,6 +385,7 @@ impl Bucket {
         Self::Region,
         Self::UnknownAddress,
         Self::UserMode,
+        Self::Profiler,
         Self::NoMemoryOperand,
         Self::MultipleMemoryOperands,
         Self::AddressOnly,
@@ -397,6 +405,7 @@ impl Bucket {
             Self::Region => "region",
             Self::UnknownAddress => "unknown address",
             Self::UserMode => "user mode",
+            Self::Profiler => "profiler (dprof.ko)",
             Self::NoMemoryOperand => "no memory operand",
             Self::MultipleMemoryOperands => "more than two memory locations",
             Self::AddressOnly => "address only",

@@ -64,6 +64,15 @@ fn a_corrupt_chunk_is_an_error_not_a_report() {
     );
 }
 
+/// The report with the miss classification and working-set views.
+fn views_of(bytes: Vec<u8>) -> Report {
+    let profile = Profile::from_vec(bytes).expect("valid profile");
+    let symbols = crate::symbols::Kallsyms::parse(profile.kallsyms());
+    let views = crate::views::ViewOptions::default();
+    analyze_views(&profile, &symbols, &Options::default(), &views, &mut |_| {})
+        .expect("valid records")
+}
+
 fn example_report() -> Report {
     report_of(example::profile(), &Options::default())
 }
@@ -127,11 +136,10 @@ fn types_are_ranked_by_samples() {
             "kmalloc-1k@alloc_pipe_info",
             "global:jiffies",
             "stack",
-            "filp",
         ]
     );
     let ranks: Vec<usize> = r.data_profile.types.iter().map(|t| t.rank).collect();
-    assert_eq!(ranks, (1..=9).collect::<Vec<_>>());
+    assert_eq!(ranks, (1..=8).collect::<Vec<_>>());
     assert!((ty(&r, "skbuff_head_cache").share - 7.0 / 18.0).abs() < 1e-12);
 }
 
@@ -214,12 +222,26 @@ fn slab_types_have_live_counts_and_fields() {
     assert_eq!(fns, [("tcp_recvmsg", 4), ("tcp_sendmsg", 3)]);
     let cpus: Vec<(u32, u64)> = skb.cpus.iter().map(|c| (c.cpu, c.samples)).collect();
     assert_eq!(cpus, [(1, 4), (0, 3)]);
+}
 
-    // A type with allocations and no samples is listed, last.
-    let filp = ty(&r, "filp");
-    assert_eq!((filp.samples, filp.rank), (0, 9));
-    assert_eq!(filp.peak_live_objects, Some(1));
-    assert_eq!(filp.peak_live_bytes, Some(256));
+#[test]
+fn types_only_allocated_are_counted_not_ranked() {
+    let r = example_report();
+    // filp is allocated once and never sampled: not ranked, counted, its object in the
+    // address set.
+    assert!(
+        r.data_profile.types.iter().all(|t| t.name != "filp"),
+        "{:?}",
+        names(&r)
+    );
+    assert!(r.data_profile.types.iter().all(|t| t.samples > 0));
+    assert_eq!(r.data_profile.unsampled_types, 1);
+    assert_eq!(r.address_set.allocs, 8);
+    // The working set still has its live object.
+    let ws = views_of(example::profile())
+        .working_set
+        .expect("working set");
+    assert!(ws.types.iter().any(|t| t.name == "filp"));
 }
 
 #[test]
@@ -296,15 +318,16 @@ fn no_samples_and_no_kallsyms_are_warned() {
             ..Alloc::default()
         }),
     )];
-    let r = report_of(
-        example::profile_with(&example::header(), "", &[records]),
-        &Options::default(),
-    );
+    let r = views_of(example::profile_with(&example::header(), "", &[records]));
     let codes: Vec<WarningCode> = r.warnings.iter().map(|w| w.code).collect();
     assert_eq!(codes, [WarningCode::NoSamples, WarningCode::NoKallsyms]);
     assert!(r.warnings[0].message.contains("--events samples"));
-    // Without symbols the site is an address.
-    assert_eq!(names(&r), ["kmalloc-large@0xffffffff81000010"]);
+    // Without symbols the site is an address; no sample: not ranked, in the working set.
+    assert!(names(&r).is_empty());
+    assert_eq!(r.data_profile.unsampled_types, 1);
+    let ws = r.working_set.expect("working set");
+    let ws_names: Vec<&str> = ws.types.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(ws_names, ["kmalloc-large@0xffffffff81000010"]);
     assert_eq!(r.coverage.total_samples, 0);
     assert!(r.coverage.summary.starts_with("0 samples"));
 }
@@ -472,16 +495,21 @@ fn an_allocation_over_a_live_object_counts_a_missed_free() {
             }),
         ),
     ];
-    let r = report_of(
-        example::profile_with(&example::header(), example::KALLSYMS, &[records]),
-        &Options::default(),
-    );
+    let r = views_of(example::profile_with(
+        &example::header(),
+        example::KALLSYMS,
+        &[records],
+    ));
     assert_eq!(r.address_set.missed_frees, 1);
     assert_eq!(r.address_set.unknown_frees, 1, "0x10000 was replaced");
     assert_eq!(r.address_set.live_at_end, 1);
-    let skb = ty(&r, "skbuff_head_cache");
-    assert_eq!(skb.peak_live_objects, Some(1));
-    assert_eq!(skb.frees, Some(0));
+    let ws = r.working_set.expect("working set");
+    let skb = ws
+        .types
+        .iter()
+        .find(|t| t.name == "skbuff_head_cache")
+        .expect("in the working set");
+    assert_eq!(skb.peak_objects, 1);
 }
 
 /// A small xorshift generator: deterministic "random" records.
@@ -961,4 +989,53 @@ fn struct_page_accesses_resolve_with_the_memory_layout() {
     crate::report::annotate_fields(&mut with, &crate::report::StructNames::default(), None);
     let page = ty(&with, crate::resolve::STRUCT_PAGE_TYPE);
     assert_eq!(page.struct_name.as_deref(), Some("page"));
+}
+
+#[test]
+fn samples_in_dprof_ko_are_the_profilers_own() {
+    let plain = example_report();
+    let r = report_of(
+        example::profile_with_profiler_samples(),
+        &Options::default(),
+    );
+    let c = &r.coverage;
+    assert_eq!(c.total_samples, plain.coverage.total_samples + 3);
+    assert_eq!(c.count(Bucket::Profiler), 2);
+    // Nothing of dprof.ko is resolved nor unknown: the workload's figures are unchanged.
+    assert_eq!(c.resolved_samples, plain.coverage.resolved_samples);
+    assert_eq!(
+        ty(&r, "skbuff_head_cache").samples,
+        ty(&plain, "skbuff_head_cache").samples
+    );
+    assert_eq!(
+        c.count(Bucket::UnknownAddress),
+        plain.coverage.count(Bucket::UnknownAddress) + 1,
+        "another module's sample is the workload's"
+    );
+    let unknown: Vec<&str> = r
+        .unknown_functions
+        .iter()
+        .map(|f| f.function.as_str())
+        .collect();
+    assert!(unknown.contains(&"dprof_selftest_produce"), "{unknown:?}");
+    assert!(
+        !unknown.iter().any(|f| f.contains("Session")),
+        "{unknown:?}"
+    );
+    assert!(
+        c.summary.contains("profiler (dprof.ko) 6.9%"),
+        "{}",
+        c.summary
+    );
+    // Without dprof.ko (the perf backend) there is no such bucket's samples.
+    assert_eq!(plain.coverage.count(Bucket::Profiler), 0);
+    // One thread counts as two do.
+    let one = report_of(
+        example::profile_with_profiler_samples(),
+        &Options {
+            two_threads: false,
+            ..Options::default()
+        },
+    );
+    assert_eq!(one.coverage, r.coverage);
 }

@@ -79,6 +79,7 @@ fn report(types: Vec<TypeProfile>) -> Report {
             resolved_samples: 0,
             hardware: None,
             types,
+            unsampled_types: 0,
         },
         unknown_functions: Vec::new(),
         address_set: AddressSetStats::default(),

@@ -365,6 +365,78 @@ fn dedicated_caches_name_their_type_and_kmalloc_is_split_by_site() {
     assert!(!is_generic_kmalloc("kmem_cache"));
 }
 
+#[test]
+fn rust_sites_are_demangled_and_rust_allocations_split_by_size() {
+    let k = crate::symbols::Kallsyms::parse(
+        b"ffffffff81000000 T _RNvMNtNtCs1234_6kernel5alloc9allocatorNtB2_11ReallocFunc4call\n\
+          ffffffff81000100 T __kmalloc\n\
+          ffffffffa0000000 t _RNvMs_NtCsjer0vnqcy3J_10dprof_main7sessionNtB4_7Session4emit\t[dprof]\n\
+          ffffffffa0000100 t _ZN10dprof_main4ring13Ring$LT$T$GT$3new17h0123456789abcdefE\t[dprof]\n\
+          ffffffffa0000200 t _ZN10dprof_main4ring13Ring$LT$T$GT$3new17hfedcba9876543210E\t[dprof]\n\
+          ffffffffa0000300 t dprof_shim_alloc\t[dprof]\n",
+    );
+    let mut r = Resolver::new(&k);
+    r.cache_info(&cache(2, "kmalloc-64", 64));
+    let site = |r: &Resolver<'_>, id| r.types().get(id).and_then(|t| t.site.clone());
+
+    let emit = r.alloc_type(&alloc(0x10, 2, 40, 0xffff_ffff_a000_0010));
+    assert_eq!(
+        name(&r, emit),
+        "kmalloc-64@<dprof_main::session::Session>::emit"
+    );
+    assert_eq!(
+        site(&r, emit).as_deref(),
+        Some("<dprof_main::session::Session>::emit")
+    );
+    // Two instances of a generic function: legacy mangling gives them one path, their hashes
+    // tell them apart.
+    let first = r.alloc_type(&alloc(0x10, 2, 40, 0xffff_ffff_a000_0110));
+    let second = r.alloc_type(&alloc(0x10, 2, 40, 0xffff_ffff_a000_0210));
+    assert_eq!(name(&r, first), "kmalloc-64@dprof_main::ring::Ring<T>::new");
+    assert_eq!(
+        name(&r, second),
+        "kmalloc-64@dprof_main::ring::Ring<T>::new::hfedcba9876543210"
+    );
+    assert_eq!(
+        r.alloc_type(&alloc(0x10, 2, 8, 0xffff_ffff_a000_0120)),
+        first
+    );
+    let c = r.alloc_type(&alloc(0x10, 2, 40, 0xffff_ffff_a000_0310));
+    assert_eq!(name(&r, c), "kmalloc-64@dprof_shim_alloc");
+
+    // KBox and KVec allocate through the kernel crate's allocator: every Rust allocation has
+    // its call site there, and the size asked for tells Rust types apart.
+    let allocator = 0xffff_ffff_8100_0040;
+    let a48 = r.alloc_type(&alloc(0x10, 2, 48, allocator));
+    let a24 = r.alloc_type(&alloc(0x10, 2, 24, allocator));
+    assert_eq!(
+        name(&r, a48),
+        "kmalloc-64@<kernel::alloc::allocator::ReallocFunc>::call[48B]"
+    );
+    assert_eq!(
+        name(&r, a24),
+        "kmalloc-64@<kernel::alloc::allocator::ReallocFunc>::call[24B]"
+    );
+    assert_eq!(r.alloc_type(&alloc(0x20, 2, 48, allocator)), a48);
+    assert_eq!(
+        site(&r, a48).as_deref(),
+        Some("<kernel::alloc::allocator::ReallocFunc>::call"),
+        "the site is the function, which kallsyms and --histories know"
+    );
+    // A history's start does not know the size: the allocator's objects, unsplit.
+    let unsized_ = r.alloc_type(&alloc(0x10, 2, 0, allocator));
+    assert_eq!(
+        name(&r, unsized_),
+        "kmalloc-64@<kernel::alloc::allocator::ReallocFunc>::call"
+    );
+    assert!(is_site_symbol(
+        "_ZN10dprof_main4ring13Ring$LT$T$GT$3new17hfedcba9876543210E",
+        "dprof_main::ring::Ring<T>::new::hfedcba9876543210"
+    ));
+    assert!(is_site_symbol("__kmalloc", "__kmalloc"));
+    assert!(!is_site_symbol("__kmalloc", "kmalloc"));
+}
+
 fn pool(pool: &str, aliases: &[&str]) -> MergedCache {
     MergedCache {
         pool: pool.to_owned(),

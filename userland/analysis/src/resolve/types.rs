@@ -17,7 +17,8 @@ pub struct TypeInfo {
     pub kind: TypeKind,
     /// Slab cache name (slab types).
     pub cache: Option<String>,
-    /// Allocation site function (types split by site: generic kmalloc caches, merged pools).
+    /// Allocation site function (types split by site: generic kmalloc caches, merged pools),
+    /// Rust symbols demangled (see [`site_name`]).
     pub site: Option<String>,
     /// The cache's object size (slab types with a `CacheInfo`).
     pub object_size: Option<u32>,
@@ -96,4 +97,59 @@ pub const KMALLOC_LARGE: &str = "kmalloc-large";
 #[must_use]
 pub fn kmalloc_type_name(cache_name: &str, site: &str) -> String {
     format!("{cache_name}@{site}")
+}
+
+/// The name of an allocation site's function: a Rust symbol (`_R...` v0, `_ZN...E` legacy)
+/// demangled without its hash (`<kernel::alloc::kbox::Box<dprof::Session>>::new`), any other
+/// as it is. `None` for a name that is not a Rust symbol.
+#[must_use]
+pub fn demangled_site(symbol: &str) -> Option<String> {
+    rustc_demangle::try_demangle(symbol)
+        .ok()
+        .map(|d| format!("{d:#}"))
+}
+
+/// The name of an allocation site's function, Rust symbols demangled with their hash (legacy)
+/// or crate disambiguators (v0): what tells two functions apart whose [`demangled_site`] is
+/// the same (two instances of a generic function under legacy mangling).
+#[must_use]
+pub fn demangled_site_with_hash(symbol: &str) -> Option<String> {
+    rustc_demangle::try_demangle(symbol)
+        .ok()
+        .map(|d| d.to_string())
+}
+
+/// Whether `symbol` (a kallsyms name) is the function that the site name `site` (in a type's
+/// name or [`TypeInfo::site`]) stands for: the same name, or the name demangled.
+#[must_use]
+pub fn is_site_symbol(symbol: &str, site: &str) -> bool {
+    symbol == site
+        || rustc_demangle::try_demangle(symbol)
+            .is_ok_and(|d| format!("{d:#}") == site || d.to_string() == site)
+}
+
+/// Whether a (demangled) function is the Rust kernel crate's allocator
+/// (`<kernel::alloc::allocator::ReallocFunc>::call` in 6.12): `KBox`, `KVec` and every other
+/// Rust allocation reach `krealloc` through it, so it is the call site of them all.
+#[must_use]
+pub fn is_rust_allocator(site: &str) -> bool {
+    site.starts_with("kernel::alloc::") || site.starts_with("<kernel::alloc::")
+}
+
+/// The site part of the type name of Rust allocations through [`is_rust_allocator`]: the
+/// allocator and the bytes asked for (`<kernel::alloc::allocator::ReallocFunc>::call[48B]`),
+/// which tell Rust types of different sizes apart.
+#[must_use]
+pub fn rust_allocation_site(allocator: &str, bytes_req: u32) -> String {
+    format!("{allocator}[{bytes_req}B]")
+}
+
+/// The function of a site part of a type name: [`rust_allocation_site`]'s allocator without
+/// the size, any other as it is.
+#[must_use]
+pub fn site_function(site: &str) -> &str {
+    site.strip_suffix("B]")
+        .and_then(|s| s.rsplit_once('['))
+        .filter(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        .map_or(site, |(function, _)| function)
 }

@@ -86,7 +86,7 @@ pub(super) struct Layout {
     pub(super) times: Vec<u64>,
     /// Exact live counts.
     pub(super) live: LiveIndex,
-    /// Slab types with objects, in data-profile order.
+    /// Slab types with objects, in data-profile order, then those only allocated.
     pub(super) types: Vec<TypeLayout>,
     /// Recorded type id to index in `types`.
     pub(super) by_type_id: FxHashMap<u32, usize>,
@@ -118,30 +118,11 @@ impl Layout {
         }
         let mut types = Vec::new();
         let mut by_type_id = FxHashMap::default();
-        for t in &report.data_profile.types {
-            if t.kind != TypeKind::Slab {
-                continue;
-            }
-            let Some(&id) = ids.get(t.name.as_str()) else {
-                continue;
-            };
-            let Some(objects) = objects_of.remove(&(id as u32)) else {
-                continue;
-            };
-            let mut touched: Vec<(u32, u32)> = t
-                .fields
-                .iter()
-                .map(|f| {
-                    let start = u32::try_from(f.offset).unwrap_or(u32::MAX - 1);
-                    (start, start.saturating_add(f.size.max(1)))
-                })
-                .chain(ranges.remove(t.name.as_str()).unwrap_or_default())
-                .collect();
-            touched = merge(touched);
-            let peak_ns = live.peak_time(&t.name).unwrap_or(span.0);
+        let layout_of = |name: String, touched: Vec<(u32, u32)>, objects: Vec<u32>| {
+            let peak_ns = live.peak_time(&name).unwrap_or(span.0);
             let mut layout = TypeLayout {
-                name: t.name.clone(),
-                touched,
+                name,
+                touched: merge(touched),
                 objects,
                 peak_ns,
                 levels: Vec::new(),
@@ -153,8 +134,45 @@ impl Layout {
                     .map(|level| type_level(&layout, &recorded.lifetimes, level))
                     .collect();
             }
+            layout
+        };
+        for t in &report.data_profile.types {
+            if t.kind != TypeKind::Slab {
+                continue;
+            }
+            let Some(&id) = ids.get(t.name.as_str()) else {
+                continue;
+            };
+            let Some(objects) = objects_of.remove(&(id as u32)) else {
+                continue;
+            };
+            let touched: Vec<(u32, u32)> = t
+                .fields
+                .iter()
+                .map(|f| {
+                    let start = u32::try_from(f.offset).unwrap_or(u32::MAX - 1);
+                    (start, start.saturating_add(f.size.max(1)))
+                })
+                .chain(ranges.remove(t.name.as_str()).unwrap_or_default())
+                .collect();
             by_type_id.insert(id as u32, types.len());
-            types.push(layout);
+            types.push(layout_of(t.name.clone(), touched, objects));
+        }
+        // Types only allocated are not in the data profile; their live objects are still
+        // the working set's: after the sampled ones, by peak live bytes, then name. History
+        // ranges are the only lines they are known to touch.
+        let mut unsampled: Vec<(u64, &String, u32, Vec<u32>)> = objects_of
+            .into_iter()
+            .filter_map(|(id, objects)| {
+                let name = recorded.type_names.get(id as usize)?;
+                Some((live.sweep(name, span).peak_bytes, name, id, objects))
+            })
+            .collect();
+        unsampled.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+        for (_, name, id, objects) in unsampled {
+            let touched = ranges.remove(name.as_str()).unwrap_or_default();
+            by_type_id.insert(id, types.len());
+            types.push(layout_of(name.clone(), touched, objects));
         }
         let working_set = model
             .levels

@@ -79,6 +79,7 @@ fn data_report(mut types: Vec<TypeProfile>) -> dprof_model::Report {
             resolved_samples: 0,
             hardware: None,
             types,
+            unsampled_types: 0,
         },
         unknown_functions: Vec::new(),
         address_set: AddressSetStats::default(),

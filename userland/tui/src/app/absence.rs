@@ -40,7 +40,13 @@ pub(crate) fn absence(view: View, report: &Report) -> Option<Absence> {
     match view {
         View::DataProfile | View::TypeDetail if dp.types.is_empty() => Some(Absence {
             what: "data types",
-            why: "no sample resolved to a type and no slab object was allocated".to_owned(),
+            why: match dp.unsampled_types {
+                0 => "no sample resolved to a type".to_owned(),
+                n => format!(
+                    "no sample resolved to a type ({n} types were only allocated: their objects \
+                     are in the Working set view)"
+                ),
+            },
             instead: Some(format!("coverage: {}", report.coverage.summary)),
         }),
         View::DataProfile | View::TypeDetail => None,

@@ -52,6 +52,7 @@ pub(super) fn render(app: &App, report: &Report, area: Rect, buf: &mut Buffer) {
         );
     }
     top.push(title_line(app, report));
+    top.extend(unsampled_line(report));
     top.extend(filter_line(app, report));
     let warnings = warning_lines(app, width);
     let [top_area, table_area, warn_area] = Layout::vertical([
@@ -100,6 +101,20 @@ fn title_line(app: &App, report: &Report) -> Line<'static> {
         ),
     ];
     Line::from(spans)
+}
+
+/// How many types were only allocated and are not listed, under the title when some were.
+fn unsampled_line(report: &Report) -> Option<Line<'static>> {
+    match report.data_profile.unsampled_types {
+        0 => None,
+        n => Some(Line::styled(
+            format!(
+                "{n} {} only allocated, never sampled, not listed: see Working set",
+                if n == 1 { "type" } else { "types" }
+            ),
+            DIM,
+        )),
+    }
 }
 
 /// `filter "km": 3 of 9 types (Esc clears it)`, under the title while a filter is set.
