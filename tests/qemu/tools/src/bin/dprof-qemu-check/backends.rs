@@ -97,6 +97,8 @@ struct Run {
     samples: u64,
     /// Slot size (`struct kmem_cache.size`) of each named cache, from its `CacheInfo`.
     slot_sizes: BTreeMap<String, u32>,
+    /// Alloc records per named cache (large kmallocs, from no cache, left out).
+    cache_allocs: BTreeMap<String, u64>,
 }
 
 /// Opens `DIR/NAME.dprof`, checks it is complete, of `backend`, lost nothing, and analyses it.
@@ -121,18 +123,23 @@ fn run(dir: &Path, name: &'static str, backend: &str, report: &mut String) -> Re
         .with_context(|| format!("{name}: the stop section has no collector counters"))?;
     let (mut allocs, mut frees, mut samples, mut lost) = (0u64, 0u64, 0u64, 0u64);
     let mut slot_sizes = BTreeMap::new();
+    let (mut cache_names, mut allocs_by_id) = (BTreeMap::new(), BTreeMap::<u64, u64>::new());
     for item in profile.records() {
         let (_, record) = item.with_context(|| format!("{name}: reading the records"))?;
         match record {
-            Record::Alloc(_) => allocs += 1,
+            Record::Alloc(a) => {
+                allocs += 1;
+                if a.cache != 0 {
+                    *allocs_by_id.entry(a.cache).or_default() += 1;
+                }
+            }
             Record::Free(_) => frees += 1,
             Record::AccessSample(_) => samples += 1,
             Record::Lost(l) => lost += l.count,
             Record::CacheInfo(info) => {
-                slot_sizes.insert(
-                    String::from_utf8_lossy(info.name_bytes()).into_owned(),
-                    info.size,
-                );
+                let cache_name = String::from_utf8_lossy(info.name_bytes()).into_owned();
+                slot_sizes.insert(cache_name.clone(), info.size);
+                cache_names.insert(info.cache, cache_name);
             }
             _ => {}
         }
@@ -159,6 +166,14 @@ fn run(dir: &Path, name: &'static str, backend: &str, report: &mut String) -> Re
     let analysis = analyze(&profile, &Options::default())
         .with_context(|| format!("{name}: analysing {}", path.display()))?;
     writeln!(report, "{name}: coverage {}", analysis.coverage.summary)?;
+    let mut cache_allocs = BTreeMap::new();
+    for (id, n) in allocs_by_id {
+        let cache = cache_names
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| format!("(unknown cache {id:#x})"));
+        *cache_allocs.entry(cache).or_default() += n;
+    }
     Ok(Run {
         name,
         report: analysis,
@@ -166,6 +181,7 @@ fn run(dir: &Path, name: &'static str, backend: &str, report: &mut String) -> Re
         frees,
         samples,
         slot_sizes,
+        cache_allocs,
     })
 }
 
@@ -281,19 +297,16 @@ fn agreement(a: &[(String, u64)], b: &[(String, u64)]) -> Agreement {
     }
 }
 
-/// Allocations replayed per slab cache (by name), or per slot size ([`by_slot_size`]).
+/// Allocations recorded per slab cache (by name), or per slot size ([`by_slot_size`]). From
+/// the records, not the data profile, which ranks only the types that were sampled.
 fn allocs_per_cache(run: &Run, slot_size: bool) -> BTreeMap<String, u64> {
     let mut per_cache = BTreeMap::new();
-    for t in &run.report.data_profile.types {
-        if let (TypeKind::Slab, Some(cache), Some(allocs)) = (t.kind, &t.cache, t.allocs) {
-            let key = match run.slot_sizes.get(cache) {
-                Some(size) if slot_size && !cache.starts_with("kmalloc") => {
-                    format!("slab-{size}")
-                }
-                _ => cache.clone(),
-            };
-            *per_cache.entry(key).or_default() += allocs;
-        }
+    for (cache, &allocs) in &run.cache_allocs {
+        let key = match run.slot_sizes.get(cache) {
+            Some(size) if slot_size && !cache.starts_with("kmalloc") => format!("slab-{size}"),
+            _ => cache.clone(),
+        };
+        *per_cache.entry(key).or_default() += allocs;
     }
     per_cache
 }
