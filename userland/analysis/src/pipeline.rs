@@ -852,6 +852,12 @@ impl<'s> Analyzer<'s> {
     /// The events of a sample: one per memory location its instruction touched (a hardware
     /// sampler names the one it sampled), none when it touched none this analysis can name
     /// (counted in its bucket here).
+    ///
+    /// A hardware sample's data address is the hardware's; the instruction is still decoded
+    /// for the access size and read/write, and a decoded address that differs is counted
+    /// (PEBS reports registers as they were after the load, so some differences are
+    /// expected). An IBS op that is neither a load nor a store accessed no memory.
+    #[inline]
     fn sample_events<S: SampleFields>(
         &mut self,
         cpu: u32,
