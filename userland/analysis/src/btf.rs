@@ -221,6 +221,29 @@ impl Btf {
         self.find_member(&s, member, 1, &mut budget)
     }
 
+    /// The value of enumerator `name` (`PGTY_slab`, `PG_slab`) in any enum of the BTF. A
+    /// walk over every type: for a few lookups when a collection starts, not per sample.
+    #[must_use]
+    pub fn enumerator(&self, name: &str) -> Option<i64> {
+        let (first, last) = self.btf.base().type_id_range();
+        (first..=last).find_map(|id| match self.btf.resolve_type_by_id(id).ok()? {
+            Type::Enum(e) => e.members.iter().find_map(|m| {
+                (self.btf.resolve_name(m).ok()? == name).then(|| {
+                    if e.is_signed() {
+                        i64::from(m.val() as i32)
+                    } else {
+                        i64::from(m.val())
+                    }
+                })
+            }),
+            Type::Enum64(e) => e
+                .members
+                .iter()
+                .find_map(|m| (self.btf.resolve_name(m).ok()? == name).then(|| m.val() as i64)),
+            _ => None,
+        })
+    }
+
     fn find_member(&self, s: &Struct, member: &str, depth: usize, budget: &mut u32) -> Option<u64> {
         if depth > MAX_DEPTH {
             return None;

@@ -155,6 +155,7 @@ fn analyze_inner(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Report, ProfileError> {
     let mut analyzer = Analyzer::new(profile.header(), symbols, options);
+    analyzer.set_page_owners(profile.page_owners());
     if views.is_some() {
         analyzer.record_views();
     }
@@ -981,6 +982,12 @@ impl<'s> Analyzer<'s> {
         st.experiments = front.experiments;
     }
 
+    /// The owners of the direct-map pages the samples touched (the profile's `PageOwners`
+    /// section; see [`Resolver::set_page_owners`]). Call before the first record.
+    pub fn set_page_owners(&mut self, owners: &dprof_format::PageOwners) {
+        self.resolver.set_page_owners(owners);
+    }
+
     /// Also records, from now on, what the miss classification and working-set views need:
     /// every object's lifetime and every sample that resolves to a slab object (see
     /// [`crate::views`]). Call before the first record.
@@ -1228,6 +1235,48 @@ fn record_slab_sample(
     }
 }
 
+/// Where a sample that resolved landed: its bucket, type, offset and instance (its key, and
+/// the CPU that owns it or [`NO_OWNER`]; none for slab objects, whose touches say it).
+type Placed = (Bucket, TypeId, u64, Option<(u64, u32)>);
+
+/// Where a resolution outside the address set landed.
+#[inline]
+fn instance_of(resolution: Resolution) -> Option<Placed> {
+    Some(match resolution {
+        Resolution::Global {
+            type_id,
+            symbol,
+            offset,
+        } => (Bucket::Global, type_id, offset, Some((symbol, NO_OWNER))),
+        Resolution::Percpu {
+            type_id,
+            owner_cpu,
+            offset,
+        } => (
+            Bucket::Percpu,
+            type_id,
+            offset,
+            Some((u64::from(owner_cpu), owner_cpu)),
+        ),
+        Resolution::Stack {
+            type_id,
+            base,
+            offset,
+        } => (Bucket::Stack, type_id, offset, Some((base, NO_OWNER))),
+        Resolution::EarlierObject {
+            type_id,
+            base,
+            offset,
+        } => (Bucket::EarlierSlab, type_id, offset, Some((base, NO_OWNER))),
+        Resolution::Region {
+            type_id,
+            base,
+            offset,
+        } => (Bucket::Region, type_id, offset, Some((base, NO_OWNER))),
+        Resolution::Slab { .. } | Resolution::Unknown => return None,
+    })
+}
+
 #[inline]
 fn replay_sample(resolver: &mut Resolver<'_>, st: &mut State, cpu: u32, access: &SampleAccess) {
     // A context that gives the resolver what was worked out at ingestion: any address in the
@@ -1252,31 +1301,6 @@ fn replay_sample(resolver: &mut Resolver<'_>, st: &mut State, cpu: u32, access: 
             record_slab_sample(resolver, st, slot, offset, cpu, access);
             (Bucket::Slab, type_id, offset, None)
         }
-        Resolution::Global {
-            type_id,
-            symbol,
-            offset,
-        } => (Bucket::Global, type_id, offset, Some((symbol, NO_OWNER))),
-        Resolution::Percpu {
-            type_id,
-            owner_cpu,
-            offset,
-        } => (
-            Bucket::Percpu,
-            type_id,
-            offset,
-            Some((u64::from(owner_cpu), owner_cpu)),
-        ),
-        Resolution::Stack {
-            type_id,
-            base,
-            offset,
-        } => (Bucket::Stack, type_id, offset, Some((base, NO_OWNER))),
-        Resolution::Region {
-            type_id,
-            base,
-            offset,
-        } => (Bucket::Region, type_id, offset, Some((base, NO_OWNER))),
         Resolution::Unknown => {
             if counts_in_buckets(st, cpu, access, false) {
                 st.buckets[Bucket::UnknownAddress.index()] += 1;
@@ -1284,6 +1308,10 @@ fn replay_sample(resolver: &mut Resolver<'_>, st: &mut State, cpu: u32, access: 
             st.unknown_ips.entry(ip).or_default().add_access(access);
             return;
         }
+        other => match instance_of(other) {
+            Some(placed) => placed,
+            None => return,
+        },
     };
     if counts_in_buckets(st, cpu, access, true) {
         st.buckets[bucket.index()] += 1;
@@ -1784,6 +1812,7 @@ fn warnings(
 pub fn live_index(profile: &Profile) -> Result<crate::views::LiveIndex, ProfileError> {
     let symbols = crate::symbols::Kallsyms::parse(profile.kallsyms());
     let mut analyzer = Analyzer::new(profile.header(), &symbols, &Options::default());
+    analyzer.set_page_owners(profile.page_owners());
     analyzer.record_views();
     let mut records = profile.records();
     while let Some(pushed) =

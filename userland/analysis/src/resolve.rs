@@ -25,9 +25,13 @@
 //!   offsets those of the C `struct page`; the vmalloc space that is not the sample's own
 //!   stack is the region `vmalloc`, one instance per page.
 //!
-//! Objects allocated before collection started are not in the address set: accesses to them
-//! resolve to [`Resolution::Unknown`] (the profile cannot tell them from any other unknown
-//! address), and their frees are counted, not errors.
+//! Objects allocated before collection started are not in the address set. With the owners of
+//! the direct-map pages the samples touched in the profile ([`Resolver::set_page_owners`]),
+//! an address in a slab resolves to its object ([`Resolution::EarlierObject`]): the cache's
+//! type (`CACHE@(before collection)` for caches split by site, whose site is unknown), the
+//! object's index from the slab's geometry. A page that no slab held is a region by its use:
+//! `anon page`, `page cache page`, `page table`, `free page`, `kernel page`. Without them such
+//! accesses resolve to [`Resolution::Unknown`]; frees of such objects are counted, not errors.
 //!
 //! Symbols come through the [`SymbolSource`] trait so that resolution does no I/O and can be
 //! tested with tables.
@@ -41,7 +45,7 @@ mod tests;
 use std::ops::Range;
 
 use dprof_abi::{Alloc, CacheInfo, ALLOC_KMALLOC, CACHE_NAME_BYTES};
-use dprof_format::{MemoryLayout, MergedCache};
+use dprof_format::{MemoryLayout, MergedCache, PageOwners, PageUsage};
 
 pub use address_set::{
     AddressSet, Hit, LiveObject, NewObject, Removed, Slot, Touch, MAX_PAGED_BYTES,
@@ -69,6 +73,22 @@ pub const USER_END: u64 = 1 << 56;
 pub const STRUCT_PAGE_TYPE: &str = "struct page";
 /// The C struct of [`STRUCT_PAGE_TYPE`], for field names.
 pub const STRUCT_PAGE_C_STRUCT: &str = "page";
+/// The site part of the type of an object allocated before collection from a cache split by
+/// site: `kmalloc-256@(before collection)`.
+pub const BEFORE_COLLECTION_SITE: &str = "(before collection)";
+
+/// The region named for what a page that no slab held was used for.
+#[must_use]
+pub const fn page_region(usage: PageUsage) -> &'static str {
+    match usage {
+        PageUsage::Anon => "anon page",
+        PageUsage::PageCache => "page cache page",
+        PageUsage::PageTable => "page table",
+        PageUsage::Free => "free page",
+        PageUsage::Kernel => "kernel page",
+    }
+}
+
 /// Name of the region of the vmalloc space.
 pub const VMALLOC_TYPE: &str = "vmalloc";
 /// Bytes of the vmemmap and of the vmalloc space the resolver names, at most (x86-64 with
@@ -251,6 +271,16 @@ pub enum Resolution {
         /// Offset in the region.
         offset: u64,
     },
+    /// An object of a slab cache allocated before collection started, found through the
+    /// owner of its page.
+    EarlierObject {
+        /// Its cache's type.
+        type_id: TypeId,
+        /// Its address (identifies the instance).
+        base: u64,
+        /// Offset of the address in the object.
+        offset: u64,
+    },
     /// A named region that is not one C type ([`TypeKind::Region`]).
     Region {
         /// The region's type ([`USER_MEMORY_TYPE`], [`STRUCT_PAGE_TYPE`], [`VMALLOC_TYPE`]).
@@ -338,7 +368,22 @@ pub struct Resolver<'s> {
     /// The region types met, by name.
     region_types: Vec<(&'static str, TypeId)>,
     layout: Option<MemoryLayout>,
+    /// Slabs whose pages samples touched, by first object.
+    earlier_slabs: Vec<EarlierSlab>,
+    /// Pages no slab held, by direct-map address, and their use.
+    owned_pages: FxHashMap<u64, PageUsage>,
     counts: ReplayCounts,
+}
+
+/// A slab from the profile's page owners.
+#[derive(Clone, Debug)]
+struct EarlierSlab {
+    first_object: u64,
+    end: u64,
+    stride: u64,
+    cache: String,
+    /// Its objects' type, once met.
+    type_id: Option<TypeId>,
 }
 
 impl std::fmt::Debug for Resolver<'_> {
@@ -373,6 +418,8 @@ impl<'s> Resolver<'s> {
             stack_type: None,
             region_types: Vec::new(),
             layout: None,
+            earlier_slabs: Vec::new(),
+            owned_pages: FxHashMap::default(),
             counts: ReplayCounts::default(),
         }
     }
@@ -399,6 +446,27 @@ impl<'s> Resolver<'s> {
             .enumerate()
             .flat_map(|(i, p)| p.aliases.iter().map(move |a| (a.clone(), i)))
             .collect();
+    }
+
+    /// The owners of the direct-map pages the samples touched (the profile's `PageOwners`
+    /// section): addresses outside the address set then resolve through them.
+    pub fn set_page_owners(&mut self, owners: &PageOwners) {
+        self.earlier_slabs = owners
+            .slabs
+            .iter()
+            .filter(|s| s.stride > 0 && s.objects > 0)
+            .map(|s| EarlierSlab {
+                first_object: s.first_object,
+                end: s
+                    .first_object
+                    .saturating_add(s.stride.saturating_mul(u64::from(s.objects))),
+                stride: s.stride,
+                cache: s.cache.clone(),
+                type_id: None,
+            })
+            .collect();
+        self.earlier_slabs.sort_by_key(|s| s.first_object);
+        self.owned_pages = owners.pages.iter().map(|p| (p.page, p.usage)).collect();
     }
 
     /// The merged pool a cache of the profile belongs to, by the name its types carry
@@ -735,6 +803,9 @@ impl<'s> Resolver<'s> {
                 return self.region_page(VMALLOC_TYPE, addr);
             }
         }
+        if let Some(earlier) = self.earlier_at(addr) {
+            return earlier;
+        }
         if let Some((name, offset)) = self.symbols.data_symbol(addr) {
             let symbol = addr.wrapping_sub(offset);
             let type_id = if let Some(&id) = self.symbol_types.get(&(false, symbol)) {
@@ -804,6 +875,65 @@ impl<'s> Resolver<'s> {
             owner_cpu,
             offset,
         }
+    }
+
+    /// `addr` through the owner of its page: an object of a slab, or a page by its use.
+    fn earlier_at(&mut self, addr: u64) -> Option<Resolution> {
+        let at = self
+            .earlier_slabs
+            .partition_point(|s| s.first_object <= addr)
+            .checked_sub(1);
+        if let Some(slab) = at.and_then(|i| self.earlier_slabs.get(i)) {
+            if addr < slab.end {
+                let offset = (addr - slab.first_object) % slab.stride;
+                let type_id = match slab.type_id {
+                    Some(id) => id,
+                    None => self.earlier_type(at?),
+                };
+                return Some(Resolution::EarlierObject {
+                    type_id,
+                    base: addr - offset,
+                    offset,
+                });
+            }
+        }
+        let page = addr & !(PAGE_SIZE - 1);
+        let usage = *self.owned_pages.get(&page)?;
+        Some(self.region_page(page_region(usage), addr))
+    }
+
+    /// The type of the objects of earlier slab `index`: the cache's, or for a cache split by
+    /// site, the cache's at an unknown site.
+    fn earlier_type(&mut self, index: usize) -> TypeId {
+        let cache = self.earlier_slabs[index].cache.clone();
+        let by_site = is_generic_kmalloc(&cache)
+            || self.merged_by_alias.contains_key(&cache)
+            || self.merged_names.contains_key(&cache);
+        let info = if by_site {
+            TypeInfo {
+                name: format!("{cache}@{BEFORE_COLLECTION_SITE}"),
+                kind: TypeKind::Slab,
+                cache: Some(cache.clone()),
+                site: Some(BEFORE_COLLECTION_SITE.to_owned()),
+                object_size: None,
+            }
+        } else {
+            TypeInfo {
+                name: cache.clone(),
+                kind: TypeKind::Slab,
+                cache: Some(cache.clone()),
+                site: None,
+                object_size: None,
+            }
+        };
+        let id = self.types.intern(info);
+        // Every slab of the cache shares the type.
+        for slab in &mut self.earlier_slabs {
+            if slab.cache == cache {
+                slab.type_id = Some(id);
+            }
+        }
+        id
     }
 
     fn stack_type(&mut self) -> TypeId {

@@ -9,7 +9,7 @@ use dprof_abi::{AccessSample, CacheInfo, Record, RecordHeader, SAMPLE_USER};
 use dprof_analysis::decode::{DecodeOutcome, Decoder};
 use dprof_analysis::summary::{cache_label, cache_name, Summary};
 use dprof_analysis::symbols::Kallsyms;
-use dprof_format::{Profile, ProfileError, ProfileHeader, StopInfo, Target};
+use dprof_format::{PageOwners, Profile, ProfileError, ProfileHeader, StopInfo, Target};
 use serde_json::json;
 
 use dprof_model::units::{format_bytes, format_ns};
@@ -32,7 +32,8 @@ use dprof_model::units::{format_bytes, format_ns};
 ///
 /// --json prints one JSON document: {"format_version", "header", "stop", "kallsyms_bytes",
 /// "modules_bytes", "btf_bytes" (null without a Btf section), "record_count", "record_bytes",
-/// "chunks", "records": [...]}, one record object per line. Addresses, cache identifiers, gfp
+/// "chunks", "page_owners" (the slabs and other pages samples touched: {"slabs": [...],
+/// "pages": [...]}), "records": [...]}, one record object per line. Addresses, cache identifiers, gfp
 /// and slab flags are "0x..." strings (kernel addresses do not fit JSON doubles); counts,
 /// sizes and times are numbers.
 ///
@@ -180,6 +181,14 @@ fn header_text(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
     }
     writeln!(out, "online_cpus: {}", h.online_cpus)?;
     writeln!(out, "slab_merging: {}", h.slab_merging)?;
+    match &h.memory_layout {
+        Some(l) => writeln!(
+            out,
+            "memory_layout: direct map {:#x}, vmalloc {:#x}, vmemmap {:#x}, struct page {} B",
+            l.page_offset_base, l.vmalloc_base, l.vmemmap_base, l.struct_page_size
+        )?,
+        None => writeln!(out, "memory_layout: (not recorded)")?,
+    }
     for c in &h.caches {
         let opt = |v: Option<u64>| v.map_or_else(|| "?".to_owned(), |v| v.to_string());
         writeln!(
@@ -229,8 +238,42 @@ fn header_text(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "module.min_ring_bytes: {}", m.min_ring_bytes)?;
     writeln!(out, "module.max_ring_bytes: {}", m.max_ring_bytes)?;
     writeln!(out, "module.max_record_size: {}", m.max_record_size)?;
+    page_owners_text(profile.page_owners(), out)?;
     stop_text(profile.stop(), out)?;
     Ok(())
+}
+
+/// One line: slabs by cache and the other pages by use, most first.
+fn page_owners_text(owners: &PageOwners, out: &mut impl Write) -> io::Result<()> {
+    if owners.is_empty() {
+        return writeln!(out, "page_owners: (none)");
+    }
+    let mut caches: BTreeMap<&str, usize> = BTreeMap::new();
+    for slab in &owners.slabs {
+        *caches.entry(slab.cache.as_str()).or_default() += 1;
+    }
+    let mut uses: BTreeMap<&str, usize> = BTreeMap::new();
+    for page in &owners.pages {
+        *uses
+            .entry(dprof_analysis::resolve::page_region(page.usage))
+            .or_default() += 1;
+    }
+    let most_first = |counts: BTreeMap<&str, usize>| {
+        let mut v: Vec<_> = counts.into_iter().collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        v.iter()
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    writeln!(
+        out,
+        "page_owners: {} slabs ({}); {} other pages ({})",
+        owners.slabs.len(),
+        most_first(caches),
+        owners.pages.len(),
+        most_first(uses)
+    )
 }
 
 fn stop_text(stop: &StopInfo, out: &mut impl Write) -> io::Result<()> {
@@ -801,6 +844,7 @@ fn json(profile: &Profile, out: &mut impl Write) -> Result<(), Failure> {
         "record_count": profile.record_count(),
         "record_bytes": profile.record_bytes(),
         "chunks": profile.chunk_count(),
+        "page_owners": profile.page_owners(),
     });
     // Written by hand around the records so that a large profile streams out, one record a
     // line, instead of being built as one value in memory.

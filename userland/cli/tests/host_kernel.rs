@@ -84,6 +84,10 @@ fn check_collect_messages(stderr: &str) {
         "{stderr}"
     );
     assert!(stderr.contains(" µs per record)"), "{stderr}");
+    assert!(
+        stderr.contains("read the owners of "),
+        "the pages samples touched were not read: {stderr}"
+    );
 }
 
 /// Checks what every report of a perf-backend profile of this machine has: the header says
@@ -97,6 +101,32 @@ fn check_common(report: &Value) {
             .as_str()
             .is_some_and(|s| s.contains("resolved")),
         "{coverage}"
+    );
+    // With the memory layout (from kallsyms or the tracepoints) and the pages' owners, data
+    // addresses resolve: page memory is a region, and hardly any address stays unknown.
+    let bucket = |name: &str| {
+        coverage["buckets"]
+            .as_array()
+            .and_then(|b| b.iter().find(|b| b["bucket"] == name))
+            .map_or(0, |b| count(b, "samples"))
+    };
+    let (resolved, unknown) = (
+        count(coverage, "resolved_samples"),
+        bucket("unknown_address"),
+    );
+    assert!(
+        unknown * 10 < resolved + unknown,
+        "more than one address in ten unresolved: {coverage}"
+    );
+    assert!(bucket("region") > 0, "{coverage}");
+    let page_memory = report["data_profile"]["types"]
+        .as_array()
+        .expect("types")
+        .iter()
+        .any(|t| t["name"].as_str().is_some_and(|n| n.ends_with(" page")));
+    assert!(
+        page_memory,
+        "no page of the direct map was typed by its use"
     );
 }
 

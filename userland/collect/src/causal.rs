@@ -178,6 +178,7 @@ impl<'o> Checked<'o> {
         }
         let btf = system::kernel_btf(root);
         header.memory_layout = memory_layout(
+            root,
             &kallsyms,
             btf.as_deref(),
             Path::new("/proc/kcore"),

@@ -142,7 +142,13 @@ pub(crate) mod tests {
 
     /// An ELF64 core file with one `PT_LOAD` segment mapping `vaddr` to `bytes`.
     pub(crate) fn fake_kcore(vaddr: u64, bytes: &[u8]) -> Vec<u8> {
-        let mut f = vec![0u8; 64 + 56];
+        fake_kcore_segments(&[(vaddr, bytes)])
+    }
+
+    /// A core file with one loadable segment per `(address, bytes)`.
+    pub(crate) fn fake_kcore_segments(segments: &[(u64, &[u8])]) -> Vec<u8> {
+        let headers = 64 + 56 * segments.len();
+        let mut f = vec![0u8; headers];
         f[..4].copy_from_slice(b"\x7fELF");
         f[4] = 2; // ELFCLASS64
         f[5] = 1; // little-endian
@@ -153,14 +159,18 @@ pub(crate) mod tests {
         f[32..40].copy_from_slice(&64u64.to_le_bytes()); // e_phoff
         f[52..54].copy_from_slice(&64u16.to_le_bytes()); // e_ehsize
         f[54..56].copy_from_slice(&56u16.to_le_bytes()); // e_phentsize
-        f[56..58].copy_from_slice(&1u16.to_le_bytes()); // e_phnum
-        let ph = 64;
-        f[ph..ph + 4].copy_from_slice(&PT_LOAD.to_le_bytes());
-        f[ph + 8..ph + 16].copy_from_slice(&120u64.to_le_bytes()); // p_offset
-        f[ph + 16..ph + 24].copy_from_slice(&vaddr.to_le_bytes());
-        f[ph + 32..ph + 40].copy_from_slice(&(bytes.len() as u64).to_le_bytes()); // p_filesz
-        f[ph + 40..ph + 48].copy_from_slice(&(bytes.len() as u64).to_le_bytes()); // p_memsz
-        f.extend_from_slice(bytes);
+        let count = u16::try_from(segments.len()).expect("few segments");
+        f[56..58].copy_from_slice(&count.to_le_bytes()); // e_phnum
+        for (i, (vaddr, bytes)) in segments.iter().enumerate() {
+            let ph = 64 + 56 * i;
+            let offset = f.len() as u64;
+            f[ph..ph + 4].copy_from_slice(&PT_LOAD.to_le_bytes());
+            f[ph + 8..ph + 16].copy_from_slice(&offset.to_le_bytes()); // p_offset
+            f[ph + 16..ph + 24].copy_from_slice(&vaddr.to_le_bytes());
+            f[ph + 32..ph + 40].copy_from_slice(&(bytes.len() as u64).to_le_bytes()); // p_filesz
+            f[ph + 40..ph + 48].copy_from_slice(&(bytes.len() as u64).to_le_bytes()); // p_memsz
+            f.extend_from_slice(bytes);
+        }
         f
     }
 

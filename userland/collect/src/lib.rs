@@ -17,6 +17,7 @@ pub mod kcore;
 mod memory_layout;
 pub mod observer;
 pub mod options;
+mod page_owner;
 pub mod perf;
 pub mod plan;
 mod reading;

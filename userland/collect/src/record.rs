@@ -11,8 +11,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use dprof_abi::{Config, VersionInfo};
 use dprof_analysis::symbols::Kallsyms;
 use dprof_format::{
-    CollectConfig, DeviceCounters, HistoryCollectConfig, KernelText, ProfileHeader, ProfileWriter,
-    SampleRegisters, StopInfo, StopReason, Target,
+    CollectConfig, DeviceCounters, HistoryCollectConfig, KernelText, PageOwners, ProfileHeader,
+    ProfileWriter, SampleRegisters, StopInfo, StopReason, Target,
 };
 use dprof_model::units::{self, format_bytes};
 
@@ -22,6 +22,7 @@ use crate::error::{backend, CollectError};
 use crate::histories;
 use crate::observer::{Interrupt, Observer, Progress};
 use crate::options::{BackendChoice, CollectOptions, Event, SamplerChoice};
+use crate::page_owner::PageOwnerWatch;
 use crate::perf::{PerfCollector, PerfError};
 use crate::reading::{drain, Batch, IDLE_SLEEP, PROGRESS_EVERY};
 use crate::samplers::{self, HardwareSamplers};
@@ -117,7 +118,8 @@ impl<'o> Checked<'o> {
             observer.warn(&warning);
         }
         let btf = system::kernel_btf(root);
-        header.memory_layout = memory_layout(&kallsyms, btf.as_deref(), &options.kcore, observer);
+        header.memory_layout =
+            memory_layout(root, &kallsyms, btf.as_deref(), &options.kcore, observer);
         let modules = system::modules(root)?;
         Ok(Collection {
             options,
@@ -187,6 +189,7 @@ impl<B: Backend> Collection<'_, B> {
         let mut workload = None;
         let analysis = dprof_analysis::pipeline::Options::default();
         let mut tap = Tap::new(options, &header, &symbols, &analysis, config);
+        tap.page_owners = page_owner_watch(&header, btf.as_deref(), &options.kcore, observer);
         let result = collect_loop(
             &mut dev,
             &mut writer,
@@ -231,6 +234,9 @@ impl<B: Backend> Collection<'_, B> {
             })?;
         let records = writer.record_count();
         let bytes = writer.record_bytes();
+        if let Some(watch) = &tap.page_owners {
+            writer.set_page_owners(page_owners_found(watch, observer));
+        }
         let text = capture_text(&tap, &symbols, &options.kcore, observer);
         let path =
             writer
@@ -288,20 +294,70 @@ pub(crate) fn create_profile(
     Ok(writer)
 }
 
+/// A watch on the owners of the direct-map pages samples touch, when samples are collected
+/// and the kernel's pages can be read; else `None`, after saying why.
+fn page_owner_watch(
+    header: &ProfileHeader,
+    btf: Option<&[u8]>,
+    kcore: &Path,
+    observer: &mut dyn Observer,
+) -> Option<PageOwnerWatch> {
+    header.config.sampling.as_ref()?;
+    PageOwnerWatch::new(header.memory_layout, btf, kcore)
+        .map_err(|why| {
+            observer.say(&format!(
+                "note: objects allocated before collection and page memory will not be typed: \
+                 {why}"
+            ));
+        })
+        .ok()
+}
+
+/// What `watch` found, after saying how much.
+fn page_owners_found(watch: &PageOwnerWatch, observer: &mut dyn Observer) -> PageOwners {
+    let (pages, unreadable) = watch.counts();
+    let unreadable = if unreadable > 0 {
+        format!(" ({unreadable} unreadable)")
+    } else {
+        String::new()
+    };
+    observer.say(&format!(
+        "read the owners of {pages} direct-map pages that samples touched{unreadable}, in {}",
+        units::format_ns(u64::try_from(watch.reading_time().as_nanos()).unwrap_or(u64::MAX))
+    ));
+    watch.owners()
+}
+
 /// The kernel's memory layout for the header, or `None` after saying why it cannot be read.
 pub(crate) fn memory_layout(
+    root: &Path,
     kallsyms: &[u8],
     btf: Option<&[u8]>,
     kcore: &Path,
     observer: &mut dyn Observer,
 ) -> Option<dprof_format::MemoryLayout> {
-    crate::memory_layout::read(kallsyms, btf, kcore)
-        .map_err(|why| {
-            observer.say(&format!(
-                "note: struct page and vmalloc addresses will not be typed: {why}"
-            ));
-        })
-        .ok()
+    crate::memory_layout::read(
+        root,
+        kallsyms,
+        btf,
+        kcore,
+        crate::perf::watch_layout_sightings,
+    )
+    .map(|layout| {
+        if system::kallsyms_address(kallsyms, "page_offset_base").is_none() {
+            observer.say(
+                "note: the kernel's memory layout comes from its own tracepoints (kallsyms does \
+                 not list page_offset_base)",
+            );
+        }
+        layout
+    })
+    .map_err(|why| {
+        observer.say(&format!(
+            "note: struct page, vmalloc and direct-map pages will not be typed: {why}"
+        ));
+    })
+    .ok()
 }
 
 pub(crate) fn now_unix_s() -> u64 {

@@ -1,6 +1,6 @@
 //! What the collector looks at in the records it writes: the trap ips of histories (whose
-//! code it copies at the end), and during a planning phase, the analysis that picks what the
-//! histories watch.
+//! code it copies at the end), the owners of the direct-map pages samples touch, and during a
+//! planning phase, the analysis that picks what the histories watch.
 
 use dprof_abi::Config;
 use dprof_analysis::pipeline::{Analyzer, Options};
@@ -9,11 +9,13 @@ use dprof_format::ProfileHeader;
 
 use crate::histories;
 use crate::options::CollectOptions;
+use crate::page_owner::PageOwnerWatch;
 
 /// Watches the records on their way to the file.
 pub(crate) struct Tap<'s> {
     pub(crate) traps: Option<histories::TrapIps>,
     pub(crate) planner: Option<Planner<'s>>,
+    pub(crate) page_owners: Option<PageOwnerWatch>,
 }
 
 /// A planning phase in progress.
@@ -48,13 +50,14 @@ impl<'s> Tap<'s> {
                     analyzer: Some(Analyzer::new(header, symbols, analysis)),
                     config,
                 }),
+            page_owners: None,
         }
     }
 
     /// Looks at whole records as the device returned them, each decoded once.
     pub(crate) fn see(&mut self, bytes: &[u8]) {
         let mut analyzer = self.planner.as_mut().and_then(|p| p.analyzer.as_mut());
-        if self.traps.is_none() && analyzer.is_none() {
+        if self.traps.is_none() && analyzer.is_none() && self.page_owners.is_none() {
             return;
         }
         let mut pos = 0;
@@ -64,6 +67,9 @@ impl<'s> Tap<'s> {
             };
             if let Some(traps) = &mut self.traps {
                 traps.note(&record);
+            }
+            if let Some(owners) = &mut self.page_owners {
+                owners.see(&record);
             }
             if let Some(analyzer) = analyzer.as_mut() {
                 analyzer.push(&header, &record);

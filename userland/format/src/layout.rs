@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use crate::codec::{BlockInfo, CodeKey};
 use crate::error::ProfileError;
 use crate::header::{ProfileHeader, StopInfo};
+use crate::page_owners::PageOwners;
 use crate::text::KernelText;
 
 /// Where the bytes come from. Everything reads through [`Source::read_at`], so files and byte
@@ -77,9 +78,11 @@ pub(crate) struct Layout {
     /// The Btf section's payload, when the file has one.
     pub(crate) btf: Option<Vec<u8>>,
     pub(crate) text: KernelText,
+    /// The `PageOwners` section (empty without one).
+    pub(crate) page_owners: PageOwners,
     /// Offset of the first section after Modules and Btf: the first Records section, if any.
     pub(crate) records_start: u64,
-    /// Offset of the section that ends the Records sections (Text or Stop).
+    /// Offset of the section that ends the Records sections (`PageOwners`, Text or Stop).
     pub(crate) records_end: u64,
     /// The End section's counts, in its order: records, bytes of records, Records sections.
     /// Bytes and sections were checked against the section headers at open; records are

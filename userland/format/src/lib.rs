@@ -16,6 +16,7 @@
 //! | 8 | Btf | the raw bytes of `/sys/kernel/btf/vmlinux` when collection started | at most one, right after Modules |
 //! | 9 | Code | new entries of the code table: each distinct sampled instruction's address and bytes (`code` module) | any number, each before the first Block that uses its entries |
 //! | 10 | Block | one CPU's records, coded: u32 cpu, u32 records, u64 first time, then the records (`codec` module), at most [`MAX_BLOCK`] bytes | any number |
+//! | 11 | `PageOwners` | JSON [`PageOwners`]: what owned the direct-map pages the samples touched (a slab and its cache, or the page's use), read when a sample first touched each | at most one, after the records |
 //! | 7 | Text | kernel code bytes the records point at ([`KernelText`]) | at most one |
 //! | 6 | Stop | JSON [`StopInfo`]: why and when collection stopped, the module's counters | exactly one |
 //! | 5 | End | u64 records, u64 bytes of Block sections, u64 Block sections | exactly one, last |
@@ -60,6 +61,7 @@ mod error;
 mod experiment;
 mod header;
 mod layout;
+mod page_owners;
 mod reader;
 mod record_check;
 mod sections;
@@ -76,6 +78,7 @@ pub use header::{
     PeriodEvents, PmuEvent, ProfileHeader, ProgressPointSpec, SampleRegisters, SamplingConfig,
     StopInfo, StopReason, Target,
 };
+pub use page_owners::{OwnedPage, PageOwners, PageUsage, SlabPages};
 pub use reader::{Profile, Records};
 pub use sections::{
     SectionKind, END_SIZE, FILE_HEADER_SIZE, FORMAT_VERSION, MAGIC, MAX_RECORDS_CHUNK,

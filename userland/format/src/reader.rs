@@ -24,6 +24,7 @@ use crate::codec::{BlockHeader, BlockInfo, BlockProblem, BLOCK_HEADER_SIZE, MAX_
 use crate::error::ProfileError;
 use crate::header::{ProfileHeader, StopInfo};
 use crate::layout::{changed, Layout, Source};
+use crate::page_owners::PageOwners;
 use crate::record_check::{check_record_into, check_record_view};
 use crate::sections::{
     SectionKind, END_SIZE, FILE_HEADER_SIZE, FORMAT_VERSION, MAGIC, MAX_RECORDS_CHUNK,
@@ -115,6 +116,13 @@ impl Profile {
     #[must_use]
     pub fn text(&self) -> &KernelText {
         &self.layout.text
+    }
+
+    /// What owned the direct-map pages the samples touched (empty when the profile has no
+    /// `PageOwners` section).
+    #[must_use]
+    pub fn page_owners(&self) -> &PageOwners {
+        &self.layout.page_owners
     }
 
     /// Number of records the End section declares. Checked against the records when
@@ -528,8 +536,10 @@ enum Expect {
     Modules,
     /// The Btf section, or what may come in the body.
     Btf,
-    /// Records sections, the Text section or the Stop section.
+    /// Records sections, the `PageOwners`, Text or Stop section.
     Body,
+    /// The Text or Stop section (after `PageOwners`).
+    Text,
     /// The Stop section (after Text).
     Stop,
     End,
@@ -576,6 +586,7 @@ fn parse(source: &Source, len: u64) -> Result<Layout, ProfileError> {
     let mut modules = Vec::new();
     let mut btf = None;
     let mut text = KernelText::new();
+    let mut page_owners = PageOwners::default();
     let mut code = Vec::new();
     let mut blocks = Vec::new();
     let mut block_records = 0u64;
@@ -628,7 +639,7 @@ fn parse(source: &Source, len: u64) -> Result<Layout, ProfileError> {
                 records_start = section_end;
                 expect = Expect::Body;
             }
-            (Expect::Body | Expect::Stop | Expect::End, SectionKind::Btf) => {
+            (Expect::Body | Expect::Text | Expect::Stop | Expect::End, SectionKind::Btf) => {
                 return misplaced(
                     "a profile has at most one Btf section, right after the Modules section",
                 )
@@ -689,17 +700,29 @@ fn parse(source: &Source, len: u64) -> Result<Layout, ProfileError> {
                      the Modules or Btf section"
                 })
             }
-            (Expect::Btf | Expect::Body, SectionKind::Text) => {
-                text = KernelText::decode(&payload, payload_offset)?;
+            (Expect::Btf | Expect::Body, SectionKind::PageOwners) => {
+                page_owners = parse_json(&payload, payload_offset, kind)?;
                 records_end = offset;
+                expect = Expect::Text;
+            }
+            (Expect::Btf | Expect::Body | Expect::Text, SectionKind::Text) => {
+                text = KernelText::decode(&payload, payload_offset)?;
+                if expect != Expect::Text {
+                    records_end = offset;
+                }
                 expect = Expect::Stop;
             }
-            (Expect::Btf | Expect::Body | Expect::Stop, SectionKind::Stop) => {
+            (Expect::Btf | Expect::Body | Expect::Text | Expect::Stop, SectionKind::Stop) => {
                 stop = Some(parse_json(&payload, payload_offset, kind)?);
-                if expect != Expect::Stop {
+                if matches!(expect, Expect::Btf | Expect::Body) {
                     records_end = offset;
                 }
                 expect = Expect::End;
+            }
+            (Expect::Text, _) => {
+                return misplaced(
+                    "the PageOwners section must be followed by the Text or the Stop section",
+                )
             }
             (Expect::Stop, _) => {
                 return misplaced("the Text section must be followed by the Stop section")
@@ -738,6 +761,7 @@ fn parse(source: &Source, len: u64) -> Result<Layout, ProfileError> {
                     modules,
                     btf,
                     text,
+                    page_owners,
                     records_start,
                     records_end,
                     end,

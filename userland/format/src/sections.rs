@@ -43,6 +43,9 @@ pub enum SectionKind {
     Code = 9,
     /// One CPU's records, coded (version 2).
     Block = 10,
+    /// JSON [`PageOwners`](crate::PageOwners): what owned the direct-map pages samples
+    /// touched.
+    PageOwners = 11,
 }
 
 impl SectionKind {
@@ -60,6 +63,7 @@ impl SectionKind {
             8 => Some(Self::Btf),
             9 => Some(Self::Code),
             10 => Some(Self::Block),
+            11 => Some(Self::PageOwners),
             _ => None,
         }
     }
@@ -78,6 +82,7 @@ impl SectionKind {
             Self::Btf => "Btf",
             Self::Code => "Code",
             Self::Block => "Block",
+            Self::PageOwners => "PageOwners",
         }
     }
 }

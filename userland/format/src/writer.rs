@@ -12,6 +12,7 @@ use crate::code::{CodeInterner, RegisterFilter};
 use crate::codec::{encode_record, BlockHeader, StreamState, BLOCK_HEADER_SIZE, WRITTEN_BLOCK};
 use crate::error::WriteError;
 use crate::header::{ProfileHeader, StopInfo};
+use crate::page_owners::PageOwners;
 use crate::record_check::check_record_view;
 use crate::sections::{
     SectionKind, END_SIZE, FILE_HEADER_SIZE, FORMAT_VERSION, MAGIC, SECTION_HEADER_SIZE,
@@ -42,6 +43,8 @@ pub struct ProfileEncoder<W: Write> {
     kind_bytes: [u64; 16],
     /// Records of each kind, by kind number.
     kind_records: [u64; 16],
+    /// Written after the records when not empty.
+    page_owners: PageOwners,
 }
 
 /// One CPU's block being filled.
@@ -86,7 +89,14 @@ impl<W: Write> ProfileEncoder<W> {
             blocks: Vec::new(),
             kind_bytes: [0; 16],
             kind_records: [0; 16],
+            page_owners: PageOwners::default(),
         })
+    }
+
+    /// What owned the direct-map pages the samples touched: written after the records, at
+    /// [`ProfileEncoder::finish`]. Nothing is written when it is empty.
+    pub fn set_page_owners(&mut self, owners: PageOwners) {
+        self.page_owners = owners;
     }
 
     /// Keeps only the registers `filter` names for each sampled instruction (it is asked once
@@ -282,6 +292,13 @@ impl<W: Write> ProfileEncoder<W> {
     /// [`WriteError::Io`] when `out` fails.
     pub fn finish_with_text(mut self, stop: &StopInfo, text: &KernelText) -> Result<W, WriteError> {
         self.write_open_blocks()?;
+        if !self.page_owners.is_empty() {
+            let json = serde_json::to_vec(&self.page_owners).map_err(|e| WriteError::Json {
+                kind: SectionKind::PageOwners,
+                message: e.to_string(),
+            })?;
+            write_section(&mut self.out, SectionKind::PageOwners, &json)?;
+        }
         if !text.is_empty() {
             write_section(&mut self.out, SectionKind::Text, &text.encode())?;
         }
@@ -390,6 +407,11 @@ impl ProfileWriter {
     /// See [`ProfileEncoder::set_register_filter`].
     pub fn set_register_filter(&mut self, filter: RegisterFilter) {
         self.encoder.set_register_filter(filter);
+    }
+
+    /// See [`ProfileEncoder::set_page_owners`].
+    pub fn set_page_owners(&mut self, owners: PageOwners) {
+        self.encoder.set_page_owners(owners);
     }
 
     /// See [`ProfileEncoder::write_open_blocks`].

@@ -942,6 +942,83 @@ fn bad_text_sections_are_refused_with_the_block_offset() {
     );
 }
 
+fn example_owners() -> PageOwners {
+    PageOwners {
+        slabs: vec![SlabPages {
+            first_object: 0xffff_8880_0123_4000,
+            stride: 256,
+            objects: 16,
+            cache: "kmalloc-256".to_owned(),
+        }],
+        pages: vec![
+            OwnedPage {
+                page: 0xffff_8880_0200_0000,
+                usage: PageUsage::PageCache,
+            },
+            OwnedPage {
+                page: 0xffff_8880_0300_0000,
+                usage: PageUsage::Anon,
+            },
+        ],
+    }
+}
+
+#[test]
+fn page_owners_round_trip_after_the_records_and_before_the_text() {
+    let stop: StopInfo = serde_json::from_slice(&stop_json()).expect("stop");
+    let mut encoder = ProfileEncoder::new(Vec::new(), &example_header(), b"", b"").expect("new");
+    encoder.records(&alloc_record(0)).expect("records");
+    encoder.set_page_owners(example_owners());
+    let bytes = encoder
+        .finish_with_text(&stop, &example_text())
+        .expect("finish");
+    let kinds: Vec<u32> = sections_of(&bytes).iter().map(|s| s.0).collect();
+    assert_eq!(kinds, [1, 2, 3, 10, 11, 7, 6, 5]);
+    let profile = Profile::from_vec(bytes).expect("opens");
+    assert_eq!(profile.page_owners(), &example_owners());
+    assert_eq!(profile.text(), &example_text());
+    assert_eq!(profile.validate().expect("records"), 1);
+    // Nothing found, no section; a profile without one has no owners.
+    let mut encoder = ProfileEncoder::new(Vec::new(), &example_header(), b"", b"").expect("new");
+    encoder.set_page_owners(PageOwners::default());
+    let bytes = encoder.finish(&stop).expect("finish");
+    assert!(!sections_of(&bytes).iter().any(|s| s.0 == 11));
+    assert!(Profile::from_vec(bytes)
+        .expect("opens")
+        .page_owners()
+        .is_empty());
+}
+
+#[test]
+fn misplaced_or_bad_page_owners_are_refused() {
+    let owners = serde_json::to_vec(&example_owners()).expect("json");
+    // Two of them.
+    let mut sections = with_chunks(&[]);
+    sections.insert(3, (11, owners.clone()));
+    sections.insert(3, (11, owners.clone()));
+    let err = error_of(&build(&sections));
+    assert!(
+        err.to_string()
+            .contains("PageOwners section must be followed by the Text or the Stop"),
+        "{err}"
+    );
+    // After the Text section.
+    let mut sections = with_chunks(&[]);
+    sections.insert(3, (11, owners));
+    sections.insert(3, (7, example_text().encode()));
+    let err = error_of(&build(&sections));
+    assert!(
+        err.to_string()
+            .contains("Text section must be followed by the Stop"),
+        "{err}"
+    );
+    // Not the JSON of page owners.
+    let mut sections = with_chunks(&[]);
+    sections.insert(3, (11, br#"{"slabs":[{"first_object":"x"}]}"#.to_vec()));
+    let err = error_of(&build(&sections));
+    assert!(matches!(err, ProfileError::BadJson { .. }), "{err}");
+}
+
 /// Stands for the kernel's BTF: the format keeps the bytes as they are and never parses them.
 const BTF: &[u8] = b"\x9f\xeb\x01\x00 not parsed by the format";
 

@@ -343,6 +343,8 @@ pub struct CpuCount {
 pub enum Bucket {
     /// Resolved to a slab type through the address set.
     Slab,
+    /// An object of a slab cache allocated before collection, found through its page.
+    EarlierSlab,
     /// A global variable.
     Global,
     /// A per-CPU variable.
@@ -351,8 +353,8 @@ pub enum Bucket {
     Stack,
     /// A named region that is not one C type ([`TypeKind::Region`]): user memory.
     Region,
-    /// A data address nothing resolved (e.g. objects allocated before collection, page cache,
-    /// vmalloc).
+    /// A data address nothing resolved (e.g. objects allocated before collection in a profile
+    /// without page owners).
     UnknownAddress,
     /// The sample ran in user mode.
     UserMode,
@@ -377,8 +379,9 @@ pub enum Bucket {
 
 impl Bucket {
     /// Every bucket, in report order.
-    pub const ALL: [Self; 14] = [
+    pub const ALL: [Self; 15] = [
         Self::Slab,
+        Self::EarlierSlab,
         Self::Global,
         Self::Percpu,
         Self::Stack,
@@ -399,6 +402,7 @@ impl Bucket {
     pub const fn name(self) -> &'static str {
         match self {
             Self::Slab => "slab",
+            Self::EarlierSlab => "slab (allocated before collection)",
             Self::Global => "global",
             Self::Percpu => "percpu",
             Self::Stack => "stack",
@@ -420,7 +424,12 @@ impl Bucket {
     pub const fn is_resolved(self) -> bool {
         matches!(
             self,
-            Self::Slab | Self::Global | Self::Percpu | Self::Stack | Self::Region
+            Self::Slab
+                | Self::EarlierSlab
+                | Self::Global
+                | Self::Percpu
+                | Self::Stack
+                | Self::Region
         )
     }
 

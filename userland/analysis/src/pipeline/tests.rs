@@ -991,6 +991,79 @@ fn struct_page_accesses_resolve_with_the_memory_layout() {
     assert_eq!(page.struct_name.as_deref(), Some("page"));
 }
 
+/// With the owners of the pages samples touched, an object allocated before collection is
+/// its cache's object, counted in its own bucket, and page memory is a region by its use.
+#[test]
+fn objects_from_before_collection_and_page_memory_resolve_through_page_owners() {
+    use dprof_abi::reg;
+    use dprof_format::{OwnedPage, PageOwners, PageUsage, SlabPages};
+    // Away from the example's own unknown address.
+    const SLAB: u64 = 0xffff_8880_0b00_0000;
+    const PAGE: u64 = 0xffff_8880_0a00_0000;
+    let mut chunks = example::records();
+    let load = |t: u64, addr: u64| {
+        (
+            0,
+            t,
+            Record::AccessSample(software_sample(
+                0xffff_ffff_8110_0000,
+                LOAD_RDI_8,
+                &[(reg::RSP, RSP), (reg::RDI, addr - 8)],
+                gs_base(0),
+            )),
+        )
+    };
+    // The second and fourth 256-byte objects of a skbuff_head_cache slab, and a page of the
+    // page cache twice.
+    chunks[1].extend([
+        load(9_000, SLAB + 256 + 0x10),
+        load(9_100, SLAB + 3 * 256 + 0x10),
+        load(9_200, PAGE + 0x40),
+        load(9_300, PAGE + 0x80),
+    ]);
+    let owners = PageOwners {
+        slabs: vec![SlabPages {
+            first_object: SLAB,
+            stride: 256,
+            objects: 16,
+            cache: "skbuff_head_cache".to_owned(),
+        }],
+        pages: vec![OwnedPage {
+            page: PAGE,
+            usage: PageUsage::PageCache,
+        }],
+    };
+    let header = example::header();
+    let without = report_of(
+        example::profile_with(&header, example::KALLSYMS, &chunks),
+        &Options::default(),
+    );
+    let with = report_of(
+        example::profile_with_page_owners(&header, &chunks, owners),
+        &Options::default(),
+    );
+    assert_eq!(
+        with.coverage.count(Bucket::UnknownAddress) + 4,
+        without.coverage.count(Bucket::UnknownAddress)
+    );
+    assert_eq!(with.coverage.count(Bucket::EarlierSlab), 2);
+    assert_eq!(
+        with.coverage.count(Bucket::Region),
+        without.coverage.count(Bucket::Region) + 2
+    );
+    // The cache's type, which its traced objects have too: two more objects, two more samples.
+    let skb = ty(&with, "skbuff_head_cache");
+    let skb_before = ty(&without, "skbuff_head_cache");
+    assert_eq!(skb.samples, skb_before.samples + 2);
+    assert_eq!(skb.objects, skb_before.objects + 2);
+    assert!(skb.fields.iter().any(|f| f.offset == 0x10));
+    let page = ty(&with, "page cache page");
+    assert_eq!(
+        (page.kind, page.samples, page.objects),
+        (TypeKind::Region, 2, 1)
+    );
+}
+
 #[test]
 fn samples_in_dprof_ko_are_the_profilers_own() {
     let plain = example_report();

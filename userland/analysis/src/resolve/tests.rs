@@ -524,6 +524,7 @@ fn resolution_order_is_slab_stack_percpu_global_user() {
             | Resolution::Global { type_id, .. }
             | Resolution::Percpu { type_id, .. }
             | Resolution::Stack { type_id, .. }
+            | Resolution::EarlierObject { type_id, .. }
             | Resolution::Region { type_id, .. } => name(r, type_id),
             Resolution::Unknown => "?".to_owned(),
         };
@@ -677,5 +678,103 @@ fn the_struct_page_array_and_vmalloc_space_are_regions_with_a_layout() {
     assert!(matches!(
         r.resolve(0xffff_8880_0900_0000, false, &CTX),
         Resolution::Unknown
+    ));
+}
+
+#[test]
+fn objects_from_before_collection_resolve_through_their_page_owners() {
+    use dprof_format::{OwnedPage, PageOwners, PageUsage, SlabPages};
+    const SLAB: u64 = 0xffff_8880_0123_4000;
+    const KMALLOC: u64 = 0xffff_8880_0200_0000;
+    let owners = PageOwners {
+        slabs: vec![
+            // Two pages of 512-byte objects after an 8-byte red zone.
+            SlabPages {
+                first_object: SLAB + 8,
+                stride: 512,
+                objects: 15,
+                cache: "task_struct".to_owned(),
+            },
+            SlabPages {
+                first_object: KMALLOC,
+                stride: 64,
+                objects: 64,
+                cache: "kmalloc-64".to_owned(),
+            },
+        ],
+        pages: vec![
+            OwnedPage {
+                page: 0xffff_8880_0300_0000,
+                usage: PageUsage::PageCache,
+            },
+            OwnedPage {
+                page: 0xffff_8880_0300_1000,
+                usage: PageUsage::PageTable,
+            },
+        ],
+    };
+    let mut r = Resolver::new(&NoSymbols);
+    r.cache_info(&cache(1, "task_struct", 504));
+    r.set_page_owners(&owners);
+    let earlier = |r: &mut Resolver<'_>, addr| match r.resolve(addr, false, &CTX) {
+        Resolution::EarlierObject {
+            type_id,
+            base,
+            offset,
+        } => Some((name(r, type_id), base, offset)),
+        _ => None,
+    };
+    // The third object, at +0x10: the cache's own type, the one its new objects get.
+    assert_eq!(
+        earlier(&mut r, SLAB + 8 + 2 * 512 + 0x10),
+        Some(("task_struct".to_owned(), SLAB + 8 + 1024, 0x10))
+    );
+    let traced = r.alloc(&alloc(0xffff_8880_0500_0000, 1, 504, 0x1000), 10, 0, |_| {});
+    assert_eq!(
+        traced.map(|(_, id)| name(&r, id)),
+        Some("task_struct".to_owned())
+    );
+    // A generic kmalloc cache is split by site, and the site is unknown.
+    assert_eq!(
+        earlier(&mut r, KMALLOC + 64 * 63 + 63),
+        Some((
+            format!("kmalloc-64@{BEFORE_COLLECTION_SITE}"),
+            KMALLOC + 64 * 63,
+            63
+        ))
+    );
+    // The red zone before the first object, and past the last: no object.
+    assert_eq!(earlier(&mut r, SLAB + 4), None);
+    assert_eq!(earlier(&mut r, KMALLOC + 64 * 64), None);
+    // Pages by their use.
+    let region = |r: &mut Resolver<'_>, addr| match r.resolve(addr, false, &CTX) {
+        Resolution::Region {
+            type_id,
+            base,
+            offset,
+        } => Some((name(r, type_id), base, offset)),
+        _ => None,
+    };
+    assert_eq!(
+        region(&mut r, 0xffff_8880_0300_0abc),
+        Some(("page cache page".to_owned(), 0xffff_8880_0300_0000, 0xabc))
+    );
+    assert_eq!(
+        region(&mut r, 0xffff_8880_0300_1008),
+        Some(("page table".to_owned(), 0xffff_8880_0300_1000, 8))
+    );
+    assert!(matches!(
+        r.resolve(0xffff_8880_0300_2000, false, &CTX),
+        Resolution::Unknown
+    ));
+    // A live traced object wins over its page's owner.
+    let mut r = Resolver::new(&NoSymbols);
+    r.cache_info(&cache(2, "files_cache", 512));
+    r.set_page_owners(&owners);
+    r.alloc(&alloc(SLAB + 8, 2, 512, 0x1000), 10, 0, |_| {})
+        .expect("allocated");
+    assert!(matches!(
+        r.resolve(SLAB + 8 + 0x20, false, &CTX),
+        Resolution::Slab { offset: 0x20, .. }
     ));
 }

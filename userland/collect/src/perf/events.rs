@@ -159,14 +159,25 @@ pub(crate) fn parse_info(attr: &perf_event_attr) -> io::Result<RecordParseInfo> 
 
 /// Opens `attr` on `cpu` for every task.
 pub(crate) fn open(attr: &perf_event_attr, cpu: u32) -> io::Result<OwnedFd> {
+    open_for(attr, -1, cpu as i32)
+}
+
+/// Opens `attr` for the calling thread alone, on whichever CPU it runs.
+pub(crate) fn open_for_this_thread(attr: &perf_event_attr) -> io::Result<OwnedFd> {
+    open_for(attr, 0, -1)
+}
+
+/// `perf_event_open(2)` of `attr` for task `pid` (-1: every task; 0: the caller) on `cpu`
+/// (-1: every CPU).
+fn open_for(attr: &perf_event_attr, pid: i32, cpu: i32) -> io::Result<OwnedFd> {
     let mut attr = *attr;
     // SAFETY: `attr` is initialised and sized; the kernel only reads it (and may write its
     // size back on E2BIG).
     let fd = unsafe {
         perf_event_open_sys::perf_event_open(
             &raw mut attr,
-            -1,
-            cpu as i32,
+            pid,
+            cpu,
             -1,
             libc::c_ulong::from(PERF_FLAG_FD_CLOEXEC),
         )
