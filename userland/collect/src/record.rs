@@ -93,9 +93,12 @@ impl<'o> Checked<'o> {
         let dev = open_backend(options, root, &kallsyms, observer)?;
         let (mut dev, version, plan, config) =
             open_and_configure(dev, options, &hw, &symbols, observer)?;
+        let btf = system::kernel_btf(root);
+        let layout = memory_layout(root, &kallsyms, btf.as_deref(), &options.kcore, observer);
         let backend_name = match &mut dev {
             Collector::Module(_) => "module",
             Collector::Perf(perf) => {
+                perf.set_memory_layout(layout);
                 for note in perf.take_notes() {
                     observer.say(&format!("note: {note}"));
                 }
@@ -117,9 +120,7 @@ impl<'o> Checked<'o> {
         if let Some(warning) = merging_warning(&header) {
             observer.warn(&warning);
         }
-        let btf = system::kernel_btf(root);
-        header.memory_layout =
-            memory_layout(root, &kallsyms, btf.as_deref(), &options.kcore, observer);
+        header.memory_layout = layout;
         let modules = system::modules(root)?;
         Ok(Collection {
             options,
@@ -343,14 +344,13 @@ pub(crate) fn memory_layout(
         kcore,
         crate::perf::watch_layout_sightings,
     )
-    .map(|layout| {
+    .inspect(|_| {
         if system::kallsyms_address(kallsyms, "page_offset_base").is_none() {
             observer.say(
                 "note: the kernel's memory layout comes from its own tracepoints (kallsyms does \
                  not list page_offset_base)",
             );
         }
-        layout
     })
     .map_err(|why| {
         observer.say(&format!(

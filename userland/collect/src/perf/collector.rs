@@ -14,13 +14,14 @@ use dprof_abi::{
     SAMPLER_KIND_SOFTWARE, SAMPLER_PEBS, SAMPLER_SOFTWARE, STATE_CONFIGURED, STATE_RUNNING,
     STATE_STOPPED,
 };
+use dprof_format::MemoryLayout;
 use linux_perf_event_reader::{EventRecord, RawData, RawEventRecord, RecordParseInfo, RecordType};
 
 use super::error::PerfError;
 use super::events::{self, Ring, RingRecord};
 use super::hw_sample;
 use super::memory::KernelMemory;
-use super::slab_owner::SlabOwner;
+use super::page_reader::PageReader;
 use super::tracefs;
 use super::translate::{CacheTable, Geometry, Kmem, KmemFields, Source, Translator};
 use crate::device::ReadOutcome;
@@ -56,6 +57,11 @@ pub struct PerfCollector {
     /// Where `out` has been read up to.
     out_read: usize,
     notes: Vec<String>,
+    /// Where the direct map and the `struct page` array are, when known.
+    memory_layout: Option<MemoryLayout>,
+    /// The kmem tracepoint does not name the cache of an allocation, and kernel memory can be
+    /// read: the cache is looked up in the object's slab.
+    unnamed_allocs: bool,
 }
 
 impl PerfCollector {
@@ -94,7 +100,24 @@ impl PerfCollector {
             bytes_read: 0,
             out_read: 0,
             notes: Vec::new(),
+            memory_layout: None,
+            unnamed_allocs: false,
         })
+    }
+
+    /// The kernel's memory layout, where it is known: with it, the collector finds an
+    /// object's cache in its slab on kernels whose tracepoint does not name it. Set it after
+    /// configuring (the layout is read only once the collector is known to work), before
+    /// starting; a note says how allocations are typed.
+    pub fn set_memory_layout(&mut self, layout: Option<MemoryLayout>) {
+        self.memory_layout = layout;
+        if !self.unnamed_allocs {
+            return;
+        }
+        let owner = self.slab_owner();
+        if let (Some(translator), Some(owner)) = (&mut self.translator, owner) {
+            translator.set_slab_owner(owner);
+        }
     }
 
     /// What the collector wants the person to know about how it collects (tracefs mounted,
@@ -200,15 +223,8 @@ impl PerfCollector {
             None
         };
         let caches = CacheTable::new(slab_geometry(&self.root));
-        let mut memory = memory;
-        let owner = match (&mut memory, unnamed_allocs) {
-            (Some(memory), true) => Some(self.slab_owner(memory)),
-            _ => None,
-        };
+        self.unnamed_allocs = unnamed_allocs && memory.is_some();
         let mut translator = Translator::new(caches, memory, self.nr_cpu_ids as usize);
-        if let Some(Some(owner)) = owner {
-            translator.set_slab_owner(owner);
-        }
         if let Some(address) = per_cpu_offset(&self.kallsyms) {
             translator.learn_gs_bases(address);
         } else if sampling {
@@ -225,16 +241,20 @@ impl PerfCollector {
 
     /// How to find an allocation's cache on a kernel whose tracepoint does not name it, said
     /// in a note either way.
-    fn slab_owner(&mut self, memory: &mut KernelMemory) -> Option<SlabOwner> {
+    fn slab_owner(&mut self) -> Option<PageReader> {
         let btf = crate::system::kernel_btf(&self.root).unwrap_or_default();
-        match SlabOwner::new(&btf, &self.kallsyms, memory) {
-            Ok(owner) => {
+        let reader = self
+            .memory_layout
+            .ok_or_else(|| "the kernel's memory layout is unknown".to_owned())
+            .and_then(|layout| PageReader::new(&btf, layout));
+        match reader {
+            Ok(reader) => {
                 self.notes.push(
                     "this kernel's kmem_cache_alloc tracepoint does not name the cache (older \
                      kernels' does not): dprof reads it from each object's struct slab"
                         .to_owned(),
                 );
-                Some(owner)
+                Some(reader)
             }
             Err(why) => {
                 self.notes.push(format!(

@@ -19,7 +19,7 @@ use linux_perf_event_reader::{CpuMode, SampleRecord};
 use super::events::ABI_REG_ORDER;
 use super::hw_sample::HwSample;
 use super::memory::KernelMemory;
-use super::slab_owner::SlabOwner;
+use super::page_reader::{CachesRead, PageReader};
 use super::tracefs::{Field, Format, RawRecord};
 
 /// Which kmem tracepoint.
@@ -238,8 +238,8 @@ pub(crate) struct Counts {
 pub(crate) struct Translator {
     pub(crate) caches: CacheTable,
     memory: Option<KernelMemory>,
-    /// Finds an allocation's cache where the tracepoint does not name it.
-    owner: Option<SlabOwner>,
+    /// Finds an allocation's cache where the tracepoint does not name it: its slab.
+    owner: Option<(PageReader, CachesRead)>,
     /// Per-CPU offsets (`__per_cpu_offset`), by CPU; empty when unknown.
     gs_bases: Vec<u64>,
     /// Encoded records waiting to be read.
@@ -268,9 +268,10 @@ impl Translator {
         }
     }
 
-    /// Finds the caches of allocations whose tracepoint does not name it with `owner`.
-    pub(crate) fn set_slab_owner(&mut self, owner: SlabOwner) {
-        self.owner = Some(owner);
+    /// Finds the caches of allocations whose tracepoint does not name it in their slabs,
+    /// through `pages`.
+    pub(crate) fn set_slab_owner(&mut self, pages: PageReader) {
+        self.owner = Some((pages, CachesRead::default()));
     }
 
     /// Reads each CPU's per-CPU offset from the `__per_cpu_offset` array at `address`: the
@@ -338,8 +339,8 @@ impl Translator {
                     // does, else only its size is known.
                     (false, None) => {
                         let owner = match (&mut self.owner, &mut self.memory) {
-                            (Some(owner), Some(memory)) => {
-                                owner.cache_of(ptr, memory).map(<[u8]>::to_vec)
+                            (Some((pages, caches)), Some(memory)) => {
+                                pages.cache_of(ptr, memory, caches).map(String::into_bytes)
                             }
                             _ => None,
                         };
