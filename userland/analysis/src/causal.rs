@@ -12,6 +12,9 @@
 //! - **Effective duration** = `wall_ns - delay_ns`: the time the program would have taken
 //!   without the inserted pauses (Coz's rule). Experiments whose effective duration is not
 //!   positive are discarded.
+//! - **What was inserted**: a sped-up experiment during which no sample fell on its type's
+//!   instructions inserted no delay and sped nothing up. It is discarded
+//!   ([`Discard::NoDelayInserted`]), not counted at its nominal speedup.
 //! - **Throughput** of a progress point = visits / effective duration (visits per second).
 //! - **Latency** (a begin and an end point) by Little's law. The module counts, per point,
 //!   the visits, the sum over them of the time since the experiment began (`time_sum_ns`) and
@@ -250,6 +253,14 @@ fn check_end(config: &CausalCollectConfig, end: &ExperimentEnd) -> Option<Discar
         Some(Discard::NoEffectiveTime)
     } else if end.point_count as usize != config.points.len() {
         Some(Discard::PointCountMismatch)
+    } else if end.control.speedup_percent > 0 && end.delay_ns == 0 {
+        // A virtual speedup exists only as the delay inserted per sample of the type: with no
+        // sample there is no delay and no measure of the type's time, so the speedup the
+        // experiment applied is undefined (0/0), not its nominal value. It is discarded rather
+        // than counted at 0%: the 0% experiments are the randomized baselines, and these are
+        // selected by whether the type ran, which the program's phase decides; as baselines
+        // they would carry that phase into every neighbour's program speedup.
+        Some(Discard::NoDelayInserted)
     } else {
         None
     }
@@ -644,7 +655,7 @@ fn unseen(report: &CausalReport) -> Vec<String> {
     if !unsampled.is_empty() {
         lines.push(format!(
             "no sample fell on the accesses of {} during their experiments, so no delay was \
-             inserted and their slopes measure noise only",
+             inserted and their sped-up experiments are discarded",
             unsampled.join(", ")
         ));
     }

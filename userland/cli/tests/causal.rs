@@ -40,6 +40,12 @@ fn causal_text() {
     );
     assert!(text.contains("no slope: never selected"), "{text}");
     assert!(text.contains("cut short by the end of the session: 1 (experiment 31)"));
+    assert!(
+        text.contains(
+            "sped up but no delay inserted (no sample of the type's instructions): 1 (experiment 35)"
+        ),
+        "{text}"
+    );
     assert!(text.contains("could not see:"), "{text}");
     golden("causal.txt", &text);
 }
@@ -89,6 +95,14 @@ fn causal_json() {
         v["analyses"][0]["types"][3]["fit"]["reason"],
         "never_selected"
     );
+    let nothing_inserted = v["experiments"]
+        .as_array()
+        .expect("experiments")
+        .iter()
+        .find(|e| e["experiment"] == 35)
+        .expect("experiment 35");
+    assert_eq!(nothing_inserted["discarded"], "no_delay_inserted");
+    assert_eq!(nothing_inserted["measured"]["delay_ns"], 0);
 }
 
 /// Plain `--json` carries the causal section when the profile has experiments.

@@ -42,7 +42,8 @@ pub struct CausalType {
     /// Experiments that selected it, whatever became of them.
     pub selected: usize,
     /// Samples on its accesses during its experiments that ended: a type with none had no
-    /// delay inserted, so its experiments measure nothing but noise.
+    /// delay inserted, so its sped-up experiments are discarded
+    /// ([`Discard::NoDelayInserted`]).
     pub experiment_samples: u64,
 }
 
@@ -143,6 +144,9 @@ pub enum Discard {
     NoEffectiveTime,
     /// Its end record counts a different number of progress points than the header names.
     PointCountMismatch,
+    /// A sped-up experiment that inserted no delay: no sample fell on its type's
+    /// instructions while it ran, so it did not speed the type up at all.
+    NoDelayInserted,
     /// No visit of the progress point analysed (latency: of the end point).
     ZeroVisits,
     /// Latency: no request in flight over the experiment by the counts.
@@ -153,7 +157,7 @@ pub enum Discard {
 
 impl Discard {
     /// Every reason, in report order.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 11] = [
         Self::TypeNotInTable,
         Self::EndWithoutStart,
         Self::ControlMismatch,
@@ -161,6 +165,7 @@ impl Discard {
         Self::CutShort,
         Self::NoEffectiveTime,
         Self::PointCountMismatch,
+        Self::NoDelayInserted,
         Self::ZeroVisits,
         Self::NoRequestsInFlight,
         Self::NoBaseline,
@@ -177,6 +182,9 @@ impl Discard {
             Self::CutShort => "cut short by the end of the session",
             Self::NoEffectiveTime => "too short: inserted delay not below wall time",
             Self::PointCountMismatch => "progress point count differs from the header",
+            Self::NoDelayInserted => {
+                "sped up but no delay inserted (no sample of the type's instructions)"
+            }
             Self::ZeroVisits => "zero visits",
             Self::NoRequestsInFlight => "no request in flight",
             Self::NoBaseline => "no 0% baseline for its type",
