@@ -25,6 +25,32 @@ pub struct CausalReport {
     pub analyses: Vec<Analysis>,
     /// What the view could not see, one sentence each.
     pub unseen: Vec<String>,
+    /// Why there is nothing to rank or plot; absent when some type has a slope.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why_empty: Option<EmptyCausal>,
+}
+
+/// Why a causal report ranks no type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum EmptyCausalReason {
+    /// Every experiment was discarded, by every analysis ([`CausalReport::discard_groups`]):
+    /// there is not one point to plot.
+    NoUsableExperiment,
+    /// Some experiments were used, but no type has a slope for any progress measure
+    /// ([`NoSlope`] says why, per type).
+    NoSlope,
+}
+
+/// Why the causal report ranks no type, for programs (`reason`) and for people (`message`,
+/// which every front end shows as it is).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmptyCausal {
+    /// Why.
+    pub reason: EmptyCausalReason,
+    /// One sentence saying so, and what would give a ranking.
+    pub message: String,
 }
 
 /// One entry of the type table.

@@ -8,7 +8,7 @@ use dprof_export::coz::write_coz;
 use dprof_fixtures::causal::{self as example, linear_experiments, Noise, Planned};
 use dprof_format::Profile;
 use dprof_model::causal::{
-    CausalReport, Discard, Fit, Measurement, NoSlope, PointCount, Slope, Target,
+    CausalReport, Discard, EmptyCausalReason, Fit, Measurement, NoSlope, PointCount, Slope, Target,
 };
 
 fn one_point(types: &[(&str, u64)]) -> CausalCollectConfig {
@@ -846,4 +846,55 @@ fn coz_fields_keep_to_their_line() {
     let text = String::from_utf8(out).expect("utf-8");
     assert!(text.contains("selected=odd name \t"), "{text}");
     viewer(&text);
+}
+
+/// Every experiment discarded: the report says so, with the counts by reason and what to do
+/// about the largest group.
+#[test]
+fn nothing_usable_says_why_the_report_is_empty() {
+    let report = analyze(
+        &example::example_config(),
+        &example::records(&example::nothing_to_rank_planned()),
+    );
+    let empty = report.why_empty.clone().expect("nothing to rank");
+    assert_eq!(empty.reason, EmptyCausalReason::NoUsableExperiment);
+    assert_eq!(
+        empty.message,
+        "none of the 4 experiments could be used (2 sped up but no delay inserted (no sample \
+         of the type's instructions), 2 zero visits for kprobe:tcp_sendmsg), so there is \
+         nothing to rank or plot: no sample fell on the types' instructions during their \
+         experiments; speed up types the workload touches while it runs, or sample more \
+         often (--period)"
+    );
+    // Coz's format then has no experiment: what the warning is for.
+    let mut out = Vec::new();
+    write_coz(&report, &mut out).expect("writes");
+    let text = String::from_utf8(out).expect("utf-8");
+    assert!(!text.contains("experiment\t"), "{text}");
+}
+
+/// Experiments used, but too few speedups for a slope: the report says which type lacks what.
+#[test]
+fn no_slope_says_why_the_report_is_empty() {
+    let config = one_point(&[("short", 10), ("never", 5)]);
+    let planned = linear_experiments(1, 0, &[0, 50, 0, 50, 0], 0.5, 0.0, &mut Noise::new(3));
+    let report = analyze(&config, &example::records(&planned));
+    let empty = report.why_empty.clone().expect("nothing to rank");
+    assert_eq!(empty.reason, EmptyCausalReason::NoSlope);
+    assert_eq!(
+        empty.message,
+        "no type has a slope (short for kprobe:tcp_sendmsg: 2 distinct speedups, 3 needed), \
+         so there is nothing to rank: a slope needs a 0% baseline and 3 distinct virtual \
+         speedups (run the session for longer)"
+    );
+}
+
+/// A report with a slope is not empty.
+#[test]
+fn a_ranking_has_no_why_empty() {
+    let report = analyze(
+        &example::example_config(),
+        &example::records(&example::example_planned()),
+    );
+    assert_eq!(report.why_empty, None);
 }
