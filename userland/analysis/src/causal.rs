@@ -12,6 +12,9 @@
 //! - **Effective duration** = `wall_ns - delay_ns`: the time the program would have taken
 //!   without the inserted pauses (Coz's rule). Experiments whose effective duration is not
 //!   positive are discarded.
+//! - **What was inserted**: a sped-up experiment during which no sample fell on its type's
+//!   instructions inserted no delay and sped nothing up. It is discarded
+//!   ([`Discard::NoDelayInserted`]), not counted at its nominal speedup.
 //! - **Throughput** of a progress point = visits / effective duration (visits per second).
 //! - **Latency** (a begin and an end point) by Little's law. The module counts, per point,
 //!   the visits, the sum over them of the time since the experiment began (`time_sum_ns`) and
@@ -71,9 +74,9 @@ use dprof_format::{
 };
 
 use dprof_model::causal::{
-    Analysis, CausalReport, CausalType, Discard, Discarded, Experiment, ExperimentPoint, Fit,
-    Measurement, NoSlope, PointCount, Slope, SpeedupPoint, Target, TypeSlope,
-    MIN_DISTINCT_SPEEDUPS,
+    Analysis, CausalReport, CausalType, Discard, Discarded, EmptyCausal, EmptyCausalReason,
+    Experiment, ExperimentPoint, Fit, Measurement, NoSlope, PointCount, Slope, SpeedupPoint,
+    Target, TypeSlope, MIN_DISTINCT_SPEEDUPS,
 };
 pub use stats::{student_t_quantile, LineFit};
 
@@ -153,8 +156,10 @@ pub fn analyze(config: &CausalCollectConfig, records: &[ExperimentRecord]) -> Ca
         experiments,
         analyses,
         unseen: Vec::new(),
+        why_empty: None,
     };
     report.unseen = unseen(&report);
+    report.why_empty = why_empty(&report);
     report
 }
 
@@ -250,6 +255,14 @@ fn check_end(config: &CausalCollectConfig, end: &ExperimentEnd) -> Option<Discar
         Some(Discard::NoEffectiveTime)
     } else if end.point_count as usize != config.points.len() {
         Some(Discard::PointCountMismatch)
+    } else if end.control.speedup_percent > 0 && end.delay_ns == 0 {
+        // A virtual speedup exists only as the delay inserted per sample of the type: with no
+        // sample there is no delay and no measure of the type's time, so the speedup the
+        // experiment applied is undefined (0/0), not its nominal value. It is discarded rather
+        // than counted at 0%: the 0% experiments are the randomized baselines, and these are
+        // selected by whether the type ran, which the program's phase decides; as baselines
+        // they would carry that phase into every neighbour's program speedup.
+        Some(Discard::NoDelayInserted)
     } else {
         None
     }
@@ -644,7 +657,7 @@ fn unseen(report: &CausalReport) -> Vec<String> {
     if !unsampled.is_empty() {
         lines.push(format!(
             "no sample fell on the accesses of {} during their experiments, so no delay was \
-             inserted and their slopes measure noise only",
+             inserted and their sped-up experiments are discarded",
             unsampled.join(", ")
         ));
     }
@@ -666,4 +679,87 @@ fn unseen(report: &CausalReport) -> Vec<String> {
         }
     }
     lines
+}
+
+/// Why `report` ranks no type, in the words every front end shows; `None` when a type has a
+/// slope.
+fn why_empty(report: &CausalReport) -> Option<EmptyCausal> {
+    let has_slope = |a: &Analysis| a.types.iter().any(|t| t.fit.slope().is_some());
+    if report.analyses.iter().any(has_slope) {
+        return None;
+    }
+    let used = report
+        .analyses
+        .iter()
+        .flat_map(|a| &a.types)
+        .any(|t| !t.experiment_points.is_empty());
+    if !used {
+        let mut groups = report.discard_groups();
+        groups.sort_by_key(|g| std::cmp::Reverse(g.experiments.len()));
+        let counts: Vec<String> = groups
+            .iter()
+            .map(|g| {
+                let whose = g
+                    .analysis
+                    .as_ref()
+                    .map_or_else(String::new, |a| format!(" for {a}"));
+                format!("{} {}{whose}", g.experiments.len(), g.reason.describe())
+            })
+            .collect();
+        let remedy = groups
+            .first()
+            .map_or("run the session for longer", |g| discard_remedy(g.reason));
+        return Some(EmptyCausal {
+            reason: EmptyCausalReason::NoUsableExperiment,
+            message: format!(
+                "none of the {} experiments could be used ({}), so there is nothing to rank or \
+                 plot: {remedy}",
+                report.experiments.len(),
+                counts.join(", ")
+            ),
+        });
+    }
+    let why: Vec<String> = report
+        .analyses
+        .iter()
+        .flat_map(|a| {
+            // Types never selected are in `unseen`; the ones tried say what they lacked.
+            a.types.iter().filter_map(move |t| match t.fit {
+                Fit::NoSlope {
+                    reason,
+                    distinct_speedups,
+                } if reason != NoSlope::NeverSelected => Some(format!(
+                    "{} for {}: {}",
+                    t.name,
+                    a.name,
+                    reason.describe(distinct_speedups)
+                )),
+                Fit::NoSlope { .. } | Fit::Slope(_) => None,
+            })
+        })
+        .collect();
+    Some(EmptyCausal {
+        reason: EmptyCausalReason::NoSlope,
+        message: format!(
+            "no type has a slope ({}), so there is nothing to rank: a slope needs a 0% \
+             baseline and {MIN_DISTINCT_SPEEDUPS} distinct virtual speedups (run the session \
+             for longer)",
+            why.join("; ")
+        ),
+    })
+}
+
+/// What would avoid discarding experiments for `reason`, in a few words.
+fn discard_remedy(reason: Discard) -> &'static str {
+    match reason {
+        Discard::NoDelayInserted => {
+            "no sample fell on the types' instructions during their experiments; speed up \
+             types the workload touches while it runs, or sample more often (--period)"
+        }
+        Discard::ZeroVisits | Discard::NoRequestsInFlight => {
+            "the workload did not reach the progress point during the experiments; check that \
+             it runs the point's code, or lengthen the experiments (--experiment)"
+        }
+        _ => "run the session for longer",
+    }
 }

@@ -104,6 +104,37 @@ pub const PERCPU_STATIC_TYPE: &str = "percpu:(static)";
 /// per-CPU allocations), or of all of them when the per-CPU layout is unknown.
 pub const PERCPU_DYNAMIC_TYPE: &str = "percpu:(dynamic)";
 
+/// Per-CPU and global symbols that hold the stack protector's canary (`fixed_percpu_data`
+/// up to 6.14 on x86-64, its only other field the `%gs` base's padding; `__stack_chk_guard`
+/// since), which every protected function reads on entry and exit.
+const STACK_CANARY_SYMBOLS: [&str; 2] = ["fixed_percpu_data", "__stack_chk_guard"];
+
+/// What a pseudo-type is, in a few words, or `None` for a data type: a type whose accesses a
+/// program can make faster by changing the type (slab objects, globals and per-CPU variables
+/// that a symbol names). The others are memory that is no one C type (the kernel stacks, the
+/// named regions, per-CPU memory no symbol covers) or that the compiler's code reads on its
+/// own (the stack protector's canary). `dprof causal --types auto` skips them; they can
+/// still be named.
+#[must_use]
+pub fn pseudo_type(kind: TypeKind, name: &str) -> Option<&'static str> {
+    let symbol = name
+        .strip_prefix("percpu:")
+        .or_else(|| name.strip_prefix("global:"));
+    match kind {
+        TypeKind::Stack => Some("the kernel stacks"),
+        TypeKind::Region => Some("a region of memory, not one data type"),
+        TypeKind::Percpu if name == PERCPU_STATIC_TYPE || name == PERCPU_DYNAMIC_TYPE => {
+            Some("per-CPU memory that no symbol names")
+        }
+        TypeKind::Percpu | TypeKind::Global
+            if symbol.is_some_and(|s| STACK_CANARY_SYMBOLS.contains(&s)) =>
+        {
+            Some("the stack protector's canary")
+        }
+        TypeKind::Slab | TypeKind::Global | TypeKind::Percpu => None,
+    }
+}
+
 /// What resolution needs to know about kernel symbols. Implementations do no I/O.
 pub trait SymbolSource {
     /// The function containing `ip` and the offset of `ip` in it.

@@ -23,6 +23,7 @@ fn example_dir() -> tempfile::TempDir {
             example::profile_of(&example::example_config(), &[]),
         ),
         ("dp.dprof", dprof_fixtures::data_profile::profile()),
+        ("empty.dprof", example::nothing_to_rank_profile()),
     ])
 }
 
@@ -40,6 +41,12 @@ fn causal_text() {
     );
     assert!(text.contains("no slope: never selected"), "{text}");
     assert!(text.contains("cut short by the end of the session: 1 (experiment 31)"));
+    assert!(
+        text.contains(
+            "sped up but no delay inserted (no sample of the type's instructions): 1 (experiment 35)"
+        ),
+        "{text}"
+    );
     assert!(text.contains("could not see:"), "{text}");
     golden("causal.txt", &text);
 }
@@ -89,6 +96,14 @@ fn causal_json() {
         v["analyses"][0]["types"][3]["fit"]["reason"],
         "never_selected"
     );
+    let nothing_inserted = v["experiments"]
+        .as_array()
+        .expect("experiments")
+        .iter()
+        .find(|e| e["experiment"] == 35)
+        .expect("experiment 35");
+    assert_eq!(nothing_inserted["discarded"], "no_delay_inserted");
+    assert_eq!(nothing_inserted["measured"]["delay_ns"], 0);
 }
 
 /// Plain `--json` carries the causal section when the profile has experiments.
@@ -166,4 +181,64 @@ fn a_causal_profile_without_samples_points_at_the_view() {
     let dir = example_dir();
     let err = one_line_error(&dprof(dir.path(), &["report", "c.dprof"]));
     assert!(err.contains("dprof report --view causal"), "{err}");
+}
+
+/// Every experiment discarded: each format says why, the output is still written, and the
+/// exit status is 3 (not 1, a failure; not 0, a ranking).
+#[test]
+fn nothing_to_rank_is_said_in_every_format_with_exit_status_3() {
+    let dir = example_dir();
+    let why = "none of the 4 experiments could be used (2 sped up but no delay inserted";
+    let text = dprof(dir.path(), &["report", "empty.dprof", "--view", "causal"]);
+    assert_eq!(text.status.code(), Some(3), "{text:?}");
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        stdout.contains(&format!("nothing to rank: {why}")),
+        "{stdout}"
+    );
+    golden("causal_nothing_to_rank.txt", &stdout);
+
+    let json = dprof(
+        dir.path(),
+        &["report", "empty.dprof", "--view", "causal", "--json"],
+    );
+    assert_eq!(json.status.code(), Some(3), "{json:?}");
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("valid JSON");
+    assert_eq!(v["why_empty"]["reason"], "no_usable_experiment");
+    assert!(
+        v["why_empty"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with(why)),
+        "{v}"
+    );
+
+    let coz = dprof(
+        dir.path(),
+        &[
+            "report",
+            "empty.dprof",
+            "--view",
+            "causal",
+            "--format",
+            "coz",
+        ],
+    );
+    assert_eq!(coz.status.code(), Some(3), "{coz:?}");
+    let stderr = String::from_utf8_lossy(&coz.stderr);
+    assert!(
+        stderr.starts_with(&format!("dprof: warning: {why}")),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&coz.stdout);
+    assert!(stdout.starts_with("startup\t"), "{stdout}");
+    assert!(!stdout.contains("experiment\t"), "{stdout}");
+
+    // A ranking exits 0, and its JSON has no why_empty.
+    let ranked = dprof(
+        dir.path(),
+        &["report", "c.dprof", "--view", "causal", "--json"],
+    );
+    assert_eq!(ranked.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&ranked.stdout).expect("valid JSON");
+    assert!(v.get("why_empty").is_none(), "{v}");
 }

@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use dprof_abi::{CausalPlan, Config, ExperimentControl, ExperimentEnd, ProgressPoint, Record};
 use dprof_analysis::pipeline::{Analyzer, Options, SampledAccesses};
+use dprof_analysis::resolve::pseudo_type;
 use dprof_analysis::symbols::Kallsyms;
 use dprof_format::{
     CausalCollectConfig, CausalTypeSpec, CollectConfig, DeviceCounters, ProfileHeader,
@@ -507,21 +508,41 @@ fn choose_types(
     accesses: &SampledAccesses,
 ) -> Result<(Vec<ChosenType>, Vec<String>), CollectError> {
     let profile = &report.data_profile.types;
+    let mut notes = Vec::new();
     let names: Vec<&str> = match choice {
         TypeChoice::Auto => {
-            let names: Vec<&str> = profile
-                .iter()
-                .filter(|t| t.samples >= MIN_PLAN_SAMPLES)
-                .take(top)
-                .map(|t| t.name.as_str())
-                .collect();
+            // The most sampled data types; the pseudo-types ranked among them are skipped,
+            // and named in a note.
+            let mut names = Vec::new();
+            let mut skipped = Vec::new();
+            for t in profile.iter().filter(|t| t.samples >= MIN_PLAN_SAMPLES) {
+                if names.len() == top {
+                    break;
+                }
+                match pseudo_type(t.kind, &t.name) {
+                    Some(what) => skipped.push(format!("{} ({what})", t.name)),
+                    None => names.push(t.name.as_str()),
+                }
+            }
+            let skipped = skipped.join(", ");
             if names.is_empty() {
                 bail!(
-                    "no type had {MIN_PLAN_SAMPLES} samples or more in the profiling phase ({} \
-                     samples resolved to a type): make --plan-time longer, --period shorter, \
-                     or check that the workload runs in the kernel",
-                    report.data_profile.resolved_samples
+                    "no data type had {MIN_PLAN_SAMPLES} samples or more in the profiling phase \
+                     ({} samples resolved to a type{}): make --plan-time longer, --period \
+                     shorter, or check that the workload runs in the kernel",
+                    report.data_profile.resolved_samples,
+                    if skipped.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; pseudo-types skipped: {skipped}")
+                    }
                 );
+            }
+            if !skipped.is_empty() {
+                notes.push(format!(
+                    "skipped pseudo-types, which no change to a data type makes faster: \
+                     {skipped} (name them with --types to experiment on them)"
+                ));
             }
             names
         }
@@ -559,7 +580,6 @@ fn choose_types(
         }
     }
     let mut chosen = Vec::new();
-    let mut notes = Vec::new();
     for name in names {
         let Some(t) = profile.iter().find(|t| t.name == name) else {
             continue;

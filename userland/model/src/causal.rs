@@ -25,6 +25,32 @@ pub struct CausalReport {
     pub analyses: Vec<Analysis>,
     /// What the view could not see, one sentence each.
     pub unseen: Vec<String>,
+    /// Why there is nothing to rank or plot; absent when some type has a slope.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why_empty: Option<EmptyCausal>,
+}
+
+/// Why a causal report ranks no type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum EmptyCausalReason {
+    /// Every experiment was discarded, by every analysis ([`CausalReport::discard_groups`]):
+    /// there is not one point to plot.
+    NoUsableExperiment,
+    /// Some experiments were used, but no type has a slope for any progress measure
+    /// ([`NoSlope`] says why, per type).
+    NoSlope,
+}
+
+/// Why the causal report ranks no type, for programs (`reason`) and for people (`message`,
+/// which every front end shows as it is).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmptyCausal {
+    /// Why.
+    pub reason: EmptyCausalReason,
+    /// One sentence saying so, and what would give a ranking.
+    pub message: String,
 }
 
 /// One entry of the type table.
@@ -42,7 +68,8 @@ pub struct CausalType {
     /// Experiments that selected it, whatever became of them.
     pub selected: usize,
     /// Samples on its accesses during its experiments that ended: a type with none had no
-    /// delay inserted, so its experiments measure nothing but noise.
+    /// delay inserted, so its sped-up experiments are discarded
+    /// ([`Discard::NoDelayInserted`]).
     pub experiment_samples: u64,
 }
 
@@ -143,6 +170,9 @@ pub enum Discard {
     NoEffectiveTime,
     /// Its end record counts a different number of progress points than the header names.
     PointCountMismatch,
+    /// A sped-up experiment that inserted no delay: no sample fell on its type's
+    /// instructions while it ran, so it did not speed the type up at all.
+    NoDelayInserted,
     /// No visit of the progress point analysed (latency: of the end point).
     ZeroVisits,
     /// Latency: no request in flight over the experiment by the counts.
@@ -153,7 +183,7 @@ pub enum Discard {
 
 impl Discard {
     /// Every reason, in report order.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 11] = [
         Self::TypeNotInTable,
         Self::EndWithoutStart,
         Self::ControlMismatch,
@@ -161,6 +191,7 @@ impl Discard {
         Self::CutShort,
         Self::NoEffectiveTime,
         Self::PointCountMismatch,
+        Self::NoDelayInserted,
         Self::ZeroVisits,
         Self::NoRequestsInFlight,
         Self::NoBaseline,
@@ -177,6 +208,9 @@ impl Discard {
             Self::CutShort => "cut short by the end of the session",
             Self::NoEffectiveTime => "too short: inserted delay not below wall time",
             Self::PointCountMismatch => "progress point count differs from the header",
+            Self::NoDelayInserted => {
+                "sped up but no delay inserted (no sample of the type's instructions)"
+            }
             Self::ZeroVisits => "zero visits",
             Self::NoRequestsInFlight => "no request in flight",
             Self::NoBaseline => "no 0% baseline for its type",

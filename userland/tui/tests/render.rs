@@ -7,8 +7,9 @@ mod fixture;
 
 use dprof_tui::{App, Event, LoadEvent, View, MIN_HEIGHT, MIN_WIDTH};
 use fixture::{
-    causal_report, draw, freed_elsewhere_report, history_report, ibs_report, press, report, screen,
-    timed_out_report, views_report, views_report_without_geometry, SOURCE,
+    causal_report, draw, freed_elsewhere_report, history_report, ibs_report,
+    nothing_to_rank_report, press, report, screen, timed_out_report, views_report,
+    views_report_without_geometry, SOURCE,
 };
 use ratatui::crossterm::event::KeyCode;
 
@@ -202,6 +203,26 @@ fn no_size_panics() {
     for (w, h) in sizes {
         let _ = screen(&loading, w, h);
     }
+}
+
+/// A causal session whose every experiment was discarded says why above the empty ranking.
+#[test]
+fn causal_with_nothing_to_rank_says_why() {
+    let mut app = App::with_report(SOURCE, nothing_to_rank_report());
+    press(&mut app, [KeyCode::Char('6')]);
+    let s = screen(&app, 160, 48);
+    let squeezed = s
+        .split(['│', '\n'])
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        squeezed.contains("nothing to rank: none of the 4 experiments could be used"),
+        "{s}"
+    );
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("nothing to rank: none of the 4"), "{s}");
+    assert_screen("causal_nothing_to_rank", &app, 80, 24);
 }
 
 /// The causal ranking of the causal example: three slopes (helps, within noise, hurts), two

@@ -8,7 +8,7 @@ use dprof_export::coz::write_coz;
 use dprof_fixtures::causal::{self as example, linear_experiments, Noise, Planned};
 use dprof_format::Profile;
 use dprof_model::causal::{
-    CausalReport, Discard, Fit, Measurement, NoSlope, PointCount, Slope, Target,
+    CausalReport, Discard, EmptyCausalReason, Fit, Measurement, NoSlope, PointCount, Slope, Target,
 };
 
 fn one_point(types: &[(&str, u64)]) -> CausalCollectConfig {
@@ -352,22 +352,82 @@ fn a_type_never_selected_is_listed_with_the_reason() {
     );
 }
 
+/// No sample of the type in any experiment: nothing was inserted, the sped-up experiments
+/// are discarded, the type has no slope and the view says why.
 #[test]
 fn a_type_with_no_sample_during_its_experiments_is_noted() {
     let config = one_point(&[("unsampled", 10)]);
-    let mut planned = linear_experiments(1, 0, &[0, 50, 100], 0.0, 0.0, &mut Noise::new(6));
+    let mut planned = linear_experiments(1, 0, &[0, 50, 0, 100], 0.0, 0.0, &mut Noise::new(6));
     for p in &mut planned {
         p.type_samples = 0;
+        p.wall_ns -= p.delay_ns;
+        p.delay_ns = 0;
     }
     let report = analyze(&config, &example::records(&planned));
     assert!(
-        report
-            .unseen
-            .iter()
-            .any(|l| l.contains("no sample fell on the accesses of unsampled")),
+        report.unseen.iter().any(|l| l.contains(
+            "no sample fell on the accesses of unsampled during their experiments, so no delay \
+             was inserted and their sped-up experiments are discarded"
+        )),
         "{:?}",
         report.unseen
     );
+    let discarded: Vec<(u32, Option<Discard>)> = report
+        .experiments
+        .iter()
+        .map(|e| (e.experiment, e.discarded))
+        .collect();
+    assert_eq!(
+        discarded,
+        [
+            (1, None),
+            (2, Some(Discard::NoDelayInserted)),
+            (3, None),
+            (4, Some(Discard::NoDelayInserted))
+        ]
+    );
+    assert_eq!(
+        report.analyses[0].types[0].fit,
+        Fit::NoSlope {
+            reason: NoSlope::TooFewSpeedups,
+            distinct_speedups: 1
+        }
+    );
+}
+
+/// Program speedup = 0.5 x virtual speedup, and beside the experiments that inserted their
+/// delay, sped-up experiments at 60 to 100% during which no sample fell on the type: nothing
+/// was inserted, so the program ran as at 0%. Counted at their nominal speedups they pulled
+/// the slope down to 0.13 [-0.09, +0.35], within noise (measured before the fix); discarded,
+/// the slope is the type's, and the view says how many and why.
+#[test]
+fn experiments_that_inserted_no_delay_do_not_count() {
+    let config = one_point(&[("on_path", 10)]);
+    let mut planned = linear_experiments(1, 0, &coz_mix(), 0.5, 0.01, &mut Noise::new(14));
+    let mut nothing = linear_experiments(100, 0, &[0; 10], 0.0, 0.01, &mut Noise::new(15));
+    for (p, speedup) in nothing
+        .iter_mut()
+        .zip([60, 65, 70, 75, 80, 85, 90, 95, 100, 100])
+    {
+        p.speedup_percent = speedup;
+        p.type_samples = 0;
+    }
+    planned.extend(nothing);
+    let report = analyze(&config, &example::records(&planned));
+    let s = only_slope(&report, 0, "on_path");
+    eprintln!(
+        "no delay inserted: slope {:.4} [{:.4}, {:.4}]",
+        s.slope, s.low, s.high
+    );
+    assert!(s.low <= 0.5 && 0.5 <= s.high, "{s:?}");
+    assert_eq!(s.points, 20);
+    let groups = report.discard_groups();
+    assert_eq!(groups.len(), 1);
+    assert_eq!(groups[0].reason, Discard::NoDelayInserted);
+    assert_eq!(groups[0].analysis, None);
+    assert_eq!(groups[0].experiments, (100..110).collect::<Vec<u32>>());
+    // The 0% experiments inserted nothing either, as they should: all of them are used.
+    assert_eq!(report.analyses[0].types[0].baseline_experiments, 21);
 }
 
 /// Zero visits in every experiment: all discarded with that reason, no slope.
@@ -423,12 +483,14 @@ fn unusable_experiments_are_discarded_with_their_reason() {
     orphan.without_start = true;
     let no_time = Planned::even(4, 0, 50, 100_000_000, 100_000_000, &[10]);
     let two_points = Planned::even(5, 0, 50, 100_000_000, 0, &[10, 10]);
+    let nothing_inserted = Planned::even(8, 0, 50, 100_000_000, 0, &[10]);
     let mut records = example::records(&[
         Planned::even(1, 0, 0, 100_000_000, 0, &[10]),
         cut,
         orphan,
         no_time,
         two_points,
+        nothing_inserted,
     ]);
     // A start with no end, and an end whose start named another speedup.
     let control = |experiment, speedup_percent| dprof_abi::ExperimentControl {
@@ -467,9 +529,10 @@ fn unusable_experiments_are_discarded_with_their_reason() {
             (5, Some(Discard::PointCountMismatch)),
             (6, Some(Discard::StartWithoutEnd)),
             (7, Some(Discard::ControlMismatch)),
+            (8, Some(Discard::NoDelayInserted)),
         ])
     );
-    assert_eq!(report.discarded_experiments(), 6);
+    assert_eq!(report.discarded_experiments(), 7);
     assert_eq!(
         report.analyses[0].types[0].fit,
         Fit::NoSlope {
@@ -603,6 +666,7 @@ fn the_example_profile_ranks_its_types() {
             (Discard::TypeNotInTable, false, vec![33]),
             (Discard::EndWithoutStart, false, vec![32]),
             (Discard::CutShort, false, vec![31]),
+            (Discard::NoDelayInserted, false, vec![35]),
             (Discard::ZeroVisits, true, vec![34]),
         ]
     );
@@ -731,7 +795,7 @@ fn coz_format_reads_back_through_the_viewers_rules() {
         "{text}"
     );
     assert!(text.contains("samples\tlocation=kmalloc-1k@__alloc_skb\tcount=900\n"));
-    // Discarded experiments are not there: 30 used, 4 discarded.
+    // Discarded experiments are not there: 30 used, 5 discarded.
     assert_eq!(text.matches("experiment\t").count(), 30);
     let seen = viewer(&text);
     assert_eq!(seen.len(), 3);
@@ -782,4 +846,55 @@ fn coz_fields_keep_to_their_line() {
     let text = String::from_utf8(out).expect("utf-8");
     assert!(text.contains("selected=odd name \t"), "{text}");
     viewer(&text);
+}
+
+/// Every experiment discarded: the report says so, with the counts by reason and what to do
+/// about the largest group.
+#[test]
+fn nothing_usable_says_why_the_report_is_empty() {
+    let report = analyze(
+        &example::example_config(),
+        &example::records(&example::nothing_to_rank_planned()),
+    );
+    let empty = report.why_empty.clone().expect("nothing to rank");
+    assert_eq!(empty.reason, EmptyCausalReason::NoUsableExperiment);
+    assert_eq!(
+        empty.message,
+        "none of the 4 experiments could be used (2 sped up but no delay inserted (no sample \
+         of the type's instructions), 2 zero visits for kprobe:tcp_sendmsg), so there is \
+         nothing to rank or plot: no sample fell on the types' instructions during their \
+         experiments; speed up types the workload touches while it runs, or sample more \
+         often (--period)"
+    );
+    // Coz's format then has no experiment: what the warning is for.
+    let mut out = Vec::new();
+    write_coz(&report, &mut out).expect("writes");
+    let text = String::from_utf8(out).expect("utf-8");
+    assert!(!text.contains("experiment\t"), "{text}");
+}
+
+/// Experiments used, but too few speedups for a slope: the report says which type lacks what.
+#[test]
+fn no_slope_says_why_the_report_is_empty() {
+    let config = one_point(&[("short", 10), ("never", 5)]);
+    let planned = linear_experiments(1, 0, &[0, 50, 0, 50, 0], 0.5, 0.0, &mut Noise::new(3));
+    let report = analyze(&config, &example::records(&planned));
+    let empty = report.why_empty.clone().expect("nothing to rank");
+    assert_eq!(empty.reason, EmptyCausalReason::NoSlope);
+    assert_eq!(
+        empty.message,
+        "no type has a slope (short for kprobe:tcp_sendmsg: 2 distinct speedups, 3 needed), \
+         so there is nothing to rank: a slope needs a 0% baseline and 3 distinct virtual \
+         speedups (run the session for longer)"
+    );
+}
+
+/// A report with a slope is not empty.
+#[test]
+fn a_ranking_has_no_why_empty() {
+    let report = analyze(
+        &example::example_config(),
+        &example::records(&example::example_planned()),
+    );
+    assert_eq!(report.why_empty, None);
 }

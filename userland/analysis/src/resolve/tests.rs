@@ -778,3 +778,64 @@ fn objects_from_before_collection_resolve_through_their_page_owners() {
         Resolution::Slab { offset: 0x20, .. }
     ));
 }
+
+/// Pseudo-types by what the resolver names them; data types are not.
+#[test]
+fn pseudo_types_are_the_stack_regions_unnamed_percpu_memory_and_the_canary() {
+    let pseudo = [
+        (TypeKind::Stack, STACK_TYPE, "the kernel stacks"),
+        (
+            TypeKind::Region,
+            USER_MEMORY_TYPE,
+            "a region of memory, not one data type",
+        ),
+        (
+            TypeKind::Region,
+            STRUCT_PAGE_TYPE,
+            "a region of memory, not one data type",
+        ),
+        (
+            TypeKind::Region,
+            VMALLOC_TYPE,
+            "a region of memory, not one data type",
+        ),
+        (
+            TypeKind::Percpu,
+            PERCPU_STATIC_TYPE,
+            "per-CPU memory that no symbol names",
+        ),
+        (
+            TypeKind::Percpu,
+            PERCPU_DYNAMIC_TYPE,
+            "per-CPU memory that no symbol names",
+        ),
+        (
+            TypeKind::Percpu,
+            "percpu:fixed_percpu_data",
+            "the stack protector's canary",
+        ),
+        (
+            TypeKind::Percpu,
+            "percpu:__stack_chk_guard",
+            "the stack protector's canary",
+        ),
+        (
+            TypeKind::Global,
+            "global:__stack_chk_guard",
+            "the stack protector's canary",
+        ),
+    ];
+    for (kind, name, what) in pseudo {
+        assert_eq!(pseudo_type(kind, name), Some(what), "{name}");
+    }
+    for (kind, name) in [
+        (TypeKind::Slab, "task_struct"),
+        (TypeKind::Slab, "kmalloc-1k@__alloc_skb"),
+        (TypeKind::Slab, "stack"),
+        (TypeKind::Global, "global:jiffies"),
+        (TypeKind::Percpu, "percpu:runqueues"),
+        (TypeKind::Global, "global:fixed_percpu_data_users"),
+    ] {
+        assert_eq!(pseudo_type(kind, name), None, "{name}");
+    }
+}

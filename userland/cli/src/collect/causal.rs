@@ -51,8 +51,10 @@ pub struct CausalArgs {
     /// Latency mode: the mean time from the BEGIN point to the END point (Little's law).
     #[arg(long, value_name = "BEGIN,END", value_parser = parse_latency)]
     latency: Option<(ProgressPointSpec, ProgressPointSpec)>,
-    /// Types to speed up: `auto` (the --top most sampled types of the profiling phase), or
-    /// names as `dprof report` shows them, comma-separated.
+    /// Types to speed up: `auto` (the --top most sampled data types of the profiling phase,
+    /// skipping pseudo-types: the kernel stacks, regions such as `user memory`, `struct page`
+    /// and `vmalloc`, per-CPU memory no symbol names, the stack protector's canary), or names
+    /// as `dprof report` shows them, comma-separated (pseudo-types included).
     #[arg(long, value_name = "TYPES", default_value = "auto", value_parser = parse_types)]
     types: TypeChoice,
     /// With --types auto: how many of the most sampled types.

@@ -80,7 +80,12 @@ use dprof_analysis::views::DEFAULT_SIM_OBJECTS;
 /// in the data profile of the planning phase; then the experiments left out, by reason, and
 /// what the view could not see. --type NAME shows one type's program speedup per virtual
 /// speedup. --json prints the causal report; --format coz writes Coz's profile format
-/// (selected=TYPE), which Coz's viewer plots.
+/// (selected=TYPE), which Coz's viewer plots. A sped-up experiment during which no sample fell
+/// on the type's instructions inserted no delay and is discarded. When no type has a slope
+/// (every experiment discarded, or too few speedups), every format says why: a line in the
+/// text, why_empty in --json, a warning on stderr with --format coz (whose file would have
+/// nothing to plot); the output is still written, and the exit status is 3, so that a script
+/// can tell an empty ranking from a failure (1).
 ///
 /// Field names come from the vmlinux of the profiled kernel (--vmlinux, checked against the
 /// profile's build id) and, for modules, a directory of their .ko files (--debug-dir); without

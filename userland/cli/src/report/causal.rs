@@ -23,8 +23,12 @@ pub(super) fn run(args: &ReportArgs, profile: &Profile) -> anyhow::Result<ExitCo
         None => None,
     };
     let top = args.top.unwrap_or(DEFAULT_TOP);
-    to_stdout(|out| {
+    let written = to_stdout(|out| {
         if args.format == Format::Coz {
+            // The file then has nothing for Coz's viewer to plot, and says nothing itself.
+            if let Some(empty) = &report.why_empty {
+                eprintln!("dprof: warning: {}", empty.message);
+            }
             return dprof_export::coz::write_coz(&report, out);
         }
         if args.json {
@@ -32,6 +36,9 @@ pub(super) fn run(args: &ReportArgs, profile: &Profile) -> anyhow::Result<ExitCo
             return writeln!(out);
         }
         summary(&report, out)?;
+        if let Some(empty) = &report.why_empty {
+            writeln!(out, "nothing to rank: {}", empty.message)?;
+        }
         for analysis in &report.analyses {
             writeln!(out)?;
             match selected {
@@ -50,8 +57,17 @@ pub(super) fn run(args: &ReportArgs, profile: &Profile) -> anyhow::Result<ExitCo
         } else {
             notes_text(&report.unseen, out)
         }
+    })?;
+    Ok(if report.why_empty.is_some() {
+        ExitCode::from(EXIT_NOTHING_TO_RANK)
+    } else {
+        written
     })
 }
+
+/// The exit status of a causal view that ranks no type (its output says why): not 1, so that
+/// a script tells it from a failure.
+const EXIT_NOTHING_TO_RANK: u8 = 3;
 
 /// The index of the type `name` in the type table.
 fn find_type(report: &CausalReport, name: &str) -> anyhow::Result<usize> {

@@ -1,6 +1,7 @@
 use dprof_analysis::pipeline::{AccessStats, Analyzer, Options, SampledAccesses};
 use dprof_analysis::symbols::Kallsyms;
 use dprof_fixtures::data_profile as example;
+use dprof_model::{TypeKind, TypeProfile};
 
 use super::*;
 
@@ -148,7 +149,10 @@ fn a_type_never_sampled_or_no_type_at_all_is_a_clear_error() {
     assert!(text.contains(&names[0]), "names the sampled types: {text}");
     // The example's types have fewer than MIN_PLAN_SAMPLES samples each.
     let err = choose_types(&TypeChoice::Auto, 6, &report, &accesses).expect_err("too few");
-    assert!(err.to_string().contains("no type had 20 samples"), "{err}");
+    assert!(
+        err.to_string().contains("no data type had 20 samples"),
+        "{err}"
+    );
     // A named type whose instructions are all unknown is left out, and with nothing left
     // that is an error too.
     let err = choose_types(
@@ -159,6 +163,89 @@ fn a_type_never_sampled_or_no_type_at_all_is_a_clear_error() {
     )
     .expect_err("no instructions");
     assert!(err.to_string().contains("no type is left"), "{err}");
+}
+
+/// `--types auto` takes the most sampled data types and skips the pseudo-types ranked among
+/// them (saying which); named, a pseudo-type is taken.
+#[test]
+fn the_automatic_plan_skips_pseudo_types_unless_named() {
+    let (mut report, _) = example_report();
+    let template = report.data_profile.types[0].clone();
+    let ranked = [
+        ("stack", TypeKind::Stack, 900),
+        ("percpu:fixed_percpu_data", TypeKind::Percpu, 800),
+        ("user memory", TypeKind::Region, 700),
+        ("skbuff_head_cache", TypeKind::Slab, 600),
+        ("struct page", TypeKind::Region, 500),
+        ("percpu:(dynamic)", TypeKind::Percpu, 400),
+        ("global:jiffies", TypeKind::Global, 300),
+        ("vmalloc", TypeKind::Region, 200),
+        ("percpu:runqueues", TypeKind::Percpu, 100),
+    ];
+    report.data_profile.types = ranked
+        .iter()
+        .enumerate()
+        .map(|(i, &(name, kind, n))| TypeProfile {
+            rank: i + 1,
+            name: name.to_owned(),
+            kind,
+            cache: None,
+            site: None,
+            samples: n,
+            ..template.clone()
+        })
+        .collect();
+    let mut accesses = SampledAccesses::default();
+    for (i, &(name, _, n)) in ranked.iter().enumerate() {
+        accesses.insert(name, 0x100 * (i as u64 + 1), 0, samples(n));
+    }
+    let (chosen, notes) =
+        choose_types(&TypeChoice::Auto, 2, &report, &accesses).expect("two data types");
+    let names: Vec<&str> = chosen.iter().map(|t| t.spec.name.as_str()).collect();
+    assert_eq!(names, ["skbuff_head_cache", "global:jiffies"]);
+    assert_eq!(
+        notes,
+        [
+            "skipped pseudo-types, which no change to a data type makes faster: stack (the \
+          kernel stacks), percpu:fixed_percpu_data (the stack protector's canary), user memory \
+          (a region of memory, not one data type), struct page (a region of memory, not one \
+          data type), percpu:(dynamic) (per-CPU memory that no symbol names) (name them with \
+          --types to experiment on them)"
+        ]
+    );
+    // With room for more, every data type is taken, and only data types.
+    let (chosen, _) =
+        choose_types(&TypeChoice::Auto, 32, &report, &accesses).expect("three data types");
+    let names: Vec<&str> = chosen.iter().map(|t| t.spec.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["skbuff_head_cache", "global:jiffies", "percpu:runqueues"]
+    );
+    // Named, a pseudo-type is taken, with its instructions.
+    let asked = TypeChoice::Named(vec!["stack".to_owned(), "user memory".to_owned()]);
+    let (chosen, notes) = choose_types(&asked, 6, &report, &accesses).expect("named");
+    let ips: Vec<(&str, &[u64])> = chosen
+        .iter()
+        .map(|t| (t.spec.name.as_str(), t.ips.as_slice()))
+        .collect();
+    assert_eq!(
+        ips,
+        [("stack", &[0x100][..]), ("user memory", &[0x300][..])]
+    );
+    assert!(notes.is_empty(), "{notes:?}");
+    // Only pseudo-types sampled enough: a clear error that names them.
+    report.data_profile.types.retain(|t| t.name == "stack");
+    let err = choose_types(&TypeChoice::Auto, 6, &report, &accesses).expect_err("none left");
+    assert!(
+        err.to_string()
+            .contains("no data type had 20 samples or more in the profiling phase"),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("pseudo-types skipped: stack (the kernel stacks)"),
+        "{err}"
+    );
 }
 
 #[test]

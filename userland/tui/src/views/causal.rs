@@ -2,7 +2,7 @@
 //! slope of program speedup against virtual speedup, with the 95% interval, the flags and the
 //! data-profile rank; for the selected type, a chart of its experiments (program speedup
 //! against virtual speedup) with the fitted line; then the experiments left out and what the
-//! view could not see.
+//! view could not see. A report that ranks no type says why at the top.
 
 use dprof_model::causal::{Analysis, CausalReport, Fit, TypeSlope};
 use ratatui::buffer::Buffer;
@@ -54,10 +54,17 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     };
     let inner = frame(&title, area, buf);
     let width = usize::from(inner.width);
-    let top: Vec<Line> = wrap_at_most(&summary(causal, analysis), width, 2)
+    let mut top: Vec<Line> = wrap_at_most(&summary(causal, analysis), width, 2)
         .into_iter()
         .map(|l| Line::styled(l, DIM))
         .collect();
+    if let Some(empty) = &causal.why_empty {
+        top.extend(
+            wrap_at_most(&format!("nothing to rank: {}", empty.message), width, 4)
+                .into_iter()
+                .map(|l| Line::styled(l, WARN)),
+        );
+    }
     let wide = inner.width >= WIDE;
     let rows = analysis.types.len() as u16 + 1;
     let [top_area, rest] =

@@ -72,9 +72,21 @@ pub fn timed_out_report() -> Report {
 
 /// The causal example (`dprof_fixtures::causal`) after the data-profile example's
 /// records: types ranked by slope (`skbuff_head_cache` helps, `kmalloc-1k@__alloc_skb` is
-/// within noise, `task_struct` hurts, two never selected), four experiments discarded.
+/// within noise, `task_struct` hurts, two never selected), five experiments discarded.
 pub fn causal_report() -> Report {
     analyzed(dprof_fixtures::causal::profile_with_samples())
+}
+
+/// The causal report of `dprof_fixtures::causal::nothing_to_rank_planned`, in place of the
+/// causal example's: every experiment discarded, no type ranked.
+pub fn nothing_to_rank_report() -> Report {
+    use dprof_fixtures::causal as causal_example;
+    let mut report = causal_report();
+    report.causal = Some(dprof_analysis::causal::analyze(
+        &causal_example::example_config(),
+        &causal_example::records(&causal_example::nothing_to_rank_planned()),
+    ));
+    report
 }
 
 /// The views example (`dprof_fixtures::views`, the QEMU guest's caches): four slab types
