@@ -8,7 +8,7 @@ mod fixture;
 use dprof_tui::{App, Event, LoadEvent, View, MIN_HEIGHT, MIN_WIDTH};
 use fixture::{
     causal_report, draw, freed_elsewhere_report, history_report, ibs_report, press, report, screen,
-    timed_out_report, views_report, views_report_without_geometry, SOURCE,
+    shared_sets_report, timed_out_report, views_report, views_report_without_geometry, SOURCE,
 };
 use ratatui::crossterm::event::KeyCode;
 
@@ -107,6 +107,28 @@ fn working_set_of_the_views_example() {
     for (w, h) in SIZES {
         assert_screen("views_working_set_page", &app, w, h);
     }
+}
+
+/// The working set by set (`b`): the 8 L1d sets that `ss_skb` and `ss_page` share come first,
+/// flagged, each with both types and their allocation sites; `b` again gives the type back.
+#[test]
+fn working_set_by_set_of_the_shared_sets_example() {
+    let mut app = showing_type(shared_sets_report(), View::WorkingSet, "ss_skb");
+    press(&mut app, [KeyCode::Char('b')]);
+    assert!(app.working_set_by_set());
+    for (w, h) in SIZES {
+        assert_screen("shared_sets_working_set_by_set", &app, w, h);
+    }
+    let text = screen(&app, 160, 48);
+    assert!(
+        text.contains("⚑     0   4 lines  ss_page 2 (ss_page_alloc 2) · ss_skb 2 (ss_send_ack 1, ss_send_fin 1)"),
+        "{text}"
+    );
+    press(&mut app, [KeyCode::Char('b')]);
+    assert!(!app.working_set_by_set());
+    let mut app = showing_type(views_report_without_geometry(), View::WorkingSet, "vw_page");
+    press(&mut app, [KeyCode::Char('b')]);
+    assert!(screen(&app, 80, 24).contains("no sets without cache geometry"));
 }
 
 /// Without cache geometry, both views say what they cannot show and show the rest.
