@@ -272,6 +272,33 @@ fn working_set_by_set_text() {
     ));
     assert!(few.contains("... 61 more sets (--top N"), "{few}");
     assert!(!few.contains("ss_page_alloc"), "{few}");
+    // The views example: the sweep fills every L1d set, so no set is conflicted for all types
+    // together, but the pages' own histogram flags the sets of their stride, which lead.
+    let example = example_dir();
+    let pages = stdout_of(&dprof(
+        example.path(),
+        &[
+            "report",
+            "v.dprof",
+            "--view",
+            "working-set",
+            "--by-set",
+            "--top",
+            "1",
+        ],
+    ));
+    let squeezed: Vec<String> = pages
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert!(
+        squeezed.contains(&"0 8 vw_page 4 4 flagged vw_alloc 4".to_owned()),
+        "{pages}"
+    );
+    assert!(
+        squeezed.contains(&"vw_sweep 4 4 vw_alloc 4".to_owned()),
+        "{pages}"
+    );
 }
 
 #[test]
@@ -292,19 +319,19 @@ fn working_set_by_set_as_csv() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
-        Some("level,set,set_lines,conflicted,type,objects,type_lines,site,site_objects,paths")
+        Some("level,set,set_lines,conflicted,type,objects,type_lines,type_flagged,site,site_objects,paths")
     );
     let rows: Vec<&str> = lines.collect();
     // L1d: 8 shared sets x (1 page site + 2 skb sites) + 63 spread sets; as many in L2; L3
     // has 95 sets of one object each.
     assert_eq!(rows.len(), 2 * (8 * 3 + 63) + 95, "{csv}");
-    assert_eq!(rows[0], "L1d,0,4,yes,ss_page,2,2,ss_page_alloc,2,");
+    assert_eq!(rows[0], "L1d,0,4,yes,ss_page,2,2,no,ss_page_alloc,2,");
     assert!(
-        rows[1].starts_with("L1d,0,4,yes,ss_skb,2,2,ss_send_ack,1,")
+        rows[1].starts_with("L1d,0,4,yes,ss_skb,2,2,no,ss_send_ack,1,")
             && rows[1].ends_with(":ss_send_ack > vw_read_a > vw_free"),
         "{csv}"
     );
-    assert_eq!(rows[24], "L1d,1,1,no,ss_spread,1,1,ss_spread_alloc,1,");
+    assert_eq!(rows[24], "L1d,1,1,no,ss_spread,1,1,no,ss_spread_alloc,1,");
     golden("working_set_by_set.csv", &csv);
 }
 

@@ -180,8 +180,9 @@ pub struct LevelSets {
     /// Sets holding more lines than `ways` and at least twice the mean, all types together
     /// ([`is_conflicted`]); all of them are counted, listed or not.
     pub conflicted_sets: u64,
-    /// Occupied sets, conflicted first, then by lines (most first), then by index; at most
-    /// a bounded number, the rest counted in `sets_left_out`.
+    /// Occupied sets, conflicted first, then those a type's own histogram flags
+    /// ([`SetType::flagged`]), then by lines (most first), then by index; at most a bounded
+    /// number, the rest counted in `sets_left_out`.
     pub occupied: Vec<SetOccupants>,
     /// Occupied sets not in `occupied` (the least busy).
     pub sets_left_out: u64,
@@ -209,6 +210,10 @@ pub struct SetType {
     pub objects: u64,
     /// Distinct lines of the type in the set.
     pub lines: u64,
+    /// Whether the type's own histogram flags the set (its lines alone, at its own peak:
+    /// [`SetHistogram::flagged_sets`]), whether or not the set is conflicted for all types.
+    #[serde(default)]
+    pub flagged: bool,
     /// Where those objects were allocated, most objects first, then by function.
     pub sites: Vec<ArrivalSite>,
 }

@@ -126,6 +126,15 @@ fn working_set_by_set_of_the_shared_sets_example() {
     );
     press(&mut app, [KeyCode::Char('b')]);
     assert!(!app.working_set_by_set());
+    // The views example: the pages' own histogram flags their stride's sets, not conflicted
+    // for all types together (the sweep fills every set).
+    let mut app = showing_type(views_report(), View::WorkingSet, "vw_page");
+    press(&mut app, [KeyCode::Char('b')]);
+    let text = screen(&app, 160, 48);
+    assert!(
+        text.contains("      0   8 lines  vw_page 4 ⚑ (vw_alloc 4) · vw_sweep 4 (vw_alloc 4)"),
+        "{text}"
+    );
     let mut app = showing_type(views_report_without_geometry(), View::WorkingSet, "vw_page");
     press(&mut app, [KeyCode::Char('b')]);
     assert!(screen(&app, 80, 24).contains("no sets without cache geometry"));

@@ -6,7 +6,10 @@
 //!
 //! A set is conflicted by the paper's rule applied to all types together: more lines than
 //! ways, and at least twice the level's mean lines per set. The per-type flags of the
-//! histograms apply the rule to one type at its own peak; a set can be one and not the other.
+//! histograms apply the rule to one type at its own peak; a set can be one and not the other
+//! (a type crowding a few sets while another fills every set evenly), so each type in a set
+//! also says whether its own histogram flags the set, and such sets come next after the
+//! conflicted ones.
 //!
 //! "Path" here is what the profile can back: every object's allocation site is recorded, so
 //! the sites are exact for the very objects in the set; which functions an object then passes
@@ -39,6 +42,13 @@ struct Placed {
     line: u64,
 }
 
+/// A level of the model, its index, and its peak.
+struct LevelAt<'m> {
+    level: &'m CacheLevel,
+    index: usize,
+    peak_time_ns: u64,
+}
+
 /// Every level's sets.
 pub(super) fn report(
     report: &Report,
@@ -52,22 +62,20 @@ pub(super) fn report(
         .levels
         .iter()
         .zip(&layout.working_set)
-        .map(|(level, peak)| {
+        .enumerate()
+        .map(|(level_index, (level, peak))| {
             let placed = placed_lines(recorded, layout, level, peak.time_ns);
-            level_sets(
-                report,
-                recorded,
-                layout,
+            let at = LevelAt {
                 level,
-                peak.time_ns,
-                &placed,
-                &mut |site| {
-                    site_names
-                        .entry(site)
-                        .or_insert_with(|| function_of(symbols, site).0)
-                        .clone()
-                },
-            )
+                index: level_index,
+                peak_time_ns: peak.time_ns,
+            };
+            level_sets(report, recorded, layout, &at, &placed, &mut |site| {
+                site_names
+                    .entry(site)
+                    .or_insert_with(|| function_of(symbols, site).0)
+                    .clone()
+            })
         })
         .collect()
 }
@@ -112,11 +120,19 @@ fn level_sets(
     report: &Report,
     recorded: &Recorded,
     layout: &Layout,
-    level: &CacheLevel,
-    peak_time_ns: u64,
+    at: &LevelAt<'_>,
     placed: &[Placed],
     site_name: &mut dyn FnMut(u64) -> String,
 ) -> LevelSets {
+    let level = at.level;
+    // Whether a type's own histogram flags `set`.
+    let flagged_for = |type_index: usize, set: u64| {
+        layout
+            .types
+            .get(type_index)
+            .and_then(|t| t.levels.get(at.index))
+            .is_some_and(|l| l.is_flagged(set))
+    };
     // (set, distinct lines, its entries in `placed`).
     let groups: Vec<(u64, u64, &[Placed])> = placed
         .chunk_by(|a, b| a.set == b.set)
@@ -128,28 +144,40 @@ fn level_sets(
         .collect();
     let lines: u64 = groups.iter().map(|g| g.1).sum();
     let mean = lines as f64 / level.sets as f64;
-    let mut ranked: Vec<(bool, u64, u64, &[Placed])> = groups
+    let mut ranked: Vec<Ranked<'_>> = groups
         .into_iter()
-        .map(|(set, n, group)| (is_conflicted(n, level.ways, mean), n, set, group))
+        .map(|(set, lines, group)| Ranked {
+            conflicted: is_conflicted(lines, level.ways, mean),
+            flagged: group.iter().any(|p| flagged_for(p.type_index, set)),
+            lines,
+            set,
+            group,
+        })
         .collect();
-    ranked.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
-    let conflicted_sets = ranked.iter().filter(|r| r.0).count() as u64;
+    ranked.sort_by(|a, b| {
+        (b.conflicted, b.flagged, b.lines)
+            .cmp(&(a.conflicted, a.flagged, a.lines))
+            .then(a.set.cmp(&b.set))
+    });
+    let conflicted_sets = ranked.iter().filter(|r| r.conflicted).count() as u64;
     let occupied_sets = ranked.len() as u64;
     let occupied = ranked
         .iter()
         .take(MAX_SETS_LISTED)
-        .map(|&(conflicted, lines, set, group)| SetOccupants {
-            set,
-            lines,
-            conflicted,
-            types: set_types(report, recorded, layout, group, site_name),
+        .map(|r| SetOccupants {
+            set: r.set,
+            lines: r.lines,
+            conflicted: r.conflicted,
+            types: set_types(report, recorded, layout, r.group, site_name, &|t| {
+                flagged_for(t, r.set)
+            }),
         })
         .collect::<Vec<_>>();
     LevelSets {
         level: level.name.clone(),
         sets: level.sets,
         ways: level.ways,
-        peak_time_ns,
+        peak_time_ns: at.peak_time_ns,
         lines,
         mean_lines_per_set: mean,
         occupied_sets,
@@ -159,18 +187,32 @@ fn level_sets(
     }
 }
 
-/// The types of one set's entries (sorted by type, object, line).
+/// An occupied set, as it is ranked.
+struct Ranked<'p> {
+    conflicted: bool,
+    /// A type's own histogram flags it.
+    flagged: bool,
+    lines: u64,
+    set: u64,
+    /// Its entries in the level's [`Placed`] lines.
+    group: &'p [Placed],
+}
+
+/// The types of one set's entries (sorted by type, object, line); `flagged(type_index)`:
+/// whether the type's own histogram flags the set.
 fn set_types(
     report: &Report,
     recorded: &Recorded,
     layout: &Layout,
     group: &[Placed],
     site_name: &mut dyn FnMut(u64) -> String,
+    flagged: &dyn Fn(usize) -> bool,
 ) -> Vec<SetType> {
     let mut types: Vec<SetType> = group
         .chunk_by(|a, b| a.type_index == b.type_index)
         .filter_map(|of_type| {
-            let t = layout.types.get(of_type.first()?.type_index)?;
+            let type_index = of_type.first()?.type_index;
+            let t = layout.types.get(type_index)?;
             let mut objects: Vec<u32> = of_type.iter().map(|p| p.object).collect();
             objects.dedup();
             let mut by_site: FxHashMap<u64, u64> = FxHashMap::default();
@@ -209,6 +251,7 @@ fn set_types(
                 name: t.name.clone(),
                 objects: objects.len() as u64,
                 lines: distinct(of_type.iter().map(|p| p.line).collect()),
+                flagged: flagged(type_index),
                 sites,
             })
         })

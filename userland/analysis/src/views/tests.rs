@@ -536,6 +536,8 @@ fn sets_list_the_types_sharing_them_and_where_their_objects_came_from() {
     };
     for set in l1.occupied.iter().filter(|s| s.conflicted) {
         assert_eq!(set.lines, 4, "set {}", set.set);
+        // Two lines of each type fit the 2 ways: only both types together conflict.
+        assert!(set.types.iter().all(|t| !t.flagged), "set {}", set.set);
         let types: Vec<(&str, u64, u64)> = set
             .types
             .iter()
@@ -690,4 +692,14 @@ fn a_level_with_more_occupied_sets_than_listed_counts_the_rest() {
         .map(|t| (t.name.as_str(), t.objects, t.lines))
         .collect();
     assert_eq!(types, [(PAGE, 4, 4), (SWEEP, 4, 4)]);
+    let flagged: Vec<bool> = first.types.iter().map(|t| t.flagged).collect();
+    assert_eq!(
+        flagged,
+        [true, false],
+        "the pages' own histogram flags the set"
+    );
+    // The 8 sets the pages' histogram flags come first, though every set holds 4 lines or more.
+    let leading: Vec<u64> = l1.occupied.iter().take(8).map(|s| s.set).collect();
+    assert_eq!(leading, (0..8).map(|k| k * 64).collect::<Vec<_>>());
+    assert!(!l1.occupied[8].types.iter().any(|t| t.flagged));
 }

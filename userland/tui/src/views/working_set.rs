@@ -81,11 +81,14 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
 fn render_sets(ws: &WorkingSetReport, selected: &str, area: Rect, buf: &mut Buffer) {
     let [title, area] = Layout::vertical([Constraint::Length(2), Constraint::Fill(1)]).areas(area);
     Paragraph::new(vec![
-        Line::raw(""),
         Line::from(vec![
             Span::styled("Sets by the types in them", HEADING),
-            Span::styled(" (at each level's peak; ⚑ conflicted; b: the type)", DIM),
+            Span::styled(" at each level's peak (b: the type)", DIM),
         ]),
+        Line::styled(
+            "⚑ before a set: conflicted; after a type: its own histogram flags the set",
+            DIM,
+        ),
     ])
     .render(title, buf);
     if ws.by_set.is_empty() {
@@ -165,6 +168,9 @@ fn set_line(set: &SetOccupants, selected: &str) -> Line<'static> {
         };
         spans.push(Span::styled(t.name.clone(), style));
         spans.push(Span::raw(format!(" {}", t.objects)));
+        if t.flagged {
+            spans.push(Span::styled(" ⚑", WARN));
+        }
         let sites: Vec<String> = t
             .sites
             .iter()

@@ -1,6 +1,7 @@
 //! `dprof report --view working-set --by-set`: per cache level, the associativity sets by the
 //! types whose lines they hold at the level's peak, conflicted first, each type with its
-//! distinct objects and the allocation sites they came from; then the paths of those sites.
+//! distinct objects, whether its own histogram flags the set, and the allocation sites the
+//! objects came from; then the paths of those sites.
 
 use std::io::{self, Write};
 
@@ -68,6 +69,7 @@ pub(super) fn text(
             ("type", false),
             ("objects", true),
             ("its lines", true),
+            ("", false),
             ("allocated in (objects)", false),
         ]);
         for set in sets.iter().take(top) {
@@ -92,6 +94,11 @@ pub(super) fn text(
                     t.name.clone(),
                     t.objects.to_string(),
                     t.lines.to_string(),
+                    if t.flagged {
+                        "flagged".to_owned()
+                    } else {
+                        String::new()
+                    },
                     sites_text(t),
                 ]);
                 for s in &t.sites {
@@ -193,7 +200,7 @@ pub(super) fn csv(
 ) -> io::Result<()> {
     writeln!(
         out,
-        "level,set,set_lines,conflicted,type,objects,type_lines,site,site_objects,paths"
+        "level,set,set_lines,conflicted,type,objects,type_lines,type_flagged,site,site_objects,paths"
     )?;
     for level in &ws.by_set {
         for set in shown_sets(level, only) {
@@ -215,7 +222,7 @@ pub(super) fn csv(
                         .collect();
                     writeln!(
                         out,
-                        "{},{},{},{},{},{},{},{},{},{}",
+                        "{},{},{},{},{},{},{},{},{},{},{}",
                         level.level,
                         set.set,
                         set.lines,
@@ -223,6 +230,7 @@ pub(super) fn csv(
                         csv_field(&t.name),
                         t.objects,
                         t.lines,
+                        if t.flagged { "yes" } else { "no" },
                         csv_field(&s.function),
                         s.objects,
                         csv_field(&paths.join("; "))
