@@ -592,9 +592,8 @@ fn sets_list_the_types_sharing_them_and_where_their_objects_came_from() {
     );
     assert_eq!(spread.types[0].sites[0].function, SPREAD_ALLOC);
     assert!(
-        ws.notes
-            .iter()
-            .any(|n| n.starts_with("by set: objects arrive through")),
+        ws.notes.iter().any(|n| n.starts_with("by set: ")
+            && n.contains("objects arrive through their allocation sites")),
         "{:?}",
         ws.notes
     );

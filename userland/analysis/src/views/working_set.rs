@@ -102,16 +102,18 @@ pub(super) fn report(
 
 /// What the sets' paths are, and how many sets each level listed.
 fn by_set_note(report: &Report, by_set: &[LevelSets]) -> String {
+    let lines = "by set: a set holds the touched lines of the objects live at the level's peak \
+                 (from the address set, as the histograms), not what the LRU simulation kept";
     let paths = if report
         .histories
         .as_ref()
         .is_some_and(|h| !h.types.is_empty())
     {
-        "by set: objects arrive through their allocation sites (exact); a site's paths are \
-         the path traces of its type's watched objects allocated there, not those of the \
-         set's own objects"
+        "objects arrive through their allocation sites (exact); a site's paths are the path \
+         traces of its type's watched objects allocated there, not those of the set's own \
+         objects"
     } else {
-        "by set: the profile has no object access histories, so the objects' paths are their \
+        "the profile has no object access histories, so the objects' paths are their \
          allocation sites only (collect --histories for the functions they pass through)"
     };
     let left_out: Vec<String> = by_set
@@ -120,10 +122,10 @@ fn by_set_note(report: &Report, by_set: &[LevelSets]) -> String {
         .map(|l| format!("{} {}", l.level, l.sets_left_out))
         .collect();
     if left_out.is_empty() {
-        paths.to_owned()
+        format!("{lines}; {paths}")
     } else {
         format!(
-            "{paths}; the least busy occupied sets are left out beyond {} per level: {}",
+            "{lines}; {paths}; the least busy occupied sets are left out beyond {} per level: {}",
             super::by_set::MAX_SETS_LISTED,
             left_out.join(", ")
         )
