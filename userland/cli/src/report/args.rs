@@ -66,12 +66,13 @@ use dprof_analysis::views::DEFAULT_SIM_OBJECTS;
 /// first (more lines than ways and at least twice the mean, all types together), then the
 /// sets a type's own histogram flags, then by lines: each set's types with their distinct
 /// objects and lines, "flagged" where the type's own histogram flags the set, and the
-/// functions that allocated those objects; then the path traces (collect --histories) of watched objects
-/// allocated in those functions, or a line saying the profile has none. --top N sets per
-/// level (10 by default); the analysis lists at most 256 per level, the busiest, and counts
-/// the rest. --type NAME keeps the sets holding that type. --format csv prints one row per
-/// level, set, type and allocation site (level, set, set_lines, conflicted, type, objects,
-/// type_lines, type_flagged, site, site_objects, paths); --json has them as working_set.by_set.
+/// functions that allocated those objects; then the path traces (collect --histories) of
+/// watched objects allocated in those functions, or a line saying the profile has none.
+/// --top N sets per level (10 by default); the analysis lists at most 256 per level, the
+/// busiest, and counts the rest. --type NAME keeps the sets holding that type. --format csv
+/// prints one row per level, set, type and allocation site (level, set, set_lines,
+/// conflicted, type, objects, type_lines, type_flagged, site, site_objects, paths); --json
+/// has them as working_set.by_set.
 ///
 /// Both views use the cache geometry in the profile (sysfs of the profiled machine); --cache
 /// NAME=SIZE/WAYS/LINE[,...] replaces or adds levels for what-if analysis: NAME is L1d, L2,
@@ -171,7 +172,8 @@ pub(super) enum View {
     DataFlow,
     /// Why each type's accesses miss: sharing, conflict, capacity (section 3.3).
     Misses,
-    /// Live objects over time, cache residency and set histograms per type (section 3.2).
+    /// Live objects over time, cache residency and set histograms per type; --by-set: the
+    /// types of each set (section 3.2).
     WorkingSet,
     /// Types ranked by their effect on progress in causal experiments.
     Causal,
