@@ -1204,7 +1204,7 @@ fn replay_alloc(resolver: &mut Resolver<'_>, st: &mut State, time: u64, cpu: u32
     };
     if let Some(views) = st.views.as_deref_mut() {
         if let Some(obj) = resolver.objects().get(slot) {
-            views.alloc(obj);
+            views.alloc(obj, alloc.call_site);
         }
     }
     st.live = st.live.saturating_sub(replaced) + 1;

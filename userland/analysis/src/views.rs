@@ -6,7 +6,8 @@
 //! histories (second pass) ─────────────────────────────▶ history accesses in time order
 //!   ──▶ layout: each type's lines (object bases + the offsets its samples and histories touch)
 //!        per set and level, at the type's peak ──▶ conflict flags, capacity, histograms
-//!   ──▶ working set: live objects over time (exact), cache simulation (resident lines)
+//!   ──▶ working set: live objects over time (exact), cache simulation (resident lines),
+//!        the types and allocation sites each set holds at the level's peak
 //!   ──▶ misses: history accesses classified (true / false sharing, cannot tell), then each
 //!        sample: sharing, else conflict, else capacity, else unclassified
 //! ```
@@ -19,6 +20,7 @@
 //! Every number is reproducible: the simulation draws its objects and paths from a seeded
 //! generator ([`ViewOptions::seed`]).
 
+mod by_set;
 mod layout;
 mod live;
 mod misses;
@@ -67,7 +69,7 @@ pub fn compute(
     }
     let layout = layout::Layout::new(report, recorded, histories, &model, options.time_points);
     report.working_set = Some(working_set::report(
-        report, recorded, &layout, &model, options,
+        report, recorded, &layout, &model, options, symbols,
     ));
     report.misses = Some(misses::report(
         report,

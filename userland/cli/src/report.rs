@@ -40,6 +40,9 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     if args.format == Format::Csv && args.view != View::WorkingSet {
         bail!("--format csv goes with --view working-set");
     }
+    if args.by_set && args.view != View::WorkingSet {
+        bail!("--by-set goes with --view working-set");
+    }
     if args.format == Format::Coz && args.view != View::Causal {
         bail!("--format coz goes with --view causal");
     }

@@ -201,12 +201,177 @@ fn working_set_histograms_as_csv() {
     );
 }
 
+fn shared_sets_dir() -> tempfile::TempDir {
+    dir_with(&[("s.dprof", dprof_fixtures::shared_sets::profile())])
+}
+
+/// The shared-sets example: the 8 L1d sets its two page-aligned types share come first, each
+/// with both types, their objects and sites; `--top` caps the sets with a line saying how to
+/// see the rest.
+#[test]
+fn working_set_by_set_text() {
+    let dir = shared_sets_dir();
+    let text = stdout_of(&dprof(
+        dir.path(),
+        &["report", "s.dprof", "--view", "working-set", "--by-set"],
+    ));
+    let squeezed: Vec<String> = text
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    let at = |needle: &str| {
+        squeezed
+            .iter()
+            .position(|l| l.starts_with(needle))
+            .unwrap_or_else(|| panic!("{needle}: {text}"))
+    };
+    let l1 = at("L1d sets at the level's peak");
+    assert!(squeezed[l1].ends_with("2 ways; 8 conflicted"), "{text}");
+    assert_eq!(
+        squeezed[l1 + 2],
+        "0 4 conflicted ss_page 2 2 ss_page_alloc 2",
+        "{text}"
+    );
+    assert_eq!(
+        squeezed[l1 + 3],
+        "ss_skb 2 2 ss_send_ack 1, ss_send_fin 1",
+        "{text}"
+    );
+    assert_eq!(
+        squeezed[l1 + 4],
+        "64 4 conflicted ss_page 2 2 ss_page_alloc 2",
+        "{text}"
+    );
+    // 8 shared sets and 2 of the 63 spread ones: 10 per level by default.
+    assert!(
+        squeezed.contains(
+            &"... 61 more sets (--top N shows more; --json and --format csv have them all)"
+                .to_owned()
+        ),
+        "{text}"
+    );
+    assert!(
+        squeezed.contains(&"ss_skb from ss_send_fin: path 1 (1 history, 50.0%): ss_send_fin > vw_write_a > vw_free".to_owned())
+            || squeezed.contains(&"ss_skb from ss_send_fin: path 2 (1 history, 50.0%): ss_send_fin > vw_write_a > vw_free".to_owned()),
+        "{text}"
+    );
+    golden("working_set_by_set.txt", &without_timing(&text));
+    let few = stdout_of(&dprof(
+        dir.path(),
+        &[
+            "report",
+            "s.dprof",
+            "--view",
+            "working-set",
+            "--by-set",
+            "--top",
+            "2",
+            "--type",
+            dprof_fixtures::shared_sets::SPREAD,
+        ],
+    ));
+    assert!(few.contains("... 61 more sets (--top N"), "{few}");
+    assert!(!few.contains("ss_page_alloc"), "{few}");
+    // The views example: the sweep fills every L1d set, so no set is conflicted for all types
+    // together, but the pages' own histogram flags the sets of their stride, which lead.
+    let example = example_dir();
+    let pages = stdout_of(&dprof(
+        example.path(),
+        &[
+            "report",
+            "v.dprof",
+            "--view",
+            "working-set",
+            "--by-set",
+            "--top",
+            "1",
+        ],
+    ));
+    let squeezed: Vec<String> = pages
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert!(
+        squeezed.contains(&"0 8 vw_page 4 4 flagged vw_alloc 4".to_owned()),
+        "{pages}"
+    );
+    assert!(
+        squeezed.contains(&"vw_sweep 4 4 vw_alloc 4".to_owned()),
+        "{pages}"
+    );
+}
+
+#[test]
+fn working_set_by_set_as_csv() {
+    let dir = shared_sets_dir();
+    let csv = stdout_of(&dprof(
+        dir.path(),
+        &[
+            "report",
+            "s.dprof",
+            "--view",
+            "working-set",
+            "--by-set",
+            "--format",
+            "csv",
+        ],
+    ));
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("level,set,set_lines,conflicted,type,objects,type_lines,type_flagged,site,site_objects,paths")
+    );
+    let rows: Vec<&str> = lines.collect();
+    // L1d: 8 shared sets x (1 page site + 2 skb sites) + 63 spread sets; as many in L2; L3
+    // has 95 sets of one object each.
+    assert_eq!(rows.len(), 2 * (8 * 3 + 63) + 95, "{csv}");
+    assert_eq!(rows[0], "L1d,0,4,yes,ss_page,2,2,no,ss_page_alloc,2,");
+    assert!(
+        rows[1].starts_with("L1d,0,4,yes,ss_skb,2,2,no,ss_send_ack,1,")
+            && rows[1].ends_with(":ss_send_ack > vw_read_a > vw_free"),
+        "{csv}"
+    );
+    assert_eq!(rows[24], "L1d,1,1,no,ss_spread,1,1,no,ss_spread_alloc,1,");
+    golden("working_set_by_set.csv", &csv);
+}
+
+#[test]
+fn by_set_goes_with_the_working_set_view() {
+    let dir = shared_sets_dir();
+    let out = dprof(dir.path(), &["report", "s.dprof", "--by-set"]);
+    assert_eq!(
+        one_line_error(&out),
+        "dprof: error: --by-set goes with --view working-set\n"
+    );
+}
+
 #[test]
 fn json_has_both_views_and_type_narrows_them() {
     let dir = example_dir();
     let text = stdout_of(&dprof(dir.path(), &["report", "v.dprof", "--json"]));
-    golden("views.json", &steady_json(&text));
     let all: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    // The golden file keeps the first sets of each level: hundreds are listed.
+    let mut shown: serde_json::Value =
+        serde_json::from_str(&steady_json(&text)).expect("valid JSON");
+    for level in shown["working_set"]["by_set"]
+        .as_array_mut()
+        .expect("by_set")
+    {
+        level["occupied"]
+            .as_array_mut()
+            .expect("occupied")
+            .truncate(3);
+    }
+    golden(
+        "views.json",
+        &(serde_json::to_string_pretty(&shown).expect("serializes") + "\n"),
+    );
+    assert_eq!(
+        all["working_set"]["by_set"][2]["occupied"]
+            .as_array()
+            .map(Vec::len),
+        Some(256)
+    );
     assert_eq!(all["misses"]["inferred"], true);
     assert_eq!(all["misses"]["types"].as_array().map(Vec::len), Some(4));
     assert_eq!(
@@ -427,6 +592,8 @@ fn help_explains_the_views_and_the_cache_syntax() {
         "L1d=48K/12/64,L2=2M/16/64",
         "--sim-objects <N>",
         "--format csv prints the histograms",
+        "--view working-set --by-set shows",
+        "--by-set",
     ] {
         assert!(help.contains(needle), "{needle}: {help}");
     }

@@ -339,6 +339,24 @@ pub struct PathTrace {
     pub elements: Vec<PathElement>,
 }
 
+impl PathTrace {
+    /// The functions it passes through: the allocating one, those of its accesses (a run of
+    /// accesses in one function named once), the freeing one.
+    #[must_use]
+    pub fn functions(&self) -> Vec<&str> {
+        let mut out = vec![self.alloc_function.as_str()];
+        for e in &self.elements {
+            if out.last() != Some(&e.function.as_str()) {
+                out.push(&e.function);
+            }
+        }
+        if out.last() != Some(&self.end.as_str()) {
+            out.push(&self.end);
+        }
+        out
+    }
+}
+
 /// How fast new paths stopped appearing (the paper found 30 to 100 histories enough).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Convergence {

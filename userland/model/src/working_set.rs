@@ -20,6 +20,10 @@ pub struct WorkingSetReport {
     pub types: Vec<TypeWorkingSet>,
     /// What the cache simulation did.
     pub simulation: SimulationStats,
+    /// Per level, which types' lines each associativity set holds at the level's peak, and
+    /// from where the objects came; empty without geometry.
+    #[serde(default)]
+    pub by_set: Vec<LevelSets>,
 }
 
 impl WorkingSetReport {
@@ -27,6 +31,12 @@ impl WorkingSetReport {
     #[must_use]
     pub fn find_type(&self, name: &str) -> Option<&TypeWorkingSet> {
         self.types.iter().find(|t| t.name == name)
+    }
+
+    /// The sets of the level named `level`.
+    #[must_use]
+    pub fn level_sets(&self, level: &str) -> Option<&LevelSets> {
+        self.by_set.iter().find(|l| l.level == level)
     }
 }
 
@@ -144,4 +154,80 @@ pub struct SimulationStats {
     /// The seed of its random choices.
     #[serde(default)]
     pub seed: u64,
+}
+
+/// One level's associativity sets by the types whose lines they hold (paper section 3.2: "which
+/// types an associativity set holds and the number of distinct instances of each"), at the
+/// level's peak: the moment the live objects of every type with known lines touched the most
+/// lines together. A type's lines are those its samples and histories touched (see
+/// [`TypeWorkingSet::touched_ranges`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LevelSets {
+    /// The level.
+    pub level: String,
+    /// Its sets.
+    pub sets: u64,
+    /// Its ways.
+    pub ways: u32,
+    /// The level's peak (ns).
+    pub peak_time_ns: u64,
+    /// Distinct lines of all types at the peak.
+    pub lines: u64,
+    /// `lines / sets`.
+    pub mean_lines_per_set: f64,
+    /// Sets holding at least one line.
+    pub occupied_sets: u64,
+    /// Sets holding more lines than `ways` and at least twice the mean, all types together
+    /// ([`is_conflicted`]); all of them are counted, listed or not.
+    pub conflicted_sets: u64,
+    /// Occupied sets, conflicted first, then those a type's own histogram flags
+    /// ([`SetType::flagged`]), then by lines (most first), then by index; at most a bounded
+    /// number, the rest counted in `sets_left_out`.
+    pub occupied: Vec<SetOccupants>,
+    /// Occupied sets not in `occupied` (the least busy).
+    pub sets_left_out: u64,
+}
+
+/// One associativity set at its level's peak.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SetOccupants {
+    /// The set's index.
+    pub set: u64,
+    /// Distinct lines in it, all types together.
+    pub lines: u64,
+    /// Whether it is conflicted (see [`LevelSets::conflicted_sets`]).
+    pub conflicted: bool,
+    /// The types with lines in it, most lines first, then by name.
+    pub types: Vec<SetType>,
+}
+
+/// One type's share of a set.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SetType {
+    /// As the data profile names it.
+    pub name: String,
+    /// Distinct objects of the type with a line in the set.
+    pub objects: u64,
+    /// Distinct lines of the type in the set.
+    pub lines: u64,
+    /// Whether the type's own histogram flags the set (its lines alone, at its own peak:
+    /// [`SetHistogram::flagged_sets`]), whether or not the set is conflicted for all types.
+    #[serde(default)]
+    pub flagged: bool,
+    /// Where those objects were allocated, most objects first, then by function.
+    pub sites: Vec<ArrivalSite>,
+}
+
+/// The allocation site through which some of a set's objects arrived.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ArrivalSite {
+    /// The function of the allocation's call site (an address when no symbol names it).
+    pub function: String,
+    /// Objects of the type in the set allocated there.
+    pub objects: u64,
+    /// The type's path traces (indices into its [`crate::histories::TypeHistories::paths`])
+    /// that start with an allocation in this function, most frequent first: the paths that
+    /// watched objects from this site took, not necessarily these objects' own. Empty when
+    /// the profile has no such history.
+    pub paths: Vec<usize>,
 }

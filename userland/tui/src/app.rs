@@ -58,6 +58,9 @@ pub struct App {
     misses: ViewTypesState,
     /// The working-set view's type list.
     working_set: ViewTypesState,
+    /// Whether the working-set view shows the cache sets by their types rather than the
+    /// selected type (`b` toggles).
+    working_set_by_set: bool,
     /// The causal view's analysis and ranking selection.
     causal: CausalState,
     /// The function the data flow view was opened at (Enter on a function of a type).
@@ -82,6 +85,7 @@ impl App {
             data_flow: DataFlowState::default(),
             misses: ViewTypesState::default(),
             working_set: ViewTypesState::default(),
+            working_set_by_set: false,
             causal: CausalState::default(),
             data_flow_function: None,
             help: false,
@@ -217,6 +221,10 @@ impl App {
                 if key.code == KeyCode::Enter {
                     return self.open_selected_node();
                 }
+            }
+            View::WorkingSet if key.code == KeyCode::Char('b') => {
+                self.working_set_by_set = !self.working_set_by_set;
+                return EventState::Consumed;
             }
             View::MissClassification | View::WorkingSet => return self.handle_type_list_key(key),
             View::Causal => return self.handle_causal_key(key),
@@ -470,6 +478,12 @@ impl App {
     #[must_use]
     pub const fn working_set(&self) -> &ViewTypesState {
         &self.working_set
+    }
+
+    /// Whether the working-set view shows the cache sets by their types (`b`).
+    #[must_use]
+    pub const fn working_set_by_set(&self) -> bool {
+        self.working_set_by_set
     }
 
     /// The type selected in `view`'s own type list (miss classification, working set).

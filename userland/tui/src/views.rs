@@ -174,8 +174,28 @@ fn status_keys(app: &App) -> &'static [(&'static str, &'static str)] {
                 ("q", "quit"),
             ]
         }
-        (Some(_), view @ (View::MissClassification | View::WorkingSet))
-            if app.view_type(view).is_some() =>
+        (Some(_), View::WorkingSet)
+            if app.view_type(View::WorkingSet).is_some() && app.working_set_by_set() =>
+        {
+            &[
+                ("↑↓", "type"),
+                ("Enter", "open"),
+                ("b", "type"),
+                ("Tab", "view"),
+                ("?", "help"),
+                ("q", "quit"),
+            ]
+        }
+        (Some(_), View::WorkingSet) if app.view_type(View::WorkingSet).is_some() => &[
+            ("↑↓", "type"),
+            ("Enter", "open"),
+            ("b", "sets"),
+            ("Tab", "view"),
+            ("?", "help"),
+            ("q", "quit"),
+        ],
+        (Some(_), View::MissClassification)
+            if app.view_type(View::MissClassification).is_some() =>
         {
             &[
                 ("↑↓", "type"),

@@ -8,8 +8,8 @@ mod fixture;
 use dprof_tui::{App, Event, LoadEvent, View, MIN_HEIGHT, MIN_WIDTH};
 use fixture::{
     causal_report, draw, freed_elsewhere_report, history_report, ibs_report,
-    nothing_to_rank_report, press, report, screen, timed_out_report, views_report,
-    views_report_without_geometry, SOURCE,
+    nothing_to_rank_report, press, report, screen, shared_sets_report, timed_out_report,
+    views_report, views_report_without_geometry, SOURCE,
 };
 use ratatui::crossterm::event::KeyCode;
 
@@ -108,6 +108,37 @@ fn working_set_of_the_views_example() {
     for (w, h) in SIZES {
         assert_screen("views_working_set_page", &app, w, h);
     }
+}
+
+/// The working set by set (`b`): the 8 L1d sets that `ss_skb` and `ss_page` share come first,
+/// flagged, each with both types and their allocation sites; `b` again gives the type back.
+#[test]
+fn working_set_by_set_of_the_shared_sets_example() {
+    let mut app = showing_type(shared_sets_report(), View::WorkingSet, "ss_skb");
+    press(&mut app, [KeyCode::Char('b')]);
+    assert!(app.working_set_by_set());
+    for (w, h) in SIZES {
+        assert_screen("shared_sets_working_set_by_set", &app, w, h);
+    }
+    let text = screen(&app, 160, 48);
+    assert!(
+        text.contains("⚑     0   4 lines  ss_page 2 (ss_page_alloc 2) · ss_skb 2 (ss_send_ack 1, ss_send_fin 1)"),
+        "{text}"
+    );
+    press(&mut app, [KeyCode::Char('b')]);
+    assert!(!app.working_set_by_set());
+    // The views example: the pages' own histogram flags their stride's sets, not conflicted
+    // for all types together (the sweep fills every set).
+    let mut app = showing_type(views_report(), View::WorkingSet, "vw_page");
+    press(&mut app, [KeyCode::Char('b')]);
+    let text = screen(&app, 160, 48);
+    assert!(
+        text.contains("      0   8 lines  vw_page 4 ⚑ (vw_alloc 4) · vw_sweep 4 (vw_alloc 4)"),
+        "{text}"
+    );
+    let mut app = showing_type(views_report_without_geometry(), View::WorkingSet, "vw_page");
+    press(&mut app, [KeyCode::Char('b')]);
+    assert!(screen(&app, 80, 24).contains("no sets without cache geometry"));
 }
 
 /// Without cache geometry, both views say what they cannot show and show the rest.

@@ -75,6 +75,8 @@ impl TypeLayout {
 pub(super) struct LevelPeak {
     /// In bytes.
     pub(super) bytes: u64,
+    /// When it was first reached (ns).
+    pub(super) time_ns: u64,
 }
 
 /// Every slab type's lines, and what both views derive from them.
@@ -310,16 +312,20 @@ fn level_peak(types: &[TypeLayout], lifetimes: &[Lifetime], level: &CacheLevel) 
         }
     }
     events.sort_unstable_by_key(|&(t, alloc, _)| (t, alloc));
-    let (mut now, mut peak) = (0u64, 0u64);
-    for (_, alloc, n) in events {
+    let (mut now, mut peak, mut time_ns) = (0u64, 0u64, 0u64);
+    for (at, alloc, n) in events {
         if alloc {
             now += n;
-            peak = peak.max(now);
+            if now > peak {
+                peak = now;
+                time_ns = at;
+            }
         } else {
             now = now.saturating_sub(n);
         }
     }
     LevelPeak {
         bytes: peak * line_bytes,
+        time_ns,
     }
 }

@@ -18,6 +18,8 @@ pub struct Lifetime {
     pub type_id: u32,
     /// Allocating CPU.
     pub alloc_cpu: u32,
+    /// The allocation's call site.
+    pub call_site: u64,
     /// Allocation time (ns).
     pub alloc_ns: u64,
     /// When it ended: freed, or an allocation over it replaced it (its free was missed).
@@ -85,7 +87,7 @@ pub struct Recorded {
 impl Recorded {
     /// Records an allocation; its serial must be the next lifetime's index (the address set
     /// numbers objects in allocation order).
-    pub(crate) fn alloc(&mut self, obj: &LiveObject) {
+    pub(crate) fn alloc(&mut self, obj: &LiveObject, call_site: u64) {
         if obj.serial != self.lifetimes.len() as u64 {
             return;
         }
@@ -94,6 +96,7 @@ impl Recorded {
             size: obj.size,
             type_id: obj.type_id.0,
             alloc_cpu: obj.alloc_cpu,
+            call_site,
             alloc_ns: obj.alloc_time_ns,
             end_ns: None,
         });

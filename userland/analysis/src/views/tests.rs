@@ -493,3 +493,212 @@ fn with_a_hardware_sampler_the_observed_misses_are_classified() {
     assert!(checked >= 2, "{checked}");
     assert!(classified_total < samples, "hits are not classified");
 }
+
+/// The shared-sets example: which types each set holds at the level's peak, from which sites,
+/// conflicted sets first.
+#[test]
+fn sets_list_the_types_sharing_them_and_where_their_objects_came_from() {
+    use dprof_fixtures::shared_sets::{
+        self as shared, PAGE_ALLOC, SEND_ACK, SEND_FIN, SPREAD, SPREAD_ALLOC,
+    };
+    let report = analyzed(shared::profile(), &ViewOptions::default());
+    let ws = working_set(&report);
+    let levels: Vec<&str> = ws.by_set.iter().map(|l| l.level.as_str()).collect();
+    assert_eq!(levels, ["L1d", "L2", "L3"]);
+    let l1 = ws.level_sets("L1d").expect("L1d sets");
+    assert_eq!(
+        (l1.lines, l1.occupied_sets, l1.conflicted_sets),
+        (95, 71, 8)
+    );
+    assert_eq!(l1.sets_left_out, 0);
+    // Every object is live from its allocation to the frees: the peak is the last allocation.
+    assert_eq!(l1.peak_time_ns, 1_000 + 2 * 16 + 63 - 1);
+    let order: Vec<(u64, bool)> = l1.occupied.iter().map(|s| (s.set, s.conflicted)).collect();
+    let expected: Vec<(u64, bool)> = (0..8)
+        .map(|k| (k * 64, true))
+        .chain((1..=63).map(|s| (s, false)))
+        .collect();
+    assert_eq!(
+        order, expected,
+        "conflicted sets first, then by lines and index"
+    );
+    let paths = &report
+        .histories
+        .as_ref()
+        .and_then(|h| h.find_type(shared::SKB))
+        .expect("skb histories")
+        .paths;
+    let route = |site: &dprof_model::working_set::ArrivalSite| -> Vec<String> {
+        site.paths
+            .iter()
+            .map(|&i| paths[i].functions().join(" > "))
+            .collect()
+    };
+    for set in l1.occupied.iter().filter(|s| s.conflicted) {
+        assert_eq!(set.lines, 4, "set {}", set.set);
+        // Two lines of each type fit the 2 ways: only both types together conflict.
+        assert!(set.types.iter().all(|t| !t.flagged), "set {}", set.set);
+        let types: Vec<(&str, u64, u64)> = set
+            .types
+            .iter()
+            .map(|t| (t.name.as_str(), t.objects, t.lines))
+            .collect();
+        assert_eq!(
+            types,
+            [(shared::PAGE, 2, 2), (shared::SKB, 2, 2)],
+            "set {}",
+            set.set
+        );
+        let page_sites: Vec<(&str, u64)> = set.types[0]
+            .sites
+            .iter()
+            .map(|s| (s.function.as_str(), s.objects))
+            .collect();
+        assert_eq!(page_sites, [(PAGE_ALLOC, 2)]);
+        assert!(
+            set.types[0].sites[0].paths.is_empty(),
+            "no history of pages"
+        );
+        let skb = &set.types[1];
+        let sites: Vec<(&str, u64, Vec<String>)> = skb
+            .sites
+            .iter()
+            .map(|s| (s.function.as_str(), s.objects, route(s)))
+            .collect();
+        assert_eq!(
+            sites,
+            [
+                (
+                    SEND_ACK,
+                    1,
+                    vec!["ss_send_ack > vw_read_a > vw_free".to_owned()]
+                ),
+                (
+                    SEND_FIN,
+                    1,
+                    vec!["ss_send_fin > vw_write_a > vw_free".to_owned()]
+                ),
+            ],
+            "set {}",
+            set.set
+        );
+    }
+    let spread = l1.occupied.last().expect("spread sets");
+    assert_eq!(spread.lines, 1);
+    assert_eq!(spread.types.len(), 1);
+    assert_eq!(
+        (spread.types[0].name.as_str(), spread.types[0].objects),
+        (SPREAD, 1)
+    );
+    assert_eq!(spread.types[0].sites[0].function, SPREAD_ALLOC);
+    assert!(
+        ws.notes.iter().any(|n| n.starts_with("by set: ")
+            && n.contains("objects arrive through their allocation sites")),
+        "{:?}",
+        ws.notes
+    );
+}
+
+/// The shared-sets example at the levels with more ways and more sets: nothing conflicted.
+#[test]
+fn more_ways_or_more_sets_leave_the_shared_sets_unconflicted() {
+    let report = analyzed(
+        dprof_fixtures::shared_sets::profile(),
+        &ViewOptions::default(),
+    );
+    let ws = working_set(&report);
+    // Sixteen ways hold four lines; in L3 every page has its own set.
+    let l2 = ws.level_sets("L2").expect("L2 sets");
+    assert_eq!((l2.conflicted_sets, l2.occupied_sets), (0, 71));
+    assert_eq!(l2.occupied.first().map(|s| (s.set, s.lines)), Some((0, 4)));
+    let l3 = ws.level_sets("L3").expect("L3 sets");
+    assert_eq!(
+        (l3.conflicted_sets, l3.occupied_sets, l3.lines),
+        (0, 95, 95)
+    );
+    assert!(l3
+        .occupied
+        .iter()
+        .all(|s| s.lines == 1 && s.types.len() == 1));
+}
+
+/// Without histories a set's objects still name their sites, and the view says the paths are
+/// only those.
+#[test]
+fn without_histories_the_sets_say_paths_are_allocation_sites_only() {
+    let report = analyzed(
+        example::profile_with(2, Vec::new()),
+        &ViewOptions::default(),
+    );
+    assert!(
+        working_set(&report).by_set.is_empty(),
+        "no geometry, no sets"
+    );
+    let views = ViewOptions {
+        overrides: crate::cache::parse_overrides("L1d=32K/8/64").expect("valid"),
+        ..ViewOptions::default()
+    };
+    let report = analyzed(dprof_fixtures::data_profile::profile(), &views);
+    let ws = working_set(&report);
+    assert!(
+        ws.notes
+            .iter()
+            .any(|n| n.contains("no object access histories")),
+        "{:?}",
+        ws.notes
+    );
+    let l1 = ws.level_sets("L1d").expect("L1d sets");
+    assert!(l1.occupied.iter().all(|s| s
+        .types
+        .iter()
+        .all(|t| !t.sites.is_empty() && t.sites.iter().all(|site| site.paths.is_empty()))));
+}
+
+/// The sweep's 2048 lines occupy as many L3 sets: the list keeps the busiest, counts the rest
+/// and says so.
+#[test]
+fn a_level_with_more_occupied_sets_than_listed_counts_the_rest() {
+    let report = example_report();
+    let ws = working_set(&report);
+    let l3 = ws.level_sets("L3").expect("L3 sets");
+    assert!(l3.occupied_sets > by_set::MAX_SETS_LISTED as u64);
+    assert_eq!(l3.occupied.len(), by_set::MAX_SETS_LISTED);
+    assert_eq!(
+        l3.sets_left_out,
+        l3.occupied_sets - by_set::MAX_SETS_LISTED as u64
+    );
+    assert!(l3
+        .occupied
+        .windows(2)
+        .all(|w| (w[0].conflicted, w[0].lines) >= (w[1].conflicted, w[1].lines)));
+    assert!(
+        ws.notes
+            .iter()
+            .any(|n| n.contains(&format!("L3 {}", l3.sets_left_out))),
+        "{:?}",
+        ws.notes
+    );
+    // At the level's peak the sweep fills every L1d set with 4 lines; the page stride's sets
+    // hold 4 more, 8 in all, short of twice the mean (4.06): busiest, but not conflicted for
+    // all types together, though the pages' own histogram flags them.
+    let l1 = ws.level_sets("L1d").expect("L1d sets");
+    assert_eq!(l1.conflicted_sets, 0);
+    let first = l1.occupied.first().expect("occupied");
+    assert_eq!((first.set, first.lines), (0, 8));
+    let types: Vec<(&str, u64, u64)> = first
+        .types
+        .iter()
+        .map(|t| (t.name.as_str(), t.objects, t.lines))
+        .collect();
+    assert_eq!(types, [(PAGE, 4, 4), (SWEEP, 4, 4)]);
+    let flagged: Vec<bool> = first.types.iter().map(|t| t.flagged).collect();
+    assert_eq!(
+        flagged,
+        [true, false],
+        "the pages' own histogram flags the set"
+    );
+    // The 8 sets the pages' histogram flags come first, though every set holds 4 lines or more.
+    let leading: Vec<u64> = l1.occupied.iter().take(8).map(|s| s.set).collect();
+    assert_eq!(leading, (0..8).map(|k| k * 64).collect::<Vec<_>>());
+    assert!(!l1.occupied[8].types.iter().any(|t| t.flagged));
+}

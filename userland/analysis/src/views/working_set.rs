@@ -1,12 +1,14 @@
 //! The working-set view (paper section 3.2): live objects and bytes of each slab type over
 //! time, exact from the address set; the average number of each type's lines each cache level
 //! holds, from a simulation; and per type and level the histogram of distinct lines per
-//! associativity set, with the sets flagged as conflicted (see [`super::layout`]).
+//! associativity set, with the sets flagged as conflicted (see [`super::layout`]); and per
+//! level the types each set holds (see [`super::by_set`]).
 
 use super::layout::Layout;
 use super::recorded::{Recorded, ViewOptions};
 use crate::cache::CacheModel;
-use dprof_model::working_set::{ResidentLines, TypeWorkingSet, WorkingSetReport};
+use crate::resolve::SymbolSource;
+use dprof_model::working_set::{LevelSets, ResidentLines, TypeWorkingSet, WorkingSetReport};
 use dprof_model::Report;
 
 /// The working-set section.
@@ -16,6 +18,7 @@ pub(super) fn report(
     layout: &Layout,
     model: &CacheModel,
     options: &ViewOptions,
+    symbols: &dyn SymbolSource,
 ) -> WorkingSetReport {
     let (resident, simulation) =
         super::simulate::simulate(report, recorded, layout, model, options);
@@ -83,11 +86,48 @@ pub(super) fn report(
             (1.0 / simulation.sets_fraction).round()
         ));
     }
+    let by_set = super::by_set::report(report, recorded, layout, model, symbols);
+    if !by_set.is_empty() {
+        notes.push(by_set_note(report, &by_set));
+    }
     WorkingSetReport {
+        by_set,
         geometry: model.levels.clone(),
         notes,
         times_ns: layout.times.clone(),
         types,
         simulation,
+    }
+}
+
+/// What the sets' paths are, and how many sets each level listed.
+fn by_set_note(report: &Report, by_set: &[LevelSets]) -> String {
+    let lines = "by set: a set holds the touched lines of the objects live at the level's peak \
+                 (from the address set, as the histograms), not what the LRU simulation kept";
+    let paths = if report
+        .histories
+        .as_ref()
+        .is_some_and(|h| !h.types.is_empty())
+    {
+        "objects arrive through their allocation sites (exact); a site's paths are the path \
+         traces of its type's watched objects allocated there, not those of the set's own \
+         objects"
+    } else {
+        "the profile has no object access histories, so the objects' paths are their \
+         allocation sites only (collect --histories for the functions they pass through)"
+    };
+    let left_out: Vec<String> = by_set
+        .iter()
+        .filter(|l| l.sets_left_out > 0)
+        .map(|l| format!("{} {}", l.level, l.sets_left_out))
+        .collect();
+    if left_out.is_empty() {
+        format!("{lines}; {paths}")
+    } else {
+        format!(
+            "{lines}; {paths}; the least busy occupied sets are left out beyond {} per level: {}",
+            super::by_set::MAX_SETS_LISTED,
+            left_out.join(", ")
+        )
     }
 }

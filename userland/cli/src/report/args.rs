@@ -61,6 +61,19 @@ use dprof_analysis::views::DEFAULT_SIM_OBJECTS;
 /// conflicted sets flagged. --format csv prints the histograms (type, level, lines per set,
 /// sets, flagged).
 ///
+/// --view working-set --by-set shows, per cache level, the associativity sets at the level's
+/// peak (the moment the live objects of all types touched the most lines), conflicted sets
+/// first (more lines than ways and at least twice the mean, all types together), then the
+/// sets a type's own histogram flags, then by lines: each set's types with their distinct
+/// objects and lines, "flagged" where the type's own histogram flags the set, and the
+/// functions that allocated those objects; then the path traces (collect --histories) of
+/// watched objects allocated in those functions, or a line saying the profile has none.
+/// --top N sets per level (10 by default); the analysis lists at most 256 per level, the
+/// busiest, and counts the rest. --type NAME keeps the sets holding that type. --format csv
+/// prints one row per level, set, type and allocation site (level, set, set_lines,
+/// conflicted, type, objects, type_lines, type_flagged, site, site_objects, paths); --json
+/// has them as working_set.by_set.
+///
 /// Both views use the cache geometry in the profile (sysfs of the profiled machine); --cache
 /// NAME=SIZE/WAYS/LINE[,...] replaces or adds levels for what-if analysis: NAME is L1d, L2,
 /// L3 (data and unified levels), SIZE in bytes with an optional K or M suffix, WAYS the
@@ -114,7 +127,8 @@ pub struct ReportArgs {
     #[arg(long, value_enum, default_value = "data-profile")]
     pub(super) view: View,
     /// Output format: text; Graphviz DOT (--view data-flow); CSV (--view working-set: the
-    /// set histograms); Coz's profile format (--view causal).
+    /// set histograms, or with --by-set the types of each set); Coz's profile format (--view
+    /// causal).
     #[arg(long, value_enum, default_value = "text", conflicts_with = "json")]
     pub(super) format: Format,
     /// Cache levels over the profile's, for --view misses, --view working-set and --json:
@@ -126,9 +140,14 @@ pub struct ReportArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_SIM_OBJECTS as u64,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub(super) sim_objects: u64,
+    /// --view working-set: the types each associativity set holds, per level, conflicted sets
+    /// first (text, or CSV with --format csv).
+    #[arg(long)]
+    pub(super) by_set: bool,
     #[command(flatten)]
     pub(super) analysis: AnalysisArgs,
-    /// Rows per table (types; fields, functions and CPUs of --type). Text: 20 by default;
+    /// Rows per table (types; fields, functions and CPUs of --type; sets per level of
+    /// --by-set, 10 by default). Text: 20 by default;
     /// JSON: everything unless given.
     #[arg(long, value_name = "N")]
     pub(super) top: Option<usize>,
@@ -158,7 +177,8 @@ pub(super) enum View {
     DataFlow,
     /// Why each type's accesses miss: sharing, conflict, capacity (section 3.3).
     Misses,
-    /// Live objects over time, cache residency and set histograms per type (section 3.2).
+    /// Live objects over time, cache residency and set histograms per type; --by-set: the
+    /// types of each set (section 3.2).
     WorkingSet,
     /// Types ranked by their effect on progress in causal experiments.
     Causal,

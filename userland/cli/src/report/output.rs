@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use dprof_model::cache::{CacheLevel, GeometrySource};
+use dprof_model::working_set::WorkingSetReport;
 use dprof_model::{Report, TypeProfile};
 
 /// A table: left-aligned text columns and right-aligned numbers, two spaces apart.
@@ -166,4 +167,19 @@ pub(super) fn more(out: &mut impl Write, len: usize, top: usize, what: &str) -> 
         writeln!(out, "... {} more {what} (--top N shows more)", len - top)?;
     }
     Ok(())
+}
+
+/// Milliseconds from the working set's first time, the profile's start.
+pub(super) fn since_start(ws: &WorkingSetReport, t: u64) -> String {
+    let start = ws.times_ns.first().copied().unwrap_or(0);
+    format!("{:.3} ms", t.saturating_sub(start) as f64 / 1e6)
+}
+
+/// A CSV field, quoted when it holds a comma, a quote or a line break.
+pub(super) fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
 }

@@ -1,5 +1,8 @@
 //! `dprof report --view working-set`: live objects, cache residency and set histograms per
-//! slab type, as a table, with `--type` for one type, or the histograms as CSV.
+//! slab type, as a table, with `--type` for one type, or the histograms as CSV; with
+//! `--by-set`, the types each associativity set holds ([`by_set`]).
+
+mod by_set;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -11,7 +14,8 @@ use dprof_model::Report;
 
 use super::args::{Format, ReportArgs, DEFAULT_TOP};
 use super::output::{
-    geometry_line, header_lines, no_such_type, notes_text, report_json, to_stdout, Table,
+    csv_field, geometry_line, header_lines, no_such_type, notes_text, report_json, since_start,
+    to_stdout, Table,
 };
 
 /// Rows of the live-object series shown for one type.
@@ -35,16 +39,30 @@ pub(super) fn run(args: &ReportArgs, report: &Report) -> anyhow::Result<ExitCode
             let mut r = report.clone();
             if let (Some(w), Some(t)) = (&mut r.working_set, selected) {
                 w.types.retain(|x| x.name == t.name);
+                for level in &mut w.by_set {
+                    level
+                        .occupied
+                        .retain(|s| s.types.iter().any(|x| x.name == t.name));
+                }
             }
             return report_json(&r, out);
         }
+        let only = selected.map(|t| t.name.as_str());
         if args.format == Format::Csv {
-            return csv(ws, selected, out);
+            return if args.by_set {
+                by_set::csv(report, ws, only, out)
+            } else {
+                csv(ws, selected, out)
+            };
         }
         header_lines(report, out)?;
         geometry_line(&ws.geometry, out)?;
         writeln!(out)?;
         match selected {
+            _ if args.by_set => {
+                let sets = args.top.unwrap_or(by_set::DEFAULT_SETS);
+                by_set::text(report, ws, only, sets, out)?;
+            }
             Some(t) => type_text(ws, t, top, out)?,
             None => table(ws, top, out)?,
         }
@@ -53,12 +71,6 @@ pub(super) fn run(args: &ReportArgs, report: &Report) -> anyhow::Result<ExitCode
         writeln!(out)?;
         notes_text(&ws.notes, out)
     })
-}
-
-/// Milliseconds from the profile's start.
-fn since_start(ws: &WorkingSetReport, t: u64) -> String {
-    let start = ws.times_ns.first().copied().unwrap_or(0);
-    format!("{:.3} ms", t.saturating_sub(start) as f64 / 1e6)
 }
 
 fn table(ws: &WorkingSetReport, top: usize, out: &mut impl Write) -> io::Result<()> {
@@ -126,7 +138,8 @@ fn table(ws: &WorkingSetReport, top: usize, out: &mut impl Write) -> io::Result<
     writeln!(
         out,
         "(flagged sets: per level, sets holding more of the type's lines than ways and at \
-         least twice its mean, at its peak; --type NAME shows its histograms)"
+         least twice its mean, at its peak; --type NAME shows its histograms, --by-set the \
+         types sharing each set)"
     )
 }
 
@@ -274,13 +287,4 @@ fn csv(
         }
     }
     Ok(())
-}
-
-/// A CSV field, quoted when it holds a comma, a quote or a line break.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
-    }
 }

@@ -29,6 +29,7 @@ pub(crate) const KEYS: &[(&str, &str)] = &[
     ("/", "filter types as you type (Enter keeps, Esc clears)"),
     ("s", "sort by the next column"),
     ("S", "reverse the sort"),
+    ("b", "Working set: the types in each cache set, or the type"),
     ("?", "this help (any key closes it)"),
     ("q  Ctrl-C", "quit"),
 ];

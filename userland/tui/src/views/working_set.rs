@@ -1,9 +1,12 @@
 //! The working set: the slab types, and for the selected one its live objects over time (a
 //! sparkline), peak and mean objects and bytes, the lines each cache level holds (from the
 //! simulation), and per level the histogram of its distinct lines per associativity set with
-//! the conflicted sets marked; the cache geometry and where it came from on top.
+//! the conflicted sets marked; the cache geometry and where it came from on top. With `b`,
+//! the detail gives way to the cache sets by the types in them ([`render_sets`]).
 
-use dprof_model::working_set::{SetHistogram, TypeWorkingSet, WorkingSetReport};
+use dprof_model::working_set::{
+    LevelSets, SetHistogram, SetOccupants, TypeWorkingSet, WorkingSetReport,
+};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -65,7 +68,117 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         (types_area, rest)
     };
     render_types(app, ws, types_area, buf);
-    render_detail(ws, t, wide, detail_area, buf);
+    if app.working_set_by_set() {
+        render_sets(ws, &t.name, detail_area, buf);
+    } else {
+        render_detail(ws, t, wide, detail_area, buf);
+    }
+}
+
+/// Per level, its sets at the level's peak, conflicted first: each set's types with their
+/// objects and the functions that allocated them, `selected` highlighted; as many sets as the
+/// level's share of `area` holds.
+fn render_sets(ws: &WorkingSetReport, selected: &str, area: Rect, buf: &mut Buffer) {
+    let [title, area] = Layout::vertical([Constraint::Length(2), Constraint::Fill(1)]).areas(area);
+    Paragraph::new(vec![
+        Line::from(vec![
+            Span::styled("Sets by the types in them", HEADING),
+            Span::styled(" at each level's peak (b: the type)", DIM),
+        ]),
+        Line::styled(
+            "⚑ before a set: conflicted; after a type: its own histogram flags the set",
+            DIM,
+        ),
+    ])
+    .render(title, buf);
+    if ws.by_set.is_empty() {
+        Paragraph::new(Line::styled("no sets without cache geometry", DIM)).render(area, buf);
+        return;
+    }
+    let levels = Layout::vertical(vec![Constraint::Fill(1); ws.by_set.len()]).split(area);
+    for (level, &level_area) in ws.by_set.iter().zip(levels.iter()) {
+        render_level_sets(level, selected, level_area, buf);
+    }
+}
+
+fn render_level_sets(level: &LevelSets, selected: &str, area: Rect, buf: &mut Buffer) {
+    let mut lines = vec![Line::from(vec![
+        Span::styled(level.level.clone(), ACCENT),
+        Span::styled(
+            format!(
+                " {} lines in {} of {} sets, {}-way, mean {:.3}; {} ⚑",
+                level.lines,
+                level.occupied_sets,
+                level.sets,
+                level.ways,
+                level.mean_lines_per_set,
+                level.conflicted_sets
+            ),
+            DIM,
+        ),
+    ])];
+    // Below the heading: the sets, and a row for those that do not fit or were not listed.
+    let rows = usize::from(area.height).saturating_sub(1);
+    let listed = level.occupied.len();
+    let shown = if level.sets_left_out > 0 || listed > rows {
+        rows.saturating_sub(1).min(listed)
+    } else {
+        listed
+    };
+    lines.extend(
+        level
+            .occupied
+            .iter()
+            .take(shown)
+            .map(|set| set_line(set, selected)),
+    );
+    let left_out = (listed - shown) as u64 + level.sets_left_out;
+    if left_out > 0 {
+        lines.push(Line::styled(
+            format!("… {left_out} more sets (dprof report --view working-set --by-set)"),
+            DIM,
+        ));
+    }
+    Paragraph::new(lines).render(area, buf);
+}
+
+/// `⚑   0  4 lines  ss_page 2 (ss_page_alloc 2) · ss_skb 2 (ss_send_ack 1, ss_send_fin 1)`.
+fn set_line(set: &SetOccupants, selected: &str) -> Line<'static> {
+    let mut spans = vec![
+        if set.conflicted {
+            Span::styled("⚑ ", WARN)
+        } else {
+            Span::raw("  ")
+        },
+        Span::raw(format!(
+            "{:>5} {:>3} {}  ",
+            set.set,
+            set.lines,
+            if set.lines == 1 { "line " } else { "lines" }
+        )),
+    ];
+    for (i, t) in set.types.iter().enumerate() {
+        if i > 0 {
+            spans.push(Span::styled(" · ", DIM));
+        }
+        let style = if t.name == selected {
+            ACCENT.patch(HEADING)
+        } else {
+            HEADING
+        };
+        spans.push(Span::styled(t.name.clone(), style));
+        spans.push(Span::raw(format!(" {}", t.objects)));
+        if t.flagged {
+            spans.push(Span::styled(" ⚑", WARN));
+        }
+        let sites: Vec<String> = t
+            .sites
+            .iter()
+            .map(|s| format!("{} {}", s.function, s.objects))
+            .collect();
+        spans.push(Span::styled(format!(" ({})", sites.join(", ")), DIM));
+    }
+    Line::from(spans)
 }
 
 fn render_types(app: &App, ws: &WorkingSetReport, area: Rect, buf: &mut Buffer) {

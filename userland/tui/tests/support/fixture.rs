@@ -96,6 +96,11 @@ pub fn views_report() -> Report {
     views_report_with(dprof_fixtures::views::profile())
 }
 
+/// Two types sharing known cache sets (`dprof_fixtures::shared_sets`).
+pub fn shared_sets_report() -> Report {
+    views_report_with(dprof_fixtures::shared_sets::profile())
+}
+
 /// The views example on a machine whose profile lists no cache: the views without geometry.
 pub fn views_report_without_geometry() -> Report {
     views_report_with(dprof_fixtures::views::profile_with(2, Vec::new()))
