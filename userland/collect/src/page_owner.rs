@@ -29,8 +29,8 @@ pub(crate) struct PageOwnerWatch {
     /// Frame to its owner (`None`: unreadable), in the order first seen.
     pages: HashMap<u64, Option<Owner>>,
     caches: CachesRead,
-    /// Time spent reading pages' owners.
-    reading: std::time::Duration,
+    /// Time spent on the samples: decoding their addresses and reading their pages' owners.
+    spent: std::time::Duration,
 }
 
 impl std::fmt::Debug for PageOwnerWatch {
@@ -65,7 +65,7 @@ impl PageOwnerWatch {
             decoder: Decoder::new(),
             pages: HashMap::new(),
             caches: CachesRead::default(),
-            reading: std::time::Duration::ZERO,
+            spent: std::time::Duration::ZERO,
         }
     }
 
@@ -77,6 +77,7 @@ impl PageOwnerWatch {
         if sample.flags & SAMPLE_USER != 0 {
             return;
         }
+        let started = std::time::Instant::now();
         let outcome = self.decoder.access(sample);
         for access in outcome.accesses() {
             if access.gs_relative {
@@ -88,13 +89,12 @@ impl PageOwnerWatch {
             if self.pages.len() >= MAX_PAGES || self.pages.contains_key(&pfn) {
                 continue;
             }
-            let started = std::time::Instant::now();
             let owner = self
                 .reader
                 .owner(access.addr, &mut self.memory, &mut self.caches);
-            self.reading += started.elapsed();
             self.pages.insert(pfn, owner);
         }
+        self.spent += started.elapsed();
     }
 
     /// What was found: each slab once, and the other pages.
@@ -129,9 +129,9 @@ impl PageOwnerWatch {
         (self.pages.len(), unreadable)
     }
 
-    /// Wall time spent reading the pages' owners.
-    pub(crate) fn reading_time(&self) -> std::time::Duration {
-        self.reading
+    /// Wall time spent on the samples: decoding their addresses and reading the owners.
+    pub(crate) fn time_spent(&self) -> std::time::Duration {
+        self.spent
     }
 }
 

@@ -323,8 +323,9 @@ fn page_owners_found(watch: &PageOwnerWatch, observer: &mut dyn Observer) -> Pag
         String::new()
     };
     observer.say(&format!(
-        "read the owners of {pages} direct-map pages that samples touched{unreadable}, in {}",
-        units::format_ns(u64::try_from(watch.reading_time().as_nanos()).unwrap_or(u64::MAX))
+        "read the owners of {pages} direct-map pages that samples touched{unreadable} (collector \
+         time: {})",
+        units::format_ns(u64::try_from(watch.time_spent().as_nanos()).unwrap_or(u64::MAX))
     ));
     watch.owners()
 }
