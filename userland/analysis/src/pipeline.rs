@@ -1263,11 +1263,16 @@ fn instance_of(resolution: Resolution) -> Option<Placed> {
             base,
             offset,
         } => (Bucket::Stack, type_id, offset, Some((base, NO_OWNER))),
-        Resolution::EarlierObject {
+        Resolution::UntracedObject {
             type_id,
             base,
             offset,
-        } => (Bucket::EarlierSlab, type_id, offset, Some((base, NO_OWNER))),
+        } => (
+            Bucket::UntracedSlab,
+            type_id,
+            offset,
+            Some((base, NO_OWNER)),
+        ),
         Resolution::Region {
             type_id,
             base,

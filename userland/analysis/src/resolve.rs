@@ -25,11 +25,12 @@
 //!   offsets those of the C `struct page`; the vmalloc space that is not the sample's own
 //!   stack is the region `vmalloc`, one instance per page.
 //!
-//! Objects allocated before collection started are not in the address set. With the owners of
-//! the direct-map pages the samples touched in the profile ([`Resolver::set_page_owners`]),
-//! an address in a slab resolves to its object ([`Resolution::EarlierObject`]): the cache's
-//! type (`CACHE@(before collection)` for caches split by site, whose site is unknown), the
-//! object's index from the slab's geometry. A page that no slab held is a region by its use:
+//! Objects whose allocation was not traced (allocated before collection started, or free and
+//! touched by the allocator) are not in the address set. With the owners of the direct-map
+//! pages the samples touched in the profile ([`Resolver::set_page_owners`]), an address in a
+//! slab resolves to its object ([`Resolution::UntracedObject`]): the cache's type
+//! (`CACHE@(untraced)` for caches split by site, whose site is unknown), the object's index
+//! from the slab's geometry. A page that no slab held is a region by its use:
 //! `anon page`, `page cache page`, `page table`, `free page`, `kernel page`. Without them such
 //! accesses resolve to [`Resolution::Unknown`]; frees of such objects are counted, not errors.
 //!
@@ -73,9 +74,9 @@ pub const USER_END: u64 = 1 << 56;
 pub const STRUCT_PAGE_TYPE: &str = "struct page";
 /// The C struct of [`STRUCT_PAGE_TYPE`], for field names.
 pub const STRUCT_PAGE_C_STRUCT: &str = "page";
-/// The site part of the type of an object allocated before collection from a cache split by
-/// site: `kmalloc-256@(before collection)`.
-pub const BEFORE_COLLECTION_SITE: &str = "(before collection)";
+/// The site part of the type of an object whose allocation was not traced, from a cache split by
+/// site: `kmalloc-256@(untraced)`.
+pub const UNTRACED_SITE: &str = "(untraced)";
 
 /// The region named for what a page that no slab held was used for.
 #[must_use]
@@ -302,9 +303,9 @@ pub enum Resolution {
         /// Offset in the region.
         offset: u64,
     },
-    /// An object of a slab cache allocated before collection started, found through the
-    /// owner of its page.
-    EarlierObject {
+    /// An object of a slab cache whose allocation was not traced (allocated before collection
+    /// started, or free and touched by the allocator), found through the owner of its page.
+    UntracedObject {
         /// Its cache's type.
         type_id: TypeId,
         /// Its address (identifies the instance).
@@ -400,7 +401,7 @@ pub struct Resolver<'s> {
     region_types: Vec<(&'static str, TypeId)>,
     layout: Option<MemoryLayout>,
     /// Slabs whose pages samples touched, by first object.
-    earlier_slabs: Vec<EarlierSlab>,
+    untraced_slabs: Vec<UntracedSlab>,
     /// Pages no slab held, by direct-map address, and their use.
     owned_pages: FxHashMap<u64, PageUsage>,
     counts: ReplayCounts,
@@ -408,7 +409,7 @@ pub struct Resolver<'s> {
 
 /// A slab from the profile's page owners.
 #[derive(Clone, Debug)]
-struct EarlierSlab {
+struct UntracedSlab {
     first_object: u64,
     end: u64,
     stride: u64,
@@ -449,7 +450,7 @@ impl<'s> Resolver<'s> {
             stack_type: None,
             region_types: Vec::new(),
             layout: None,
-            earlier_slabs: Vec::new(),
+            untraced_slabs: Vec::new(),
             owned_pages: FxHashMap::default(),
             counts: ReplayCounts::default(),
         }
@@ -482,11 +483,11 @@ impl<'s> Resolver<'s> {
     /// The owners of the direct-map pages the samples touched (the profile's `PageOwners`
     /// section): addresses outside the address set then resolve through them.
     pub fn set_page_owners(&mut self, owners: &PageOwners) {
-        self.earlier_slabs = owners
+        self.untraced_slabs = owners
             .slabs
             .iter()
             .filter(|s| s.stride > 0 && s.objects > 0)
-            .map(|s| EarlierSlab {
+            .map(|s| UntracedSlab {
                 first_object: s.first_object,
                 end: s
                     .first_object
@@ -496,7 +497,7 @@ impl<'s> Resolver<'s> {
                 type_id: None,
             })
             .collect();
-        self.earlier_slabs.sort_by_key(|s| s.first_object);
+        self.untraced_slabs.sort_by_key(|s| s.first_object);
         self.owned_pages = owners.pages.iter().map(|p| (p.page, p.usage)).collect();
     }
 
@@ -834,8 +835,8 @@ impl<'s> Resolver<'s> {
                 return self.region_page(VMALLOC_TYPE, addr);
             }
         }
-        if let Some(earlier) = self.earlier_at(addr) {
-            return earlier;
+        if let Some(owned) = self.page_owner_at(addr) {
+            return owned;
         }
         if let Some((name, offset)) = self.symbols.data_symbol(addr) {
             let symbol = addr.wrapping_sub(offset);
@@ -909,19 +910,19 @@ impl<'s> Resolver<'s> {
     }
 
     /// `addr` through the owner of its page: an object of a slab, or a page by its use.
-    fn earlier_at(&mut self, addr: u64) -> Option<Resolution> {
+    fn page_owner_at(&mut self, addr: u64) -> Option<Resolution> {
         let at = self
-            .earlier_slabs
+            .untraced_slabs
             .partition_point(|s| s.first_object <= addr)
             .checked_sub(1);
-        if let Some(slab) = at.and_then(|i| self.earlier_slabs.get(i)) {
+        if let Some(slab) = at.and_then(|i| self.untraced_slabs.get(i)) {
             if addr < slab.end {
                 let offset = (addr - slab.first_object) % slab.stride;
                 let type_id = match slab.type_id {
                     Some(id) => id,
-                    None => self.earlier_type(at?),
+                    None => self.untraced_type(at?),
                 };
-                return Some(Resolution::EarlierObject {
+                return Some(Resolution::UntracedObject {
                     type_id,
                     base: addr - offset,
                     offset,
@@ -933,19 +934,19 @@ impl<'s> Resolver<'s> {
         Some(self.region_page(page_region(usage), addr))
     }
 
-    /// The type of the objects of earlier slab `index`: the cache's, or for a cache split by
+    /// The type of the objects of owned slab `index`: the cache's, or for a cache split by
     /// site, the cache's at an unknown site.
-    fn earlier_type(&mut self, index: usize) -> TypeId {
-        let cache = self.earlier_slabs[index].cache.clone();
+    fn untraced_type(&mut self, index: usize) -> TypeId {
+        let cache = self.untraced_slabs[index].cache.clone();
         let by_site = is_generic_kmalloc(&cache)
             || self.merged_by_alias.contains_key(&cache)
             || self.merged_names.contains_key(&cache);
         let info = if by_site {
             TypeInfo {
-                name: format!("{cache}@{BEFORE_COLLECTION_SITE}"),
+                name: format!("{cache}@{UNTRACED_SITE}"),
                 kind: TypeKind::Slab,
                 cache: Some(cache.clone()),
-                site: Some(BEFORE_COLLECTION_SITE.to_owned()),
+                site: Some(UNTRACED_SITE.to_owned()),
                 object_size: None,
             }
         } else {
@@ -959,7 +960,7 @@ impl<'s> Resolver<'s> {
         };
         let id = self.types.intern(info);
         // Every slab of the cache shares the type.
-        for slab in &mut self.earlier_slabs {
+        for slab in &mut self.untraced_slabs {
             if slab.cache == cache {
                 slab.type_id = Some(id);
             }

@@ -343,8 +343,9 @@ pub struct CpuCount {
 pub enum Bucket {
     /// Resolved to a slab type through the address set.
     Slab,
-    /// An object of a slab cache allocated before collection, found through its page.
-    EarlierSlab,
+    /// An object of a slab cache whose allocation was not traced (allocated before collection,
+    /// or free and touched by the allocator), found through its page.
+    UntracedSlab,
     /// A global variable.
     Global,
     /// A per-CPU variable.
@@ -381,7 +382,7 @@ impl Bucket {
     /// Every bucket, in report order.
     pub const ALL: [Self; 15] = [
         Self::Slab,
-        Self::EarlierSlab,
+        Self::UntracedSlab,
         Self::Global,
         Self::Percpu,
         Self::Stack,
@@ -402,7 +403,7 @@ impl Bucket {
     pub const fn name(self) -> &'static str {
         match self {
             Self::Slab => "slab",
-            Self::EarlierSlab => "slab (allocated before collection)",
+            Self::UntracedSlab => "slab (allocation untraced)",
             Self::Global => "global",
             Self::Percpu => "percpu",
             Self::Stack => "stack",
@@ -425,7 +426,7 @@ impl Bucket {
         matches!(
             self,
             Self::Slab
-                | Self::EarlierSlab
+                | Self::UntracedSlab
                 | Self::Global
                 | Self::Percpu
                 | Self::Stack

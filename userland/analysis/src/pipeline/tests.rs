@@ -1046,7 +1046,7 @@ fn objects_from_before_collection_and_page_memory_resolve_through_page_owners() 
         with.coverage.count(Bucket::UnknownAddress) + 4,
         without.coverage.count(Bucket::UnknownAddress)
     );
-    assert_eq!(with.coverage.count(Bucket::EarlierSlab), 2);
+    assert_eq!(with.coverage.count(Bucket::UntracedSlab), 2);
     assert_eq!(
         with.coverage.count(Bucket::Region),
         without.coverage.count(Bucket::Region) + 2

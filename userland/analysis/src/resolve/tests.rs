@@ -524,7 +524,7 @@ fn resolution_order_is_slab_stack_percpu_global_user() {
             | Resolution::Global { type_id, .. }
             | Resolution::Percpu { type_id, .. }
             | Resolution::Stack { type_id, .. }
-            | Resolution::EarlierObject { type_id, .. }
+            | Resolution::UntracedObject { type_id, .. }
             | Resolution::Region { type_id, .. } => name(r, type_id),
             Resolution::Unknown => "?".to_owned(),
         };
@@ -717,7 +717,7 @@ fn objects_from_before_collection_resolve_through_their_page_owners() {
     r.cache_info(&cache(1, "task_struct", 504));
     r.set_page_owners(&owners);
     let earlier = |r: &mut Resolver<'_>, addr| match r.resolve(addr, false, &CTX) {
-        Resolution::EarlierObject {
+        Resolution::UntracedObject {
             type_id,
             base,
             offset,
@@ -737,11 +737,7 @@ fn objects_from_before_collection_resolve_through_their_page_owners() {
     // A generic kmalloc cache is split by site, and the site is unknown.
     assert_eq!(
         earlier(&mut r, KMALLOC + 64 * 63 + 63),
-        Some((
-            format!("kmalloc-64@{BEFORE_COLLECTION_SITE}"),
-            KMALLOC + 64 * 63,
-            63
-        ))
+        Some((format!("kmalloc-64@{UNTRACED_SITE}"), KMALLOC + 64 * 63, 63))
     );
     // The red zone before the first object, and past the last: no object.
     assert_eq!(earlier(&mut r, SLAB + 4), None);
