@@ -36,7 +36,7 @@ use dprof_abi::Record;
 use dprof_format::Profile;
 use serde_json::Value;
 
-use super::json_report::{find_type, percent, report_json, type_samples_in};
+use super::json_report::{causal_view_json, find_type, percent, report_json, type_samples_in};
 
 /// X's 95% interval should lie above this. By construction X takes about a fifth of the
 /// chain's round (the workload's summary line measures it), so its slope is near 0.2.
@@ -433,7 +433,14 @@ fn check_ranking(
 /// A point nobody signals: every experiment discarded for zero visits, no slope.
 fn check_no_visits(dir: &Path, report: &mut String, failures: &mut Vec<String>) -> Result<()> {
     let path = dir.join("novisits.dprof");
-    let view = report_json(&path, &["--view", "causal"])?;
+    let (view, ranked_nothing) = causal_view_json(&path)?;
+    if !ranked_nothing || view["why_empty"].is_null() {
+        failures.push(
+            "the zero-visit run's causal view did not say, with exit status 3 and why_empty, \
+             that it ranks nothing"
+                .to_string(),
+        );
+    }
     let analysis = &view["analyses"][0];
     let entry = causal_entry(analysis, X)?;
     let experiments = view["experiments"].as_array().map_or(0, Vec::len);

@@ -17,6 +17,24 @@ pub(super) fn percent(part: u64, whole: u64) -> f64 {
 
 /// `dprof report --json` of a profile, as the user would get it.
 pub(super) fn report_json(profile: &Path, extra: &[&str]) -> Result<Value> {
+    let (json, status) = report_json_with_status(profile, extra)?;
+    ensure!(status == Some(0), "dprof report exited with {status:?}");
+    Ok(json)
+}
+
+/// `dprof report --json --view causal`, and whether it ranked nothing (the exit status 3
+/// that `dprof report --help` documents, with the report still printed).
+pub(super) fn causal_view_json(profile: &Path) -> Result<(Value, bool)> {
+    let (json, status) = report_json_with_status(profile, &["--view", "causal"])?;
+    ensure!(
+        matches!(status, Some(0 | 3)),
+        "dprof report --view causal exited with {status:?}"
+    );
+    Ok((json, status == Some(3)))
+}
+
+/// The report, and the exit status; an error when it printed no JSON.
+fn report_json_with_status(profile: &Path, extra: &[&str]) -> Result<(Value, Option<i32>)> {
     let dprof = std::env::var("DPROF").unwrap_or_else(|_| "dprof".to_string());
     let output = std::process::Command::new(&dprof)
         .arg("report")
@@ -25,12 +43,14 @@ pub(super) fn report_json(profile: &Path, extra: &[&str]) -> Result<Value> {
         .arg(profile)
         .output()
         .with_context(|| format!("running {dprof} report"))?;
-    ensure!(
-        output.status.success(),
-        "dprof report failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Ok(serde_json::from_slice(&output.stdout)?)
+    let json = serde_json::from_slice(&output.stdout).with_context(|| {
+        format!(
+            "dprof report failed ({:?}): {}",
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })?;
+    Ok((json, output.status.code()))
 }
 
 pub(super) fn find_type<'a>(report: &'a Value, name: &str) -> Result<&'a Value> {
