@@ -34,3 +34,21 @@ mod tests;
 
 pub use assemble::{assemble, has_histories, Histories, History, HistoryEnding, Hit};
 pub use by_type::{analyze, report};
+
+/// The data profile's bounce flag from the histories too: a history with a CPU change is an
+/// object that moved between CPUs within its lifetime, whether or not samples caught it. Each
+/// type with histories gets their count, and at least that many bounced objects.
+pub fn apply_bounces(profile: &mut dprof_model::DataProfile, histories: &Histories) {
+    let mut by_type: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
+    for history in &histories.histories {
+        *by_type.entry(history.type_name.as_str()).or_default() +=
+            u64::from(history.cpu_changes() > 0);
+    }
+    for ty in &mut profile.types {
+        if let Some(&moved) = by_type.get(ty.name.as_str()) {
+            ty.bounced_histories = Some(moved);
+            ty.bounced_objects = ty.bounced_objects.max(moved);
+            ty.bounce = ty.bounced_objects > 0;
+        }
+    }
+}

@@ -192,6 +192,7 @@ fn analyze_inner(
     };
     if let Some(h) = histories.as_ref().filter(|h| !h.histories.is_empty()) {
         report.histories = Some(crate::histories::report(h, symbols, Some(&sampled)));
+        crate::histories::apply_bounces(&mut report.data_profile, h);
     }
     if let (Some(views), Some(recorded)) = (views, recorded) {
         crate::views::compute(
@@ -1544,6 +1545,7 @@ fn build_report(a: &Analyzer<'_>) -> Report {
             objects: acc.objects,
             bounced_objects: acc.bounced,
             bounce: acc.bounced > 0,
+            bounced_histories: None,
             allocs: slab.then_some(acc.allocs),
             frees: slab.then_some(acc.frees),
             peak_live_objects: slab.then_some(acc.peak_objects),

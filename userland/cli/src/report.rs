@@ -683,6 +683,12 @@ fn type_summary(report: &Report, t: &TypeProfile, out: &mut impl Write) -> io::R
         t.bounced_objects,
         if t.bounce { "yes" } else { "no" }
     )?;
+    if let Some(moved) = t.bounced_histories {
+        writeln!(
+            out,
+            "object access histories with a CPU change: {moved} (they count as bounced objects)"
+        )?;
+    }
     if t.kind == TypeKind::Slab {
         writeln!(
             out,

@@ -240,11 +240,17 @@ pub struct TypeProfile {
     /// Distinct objects touched by samples: object lifetimes for slab types, CPU copies for
     /// per-CPU types, stacks for the stack type, 1 for a global.
     pub objects: u64,
-    /// Of those, objects touched by samples from more than one CPU within one lifetime (a
-    /// per-CPU copy used from another CPU counts).
+    /// Objects that moved between CPUs within one lifetime: those samples touched from more
+    /// than one CPU (a per-CPU copy used from another CPU counts), or, when the type has
+    /// object access histories and they show more, the histories with a CPU change (the one
+    /// definition the data flow view counts too).
     pub bounced_objects: u64,
     /// `bounced_objects > 0`: the paper's bounce flag.
     pub bounce: bool,
+    /// Of the type's object access histories, those with a CPU change; absent without
+    /// histories of the type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounced_histories: Option<u64>,
     /// Allocations replayed (slab types).
     pub allocs: Option<u64>,
     /// Frees replayed (slab types).

@@ -641,3 +641,41 @@ fn the_dot_of_a_type_without_data_flow_is_a_note() {
     assert!(dot.contains("(1 timed out)"), "{dot}");
     assert!(!dot.contains("0 histories"), "{dot}");
 }
+
+/// The bounce flag takes the histories into account: a type whose samples never saw an object
+/// on two CPUs bounces when one of its histories changed CPU, and says how many did.
+#[test]
+fn histories_with_a_cpu_change_make_their_type_bounce() {
+    let h = assembled();
+    let moved = h
+        .histories
+        .iter()
+        .filter(|x| x.type_name == ST_TYPE && x.cpu_changes() > 0)
+        .count() as u64;
+    assert!(moved > 0, "the example has a history that changes CPU");
+    let report = pipeline::analyze(&example_profile(), &Options::default()).expect("analysis");
+    let ty = report
+        .data_profile
+        .types
+        .iter()
+        .find(|t| t.name == ST_TYPE)
+        .expect("the example's type is profiled");
+    assert_eq!(ty.bounced_histories, Some(moved));
+    assert!(ty.bounce && ty.bounced_objects >= moved);
+    // Without histories, only the samples decide.
+    let mut profile = report.data_profile.clone();
+    for t in &mut profile.types {
+        t.bounced_objects = 0;
+        t.bounce = false;
+        t.bounced_histories = None;
+    }
+    apply_bounces(&mut profile, &Histories::default());
+    assert!(profile.types.iter().all(|t| !t.bounce));
+    apply_bounces(&mut profile, &h);
+    let ty = profile
+        .types
+        .iter()
+        .find(|t| t.name == ST_TYPE)
+        .expect("type");
+    assert_eq!((ty.bounce, ty.bounced_objects), (true, moved));
+}

@@ -36,6 +36,7 @@ fn slab_type(name: &str, site: Option<&str>, offsets: &[u64]) -> TypeProfile {
         objects: 0,
         bounced_objects: 0,
         bounce: false,
+        bounced_histories: None,
         allocs: None,
         frees: None,
         peak_live_objects: None,

@@ -45,6 +45,7 @@ fn slab(
         objects: 1,
         bounced_objects: 0,
         bounce: false,
+        bounced_histories: None,
         allocs: Some(1),
         frees: Some(1),
         peak_live_objects: Some(1),
