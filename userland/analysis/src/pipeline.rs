@@ -1012,7 +1012,9 @@ impl<'s> Analyzer<'s> {
         self.replay_rest();
         let span = self.state.first_time.zip(self.state.last_time);
         let recorded = self.state.views.take().map(|mut r| {
-            r.span = span;
+            // The views of live objects cover what the slab events cover: a causal profile's
+            // experiments, which trace no allocation, would otherwise dilute the means.
+            r.span = r.events_span().or(span);
             r.type_names = self
                 .resolver
                 .types()

@@ -80,11 +80,25 @@ pub struct Recorded {
     pub samples: Vec<ObjectSample>,
     /// Type names, by type id.
     pub type_names: Vec<String>,
-    /// Earliest and latest record times.
+    /// The times the views cover: those of the slab events ([`Recorded::events_span`]), else
+    /// the earliest and latest record times.
     pub span: Option<(u64, u64)>,
 }
 
 impl Recorded {
+    /// The times the slab events cover: from the first allocation to the last allocation or
+    /// end of a lifetime; `None` without allocations.
+    #[must_use]
+    pub fn events_span(&self) -> Option<(u64, u64)> {
+        let first = self.lifetimes.iter().map(|l| l.alloc_ns).min()?;
+        let last = self
+            .lifetimes
+            .iter()
+            .map(|l| l.end_ns.unwrap_or(l.alloc_ns).max(l.alloc_ns))
+            .max()?;
+        Some((first, last))
+    }
+
     /// Records an allocation; its serial must be the next lifetime's index (the address set
     /// numbers objects in allocation order).
     pub(crate) fn alloc(&mut self, obj: &LiveObject, call_site: u64) {

@@ -254,7 +254,9 @@ fn live_objects_are_exact_at_any_time() {
     assert_eq!(sweep.peak_bytes, SWEEP_OBJECTS * 64);
     assert_eq!(sweep.peak_time_ns, 1_000 + SWEEP_OBJECTS - 1);
     assert_eq!(ws.times_ns.len(), DEFAULT_TIME_POINTS);
-    assert_eq!(ws.times_ns[0], 100);
+    // The slab events' span: from the first allocation (the caches' records at 100 come
+    // before it) to the last free.
+    assert_eq!(ws.times_ns[0], 1_000);
     assert_eq!(
         *ws.times_ns.last().expect("points"),
         example::SWEEP_FREE_NS + SWEEP_OBJECTS - 1
@@ -701,4 +703,31 @@ fn a_level_with_more_occupied_sets_than_listed_counts_the_rest() {
     let leading: Vec<u64> = l1.occupied.iter().take(8).map(|s| s.set).collect();
     assert_eq!(leading, (0..8).map(|k| k * 64).collect::<Vec<_>>());
     assert!(!l1.occupied[8].types.iter().any(|t| t.flagged));
+}
+
+/// Records after the last slab event (a causal profile's experiments trace no allocation) do
+/// not stretch the views' span, so they do not dilute the mean live objects.
+#[test]
+fn the_views_cover_the_span_of_the_slab_events() {
+    use crate::views::Recorded;
+    let report = example_report();
+    let ws = working_set(&report);
+    let last = *ws.times_ns.last().expect("points");
+    let mut records = example::records(2);
+    let late = records
+        .iter()
+        .find(|(_, _, r)| matches!(r, dprof_abi::Record::AccessSample(_)))
+        .map(|(cpu, _, r)| (*cpu, last + 50_000_000, *r))
+        .expect("a sample");
+    records.push(late);
+    let with_late = analyzed(
+        example::profile_of(2, example::guest_caches(), records),
+        &ViewOptions::default(),
+    );
+    let ws_late = working_set(&with_late);
+    assert_eq!(ws_late.times_ns.last(), Some(&last));
+    let sweep = |w: &WorkingSetReport| w.find_type(SWEEP).expect("sweep").mean_objects;
+    assert!((sweep(ws_late) - sweep(ws)).abs() < 1e-9);
+    // No allocation: no events' span.
+    assert_eq!(Recorded::default().events_span(), None);
 }
