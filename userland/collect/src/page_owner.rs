@@ -16,7 +16,6 @@ use dprof_format::{MemoryLayout, OwnedPage, PageOwners, PageUsage, SlabPages};
 
 use crate::perf::{CachesRead, KernelMemory, Owner, PageReader};
 
-const PAGE_SHIFT: u32 = 12;
 /// Distinct pages looked up at most: a bound on the collector's memory and reads.
 const MAX_PAGES: usize = 1 << 20;
 
@@ -26,7 +25,7 @@ pub(crate) struct PageOwnerWatch {
     reader: PageReader,
     memory: KernelMemory,
     decoder: Decoder,
-    /// Frame to its owner (`None`: unreadable), in the order first seen.
+    /// Frame to its owner (`None`: unreadable).
     pages: HashMap<u64, Option<Owner>>,
     caches: CachesRead,
     /// Time spent on the samples: decoding their addresses and reading their pages' owners.
@@ -105,10 +104,9 @@ impl PageOwnerWatch {
         for (&pfn, owner) in &self.pages {
             match owner {
                 Some(Owner::Slab(slab)) => slabs.push(slab),
-                Some(Owner::Page(usage)) => pages.push((
-                    self.reader.layout.page_offset_base + (pfn << PAGE_SHIFT),
-                    *usage,
-                )),
+                Some(Owner::Page(usage)) => {
+                    pages.extend(self.reader.page_address(pfn).map(|page| (page, *usage)));
+                }
                 None => {}
             }
         }

@@ -38,7 +38,7 @@ enum SlabMark {
 /// Where things are in `struct page`, `struct slab` and `struct kmem_cache` on this kernel.
 #[derive(Clone, Debug)]
 pub(crate) struct PageReader {
-    pub(crate) layout: MemoryLayout,
+    layout: MemoryLayout,
     compound_head: u64,
     mapping: u64,
     mark: SlabMark,
@@ -108,6 +108,11 @@ impl PageReader {
             cache_oo: member("kmem_cache", "oo")?,
             cache_red_left_pad: btf.member_offset("kmem_cache", "red_left_pad"),
         })
+    }
+
+    /// The direct-map address of frame `pfn`.
+    pub(crate) fn page_address(&self, pfn: u64) -> Option<u64> {
+        self.layout.page_offset_base.checked_add(pfn << PAGE_SHIFT)
     }
 
     /// The frame of `addr` when it lies in the direct map.
@@ -186,10 +191,7 @@ impl PageReader {
             .entry(cache)
             .or_insert_with(|| self.read_cache(cache, memory))
             .clone()?;
-        let base = self
-            .layout
-            .page_offset_base
-            .checked_add(head_pfn << PAGE_SHIFT)?;
+        let base = self.page_address(head_pfn)?;
         Some(Owner::Slab(SlabPages {
             first_object: base + read.red_left_pad,
             stride: read.stride,
