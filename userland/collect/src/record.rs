@@ -425,6 +425,7 @@ fn history_header(options: &CollectOptions) -> Option<HistoryCollectConfig> {
         plan_ns: spec
             .needs_planning()
             .then(|| u64::try_from(options.plan_time.as_nanos()).unwrap_or(u64::MAX)),
+        full: Vec::new(),
     })
 }
 

@@ -218,6 +218,24 @@ pub struct HistoryCollectConfig {
     /// with their ranges. Histories' records follow it in the profile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_ns: Option<u64>,
+    /// Types watched over their whole object (`--histories full:TYPE`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub full: Vec<FullCoveragePlan>,
+}
+
+/// A type watched over its whole object (`--histories full:TYPE`): its object is cut into
+/// aligned chunks a debug register can watch, every pair of chunks is one target of the
+/// plan, and one complete history of each of those targets makes a *history set* (the
+/// paper's section 4.3: pairwise histories merged into one object access history).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FullCoveragePlan {
+    /// The type's name, as the data profile names it.
+    pub type_name: String,
+    /// Bytes of its objects (the cache's object size).
+    pub object_size: u32,
+    /// The plan's targets that watch it (`HistoryStart.target`), one per pair of chunks;
+    /// their ranges are in the histories' start records.
+    pub targets: Vec<u32>,
 }
 
 /// How access samples were taken.

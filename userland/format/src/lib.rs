@@ -74,9 +74,9 @@ pub use error::{ProfileError, RecordProblem, WriteError};
 pub use experiment::ExperimentRecord;
 pub use header::{
     CacheGeometry, CausalCollectConfig, CausalTypeSpec, CollectConfig, CpuCounters, CpuId,
-    DeviceCounters, HistoryCollectConfig, HistoryCounters, MemoryLayout, MergedCache, ModuleInfo,
-    PeriodEvents, PmuEvent, ProfileHeader, ProgressPointSpec, SampleRegisters, SamplingConfig,
-    StopInfo, StopReason, Target,
+    DeviceCounters, FullCoveragePlan, HistoryCollectConfig, HistoryCounters, MemoryLayout,
+    MergedCache, ModuleInfo, PeriodEvents, PmuEvent, ProfileHeader, ProgressPointSpec,
+    SampleRegisters, SamplingConfig, StopInfo, StopReason, Target,
 };
 pub use page_owners::{OwnedPage, PageOwners, PageUsage, SlabPages};
 pub use reader::{Profile, Records};
