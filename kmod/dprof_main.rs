@@ -37,6 +37,7 @@
 
 use core::sync::atomic::{AtomicPtr, Ordering};
 
+use kernel::alloc::KVVec;
 use kernel::ffi::{c_int, c_long, c_uint, c_ulong, c_void};
 use kernel::prelude::*;
 use kernel::sync::Mutex;
@@ -527,10 +528,23 @@ fn ioctl_history_plan(dev: &mut DeviceState, arg: usize) -> Result<c_long> {
         .reader()
         .read_slice(&mut bytes)?;
     let plan = abi::HistoryPlan::decode(&bytes).map_err(|_| EINVAL)?;
+    let count = plan.target_count as usize;
+    // Up to MAX_HISTORY_TARGETS x 80 = 80 KiB: kvmalloc rather than one high-order page.
+    let mut raw = KVVec::from_elem(0u8, count * abi::HistoryTarget::SIZE, GFP_KERNEL)?;
+    UserSlice::new(plan.targets_ptr as usize, raw.len())
+        .reader()
+        .read_slice(&mut raw)?;
+    let mut targets = KVVec::with_capacity(count, GFP_KERNEL)?;
+    for chunk in raw.chunks_exact(abi::HistoryTarget::SIZE) {
+        targets.push(
+            abi::HistoryTarget::decode(chunk).map_err(|_| EINVAL)?,
+            GFP_KERNEL,
+        )?;
+    }
     let Some(session) = dev.session.as_deref_mut() else {
         return Err(EINVAL);
     };
-    session.set_history_plan(&plan)?;
+    session.set_history_plan(&plan, &targets)?;
     Ok(0)
 }
 

@@ -25,8 +25,9 @@
 //! One history runs at a time: that keeps the state one small set of atomics shared by the
 //! probes, the IPIs and the #DB handler, none of which may take a lock.
 
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
+use kernel::alloc::KVVec;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 
@@ -43,6 +44,23 @@ static DUMMY_WATCH: DummyWatch = DummyWatch([0; abi::HISTORY_RANGES]);
 
 fn dummy_address(range: usize) -> u64 {
     core::ptr::addr_of!(DUMMY_WATCH.0[range]) as u64
+}
+
+/// Distinct caches [`Histories::caches`] holds at most.
+const PREFILTER_CACHES: usize = 8;
+
+/// The distinct caches of `targets`, zero-padded; `None` when there are more than
+/// [`PREFILTER_CACHES`].
+fn distinct_caches(targets: &[Target]) -> Option<[u64; PREFILTER_CACHES]> {
+    let mut caches = [0u64; PREFILTER_CACHES];
+    let mut n = 0;
+    for t in targets {
+        if !caches[..n].contains(&t.cache) {
+            *caches.get_mut(n)? = t.cache;
+            n += 1;
+        }
+    }
+    Some(caches)
 }
 
 /// No history running; one may start.
@@ -84,8 +102,15 @@ struct SlotContext {
 /// [`RecordSink`] it writes to; its address is the context of the breakpoints and IPIs.
 pub(crate) struct Histories {
     sink: *const RecordSink,
-    targets: [Option<Target>; abi::MAX_HISTORY_TARGETS],
-    target_count: usize,
+    /// In plan order: `HistoryStart.target` indexes it.
+    targets: KVVec<Target>,
+    /// The distinct caches of `targets` (up to [`PREFILTER_CACHES`]; `None` beyond): most
+    /// allocations are of other caches, and this turns them away without a walk of every
+    /// target.
+    caches: Option<[u64; PREFILTER_CACHES]>,
+    /// Where the next search for a target starts: after the last one started, so that targets
+    /// of one type take turns.
+    cursor: AtomicUsize,
     /// Ranges per history: breakpoints to register.
     ranges_used: usize,
     timeout_ns: u64,
@@ -107,7 +132,7 @@ pub(crate) struct Histories {
     hits_recorded: AtomicU32,
     next_history: AtomicU64,
     next_start_ns: AtomicU64,
-    target_next_ns: [AtomicU64; abi::MAX_HISTORY_TARGETS],
+    target_next_ns: KVVec<AtomicU64>,
     started: AtomicU64,
     stray: AtomicU64,
 
@@ -129,10 +154,14 @@ impl Histories {
     /// A history engine for `plan`, writing to `sink`, whose caches are looked up now
     /// (process context). ENOENT when a cache does not exist, EINVAL when a range lies
     /// beyond its objects, ENOTSUPP when caches cannot be listed.
-    pub(crate) fn new(sink: &RecordSink, plan: &abi::HistoryPlan) -> Result<KBox<Self>> {
-        let mut targets = [None; abi::MAX_HISTORY_TARGETS];
+    pub(crate) fn new(
+        sink: &RecordSink,
+        plan: &abi::HistoryPlan,
+        targets: &[abi::HistoryTarget],
+    ) -> Result<KBox<Self>> {
+        let mut found_targets = KVVec::with_capacity(targets.len(), GFP_KERNEL)?;
         let mut ranges_used = 1;
-        for (slot, t) in targets.iter_mut().zip(plan.used_targets()) {
+        for t in targets {
             let found = lookup::find_cache(t.name_bytes())?;
             for r in t.ranges.iter().filter(|r| r.len != 0) {
                 if u64::from(r.offset) + u64::from(r.len) > u64::from(found.object_size) {
@@ -142,13 +171,21 @@ impl Histories {
             if t.ranges[1].len != 0 {
                 ranges_used = 2;
             }
-            *slot = Some(Target {
-                cache: found.cache as u64,
-                site_start: t.site_start,
-                site_end: t.site_end,
-                ranges: t.ranges,
-            });
+            found_targets.push(
+                Target {
+                    cache: found.cache as u64,
+                    site_start: t.site_start,
+                    site_end: t.site_end,
+                    ranges: t.ranges,
+                },
+                GFP_KERNEL,
+            )?;
         }
+        let mut target_next_ns = KVVec::with_capacity(targets.len(), GFP_KERNEL)?;
+        for _ in targets {
+            target_next_ns.push(AtomicU64::new(0), GFP_KERNEL)?;
+        }
+        let caches = distinct_caches(&found_targets);
         let cpus_n = ffi::nr_cpu_ids();
         let mut cpus = KVec::with_capacity(cpus_n, GFP_KERNEL)?;
         for _ in 0..cpus_n {
@@ -160,12 +197,13 @@ impl Histories {
             )?;
         }
         let gap_ns = 1_000_000_000 / u64::from(plan.max_per_sec.max(1));
-        let target_count = plan.used_targets().len();
+        let target_count = found_targets.len();
         let mut this = KBox::new(
             Self {
                 sink: core::ptr::from_ref(sink),
-                targets,
-                target_count,
+                targets: found_targets,
+                caches,
+                cursor: AtomicUsize::new(0),
                 ranges_used,
                 timeout_ns: u64::from(plan.timeout_ms) * 1_000_000,
                 gap_ns,
@@ -183,7 +221,7 @@ impl Histories {
                 hits_recorded: AtomicU32::new(0),
                 next_history: AtomicU64::new(1),
                 next_start_ns: AtomicU64::new(0),
-                target_next_ns: [const { AtomicU64::new(0) }; abi::MAX_HISTORY_TARGETS],
+                target_next_ns,
                 started: AtomicU64::new(0),
                 stray: AtomicU64::new(0),
                 cpus,
@@ -348,8 +386,13 @@ impl Histories {
         if now < self.next_start_ns.load(Ordering::Relaxed) {
             return;
         }
-        let Some(t) = (0..self.target_count).find(|&i| {
-            self.targets[i].is_some_and(|t| t.matches(cache, call_site))
+        if self.caches.is_some_and(|caches| !caches.contains(&cache)) {
+            return;
+        }
+        let count = self.targets.len();
+        let first = self.cursor.load(Ordering::Relaxed) % count.max(1);
+        let Some(t) = (0..count).map(|k| (first + k) % count).find(|&i| {
+            self.targets[i].matches(cache, call_site)
                 && now >= self.target_next_ns[i].load(Ordering::Relaxed)
         }) else {
             return;
@@ -367,9 +410,10 @@ impl Histories {
 
     /// Starts a history of target `t` on object `ptr`. The caller holds BUSY.
     fn begin(&self, t: usize, ptr: u64, cache: u64, call_site: u64, now: u64) {
-        let Some(target) = self.targets[t] else {
+        let Some(&target) = self.targets.get(t) else {
             return;
         };
+        self.cursor.store(t + 1, Ordering::Relaxed);
         let history = self.next_history.fetch_add(1, Ordering::Relaxed);
         self.object.store(ptr, Ordering::Relaxed);
         self.target.store(t as u32, Ordering::Relaxed);
@@ -545,12 +589,7 @@ impl Histories {
         if current == Some(history) {
             return;
         }
-        let ranges = self
-            .targets
-            .get(target)
-            .copied()
-            .flatten()
-            .map(|t| t.ranges);
+        let ranges = self.targets.get(target).map(|t| t.ranges);
         match ranges {
             Some(ranges) if history != 0 => {
                 self.point_this_cpu(here, history, Some((object, &ranges)));

@@ -90,9 +90,13 @@ impl Session {
 
     /// Installs the history engine for `plan` (replacing any earlier one). Only while no
     /// probe can see the session (configured, not started).
-    pub(crate) fn set_history_plan(&mut self, plan: &abi::HistoryPlan) -> Result {
+    pub(crate) fn set_history_plan(
+        &mut self,
+        plan: &abi::HistoryPlan,
+        targets: &[abi::HistoryTarget],
+    ) -> Result {
         self.histories = None;
-        self.histories = Some(Histories::new(&self.sink, plan)?);
+        self.histories = Some(Histories::new(&self.sink, plan, targets)?);
         Ok(())
     }
 

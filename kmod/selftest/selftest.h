@@ -38,6 +38,23 @@ static_assert(offsetof(struct dprof_selftest_local, value) == 8);
 static_assert(offsetof(struct dprof_selftest_local, pad) == 16);
 
 /*
+ * Relayed CPU 0 -> CPU 1 -> CPU 0 with one known access sequence (relay.rs): 32 bytes, four
+ * fields, each accessed at known steps.
+ */
+struct dprof_selftest_relay {
+	u64 head;	/* 0: written on CPU 0, read on CPU 1 */
+	u64 count;	/* 8: written on CPU 1, read on CPU 0 */
+	u64 flags;	/* 16: written on CPU 0 at the end */
+	u64 stamp;	/* 24: written on CPU 0 first, read on CPU 0 at the end */
+};
+
+static_assert(sizeof(struct dprof_selftest_relay) == 32);
+static_assert(offsetof(struct dprof_selftest_relay, head) == 0);
+static_assert(offsetof(struct dprof_selftest_relay, count) == 8);
+static_assert(offsetof(struct dprof_selftest_relay, flags) == 16);
+static_assert(offsetof(struct dprof_selftest_relay, stamp) == 24);
+
+/*
  * Miss classification and working set (misses.rs). Each type has its own cache, named like
  * the struct.
  */
@@ -120,6 +137,8 @@ struct dprof_selftest_obj *dprof_selftest_shim_alloc_obj(void);
 void dprof_selftest_shim_free_obj(struct dprof_selftest_obj *obj);
 struct dprof_selftest_local *dprof_selftest_shim_alloc_local(void);
 void dprof_selftest_shim_free_local(struct dprof_selftest_local *obj);
+struct dprof_selftest_relay *dprof_selftest_shim_alloc_relay(void);
+void dprof_selftest_shim_free_relay(struct dprof_selftest_relay *obj);
 struct dprof_selftest_pair *dprof_selftest_shim_alloc_pair(void);
 void dprof_selftest_shim_free_pair(struct dprof_selftest_pair *obj);
 struct dprof_selftest_shared *dprof_selftest_shim_alloc_shared(void);

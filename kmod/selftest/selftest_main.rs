@@ -21,6 +21,8 @@
 //!   critical path. After each round the chain calls the progress point
 //!   `dprof_selftest_causal_round`; `causal_rounds` in the same debugfs directory reads the
 //!   rounds done since load. For causal experiments (causal.rs).
+//! - `relay MS`: `dprof_selftest_relay` objects go CPU 0 → CPU 1 → CPU 0 with a fixed sequence
+//!   of field reads and writes, the ground truth of whole-object histories (relay.rs).
 //!
 //! New workloads are new commands beside these.
 //!
@@ -43,6 +45,7 @@ mod workload;
 
 mod causal;
 mod misses;
+mod relay;
 
 use workload::{block_boundary, cond_resched, now_ns, pause_us, run_threads};
 
@@ -434,6 +437,7 @@ extern "C" fn dprof_selftest_rs_run(cmd: *const c_char, len: usize) -> c_int {
         b"conflict" => misses::conflict(ms),
         b"capacity" => misses::capacity(ms),
         b"causal" => causal::causal(ms),
+        b"relay" => relay::relay(ms),
         _ => Err(EINVAL),
     };
     match result {

@@ -21,6 +21,7 @@ u64 dprof_selftest_rs_causal_rounds(void);
 
 static struct kmem_cache *obj_cache;
 static struct kmem_cache *local_cache;
+static struct kmem_cache *relay_cache;
 static struct dentry *debugfs_dir;
 /* The miss classification and working set workloads (misses.rs). */
 static struct kmem_cache *pair_cache;
@@ -49,6 +50,17 @@ struct dprof_selftest_local *dprof_selftest_shim_alloc_local(void)
 void dprof_selftest_shim_free_local(struct dprof_selftest_local *obj)
 {
 	kmem_cache_free(local_cache, obj);
+}
+
+/* Not zeroed: a memset would touch the object before its allocation is traced. */
+struct dprof_selftest_relay *dprof_selftest_shim_alloc_relay(void)
+{
+	return kmem_cache_alloc(relay_cache, GFP_KERNEL);
+}
+
+void dprof_selftest_shim_free_relay(struct dprof_selftest_relay *obj)
+{
+	kmem_cache_free(relay_cache, obj);
 }
 
 struct dprof_selftest_pair *dprof_selftest_shim_alloc_pair(void)
@@ -248,7 +260,10 @@ int dprof_selftest_shim_init(void)
 				      64, 0, NULL);
 	local_cache = kmem_cache_create("dprof_selftest_local",
 					sizeof(struct dprof_selftest_local), 64, 0, NULL);
-	if (!obj_cache || !local_cache || misses_caches_create() || causal_caches_create())
+	relay_cache = kmem_cache_create("dprof_selftest_relay",
+					sizeof(struct dprof_selftest_relay), 32, 0, NULL);
+	if (!obj_cache || !local_cache || !relay_cache || misses_caches_create() ||
+	    causal_caches_create())
 		goto fail;
 	debugfs_dir = debugfs_create_dir("dprof_selftest", NULL);
 	if (IS_ERR(debugfs_dir))
@@ -259,6 +274,7 @@ int dprof_selftest_shim_init(void)
 fail:
 	kmem_cache_destroy(obj_cache);
 	kmem_cache_destroy(local_cache);
+	kmem_cache_destroy(relay_cache);
 	misses_caches_destroy();
 	causal_caches_destroy();
 	return -ENOMEM;
@@ -269,6 +285,7 @@ void dprof_selftest_shim_exit(void)
 	debugfs_remove(debugfs_dir);
 	kmem_cache_destroy(obj_cache);
 	kmem_cache_destroy(local_cache);
+	kmem_cache_destroy(relay_cache);
 	misses_caches_destroy();
 	causal_caches_destroy();
 }

@@ -171,8 +171,8 @@ fn ioctl_numbers_follow_the_kernel_ioc_encoding() {
     assert_eq!(IOC_START, 0x0000_D902);
     assert_eq!(IOC_STOP, 0x0000_D903);
     assert_eq!(IOC_STATUS, 0xC048_D904);
-    // _IOW(0xD9, 5, 664 bytes): 1 << 30 | 0x298 << 16 | 0xD905.
-    assert_eq!(IOC_HISTORY_PLAN, 0x4298_D905);
+    // _IOW(0xD9, 5, 32 bytes): 1 << 30 | 0x20 << 16 | 0xD905.
+    assert_eq!(IOC_HISTORY_PLAN, 0x4020_D905);
 }
 
 #[test]
@@ -573,31 +573,39 @@ fn plan_target(name: &str, ranges: [(u32, u32); 2]) -> HistoryTarget {
 }
 
 fn good_plan() -> HistoryPlan {
-    let mut plan = HistoryPlan {
+    HistoryPlan {
         struct_size: HistoryPlan::SIZE as u32,
         target_count: 2,
         max_per_sec: 100,
         timeout_ms: 1000,
         max_hits: 4096,
-        ..HistoryPlan::default()
-    };
-    plan.targets[0] = plan_target("dprof_selftest_item", [(0, 8), (8, 4)]);
-    plan.targets[1] = HistoryTarget {
-        site_start: 0xffff_ffff_8100_0000,
-        site_end: 0xffff_ffff_8100_0100,
-        ..plan_target("kmalloc-1k", [(16, 2), (0, 0)])
-    };
-    plan
+        targets_ptr: 0x7fff_0000_1000,
+    }
+}
+
+fn good_targets() -> [HistoryTarget; 2] {
+    [
+        plan_target("dprof_selftest_item", [(0, 8), (8, 4)]),
+        HistoryTarget {
+            site_start: 0xffff_ffff_8100_0000,
+            site_end: 0xffff_ffff_8100_0100,
+            ..plan_target("kmalloc-1k", [(16, 2), (0, 0)])
+        },
+    ]
 }
 
 #[test]
-fn history_plan_round_trips_and_names_its_targets() {
+fn history_plan_and_targets_round_trip() {
     let plan = good_plan();
     let mut buf = [0u8; HistoryPlan::SIZE];
     plan.encode(&mut buf);
     assert_eq!(HistoryPlan::decode(&buf), Ok(plan));
-    assert_eq!(plan.used_targets().len(), 2);
-    assert_eq!(plan.used_targets()[1].name_bytes(), b"kmalloc-1k");
+    for target in good_targets() {
+        let mut buf = [0u8; HistoryTarget::SIZE];
+        target.encode(&mut buf);
+        assert_eq!(HistoryTarget::decode(&buf), Ok(target));
+    }
+    assert_eq!(good_targets()[1].name_bytes(), b"kmalloc-1k");
 }
 
 #[test]
@@ -608,7 +616,6 @@ fn history_plan_validation_rejects_every_bad_field() {
         f(&mut p);
         p
     };
-    let range = |offset, len| WatchRange { offset, len };
     for p in [
         with(&|p| p.struct_size = 24),
         with(&|p| p.target_count = 0),
@@ -619,21 +626,7 @@ fn history_plan_validation_rejects_every_bad_field() {
         with(&|p| p.timeout_ms = MAX_HISTORY_TIMEOUT_MS + 1),
         with(&|p| p.max_hits = 0),
         with(&|p| p.max_hits = MAX_HISTORY_HITS + 1),
-        // An empty name, and bytes after the NUL.
-        with(&|p| p.targets[0].cache_name = [0; CACHE_NAME_BYTES]),
-        with(&|p| p.targets[0].cache_name[40] = b'x'),
-        // A site range that is empty or half given.
-        with(&|p| p.targets[1].site_end = p.targets[1].site_start),
-        with(&|p| p.targets[0].site_start = 5),
-        // Lengths a debug register cannot watch, misaligned offsets, overlapping pairs, an
-        // unused second range with an offset.
-        with(&|p| p.targets[0].ranges[0] = range(0, 3)),
-        with(&|p| p.targets[0].ranges[0] = range(0, 16)),
-        with(&|p| p.targets[0].ranges[0] = range(0, 0)),
-        with(&|p| p.targets[0].ranges[0] = range(4, 8)),
-        with(&|p| p.targets[0].ranges[1] = range(2, 4)),
-        with(&|p| p.targets[0].ranges[1] = range(4, 4)),
-        with(&|p| p.targets[1].ranges[1] = range(8, 0)),
+        with(&|p| p.targets_ptr = 0),
     ] {
         p.encode(&mut buf);
         assert_eq!(
@@ -642,14 +635,50 @@ fn history_plan_validation_rejects_every_bad_field() {
             "{p:?}"
         );
     }
-    // A target beyond target_count must be all zero.
-    with(&|p| p.targets[2] = plan_target("filp", [(0, 8), (0, 0)])).encode(&mut buf);
-    assert_eq!(HistoryPlan::decode(&buf), Err(AbiError::NonZeroReserved));
     good_plan().encode(&mut buf);
     buf[20] = 1;
     assert_eq!(HistoryPlan::decode(&buf), Err(AbiError::NonZeroReserved));
     assert!(matches!(
-        HistoryPlan::decode(&buf[..100]),
+        HistoryPlan::decode(&buf[..20]),
+        Err(AbiError::Truncated { .. })
+    ));
+}
+
+#[test]
+fn history_target_validation_rejects_every_bad_field() {
+    let mut buf = [0u8; HistoryTarget::SIZE];
+    let with = |i: usize, f: &dyn Fn(&mut HistoryTarget)| {
+        let mut t = good_targets()[i];
+        f(&mut t);
+        t
+    };
+    let range = |offset, len| WatchRange { offset, len };
+    for t in [
+        // An empty name, and bytes after the NUL.
+        with(0, &|t| t.cache_name = [0; CACHE_NAME_BYTES]),
+        with(0, &|t| t.cache_name[40] = b'x'),
+        // A site range that is empty or half given.
+        with(1, &|t| t.site_end = t.site_start),
+        with(0, &|t| t.site_start = 5),
+        // Lengths a debug register cannot watch, misaligned offsets, overlapping pairs, an
+        // unused second range with an offset.
+        with(0, &|t| t.ranges[0] = range(0, 3)),
+        with(0, &|t| t.ranges[0] = range(0, 16)),
+        with(0, &|t| t.ranges[0] = range(0, 0)),
+        with(0, &|t| t.ranges[0] = range(4, 8)),
+        with(0, &|t| t.ranges[1] = range(2, 4)),
+        with(0, &|t| t.ranges[1] = range(4, 4)),
+        with(1, &|t| t.ranges[1] = range(8, 0)),
+    ] {
+        t.encode(&mut buf);
+        assert_eq!(
+            HistoryTarget::decode(&buf),
+            Err(AbiError::OutOfRange),
+            "{t:?}"
+        );
+    }
+    assert!(matches!(
+        HistoryTarget::decode(&buf[..40]),
         Err(AbiError::Truncated { .. })
     ));
 }
@@ -729,7 +758,7 @@ fn history_records_round_trip_and_reject_bad_fields() {
         Record::decode(&b[..size])
     };
     assert_eq!(start_at(36, 1), Err(AbiError::NonZeroReserved));
-    assert_eq!(start_at(32, 8), Err(AbiError::OutOfRange)); // target 8
+    assert_eq!(start_at(33, 4), Err(AbiError::OutOfRange)); // target 1024
     assert_eq!(start_at(44, 3), Err(AbiError::OutOfRange)); // first length 3
     assert_eq!(start_at(48, 12), Err(AbiError::OutOfRange)); // second at 12: overlaps 8..16
     let hit_at = |i: usize, v: u8| {
@@ -1257,22 +1286,27 @@ fn encoded_vectors(mut out: impl FnMut(&'static str, &[u8])) {
             pmu_config1: 0x1112_1314_1516_1718
         }
     );
-    let mut plan = HistoryPlan {
-        struct_size: 1,
-        target_count: 2,
-        max_per_sec: 3,
-        timeout_ms: 4,
-        max_hits: 5,
-        ..HistoryPlan::default()
-    };
-    plan.targets[MAX_HISTORY_TARGETS - 1] = HistoryTarget {
-        site_start: 0x0102_0304_0506_0708,
-        site_end: 0x1112_1314_1516_1718,
-        ranges,
-        ..HistoryTarget::default()
-    }
-    .with_name(b"filp");
-    emit!(HistoryPlan, plan);
+    emit!(
+        HistoryPlan,
+        HistoryPlan {
+            struct_size: 1,
+            target_count: 2,
+            max_per_sec: 3,
+            timeout_ms: 4,
+            max_hits: 5,
+            targets_ptr: 0x2122_2324_2526_2728,
+        }
+    );
+    emit!(
+        HistoryTarget,
+        HistoryTarget {
+            site_start: 0x0102_0304_0506_0708,
+            site_end: 0x1112_1314_1516_1718,
+            ranges,
+            ..HistoryTarget::default()
+        }
+        .with_name(b"filp")
+    );
     let mut causal = CausalPlan {
         struct_size: 1,
         point_count: 2,
@@ -1320,7 +1354,7 @@ fn encoded_vectors(mut out: impl FnMut(&'static str, &[u8])) {
 }
 
 /// Hex, whitespace ignored; `0*N` stands for N zero bytes.
-const VECTORS: [(&str, &str); 21] = [
+const VECTORS: [(&str, &str); 22] = [
     ("RecordHeader", "0201040308070605 1817161514131211"),
     (
         "Alloc",
@@ -1389,8 +1423,11 @@ const VECTORS: [(&str, &str); 21] = [
     ),
     (
         "HistoryPlan",
-        "0100000002000000 0300000004000000 05 0*567 66696c70 0*44 0807060504030201 \
-         1817161514131211 0800000008000000 0200000002000000",
+        "0100000002000000 0300000004000000 0500000000000000 2827262524232221",
+    ),
+    (
+        "HistoryTarget",
+        "66696c70 0*44 0807060504030201 1817161514131211 0800000008000000 0200000002000000",
     ),
     (
         "CausalPlan",

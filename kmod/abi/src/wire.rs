@@ -63,7 +63,7 @@
 use core::marker::PhantomData;
 
 /// Version of this ABI; bumped on any incompatible change.
-pub const ABI_VERSION: u32 = 5;
+pub const ABI_VERSION: u32 = 6;
 /// Path of the device the module creates.
 pub const DEVICE_PATH: &str = "/dev/dprof";
 /// Every record size is a multiple of this.
@@ -1568,8 +1568,9 @@ impl Config {
     }
 }
 
-/// Targets one [`HistoryPlan`] holds at most.
-pub const MAX_HISTORY_TARGETS: usize = 8;
+/// Targets one [`HistoryPlan`] holds at most: every pair of 45 chunks of 8 bytes (a 360-byte
+/// object watched whole).
+pub const MAX_HISTORY_TARGETS: usize = 1024;
 /// Most histories per second a plan may ask for: each costs IPIs to every CPU at its start and
 /// end, and a trap per watched access.
 pub const MAX_HISTORIES_PER_SEC: u32 = 1000;
@@ -1593,6 +1594,10 @@ wire! {
         /// The ranges to watch; the second may be unused (zero).
         pub ranges: [WatchRange; HISTORY_RANGES],
     }
+    encode;
+    /// [`AbiError::OutOfRange`] for an empty or unpadded name, a backwards site range, or
+    /// ranges a debug register cannot watch.
+    decode, check;
     default;
 }
 
@@ -1619,17 +1624,27 @@ impl HistoryTarget {
             (self.site_start == 0 && self.site_end == 0) || self.site_start < self.site_end;
         !name.is_empty() && padding_ok && sites_ok && ranges_ok(&self.ranges)
     }
+
+    fn check(&self) -> Result<(), AbiError> {
+        if self.is_valid() {
+            Ok(())
+        } else {
+            Err(AbiError::OutOfRange)
+        }
+    }
 }
 
 wire! {
     /// Which objects to watch and how often (`IOC_HISTORY_PLAN`). The module watches one object
     /// at a time: the next allocation of a target's type after the previous history ended and
-    /// the rate allows, taking targets in turn.
+    /// the rate allows, taking targets in turn. The targets are an array in the caller's
+    /// memory: a whole-object plan pairs every chunk of a type with every other, hundreds of
+    /// targets, more than an ioctl argument may hold.
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-    pub struct HistoryPlan(24 + MAX_HISTORY_TARGETS * HistoryTarget::SIZE) {
+    pub struct HistoryPlan(32) {
         /// Must be [`HistoryPlan::SIZE`].
         pub struct_size: u32,
-        /// Targets used, 1..=[`MAX_HISTORY_TARGETS`]; the rest must be zero.
+        /// Targets at `targets_ptr`, 1..=[`MAX_HISTORY_TARGETS`].
         pub target_count: u32,
         /// Histories started per second at most, 1..=[`MAX_HISTORIES_PER_SEC`].
         pub max_per_sec: u32,
@@ -1640,41 +1655,28 @@ wire! {
         /// counted.
         pub max_hits: u32,
         _: u32,
-        /// The targets.
-        pub targets: [HistoryTarget; MAX_HISTORY_TARGETS],
+        /// User pointer to `target_count` encoded [`HistoryTarget`]s, one after another.
+        pub targets_ptr: u64,
     }
     encode;
     /// [`AbiError::OutOfRange`] for a wrong `struct_size`, a count, rate, timeout or hit limit out
-    /// of range, or a used target that is not valid; [`AbiError::NonZeroReserved`] also for an
-    /// unused target that is not all zero.
+    /// of range, or no target pointer.
     decode, check;
 }
 
 impl HistoryPlan {
-    /// The targets in use.
-    #[must_use]
-    pub fn used_targets(&self) -> &[HistoryTarget] {
-        &self.targets[..(self.target_count as usize).min(MAX_HISTORY_TARGETS)]
-    }
-
     fn check(&self) -> Result<(), AbiError> {
-        let count = self.target_count as usize;
         let ok = self.struct_size as usize == Self::SIZE
-            && (1..=MAX_HISTORY_TARGETS).contains(&count)
+            && (1..=MAX_HISTORY_TARGETS).contains(&(self.target_count as usize))
             && (1..=MAX_HISTORIES_PER_SEC).contains(&self.max_per_sec)
             && (1..=MAX_HISTORY_TIMEOUT_MS).contains(&self.timeout_ms)
             && (1..=MAX_HISTORY_HITS).contains(&self.max_hits)
-            && self.targets[..count].iter().all(HistoryTarget::is_valid);
-        if !ok {
-            return Err(AbiError::OutOfRange);
+            && self.targets_ptr != 0;
+        if ok {
+            Ok(())
+        } else {
+            Err(AbiError::OutOfRange)
         }
-        if self.targets[count..]
-            .iter()
-            .any(|t| *t != HistoryTarget::default())
-        {
-            return Err(AbiError::NonZeroReserved);
-        }
-        Ok(())
     }
 }
 

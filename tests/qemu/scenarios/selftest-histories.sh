@@ -24,6 +24,11 @@ cp /tmp/histories.dprof "$OUT/"
   --histories dprof_selftest_obj --plan-time 1500ms -- \
   sh -c "echo 'handoff 8000' > $run"
 cp /tmp/planned.dprof "$OUT/"
+# The whole object: every pair of dprof_selftest_relay's four 8-byte chunks is a target, and
+# the relay workload's objects take one known path (kmod/selftest/relay.rs).
+"$DPROF" collect -o /tmp/full.dprof --events slab --histories full:dprof_selftest_relay \
+  --history-rate 500 -- sh -c "echo 'relay 5000' > $run"
+cp /tmp/full.dprof "$OUT/"
 cp /lib/dprof/dprof_selftest.ko "$OUT/"
 rmmod dprof_selftest
 rmmod dprof

@@ -3,11 +3,10 @@
 //! events on a stock kernel ([`crate::perf::PerfCollector`]). [`Collector`] is whichever of
 //! the two `--backend` chose.
 
-use dprof_abi::{
-    CausalPlan, Config, CpuStatus, ExperimentControl, HistoryPlan, Status, VersionInfo,
-};
+use dprof_abi::{CausalPlan, Config, CpuStatus, ExperimentControl, Status, VersionInfo};
 
 use crate::device::{Device, DeviceError, ReadOutcome};
+use crate::histories::ModulePlan;
 use crate::perf::{PerfCollector, PerfError};
 
 /// A collector the drivers run: configured, started, read and stopped, with the history and
@@ -32,7 +31,7 @@ pub trait Backend {
     ///
     /// # Errors
     /// When the collector refuses the plan.
-    fn history_plan(&mut self, plan: &HistoryPlan) -> Result<(), Self::Error>;
+    fn history_plan(&mut self, plan: &ModulePlan) -> Result<(), Self::Error>;
 
     /// Sets the causal session's progress points (`labels` name them, for errors).
     ///
@@ -104,7 +103,7 @@ macro_rules! backend_by_inherent_methods {
                 Self::configure(self, config)
             }
 
-            fn history_plan(&mut self, plan: &HistoryPlan) -> Result<(), $error> {
+            fn history_plan(&mut self, plan: &ModulePlan) -> Result<(), $error> {
                 Self::history_plan(self, plan)
             }
 
@@ -194,7 +193,7 @@ impl Backend for Collector {
         both!(self, c => c.configure(config))
     }
 
-    fn history_plan(&mut self, plan: &HistoryPlan) -> Result<(), CollectorError> {
+    fn history_plan(&mut self, plan: &ModulePlan) -> Result<(), CollectorError> {
         both!(self, c => c.history_plan(plan))
     }
 

@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 
 use dprof_abi::{Config, CpuStatus, Status, VersionInfo, ABI_VERSION};
 
+use crate::histories::ModulePlan;
+
 /// The ioctls, through `nix`: one function per `dprof_abi::IOC_*` request, its argument the
 /// byte array the ABI encodes it into. The request numbers are the ABI's own (the `_bad`
 /// macros take them as they are instead of computing them again).
@@ -288,12 +290,24 @@ impl Device {
     /// # Errors
     /// [`DeviceError::HistoryPlanRefused`] with the module's reason, else
     /// [`DeviceError::Ioctl`].
-    pub fn history_plan(&self, plan: &dprof_abi::HistoryPlan) -> Result<(), DeviceError> {
+    pub fn history_plan(&self, plan: &ModulePlan) -> Result<(), DeviceError> {
+        let mut targets = Vec::with_capacity(plan.targets.len() * dprof_abi::HistoryTarget::SIZE);
+        for t in &plan.targets {
+            let mut bytes = [0u8; dprof_abi::HistoryTarget::SIZE];
+            t.encode(&mut bytes);
+            targets.extend_from_slice(&bytes);
+        }
+        let limits = dprof_abi::HistoryPlan {
+            target_count: u32::try_from(plan.targets.len()).unwrap_or(u32::MAX),
+            targets_ptr: targets.as_ptr() as u64,
+            ..plan.limits
+        };
         let mut buf = [0u8; dprof_abi::HistoryPlan::SIZE];
-        plan.encode(&mut buf);
+        limits.encode(&mut buf);
         match self.ioctl("HISTORY_PLAN", |fd| {
-            // SAFETY: `buf` is a live buffer of exactly the size the request encodes, which the
-            // module reads or writes and does not keep.
+            // SAFETY: `buf` is a live buffer of exactly the size the request encodes, and
+            // `targets` the live array its pointer names; the module reads both during the
+            // call and keeps neither.
             unsafe { sys::history_plan(fd, &raw const buf) }
         }) {
             Err(DeviceError::Ioctl { source, .. }) => {

@@ -5,10 +5,10 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use dprof_abi::{HistoryPlan, HistoryTarget, Record, WatchRange};
+use dprof_abi::{HistoryPlan, HistoryTarget, Record, WatchRange, MAX_HISTORY_TARGETS};
 use dprof_analysis::resolve::{is_site_symbol, site_function};
 use dprof_analysis::symbols::Kallsyms;
-use dprof_format::KernelText;
+use dprof_format::{FullCoveragePlan, KernelText};
 
 use crate::kcore::{self, Kcore};
 use crate::plan::{plan_detailed, PlanBudget};
@@ -27,15 +27,21 @@ pub enum HistorySpec {
     Types(Vec<TypeSpec>),
 }
 
-/// One `--histories` type: `CACHE[@FUNCTION][:OFFSET+LEN[:OFFSET+LEN]]`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Types one `--histories` names at most.
+pub const MAX_TYPES: usize = 8;
+
+/// One `--histories` type: `CACHE[@FUNCTION][:OFFSET+LEN[:OFFSET+LEN]]`, or
+/// `full:CACHE[@FUNCTION]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TypeSpec {
     /// The slab cache's name.
     pub cache: String,
     /// Only allocations from this function (a `kmalloc-N@FUNCTION` type).
     pub site: Option<String>,
-    /// One or two ranges; none: planned from the samples.
+    /// One or two ranges; none: planned from the samples, or the whole object.
     pub ranges: Vec<WatchRange>,
+    /// The whole object, every pair of its chunks (`full:`).
+    pub whole: bool,
 }
 
 impl TypeSpec {
@@ -51,6 +57,9 @@ impl TypeSpec {
 
 impl std::fmt::Display for TypeSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.whole {
+            f.write_str(FULL_PREFIX)?;
+        }
         f.write_str(&self.type_name())?;
         for r in &self.ranges {
             write!(f, ":{}+{}", r.offset, r.len)?;
@@ -77,10 +86,22 @@ impl HistorySpec {
     pub fn needs_planning(&self) -> bool {
         match self {
             Self::Auto => true,
-            Self::Types(types) => types.iter().any(|t| t.ranges.is_empty()),
+            Self::Types(types) => types.iter().any(|t| t.ranges.is_empty() && !t.whole),
+        }
+    }
+
+    /// The types to watch whole (`full:`).
+    #[must_use]
+    pub fn whole_types(&self) -> Vec<&TypeSpec> {
+        match self {
+            Self::Auto => Vec::new(),
+            Self::Types(types) => types.iter().filter(|t| t.whole).collect(),
         }
     }
 }
+
+/// The prefix of a type watched whole.
+const FULL_PREFIX: &str = "full:";
 
 /// Parses `--histories`: `auto`, or comma-separated types (see [`TypeSpec`]).
 ///
@@ -95,17 +116,28 @@ pub fn parse_history_spec(s: &str) -> Result<HistorySpec, String> {
     for item in split_types(s).into_iter().map(str::trim) {
         types.push(parse_type_spec(item)?);
     }
-    if types.len() > dprof_abi::MAX_HISTORY_TARGETS {
+    if types.len() > MAX_TYPES {
         return Err(format!(
-            "{} types given; the module watches at most {} per collection",
+            "{} types given; dprof watches at most {MAX_TYPES} per collection",
             types.len(),
-            dprof_abi::MAX_HISTORY_TARGETS
         ));
     }
     Ok(HistorySpec::Types(types))
 }
 
 fn parse_type_spec(item: &str) -> Result<TypeSpec, String> {
+    if let Some(whole) = item.strip_prefix(FULL_PREFIX) {
+        let spec = parse_type_spec(whole.trim())?;
+        if !spec.ranges.is_empty() || spec.whole {
+            return Err(format!(
+                "{item:?}: a type watched whole takes no ranges: full:CACHE[@FUNCTION]"
+            ));
+        }
+        return Ok(TypeSpec {
+            whole: true,
+            ..spec
+        });
+    }
     let mut parts = split_ranges(item).into_iter();
     let name = parts.next().unwrap_or_default();
     let (cache, site) = match name.split_once('@') {
@@ -115,8 +147,9 @@ fn parse_type_spec(item: &str) -> Result<TypeSpec, String> {
     };
     if cache.is_empty() || site.as_deref() == Some("") {
         return Err(format!(
-            "{item:?}: expected CACHE[@FUNCTION][:OFFSET+LEN[:OFFSET+LEN]], e.g. \
-             skbuff_head_cache:0+8 or kmalloc-1k@__alloc_skb"
+            "{item:?}: expected CACHE[@FUNCTION][:OFFSET+LEN[:OFFSET+LEN]] or \
+             full:CACHE[@FUNCTION], e.g. skbuff_head_cache:0+8, kmalloc-1k@__alloc_skb or \
+             full:skbuff_head_cache"
         ));
     }
     if cache.len() >= dprof_abi::CACHE_NAME_BYTES {
@@ -145,6 +178,7 @@ fn parse_type_spec(item: &str) -> Result<TypeSpec, String> {
         cache: cache.to_owned(),
         site,
         ranges,
+        whole: false,
     })
 }
 
@@ -214,34 +248,125 @@ pub struct PlanLimits {
     pub max_hits: u32,
 }
 
-/// The module's plan for `types`, which all have ranges. `@FUNCTION` becomes the function's
-/// address range from kallsyms.
+/// What the module is handed: the plan's limits, and its targets in the order
+/// `HistoryStart.target` counts them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModulePlan {
+    /// Limits; `target_count` is set, `targets_ptr` is the device's to fill.
+    pub limits: HistoryPlan,
+    /// The targets: those of the types watched whole first.
+    pub targets: Vec<HistoryTarget>,
+}
+
+/// The byte ranges that cover an object of `size` bytes: aligned 8-byte chunks, the tail cut
+/// into the aligned 4-, 2- and 1-byte pieces a debug register can watch.
+#[must_use]
+pub fn object_chunks(size: u32) -> Vec<WatchRange> {
+    let mut chunks = Vec::new();
+    let mut offset = 0;
+    for len in [8, 4, 2, 1] {
+        while size - offset >= len {
+            chunks.push(WatchRange { offset, len });
+            offset += len;
+        }
+    }
+    chunks
+}
+
+/// Every pair of `chunks` (lower offset first), in order: (0,1), (0,2), ..., (1,2), ...; a
+/// single chunk watched alone.
+fn chunk_pairs(chunks: &[WatchRange]) -> Vec<[WatchRange; 2]> {
+    if let [only] = chunks {
+        return vec![[*only, WatchRange::default()]];
+    }
+    let mut pairs = Vec::new();
+    for (i, &a) in chunks.iter().enumerate() {
+        for &b in &chunks[i + 1..] {
+            pairs.push([a, b]);
+        }
+    }
+    pairs
+}
+
+/// The largest object watched whole: its chunk pairs fill a plan.
+fn largest_whole_object() -> u32 {
+    let mut chunks: u32 = 1;
+    while (chunks as usize + 1) * chunks as usize / 2 <= MAX_HISTORY_TARGETS {
+        chunks += 1;
+    }
+    chunks * 8
+}
+
+/// The types of `spec` watched whole (`full:`), each with its object size (`object_size`
+/// finds it by cache name) and the plan indices of its pairs, which come first in the plan.
 ///
 /// # Errors
-/// [`HistoryPlanError`] when there are no types or too many, a type has no range, or a
-/// `@FUNCTION` is not in kallsyms.
+/// [`HistoryPlanError`] when a size is unknown, or the pairs do not fit a plan.
+pub fn full_coverage(
+    spec: &HistorySpec,
+    object_size: &dyn Fn(&str) -> Option<u32>,
+) -> Result<Vec<FullCoveragePlan>, HistoryPlanError> {
+    let mut plans = Vec::new();
+    let mut next = 0usize;
+    for t in spec.whole_types() {
+        let size = object_size(&t.cache).ok_or_else(|| {
+            HistoryPlanError(format!(
+                "full:{}: the size of the cache's objects is not in /sys/kernel/slab/{}/\
+                 object_size; name the ranges to watch instead",
+                t.type_name(),
+                t.cache
+            ))
+        })?;
+        let pairs = chunk_pairs(&object_chunks(size)).len();
+        if next + pairs > MAX_HISTORY_TARGETS {
+            return Err(HistoryPlanError(format!(
+                "full:{}: its objects are {size} bytes, {} pairs of chunks to watch, and a \
+                 plan holds {MAX_HISTORY_TARGETS} targets ({} bytes watched whole at most, all \
+                 such types together); name the ranges to watch instead",
+                t.type_name(),
+                pairs,
+                largest_whole_object()
+            )));
+        }
+        plans.push(FullCoveragePlan {
+            type_name: t.type_name(),
+            object_size: size,
+            targets: (next..next + pairs)
+                .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
+                .collect(),
+        });
+        next += pairs;
+    }
+    Ok(plans)
+}
+
+/// The module's plan for `types`: those watched whole (`whole`, sized by `object_size`)
+/// first, each as every pair of its chunks, then the others with their ranges. `@FUNCTION`
+/// becomes the function's address range from kallsyms.
+///
+/// # Errors
+/// [`HistoryPlanError`] when there are no types or too many targets, a type has no range, a
+/// whole type's size is unknown, or a `@FUNCTION` is not in kallsyms.
 pub fn module_plan(
     types: &[TypeSpec],
     kallsyms: &Kallsyms,
     limits: PlanLimits,
-) -> Result<HistoryPlan, HistoryPlanError> {
-    let mut plan = HistoryPlan {
-        struct_size: HistoryPlan::SIZE as u32,
-        target_count: u32::try_from(types.len()).unwrap_or(u32::MAX),
-        max_per_sec: limits.max_per_sec,
-        timeout_ms: limits.timeout_ms,
-        max_hits: limits.max_hits,
-        ..HistoryPlan::default()
-    };
-    if types.is_empty() || types.len() > dprof_abi::MAX_HISTORY_TARGETS {
-        return Err(HistoryPlanError(format!(
-            "a history plan needs 1 to {} types, not {}",
-            dprof_abi::MAX_HISTORY_TARGETS,
-            types.len()
-        )));
+    object_size: &dyn Fn(&str) -> Option<u32>,
+) -> Result<ModulePlan, HistoryPlanError> {
+    let (whole, ranged): (Vec<&TypeSpec>, Vec<&TypeSpec>) = types.iter().partition(|t| t.whole);
+    let full = full_coverage(
+        &HistorySpec::Types(whole.iter().map(|&t| t.clone()).collect()),
+        object_size,
+    )?;
+    let mut targets = Vec::new();
+    for (t, plan) in whole.iter().zip(&full) {
+        let base = site_target(t, kallsyms)?;
+        for ranges in chunk_pairs(&object_chunks(plan.object_size)) {
+            targets.push(HistoryTarget { ranges, ..base });
+        }
     }
-    for (slot, t) in plan.targets.iter_mut().zip(types) {
-        let mut target = HistoryTarget::default().with_name(t.cache.as_bytes());
+    for t in ranged {
+        let mut target = site_target(t, kallsyms)?;
         for (r, range) in target.ranges.iter_mut().zip(&t.ranges) {
             *r = *range;
         }
@@ -251,23 +376,45 @@ pub fn module_plan(
                 t.type_name()
             )));
         }
-        if let Some(site) = &t.site {
-            let symbol = kallsyms
-                .text_symbols()
-                .iter()
-                .find(|s| is_site_symbol(&s.name, site))
-                .ok_or_else(|| {
-                    HistoryPlanError(format!(
-                        "{}: no function {site} in /proc/kallsyms to take allocations from",
-                        t.type_name()
-                    ))
-                })?;
-            target.site_start = symbol.address;
-            target.site_end = symbol.address + symbol.size.max(1);
-        }
-        *slot = target;
+        targets.push(target);
     }
-    Ok(plan)
+    if targets.is_empty() || targets.len() > MAX_HISTORY_TARGETS {
+        return Err(HistoryPlanError(format!(
+            "a history plan needs 1 to {MAX_HISTORY_TARGETS} targets, not {}",
+            targets.len()
+        )));
+    }
+    Ok(ModulePlan {
+        limits: HistoryPlan {
+            struct_size: HistoryPlan::SIZE as u32,
+            target_count: u32::try_from(targets.len()).unwrap_or(u32::MAX),
+            max_per_sec: limits.max_per_sec,
+            timeout_ms: limits.timeout_ms,
+            max_hits: limits.max_hits,
+            ..HistoryPlan::default()
+        },
+        targets,
+    })
+}
+
+/// A target for `t`'s cache, with its call sites when it names a function; no ranges yet.
+fn site_target(t: &TypeSpec, kallsyms: &Kallsyms) -> Result<HistoryTarget, HistoryPlanError> {
+    let mut target = HistoryTarget::default().with_name(t.cache.as_bytes());
+    if let Some(site) = &t.site {
+        let symbol = kallsyms
+            .text_symbols()
+            .iter()
+            .find(|s| is_site_symbol(&s.name, site))
+            .ok_or_else(|| {
+                HistoryPlanError(format!(
+                    "{}: no function {site} in /proc/kallsyms to take allocations from",
+                    t.type_name()
+                ))
+            })?;
+        target.site_start = symbol.address;
+        target.site_end = symbol.address + symbol.size.max(1);
+    }
+    Ok(target)
 }
 
 /// The types and ranges to watch, chosen from the planning phase's data profile: `auto`
@@ -288,20 +435,23 @@ pub fn choose_types(
         HistorySpec::Types(types) => (
             types
                 .iter()
-                .filter(|t| !t.ranges.is_empty())
+                .filter(|t| !t.ranges.is_empty() || t.whole)
                 .cloned()
                 .collect(),
             Some(
                 types
                     .iter()
-                    .filter(|t| t.ranges.is_empty())
+                    .filter(|t| t.ranges.is_empty() && !t.whole)
                     .map(TypeSpec::type_name)
                     .collect(),
             ),
         ),
     };
     let mut budget = PlanBudget {
-        max_targets: dprof_abi::MAX_HISTORY_TARGETS - given.len(),
+        max_targets: PlanBudget::default()
+            .max_targets
+            .saturating_sub(given.iter().filter(|t| !t.whole).count())
+            .max(1),
         ..PlanBudget::default()
     };
     let mut restricted;
@@ -353,6 +503,7 @@ pub fn choose_types(
                     len: r.len,
                 })
                 .collect(),
+            whole: false,
         }
     }));
     if types.is_empty() {
@@ -493,9 +644,94 @@ mod tests {
             timeout_ms: 500,
             max_hits: 100,
         };
-        let plan = module_plan(&types[..1], &kallsyms, limits).expect("plans");
+        let plan = module_plan(&types[..1], &kallsyms, limits, &no_sizes).expect("plans");
         assert_eq!(plan.targets[0].site_start, 0xffff_ffff_8100_0000);
         assert_eq!(plan.targets[0].site_end, 0xffff_ffff_8100_0200);
+    }
+
+    fn no_sizes(_: &str) -> Option<u32> {
+        None
+    }
+
+    /// Asserts that the module's decoder takes `plan`'s limits and every target.
+    fn assert_module_accepts(plan: &ModulePlan) {
+        let limits = HistoryPlan {
+            targets_ptr: 0x7fff_0000_0000,
+            ..plan.limits
+        };
+        let mut buf = [0u8; HistoryPlan::SIZE];
+        limits.encode(&mut buf);
+        assert_eq!(HistoryPlan::decode(&buf), Ok(limits));
+        assert_eq!(plan.limits.target_count as usize, plan.targets.len());
+        for t in &plan.targets {
+            let mut buf = [0u8; HistoryTarget::SIZE];
+            t.encode(&mut buf);
+            assert_eq!(HistoryTarget::decode(&buf), Ok(*t));
+        }
+    }
+
+    #[test]
+    fn an_object_is_cut_into_the_chunks_a_debug_register_watches() {
+        let spans = |size| {
+            object_chunks(size)
+                .iter()
+                .map(|r| (r.offset, r.len))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(spans(16), [(0, 8), (8, 8)]);
+        assert_eq!(spans(23), [(0, 8), (8, 8), (16, 4), (20, 2), (22, 1)]);
+        assert_eq!(spans(3), [(0, 2), (2, 1)]);
+        assert!(object_chunks(232).iter().all(|r| r.is_watchable()));
+        assert_eq!(object_chunks(232).len(), 29);
+    }
+
+    #[test]
+    fn a_type_watched_whole_pairs_every_chunk_first_in_the_plan() {
+        let spec = parse_history_spec("filp:0+8,full:dprof_selftest_relay").expect("parses");
+        assert_eq!(spec.to_string(), "filp:0+8,full:dprof_selftest_relay");
+        assert!(!spec.needs_planning(), "a whole type needs no samples");
+        let HistorySpec::Types(types) = &spec else {
+            panic!("types");
+        };
+        let sizes = |name: &str| (name == "dprof_selftest_relay").then_some(32);
+        let full = full_coverage(&spec, &sizes).expect("sized");
+        assert_eq!(full.len(), 1);
+        assert_eq!(full[0].type_name, "dprof_selftest_relay");
+        assert_eq!(full[0].object_size, 32);
+        // Four chunks, six pairs: the plan's first six targets.
+        assert_eq!(full[0].targets, [0, 1, 2, 3, 4, 5]);
+        let limits = PlanLimits {
+            max_per_sec: 10,
+            timeout_ms: 500,
+            max_hits: 100,
+        };
+        let plan = module_plan(types, &Kallsyms::parse(b""), limits, &sizes).expect("plans");
+        assert_module_accepts(&plan);
+        assert_eq!(plan.targets.len(), 7);
+        let pairs: Vec<_> = plan.targets[..6]
+            .iter()
+            .map(|t| (t.ranges[0].offset, t.ranges[1].offset))
+            .collect();
+        assert_eq!(
+            pairs,
+            [(0, 8), (0, 16), (0, 24), (8, 16), (8, 24), (16, 24)]
+        );
+        assert!(plan.targets[..6]
+            .iter()
+            .all(|t| t.name_bytes() == b"dprof_selftest_relay"));
+        assert_eq!(plan.targets[6].name_bytes(), b"filp");
+    }
+
+    #[test]
+    fn a_type_too_big_or_unsized_to_watch_whole_is_refused_with_the_reason() {
+        let spec = parse_history_spec("full:kmalloc-1k").expect("parses");
+        let err = full_coverage(&spec, &|_| Some(1024)).expect_err("too many pairs");
+        assert!(err.to_string().contains("8128 pairs"), "{err}");
+        assert!(err.to_string().contains("360 bytes"), "{err}");
+        let err = full_coverage(&spec, &no_sizes).expect_err("no size");
+        assert!(err.to_string().contains("object_size"), "{err}");
+        let err = parse_history_spec("full:filp:0+8").expect_err("ranges");
+        assert!(err.contains("takes no ranges"), "{err}");
     }
 
     #[test]
@@ -537,10 +773,8 @@ mod tests {
             timeout_ms: 500,
             max_hits: 100,
         };
-        let plan = module_plan(&auto, &kallsyms, limits).expect("module plan");
-        let mut buf = [0u8; HistoryPlan::SIZE];
-        plan.encode(&mut buf);
-        assert_eq!(HistoryPlan::decode(&buf), Ok(plan));
+        let plan = module_plan(&auto, &kallsyms, limits, &no_sizes).expect("module plan");
+        assert_module_accepts(&plan);
         // The type with most samples comes first.
         let top = &report.data_profile.types[0];
         assert_eq!(auto[0].type_name(), top.name);
@@ -580,10 +814,8 @@ mod tests {
             timeout_ms: 500,
             max_hits: 100,
         };
-        let plan = module_plan(&types, &kallsyms, limits).expect("plans");
-        let mut buf = [0u8; HistoryPlan::SIZE];
-        plan.encode(&mut buf);
-        assert_eq!(HistoryPlan::decode(&buf), Ok(plan), "the module accepts it");
+        let plan = module_plan(&types, &kallsyms, limits, &no_sizes).expect("plans");
+        assert_module_accepts(&plan);
         assert_eq!(plan.targets[0].site_start, 0xffff_ffff_8100_0000);
         assert_eq!(plan.targets[0].site_end, 0xffff_ffff_8100_0200);
         assert_eq!(plan.targets[1].name_bytes(), b"filp");
@@ -592,7 +824,8 @@ mod tests {
         else {
             panic!("types");
         };
-        let err = module_plan(&missing, &kallsyms, limits).expect_err("no such function");
+        let err =
+            module_plan(&missing, &kallsyms, limits, &no_sizes).expect_err("no such function");
         assert!(err.to_string().contains("no function nosuch"), "{err}");
     }
 }

@@ -7,9 +7,9 @@
 //! pairs of consecutive most-used offsets so that their order along a path is known:
 //! `s1, p12, s2, p23, s3, ...`. Targets are shared among types by share of samples (every
 //! chosen type gets one, the rest go by the D'Hondt rule), within
-//! [`dprof_abi::MAX_HISTORY_TARGETS`].
+//! [`PLANNED_TARGETS`].
 
-use dprof_abi::{HistoryTarget, WatchRange, MAX_HISTORY_TARGETS};
+use dprof_abi::{HistoryTarget, WatchRange};
 use serde::{Deserialize, Serialize};
 
 use dprof_analysis::resolve::is_site_symbol;
@@ -17,10 +17,15 @@ use dprof_analysis::symbols::Kallsyms;
 use dprof_model::histories::Span;
 use dprof_model::{Report, TypeKind, TypeProfile};
 
+/// Targets a plan from samples has at most. Each target gets its share of the history rate
+/// (the module takes them in turn), so more targets would give each fewer histories; a plan
+/// may hold many more (`--histories full:TYPE` pairs every chunk of an object).
+pub const PLANNED_TARGETS: usize = 8;
+
 /// How much to plan.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PlanBudget {
-    /// Targets at most (capped at [`MAX_HISTORY_TARGETS`]).
+    /// Targets at most (capped at [`PLANNED_TARGETS`]).
     pub max_targets: usize,
     /// Types at most.
     pub max_types: usize,
@@ -33,7 +38,7 @@ pub struct PlanBudget {
 impl Default for PlanBudget {
     fn default() -> Self {
         Self {
-            max_targets: MAX_HISTORY_TARGETS,
+            max_targets: PLANNED_TARGETS,
             max_types: 4,
             min_share: 0.01,
             max_offsets: 4,
@@ -118,7 +123,7 @@ pub fn plan(report: &Report, kallsyms: &Kallsyms, budget: PlanBudget) -> Vec<Pla
 /// [`plan`], saying which top types could not be targeted and why.
 #[must_use]
 pub fn plan_detailed(report: &Report, kallsyms: &Kallsyms, budget: PlanBudget) -> Plan {
-    let max_targets = budget.max_targets.min(MAX_HISTORY_TARGETS);
+    let max_targets = budget.max_targets.min(PLANNED_TARGETS);
     let mut out = Plan::default();
     // Per chosen type: its candidate targets in priority order.
     let mut chosen: Vec<(f64, Vec<PlannedTarget>)> = Vec::new();

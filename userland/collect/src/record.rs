@@ -425,7 +425,8 @@ fn history_header(options: &CollectOptions) -> Option<HistoryCollectConfig> {
         plan_ns: spec
             .needs_planning()
             .then(|| u64::try_from(options.plan_time.as_nanos()).unwrap_or(u64::MAX)),
-        full: Vec::new(),
+        // Checked before the file was created: an error here cannot happen.
+        full: histories::full_coverage(spec, &slab_object_size).unwrap_or_default(),
     })
 }
 
@@ -549,11 +550,18 @@ pub(crate) fn open_and_configure<B: Backend>(
         if version.features & dprof_abi::FEATURE_HISTORIES == 0 {
             return Err(CollectError::NoHistories);
         }
+        // A type to watch whole that cannot be fails before the file exists.
+        histories::full_coverage(spec, &slab_object_size)?;
         // Types with their ranges are planned now, so that a wrong one fails before the
         // file exists; the others after the sampling phase.
         if let histories::HistorySpec::Types(types) = spec {
             if !spec.needs_planning() {
-                let history_plan = histories::module_plan(types, symbols, plan_limits(options))?;
+                let history_plan = histories::module_plan(
+                    types,
+                    symbols,
+                    plan_limits(options),
+                    &slab_object_size,
+                )?;
                 let mut with_histories = config;
                 with_histories.events |= dprof_abi::EVENT_HISTORIES;
                 dev.configure(&with_histories).map_err(backend)?;
@@ -564,6 +572,11 @@ pub(crate) fn open_and_configure<B: Backend>(
     }
     dev.configure(&config).map_err(backend)?;
     Ok((dev, version, plan, config))
+}
+
+/// The object size of the slab cache `name` on this machine.
+fn slab_object_size(name: &str) -> Option<u32> {
+    system::slab_object_size(Path::new("/"), name)
 }
 
 fn plan_limits(options: &CollectOptions) -> histories::PlanLimits {
@@ -603,7 +616,12 @@ fn start_histories<B: Backend>(
     };
     let report = analyzer.finish();
     let types = histories::choose_types(&planner.spec, &report, run.symbols)?;
-    let history_plan = histories::module_plan(&types, run.symbols, plan_limits(run.options))?;
+    let history_plan = histories::module_plan(
+        &types,
+        run.symbols,
+        plan_limits(run.options),
+        &slab_object_size,
+    )?;
     let described: Vec<String> = types.iter().map(histories::TypeSpec::to_string).collect();
     observer.say(&format!(
         "histories: after {} of sampling, watching {}",

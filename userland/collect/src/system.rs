@@ -251,6 +251,20 @@ pub fn merged_caches(root: &Path) -> Vec<MergedCache> {
         .collect()
 }
 
+/// The size of the objects of slab cache `name`, from SLUB's sysfs directory (a merged
+/// cache's name links to its pool's). `None` without that directory or that cache.
+#[must_use]
+pub fn slab_object_size(root: &Path, name: &str) -> Option<u32> {
+    if name.contains('/') || name.starts_with('.') {
+        return None;
+    }
+    read_text(root, &format!("sys/kernel/slab/{name}/object_size"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// The text of `proc/kallsyms` (addresses are zeros unless read as root).
 ///
 /// # Errors

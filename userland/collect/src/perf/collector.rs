@@ -8,11 +8,10 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use dprof_abi::{
-    CausalPlan, Config, CpuStatus, ExperimentControl, HistoryPlan, RecordHeader, Status,
-    VersionInfo, ABI_VERSION, EVENT_HISTORIES, EVENT_SAMPLES, EVENT_SLAB, FEATURE_SLAB_EVENTS,
-    MAX_RECORD_SIZE, RECORD_HEADER_SIZE, SAMPLER_IBS, SAMPLER_KIND_IBS, SAMPLER_KIND_PEBS,
-    SAMPLER_KIND_SOFTWARE, SAMPLER_PEBS, SAMPLER_SOFTWARE, STATE_CONFIGURED, STATE_RUNNING,
-    STATE_STOPPED,
+    CausalPlan, Config, CpuStatus, ExperimentControl, RecordHeader, Status, VersionInfo,
+    ABI_VERSION, EVENT_HISTORIES, EVENT_SAMPLES, EVENT_SLAB, FEATURE_SLAB_EVENTS, MAX_RECORD_SIZE,
+    RECORD_HEADER_SIZE, SAMPLER_IBS, SAMPLER_KIND_IBS, SAMPLER_KIND_PEBS, SAMPLER_KIND_SOFTWARE,
+    SAMPLER_PEBS, SAMPLER_SOFTWARE, STATE_CONFIGURED, STATE_RUNNING, STATE_STOPPED,
 };
 use dprof_format::MemoryLayout;
 use linux_perf_event_reader::{EventRecord, RawData, RawEventRecord, RecordParseInfo, RecordType};
@@ -25,6 +24,7 @@ use super::page_reader::PageReader;
 use super::tracefs;
 use super::translate::{CacheTable, Geometry, Kmem, KmemFields, Source, Translator};
 use crate::device::ReadOutcome;
+use crate::histories::ModulePlan;
 
 /// Largest per-CPU ring: perf's buffers are kernel memory that root may lock.
 const MAX_RING_BYTES: u32 = 256 << 20;
@@ -453,7 +453,7 @@ impl PerfCollector {
         clippy::missing_errors_doc,
         reason = "the Backend trait documents them"
     )]
-    pub fn history_plan(&mut self, _plan: &HistoryPlan) -> Result<(), PerfError> {
+    pub fn history_plan(&mut self, _plan: &ModulePlan) -> Result<(), PerfError> {
         Err(PerfError::NeedsModule {
             what: "object access histories",
         })

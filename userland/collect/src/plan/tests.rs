@@ -1,6 +1,5 @@
 //! The planner: watch spans, and plans for hand-built data profiles.
 
-use dprof_abi::MAX_HISTORY_TARGETS;
 use dprof_model::histories::Span;
 use dprof_model::{
     AddressSetStats, Bucket, Coverage, DataProfile, FieldCount, Metric, OrderingStats, ProfileInfo,
@@ -139,21 +138,12 @@ fn the_planner_watches_top_offsets_singly_and_in_consecutive_pairs() {
         assert!(abi.ranges.iter().all(|r| r.len == 0 || r.is_watchable()));
         assert!(abi.ranges[1].len == 0 || !abi.ranges[0].overlaps(abi.ranges[1]));
     }
-    // The planned targets make a plan the module accepts.
-    let mut plan_abi = dprof_abi::HistoryPlan {
-        struct_size: dprof_abi::HistoryPlan::SIZE as u32,
-        target_count: targets.len() as u32,
-        max_per_sec: 10,
-        timeout_ms: 1000,
-        max_hits: 100,
-        ..dprof_abi::HistoryPlan::default()
-    };
-    for (slot, t) in plan_abi.targets.iter_mut().zip(&targets) {
-        *slot = t.to_abi();
+    // The planned targets are ones the module accepts.
+    for t in &targets {
+        let mut buf = [0u8; dprof_abi::HistoryTarget::SIZE];
+        t.to_abi().encode(&mut buf);
+        assert_eq!(dprof_abi::HistoryTarget::decode(&buf), Ok(t.to_abi()));
     }
-    let mut buf = [0u8; dprof_abi::HistoryPlan::SIZE];
-    plan_abi.encode(&mut buf);
-    assert_eq!(dprof_abi::HistoryPlan::decode(&buf), Ok(plan_abi));
 }
 
 #[test]
@@ -181,7 +171,7 @@ fn the_planner_shares_eight_targets_by_share_and_resolves_kmalloc_sites() {
     let kallsyms = Kallsyms::parse(PLAN_KALLSYMS);
     let detailed = plan_detailed(&report, &kallsyms, PlanBudget::default());
     let targets = &detailed.targets;
-    assert_eq!(targets.len(), MAX_HISTORY_TARGETS);
+    assert_eq!(targets.len(), PLANNED_TARGETS);
     let count = |name: &str| targets.iter().filter(|t| t.type_name == name).count();
     // One each, then D'Hondt over 0.55, 0.3, 0.1: 0.275, 0.183, 0.15 (task_struct), 0.1375,
     // 0.11 (the ambiguous dup_name type is skipped, tiny is below the minimum share).
@@ -232,7 +222,7 @@ fn the_planner_shares_eight_targets_by_share_and_resolves_kmalloc_sites() {
             ..PlanBudget::default()
         },
     );
-    assert!(big.len() <= MAX_HISTORY_TARGETS);
+    assert!(big.len() <= PLANNED_TARGETS);
 }
 
 /// A merged pool's per-site type watches only the objects its site allocates, as a generic

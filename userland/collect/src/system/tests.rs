@@ -266,6 +266,21 @@ fn merged_caches_are_the_pools_with_several_links() {
     );
 }
 
+#[test]
+fn a_slab_object_size_is_read_through_aliases_and_never_outside_the_slab_directory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    assert_eq!(slab_object_size(dir.path(), "dentry"), None, "no sysfs");
+    slab_tree(dir.path());
+    assert_eq!(slab_object_size(dir.path(), "dentry"), Some(192));
+    assert_eq!(
+        slab_object_size(dir.path(), "not_a_pool"),
+        Some(192),
+        "an alias"
+    );
+    assert_eq!(slab_object_size(dir.path(), "no_such_cache"), None);
+    assert_eq!(slab_object_size(dir.path(), "../slab/dentry"), None);
+}
+
 /// A `/sys/kernel/notes` as a real kernel exports it: a Xen-less mix of notes, the GNU build
 /// id second.
 fn kernel_notes() -> Vec<u8> {
