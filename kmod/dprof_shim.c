@@ -13,6 +13,8 @@
  *  - the in-kernel perf API for the software sampler (no Rust perf API in 6.12), and pt_regs,
  *    whose layout is arch-specific: the overflow handler copies what a sample needs into a
  *    plain struct and hands it to Rust;
+ *  - probes on the bulk slab functions, which fire no tracepoint: struct kprobe and
+ *    struct kretprobe, and the registers that hold their arguments;
  *  - causal experiments (causal.rs): struct kprobe, irq_work (pauses deferred out of NMI),
  *    rcu_read_lock() and the file's access mode (static inlines and struct fields).
  *
@@ -575,6 +577,131 @@ void dprof_shim_preempt_off(void (*fn)(void *), void *data)
 	preempt_disable();
 	fn(data);
 	preempt_enable();
+}
+
+/*
+ * Bulk slab allocations and frees (kmem_cache_alloc_bulk, kmem_cache_free_bulk, kfree_bulk)
+ * fire no kmem tracepoint: NAPI takes its sk_buffs that way. A kprobe on the free reads the
+ * array at entry, while every object is still live (the free then overwrites the array); a
+ * kretprobe on the allocation keeps the cache and the array at entry and reads the objects at
+ * return. x86-64: arguments in di, si, dx, cx; at a function's entry *sp is the return address.
+ * The handlers call Rust with preemption off, as the tracepoint probes do.
+ */
+void dprof_rs_bulk_alloc(void *data, const struct kmem_cache *s, void **p, size_t n,
+			 unsigned long call_site, unsigned int gfp);
+void dprof_rs_bulk_free(void *data, const struct kmem_cache *s, void **p, size_t n,
+			unsigned long call_site);
+
+struct dprof_bulk_probes {
+	struct kprobe free;
+	struct kretprobe alloc;
+	void *data;
+};
+
+struct dprof_bulk_call {
+	const struct kmem_cache *s;
+	void **p;
+	unsigned long call_site;
+	unsigned int gfp;
+};
+
+static int dprof_bulk_free_pre(struct kprobe *kp, struct pt_regs *regs)
+{
+	struct dprof_bulk_probes *b = container_of(kp, struct dprof_bulk_probes, free);
+
+	preempt_disable();
+	dprof_rs_bulk_free(b->data, (const struct kmem_cache *)regs->di, (void **)regs->dx,
+			   regs->si, *(unsigned long *)regs->sp);
+	preempt_enable();
+	return 0;
+}
+
+static int dprof_bulk_alloc_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct dprof_bulk_call *call = (struct dprof_bulk_call *)ri->data;
+
+	call->s = (const struct kmem_cache *)regs->di;
+	call->gfp = (unsigned int)regs->si;
+	call->p = (void **)regs->cx;
+	call->call_site = *(unsigned long *)regs->sp;
+	return 0;
+}
+
+static int dprof_bulk_alloc_return(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct dprof_bulk_probes *b =
+		container_of(get_kretprobe(ri), struct dprof_bulk_probes, alloc);
+	struct dprof_bulk_call *call = (struct dprof_bulk_call *)ri->data;
+	long n = (long)regs_return_value(regs);
+
+	if (n <= 0)
+		return 0;
+	preempt_disable();
+	dprof_rs_bulk_alloc(b->data, call->s, call->p, n, call->call_site, call->gfp);
+	preempt_enable();
+	return 0;
+}
+
+/* The allocation's name since 6.10 (allocation profiling), and before. */
+static const char *const bulk_alloc_names[] = { "kmem_cache_alloc_bulk_noprof",
+						"kmem_cache_alloc_bulk" };
+
+/*
+ * Attaches the bulk free probe calling back with `data`. Returns the probes or an ERR_PTR
+ * (-ENOENT: no kmem_cache_free_bulk to probe). The allocation probe is attached separately,
+ * after the allocation tracepoints' probes, as those are after the frees'.
+ */
+void *dprof_shim_bulk_free_register(void *data)
+{
+	struct dprof_bulk_probes *b = kzalloc(sizeof(*b), GFP_KERNEL);
+	int ret;
+
+	if (!b)
+		return ERR_PTR(-ENOMEM);
+	b->data = data;
+	b->free.symbol_name = "kmem_cache_free_bulk";
+	b->free.pre_handler = dprof_bulk_free_pre;
+	ret = register_kprobe(&b->free);
+	if (ret < 0) {
+		kfree(b);
+		return ERR_PTR(ret);
+	}
+	return b;
+}
+
+/* Attaches the bulk allocation probe of `probes`; 0 or a negative errno. */
+int dprof_shim_bulk_alloc_register(void *probes)
+{
+	struct dprof_bulk_probes *b = probes;
+	int ret = -ENOENT;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(bulk_alloc_names) && ret == -ENOENT; i++) {
+		memset(&b->alloc, 0, sizeof(b->alloc));
+		b->alloc.kp.symbol_name = bulk_alloc_names[i];
+		b->alloc.entry_handler = dprof_bulk_alloc_entry;
+		b->alloc.handler = dprof_bulk_alloc_return;
+		b->alloc.data_size = sizeof(struct dprof_bulk_call);
+		ret = register_kretprobe(&b->alloc);
+	}
+	return ret;
+}
+
+/* Detaches the allocation probe (waiting for running handlers). */
+void dprof_shim_bulk_alloc_unregister(void *probes)
+{
+	struct dprof_bulk_probes *b = probes;
+
+	unregister_kretprobe(&b->alloc);
+}
+
+/* Detaches the free probe (waiting for running handlers) and frees the probes. */
+void dprof_shim_bulk_free_unregister(void *probes)
+{
+	struct dprof_bulk_probes *b = probes;
+
+	unregister_kprobe(&b->free);
+	kfree(b);
 }
 
 /*

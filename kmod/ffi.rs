@@ -192,6 +192,10 @@ extern "C" {
     pub(crate) fn dprof_shim_kprobe_register(name: *const c_char, data: *mut c_void)
         -> *mut c_void;
     pub(crate) fn dprof_shim_kprobe_unregister(kprobe: *mut c_void);
+    pub(crate) fn dprof_shim_bulk_free_register(data: *mut c_void) -> *mut c_void;
+    pub(crate) fn dprof_shim_bulk_alloc_register(probes: *mut c_void) -> c_int;
+    pub(crate) fn dprof_shim_bulk_alloc_unregister(probes: *mut c_void);
+    pub(crate) fn dprof_shim_bulk_free_unregister(probes: *mut c_void);
     pub(crate) fn dprof_shim_irq_work_alloc(
         f: unsafe extern "C" fn(info: *mut c_void),
         info: *mut c_void,

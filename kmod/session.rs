@@ -1,7 +1,7 @@
 //! A collection session: the record sink, the set of caches already described, the history
 //! engine, and the slab tracepoint probes that feed them.
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 use kernel::ffi::{c_int, c_ulong, c_void};
 use kernel::prelude::*;
@@ -180,9 +180,13 @@ const TRACEPOINT_NAMES: [&[u8]; 4] = [
 /// How many of [`TRACEPOINT_NAMES`], from the first, are frees.
 const FREE_TRACEPOINTS: usize = 2;
 
-/// The four kmem tracepoints, found once at module load.
+/// The four kmem tracepoints, found once at module load, and the probes of the bulk
+/// allocation and free functions, which fire none.
 pub(crate) struct SlabTracepoints {
     points: [*mut Tracepoint; 4],
+    /// The bulk probes while registered (null otherwise, or when the kernel has no bulk
+    /// functions to probe).
+    bulk: AtomicPtr<c_void>,
 }
 
 // SAFETY: tracepoints are static kernel objects; the pointers are only passed back to the
@@ -196,7 +200,10 @@ impl SlabTracepoints {
         for (point, name) in points.iter_mut().zip(TRACEPOINT_NAMES) {
             *point = lookup::find_tracepoint(name)?;
         }
-        Some(Self { points })
+        Some(Self {
+            points,
+            bulk: AtomicPtr::new(core::ptr::null_mut()),
+        })
     }
 
     fn probes() -> [*mut c_void; 4] {
@@ -221,6 +228,8 @@ impl SlabTracepoints {
         let data = session.cast_mut().cast::<c_void>();
         for (i, (&tp, probe)) in self.points.iter().zip(Self::probes()).enumerate() {
             if i == FREE_TRACEPOINTS {
+                // Process context; `data` outlives the probes (see above).
+                self.register_bulk_free(data);
                 // SAFETY: process context.
                 unsafe { ffi::dprof_shim_tracepoint_sync() };
             }
@@ -232,12 +241,48 @@ impl SlabTracepoints {
                     // SAFETY: registered just above with the same arguments.
                     unsafe { ffi::tracepoint_probe_unregister(tp, probe, data) };
                 }
+                self.unregister_bulk(false);
                 // SAFETY: process context.
                 unsafe { ffi::dprof_shim_tracepoint_sync() };
                 return Err(Error::from_errno(ret));
             }
         }
+        let bulk = self.bulk.load(Ordering::Relaxed);
+        if !bulk.is_null() {
+            // SAFETY: process context; `bulk` came from dprof_shim_bulk_free_register.
+            let ret = unsafe { ffi::dprof_shim_bulk_alloc_register(bulk) };
+            if ret != 0 {
+                pr_info!("no probe on kmem_cache_alloc_bulk ({ret}): bulk allocations are not recorded\n");
+                self.unregister_bulk(false);
+            }
+        }
         Ok(())
+    }
+
+    /// Attaches the bulk free probe; without it (no such function, kprobes refused), bulk
+    /// objects are left out, as before, and the kernel log says so.
+    fn register_bulk_free(&self, data: *mut c_void) {
+        // SAFETY: process context; the caller keeps `data` alive until `unregister`.
+        let bulk = unsafe { ffi::dprof_shim_bulk_free_register(data) };
+        if (bulk as usize) >= (-4095isize) as usize || bulk.is_null() {
+            pr_info!("no probe on kmem_cache_free_bulk: bulk frees are not recorded\n");
+            return;
+        }
+        self.bulk.store(bulk, Ordering::Relaxed);
+    }
+
+    /// Detaches the bulk probes: the allocation's first when `with_alloc`, then the free's.
+    fn unregister_bulk(&self, with_alloc: bool) {
+        let bulk = self.bulk.swap(core::ptr::null_mut(), Ordering::Relaxed);
+        if bulk.is_null() {
+            return;
+        }
+        if with_alloc {
+            // SAFETY: registered by `register` on these probes.
+            unsafe { ffi::dprof_shim_bulk_alloc_unregister(bulk) };
+        }
+        // SAFETY: registered by `register_bulk_free`; waits for running handlers.
+        unsafe { ffi::dprof_shim_bulk_free_unregister(bulk) };
     }
 
     /// Detaches the probes and waits until none can still be running, so `session` may be
@@ -248,12 +293,18 @@ impl SlabTracepoints {
     /// The probes must have been registered with `session`.
     pub(crate) unsafe fn unregister(&self, session: *const Session) {
         let data = session.cast_mut().cast::<c_void>();
+        let bulk = self.bulk.load(Ordering::Relaxed);
+        if !bulk.is_null() {
+            // SAFETY: registered by `register` (which cleared `bulk` had this failed).
+            unsafe { ffi::dprof_shim_bulk_alloc_unregister(bulk) };
+        }
         for (i, (&tp, probe)) in self.points.iter().zip(Self::probes()).enumerate().rev() {
             // SAFETY: registered by `register` with the same arguments.
             unsafe { ffi::tracepoint_probe_unregister(tp, probe, data) };
             if i == FREE_TRACEPOINTS {
                 // SAFETY: process context.
                 unsafe { ffi::dprof_shim_tracepoint_sync() };
+                self.unregister_bulk(false);
             }
         }
         // SAFETY: process context; waits for probes in flight on every CPU.
@@ -355,6 +406,83 @@ unsafe extern "C" fn probe_kfree(data: *mut c_void, call_site: c_ulong, ptr: *co
         cache: cache as u64,
         flags: abi::FREE_KFREE,
     });
+}
+
+/// Objects of a bulk allocation (`kmem_cache_alloc_bulk`): the kretprobe's return handler,
+/// preemption off. `cache` is the cache asked for; `ptrs` holds `n` objects.
+///
+/// # Safety
+/// `data` must be the live [`Session`] the probes were registered with; `ptrs` the caller's
+/// array of `n` objects just allocated from `cache`.
+#[no_mangle]
+unsafe extern "C" fn dprof_rs_bulk_alloc(
+    data: *mut c_void,
+    cache: *const KmemCache,
+    ptrs: *const *const c_void,
+    n: usize,
+    call_site: c_ulong,
+    gfp: u32,
+) {
+    // SAFETY: `data` is the registered Session.
+    let session = unsafe { &*data.cast::<Session>() };
+    session.describe_cache(cache, abi::CACHE_ORIGIN_SEEN);
+    // SAFETY: `cache` is the live cache the objects were just allocated from.
+    let fields = unsafe { ffi::cache_fields(cache) };
+    for i in 0..n {
+        // SAFETY: the allocation filled `n` entries of the caller's array.
+        let ptr = unsafe { *ptrs.add(i) };
+        if ptr.is_null() {
+            continue;
+        }
+        session.emit_alloc(&abi::Alloc {
+            ptr: ptr as u64,
+            call_site: call_site as u64,
+            cache: cache as u64,
+            bytes_req: fields.object_size,
+            bytes_alloc: fields.size,
+            gfp,
+            node: -1,
+            flags: abi::ALLOC_BULK,
+        });
+    }
+}
+
+/// Objects of a bulk free (`kmem_cache_free_bulk`; `kfree_bulk` passes no cache): the
+/// kprobe's handler at the function's entry, while every object is live. Preemption off.
+///
+/// # Safety
+/// `data` must be the live [`Session`] the probes were registered with; `ptrs` the caller's
+/// array of `n` objects about to be freed (NULL entries are skipped).
+#[no_mangle]
+unsafe extern "C" fn dprof_rs_bulk_free(
+    data: *mut c_void,
+    cache: *const KmemCache,
+    ptrs: *const *const c_void,
+    n: usize,
+    call_site: c_ulong,
+) {
+    // SAFETY: `data` is the registered Session.
+    let session = unsafe { &*data.cast::<Session>() };
+    for i in 0..n {
+        // SAFETY: the caller's array holds `n` entries.
+        let ptr = unsafe { *ptrs.add(i) };
+        if is_zero_or_null(ptr) {
+            continue;
+        }
+        let owner = if cache.is_null() {
+            // SAFETY: the object is live until the free proceeds past this probe.
+            unsafe { ffi::dprof_shim_cache_of(ptr) }
+        } else {
+            cache
+        };
+        session.describe_cache(owner, abi::CACHE_ORIGIN_SEEN);
+        session.emit_free(&abi::Free {
+            ptr: ptr as u64,
+            call_site: call_site as u64,
+            cache: owner as u64,
+            flags: abi::FREE_BULK,
+        });
+    }
 }
 
 /// The `kmem_cache_free` tracepoint's probe.

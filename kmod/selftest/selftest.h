@@ -54,6 +54,18 @@ static_assert(offsetof(struct dprof_selftest_relay, count) == 8);
 static_assert(offsetof(struct dprof_selftest_relay, flags) == 16);
 static_assert(offsetof(struct dprof_selftest_relay, stamp) == 24);
 
+/* Allocated and freed in bulk (bulk.rs): `value` is written. */
+struct dprof_selftest_bulk {
+	u64 id;		/* 0 */
+	u64 value;	/* 8 */
+	u64 pad[6];
+};
+
+static_assert(sizeof(struct dprof_selftest_bulk) == 64);
+static_assert(offsetof(struct dprof_selftest_bulk, id) == 0);
+static_assert(offsetof(struct dprof_selftest_bulk, value) == 8);
+static_assert(offsetof(struct dprof_selftest_bulk, pad) == 16);
+
 /*
  * Miss classification and working set (misses.rs). Each type has its own cache, named like
  * the struct.
@@ -139,6 +151,10 @@ struct dprof_selftest_local *dprof_selftest_shim_alloc_local(void);
 void dprof_selftest_shim_free_local(struct dprof_selftest_local *obj);
 struct dprof_selftest_relay *dprof_selftest_shim_alloc_relay(void);
 void dprof_selftest_shim_free_relay(struct dprof_selftest_relay *obj);
+int dprof_selftest_shim_alloc_bulk(struct dprof_selftest_bulk **objects, size_t n);
+void dprof_selftest_shim_free_bulk(struct dprof_selftest_bulk **objects, size_t n);
+int dprof_selftest_shim_kmalloc_64(void **objects, size_t n);
+void dprof_selftest_shim_kfree_bulk(void **objects, size_t n);
 struct dprof_selftest_pair *dprof_selftest_shim_alloc_pair(void);
 void dprof_selftest_shim_free_pair(struct dprof_selftest_pair *obj);
 struct dprof_selftest_shared *dprof_selftest_shim_alloc_shared(void);

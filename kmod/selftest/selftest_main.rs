@@ -23,6 +23,9 @@
 //!   rounds done since load. For causal experiments (causal.rs).
 //! - `relay MS`: `dprof_selftest_relay` objects go CPU 0 → CPU 1 → CPU 0 with a fixed sequence
 //!   of field reads and writes, the ground truth of whole-object histories (relay.rs).
+//! - `bulk MS`: `dprof_selftest_bulk` objects allocated and freed in bulk, and kmalloc objects
+//!   freed with `kfree_bulk`: slab events without tracepoints (bulk.rs); `bulk_objects` in
+//!   the same debugfs directory reads how many of each since load.
 //!
 //! New workloads are new commands beside these.
 //!
@@ -43,6 +46,7 @@ mod layout;
 #[macro_use]
 mod workload;
 
+mod bulk;
 mod causal;
 mod misses;
 mod relay;
@@ -438,6 +442,7 @@ extern "C" fn dprof_selftest_rs_run(cmd: *const c_char, len: usize) -> c_int {
         b"capacity" => misses::capacity(ms),
         b"causal" => causal::causal(ms),
         b"relay" => relay::relay(ms),
+        b"bulk" => bulk::bulk(ms),
         _ => Err(EINVAL),
     };
     match result {

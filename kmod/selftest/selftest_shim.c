@@ -22,6 +22,7 @@ u64 dprof_selftest_rs_causal_rounds(void);
 static struct kmem_cache *obj_cache;
 static struct kmem_cache *local_cache;
 static struct kmem_cache *relay_cache;
+static struct kmem_cache *bulk_cache;
 static struct dentry *debugfs_dir;
 /* The miss classification and working set workloads (misses.rs). */
 static struct kmem_cache *pair_cache;
@@ -61,6 +62,34 @@ struct dprof_selftest_relay *dprof_selftest_shim_alloc_relay(void)
 void dprof_selftest_shim_free_relay(struct dprof_selftest_relay *obj)
 {
 	kmem_cache_free(relay_cache, obj);
+}
+
+int dprof_selftest_shim_alloc_bulk(struct dprof_selftest_bulk **objects, size_t n)
+{
+	return kmem_cache_alloc_bulk(bulk_cache, GFP_KERNEL, n, (void **)objects);
+}
+
+void dprof_selftest_shim_free_bulk(struct dprof_selftest_bulk **objects, size_t n)
+{
+	kmem_cache_free_bulk(bulk_cache, n, (void **)objects);
+}
+
+/* kmalloc(64) objects one by one; how many were allocated (the first ones). */
+int dprof_selftest_shim_kmalloc_64(void **objects, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		objects[i] = kmalloc(64, GFP_KERNEL);
+		if (!objects[i])
+			break;
+	}
+	return i;
+}
+
+void dprof_selftest_shim_kfree_bulk(void **objects, size_t n)
+{
+	kfree_bulk(n, objects);
 }
 
 struct dprof_selftest_pair *dprof_selftest_shim_alloc_pair(void)
@@ -254,6 +283,25 @@ static int causal_rounds_get(void *data, u64 *val)
 }
 DEFINE_DEBUGFS_ATTRIBUTE(causal_rounds_fops, causal_rounds_get, NULL, "%llu\n");
 
+/* bulk_objects: "BULK KFREE_BULK", the objects of the `bulk` workload since load (bulk.rs). */
+void dprof_selftest_rs_bulk_objects(u64 *bulk, u64 *kfree_bulk);
+
+static ssize_t bulk_objects_read(struct file *file, char __user *buf, size_t len, loff_t *pos)
+{
+	char text[48];
+	u64 bulk, kfree_bulk;
+	int n;
+
+	dprof_selftest_rs_bulk_objects(&bulk, &kfree_bulk);
+	n = scnprintf(text, sizeof(text), "%llu %llu\n", bulk, kfree_bulk);
+	return simple_read_from_buffer(buf, len, pos, text, n);
+}
+
+static const struct file_operations bulk_objects_fops = {
+	.owner = THIS_MODULE,
+	.read = bulk_objects_read,
+};
+
 int dprof_selftest_shim_init(void)
 {
 	obj_cache = kmem_cache_create("dprof_selftest_obj", sizeof(struct dprof_selftest_obj),
@@ -262,7 +310,9 @@ int dprof_selftest_shim_init(void)
 					sizeof(struct dprof_selftest_local), 64, 0, NULL);
 	relay_cache = kmem_cache_create("dprof_selftest_relay",
 					sizeof(struct dprof_selftest_relay), 32, 0, NULL);
-	if (!obj_cache || !local_cache || !relay_cache || misses_caches_create() ||
+	bulk_cache = kmem_cache_create("dprof_selftest_bulk", sizeof(struct dprof_selftest_bulk),
+				       64, 0, NULL);
+	if (!obj_cache || !local_cache || !relay_cache || !bulk_cache || misses_caches_create() ||
 	    causal_caches_create())
 		goto fail;
 	debugfs_dir = debugfs_create_dir("dprof_selftest", NULL);
@@ -270,11 +320,13 @@ int dprof_selftest_shim_init(void)
 		goto fail;
 	debugfs_create_file("run", 0200, debugfs_dir, NULL, &run_fops);
 	debugfs_create_file_unsafe("causal_rounds", 0444, debugfs_dir, NULL, &causal_rounds_fops);
+	debugfs_create_file("bulk_objects", 0444, debugfs_dir, NULL, &bulk_objects_fops);
 	return 0;
 fail:
 	kmem_cache_destroy(obj_cache);
 	kmem_cache_destroy(local_cache);
 	kmem_cache_destroy(relay_cache);
+	kmem_cache_destroy(bulk_cache);
 	misses_caches_destroy();
 	causal_caches_destroy();
 	return -ENOMEM;
@@ -286,6 +338,7 @@ void dprof_selftest_shim_exit(void)
 	kmem_cache_destroy(obj_cache);
 	kmem_cache_destroy(local_cache);
 	kmem_cache_destroy(relay_cache);
+	kmem_cache_destroy(bulk_cache);
 	misses_caches_destroy();
 	causal_caches_destroy();
 }

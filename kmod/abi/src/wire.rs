@@ -596,6 +596,9 @@ impl RecordHeader {
 /// `Alloc.flags`: the allocation came through the `kmalloc` tracepoint (a generic cache, or a
 /// large allocation straight from the page allocator when `cache` is 0).
 pub const ALLOC_KMALLOC: u32 = 1;
+/// `Alloc.flags`: one object of a bulk allocation (`kmem_cache_alloc_bulk`), which fires no
+/// tracepoint: the module probes it.
+pub const ALLOC_BULK: u32 = 2;
 
 wire! {
     /// A slab allocation, from the `kmem_cache_alloc` or `kmalloc` tracepoint.
@@ -626,6 +629,9 @@ wire! {
 
 /// `Free.flags`: the free came through the `kfree` tracepoint.
 pub const FREE_KFREE: u32 = 1;
+/// `Free.flags`: a bulk free (`kmem_cache_free_bulk`, `kfree_bulk`), which fires no
+/// tracepoint: the module probes it.
+pub const FREE_BULK: u32 = 2;
 
 wire! {
     /// A slab free, from the `kfree` or `kmem_cache_free` tracepoint (they fire before the
