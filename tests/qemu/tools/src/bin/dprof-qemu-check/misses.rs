@@ -16,6 +16,8 @@
 //! - each type's dominant class is its known one, by at least [`MIN_MARGIN_POINTS`];
 //! - the false-sharing evidence names both fields and both functions, each as the writer
 //!   before a miss of the other; the true-sharing evidence names both functions on `value`;
+//! - the working set by set lists, in each conflicted set, exactly the selftest types placed
+//!   there (the conflict type, with its objects there), and every set it must flag;
 //! - the conflict type's lines lie in exactly the sets its objects' addresses map to (from
 //!   the stride and the report's geometry), and the sets holding more lines than ways and at
 //!   least twice the mean are exactly the flagged ones; the capacity type has no flagged set;
@@ -786,6 +788,7 @@ fn check_conflict_sets(
                 level.name
             ));
         }
+        check_sets_by_type(ws, &level, &want_flagged, &per_set, report, failures)?;
         let want_in_flagged: u64 = want_flagged.iter().map(|s| per_set[s]).sum();
         if !want_flagged.is_empty() && c_lines != Some(want_in_flagged) {
             failures.push(format!(
@@ -798,6 +801,81 @@ fn check_conflict_sets(
     if !flagged_somewhere {
         failures.push(format!(
             "{name}: no level has a set to flag: the workload is too small"
+        ));
+    }
+    Ok(())
+}
+
+/// The working set by set (`working_set.by_set`, all types together, the paper's section
+/// 3.2): at `level`, every set the conflict type must flag is among the conflicted sets, and
+/// every conflicted set lists exactly the selftest types placed there: the conflict type
+/// alone, with as many objects as its addresses put in that set.
+fn check_sets_by_type(
+    ws: &Value,
+    level: &CacheLevel,
+    want_flagged: &BTreeSet<u64>,
+    per_set: &BTreeMap<u64, u64>,
+    report: &mut String,
+    failures: &mut Vec<String>,
+) -> Result<()> {
+    let name = CONFLICT.type_name;
+    let Some(sets) = ws["by_set"]
+        .as_array()
+        .and_then(|levels| levels.iter().find(|l| l["level"] == level.name.as_str()))
+    else {
+        failures.push(format!("no {} sets in working_set.by_set", level.name));
+        return Ok(());
+    };
+    let occupied = sets["occupied"].as_array().context("by_set.occupied")?;
+    let conflicted: BTreeMap<u64, &Value> = occupied
+        .iter()
+        .filter(|s| s["conflicted"] == true)
+        .filter_map(|s| Some((s["set"].as_u64()?, s)))
+        .collect();
+    let mut wrong = Vec::new();
+    for (&set, occupants) in &conflicted {
+        let selftest: BTreeMap<&str, u64> = occupants["types"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| Some((t["name"].as_str()?, t["objects"].as_u64()?)))
+            .filter(|(n, _)| n.starts_with("dprof_selftest_"))
+            .collect();
+        let want: BTreeMap<&str, u64> = per_set
+            .get(&set)
+            .map(|&n| (name, n))
+            .into_iter()
+            .collect();
+        if selftest != want {
+            wrong.push(format!("set {set}: {selftest:?}, want {want:?}"));
+        }
+    }
+    let missing: Vec<u64> = want_flagged
+        .iter()
+        .filter(|s| !conflicted.contains_key(s))
+        .copied()
+        .collect();
+    writeln!(
+        report,
+        "  {} by set: {} conflicted sets, all types together; {} of the {} sets {name} must flag \
+         among them; selftest types listed wrongly in {}",
+        level.name,
+        conflicted.len(),
+        want_flagged.len() - missing.len(),
+        want_flagged.len(),
+        wrong.len()
+    )?;
+    if !missing.is_empty() {
+        failures.push(format!(
+            "{name} {}: sets {missing:?} are not conflicted in the by-set view",
+            level.name
+        ));
+    }
+    if !wrong.is_empty() {
+        failures.push(format!(
+            "{} by set: conflicted sets list other selftest types than those placed there: {}",
+            level.name,
+            wrong.join("; ")
         ));
     }
     Ok(())
