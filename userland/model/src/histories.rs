@@ -620,6 +620,29 @@ pub struct FullCoverage {
 }
 
 impl FullCoverage {
+    /// Up to this many sets [`Self::curve`] lists every count; more are shown as runs.
+    pub const CURVE_LISTED: usize = 40;
+
+    /// [`Self::distinct_paths_after`] as people read it: `1 1 2 2`, or as runs when long:
+    /// `1 x12, 2 x30`.
+    #[must_use]
+    pub fn curve(&self) -> String {
+        let after = &self.distinct_paths_after;
+        if after.len() <= Self::CURVE_LISTED {
+            let listed: Vec<String> = after.iter().map(ToString::to_string).collect();
+            return listed.join(" ");
+        }
+        let mut runs: Vec<(u64, usize)> = Vec::new();
+        for &n in after {
+            match runs.last_mut() {
+                Some((last, count)) if *last == n => *count += 1,
+                _ => runs.push((n, 1)),
+            }
+        }
+        let runs: Vec<String> = runs.iter().map(|(n, c)| format!("{n} x{c}")).collect();
+        runs.join(", ")
+    }
+
     /// Sets after the last one that found a new path.
     #[must_use]
     pub const fn sets_without_new_path(&self) -> u64 {
@@ -711,4 +734,33 @@ pub struct MergedStep {
     pub cpu_change: bool,
     /// Mean time since allocation over the path's sets (ns).
     pub mean_since_alloc_ns: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_curve(distinct_paths_after: Vec<u64>) -> FullCoverage {
+        FullCoverage {
+            object_size: 32,
+            chunks: Vec::new(),
+            targets: 6,
+            sets: distinct_paths_after.len() as u64,
+            incomplete_sets: 0,
+            unmerged_pairs: 0,
+            cycles_broken: 0,
+            distinct_paths_after,
+            last_new_path_at: 0,
+            cost: Vec::new(),
+            total_cost: SetCost::default(),
+            paths: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_short_curve_lists_every_count_and_a_long_one_its_runs() {
+        assert_eq!(with_curve(vec![1, 1, 2]).curve(), "1 1 2");
+        let long: Vec<u64> = (0..50).map(|i| if i < 10 { 1 } else { 3 }).collect();
+        assert_eq!(with_curve(long).curve(), "1 x10, 3 x40");
+    }
 }

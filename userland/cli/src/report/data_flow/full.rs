@@ -9,9 +9,6 @@ use dprof_model::histories::{FullCoverage, MergedPath, SetCost};
 use super::arrows::CPU_CHANGE;
 use crate::report::output::Table;
 
-/// Up to this many sets the curve lists every count; more are shown as runs.
-const CURVE_LISTED: usize = 40;
-
 pub(super) fn text(f: &FullCoverage, top: usize, out: &mut impl Write) -> io::Result<()> {
     let chunks: Vec<String> = f.chunks.iter().map(ToString::to_string).collect();
     writeln!(
@@ -45,7 +42,7 @@ pub(super) fn text(f: &FullCoverage, top: usize, out: &mut impl Write) -> io::Re
             out,
             "distinct paths after 1..{} sets: {}; no new path in the last {} sets",
             f.sets,
-            curve(&f.distinct_paths_after),
+            f.curve(),
             f.sets_without_new_path()
         )?;
     }
@@ -62,23 +59,6 @@ pub(super) fn text(f: &FullCoverage, top: usize, out: &mut impl Write) -> io::Re
         )?;
     }
     Ok(())
-}
-
-/// `1 1 2 2`, or as runs when long: `1 x12, 2 x30`.
-fn curve(after: &[u64]) -> String {
-    if after.len() <= CURVE_LISTED {
-        let listed: Vec<String> = after.iter().map(ToString::to_string).collect();
-        return listed.join(" ");
-    }
-    let mut runs: Vec<(u64, usize)> = Vec::new();
-    for &n in after {
-        match runs.last_mut() {
-            Some((last, count)) if *last == n => *count += 1,
-            _ => runs.push((n, 1)),
-        }
-    }
-    let runs: Vec<String> = runs.iter().map(|(n, c)| format!("{n} x{c}")).collect();
-    runs.join(", ")
 }
 
 fn cost_text(f: &FullCoverage, top: usize, out: &mut impl Write) -> io::Result<()> {
