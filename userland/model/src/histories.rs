@@ -597,7 +597,8 @@ pub struct FullCoverage {
     pub chunks: Vec<Span>,
     /// Targets (pairs of chunks) per set.
     pub targets: u64,
-    /// Sets with a complete history of every target: the merged ones.
+    /// Sets with a complete history (freed, with a traced free) of every target: the merged
+    /// ones.
     pub sets: u64,
     /// Sets some target has no complete history for (collection ended, or timed out,
     /// first): counted in the costs, not merged.
@@ -670,8 +671,8 @@ impl FullCoverage {
 }
 
 /// What collecting one history set cost. A set's histories are, for each target, its
-/// complete history of the set and the target's attempts since its previous complete one
-/// (timed out, reallocated, cut).
+/// complete history of the set (freed, with a traced free) and the target's tries since its
+/// previous complete one (timed out, reallocated, cut).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SetCost {
     /// The set's number (1-based); 0 for totals.

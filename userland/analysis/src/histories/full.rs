@@ -3,8 +3,9 @@
 //! one ordered access history of the whole object; the distinct merged paths, how fast they
 //! converged, and what each set cost.
 //!
-//! A *set* is, for each of the plan's targets, its k-th complete history (in start order)
-//! and its failed tries since its previous complete one. The merge of a set
+//! A *set* is, for each of the plan's targets, its k-th complete history (in start order;
+//! freed, with a traced free) and its failed tries since its previous complete one (timed
+//! out, reallocated, cut). The merge of a set
 //! ([`merge_set`]): each chunk's *reference* accesses are its (instruction, kind) sequence
 //! in the set's first history (in start order) that watched it; a pair history *agrees* when
 //! its accesses to each of its chunks are that chunk's reference, and then its interleaving
@@ -22,7 +23,7 @@ use super::assemble::{History, Hit};
 use super::paths::end_label;
 use crate::resolve::{function_of, SymbolSource};
 use dprof_format::FullCoveragePlan;
-use dprof_model::histories::{FullCoverage, MergedPath, MergedStep, SetCost, Span};
+use dprof_model::histories::{EndReason, FullCoverage, MergedPath, MergedStep, SetCost, Span};
 use dprof_model::AccessKind;
 
 /// The whole-object view of a type collected with `plan`; `list` is every history of the
@@ -130,14 +131,21 @@ struct Try<'h> {
     complete: Option<&'h History>,
 }
 
-/// A target's histories (in start order) cut after each complete one; the tries after the
-/// last complete one make a last, incomplete entry.
+/// Whether a history makes a set: freed with a traced free. A reallocated object's free was
+/// not traced (its time, CPU and function are unknown), so the module tries again, as after
+/// a timeout.
+fn completes_set(h: &History) -> bool {
+    h.end.is_some_and(|e| e.reason == EndReason::Freed)
+}
+
+/// A target's histories (in start order) cut after each one that completes a set; the tries
+/// after the last one make a last, incomplete entry.
 fn tries_of<'h>(histories: impl Iterator<Item = &'h History>) -> Vec<Try<'h>> {
     let mut out = Vec::new();
     let mut pending: Vec<&History> = Vec::new();
     for h in histories {
         pending.push(h);
-        if h.is_complete() {
+        if completes_set(h) {
             out.push(Try {
                 histories: std::mem::take(&mut pending),
                 complete: Some(h),
@@ -164,7 +172,7 @@ fn set_cost<'a>(k: usize, complete: bool, tries: impl Iterator<Item = &'a Try<'a
     let mut last_end = 0;
     for h in tries.flat_map(|t| &t.histories) {
         cost.histories += 1;
-        cost.complete_histories += u64::from(h.is_complete());
+        cost.complete_histories += u64::from(completes_set(h));
         cost.hits += h.hits.len() as u64;
         first_start = first_start.min(h.start_ns);
         // A history with no end record ends, as far as the profile knows, at its last hit.

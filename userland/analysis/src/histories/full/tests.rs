@@ -6,7 +6,7 @@ use dprof_format::Profile;
 use dprof_model::histories::{EndReason, FullCoverage, HitCheck, MergedPath, SetCost, Span};
 use dprof_model::AccessKind::{self, Read, Write};
 
-use super::merge_set;
+use super::{merge_set, tries_of};
 use crate::histories::{History, HistoryEnding, Hit};
 use crate::pipeline::{self, Options};
 use crate::symbols::Kallsyms;
@@ -290,4 +290,33 @@ fn cpu_labels_number_cpus_in_order_of_appearance() {
     assert_eq!(labels, vec![1, 2, 0]);
     // Freed on CPU 0 in history 2, the source of the last step (C): label 0.
     assert_eq!(merged.key.end_cpu, 0);
+}
+
+/// Only a traced free completes a target's history for a set: a reallocated object's free
+/// is unknown, and it counts as a failed try, as a timeout does.
+#[test]
+fn a_reallocated_or_timed_out_history_is_a_failed_try() {
+    let ended = |id, reason| {
+        let mut h = history(id, [0, 8], &[(0, A, Write, 0, 100)]);
+        if let Some(end) = h.end.as_mut() {
+            end.reason = reason;
+        }
+        h
+    };
+    let list = [
+        ended(1, EndReason::Reallocated),
+        ended(2, EndReason::Freed),
+        ended(3, EndReason::Timeout),
+    ];
+    let tries = tries_of(list.iter());
+    let shape: Vec<(Vec<u64>, Option<u64>)> = tries
+        .iter()
+        .map(|t| {
+            (
+                t.histories.iter().map(|h| h.id).collect(),
+                t.complete.map(|h| h.id),
+            )
+        })
+        .collect();
+    assert_eq!(shape, vec![(vec![1, 2], Some(2)), (vec![3], None)]);
 }
