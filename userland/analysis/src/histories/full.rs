@@ -33,10 +33,14 @@ pub(super) fn full_coverage(
     list: &[&History],
     symbols: &dyn SymbolSource,
 ) -> FullCoverage {
+    let mut by_target: FxHashMap<u32, Vec<&History>> = FxHashMap::default();
+    for &h in list {
+        by_target.entry(h.target).or_default().push(h);
+    }
     let tries: Vec<Vec<Try<'_>>> = plan
         .targets
         .iter()
-        .map(|&target| tries_of(list.iter().copied().filter(|h| h.target == target)))
+        .map(|target| tries_of(by_target.get(target).into_iter().flatten().copied()))
         .collect();
     let set_count = tries.iter().map(Vec::len).max().unwrap_or(0);
     let complete_sets = tries
@@ -56,9 +60,11 @@ pub(super) fn full_coverage(
         wall_ns: sum.wall_ns + c.wall_ns,
     });
 
-    let mut chunks: Vec<Span> = list
+    let mut chunks: Vec<Span> = plan
+        .targets
         .iter()
-        .filter(|h| plan.targets.contains(&h.target))
+        .filter_map(|target| by_target.get(target))
+        .flatten()
         .flat_map(|h| h.ranges.iter().copied())
         .collect();
     chunks.sort_unstable();
@@ -271,7 +277,7 @@ pub(super) fn merge_set(set: &[History], symbols: &dyn SymbolSource) -> MergedSe
             }
         }
         for w in ids.windows(2) {
-            if set_chunk(&events, w[0]) != set_chunk(&events, w[1]) {
+            if chunk_of(&events, w[0]) != chunk_of(&events, w[1]) {
                 after[w[0]].push(w[1]);
             }
         }
@@ -334,7 +340,7 @@ pub(super) fn merge_set(set: &[History], symbols: &dyn SymbolSource) -> MergedSe
     }
 }
 
-fn set_chunk(events: &[Event<'_>], id: usize) -> Option<Span> {
+fn chunk_of(events: &[Event<'_>], id: usize) -> Option<Span> {
     events.get(id).map(|e| e.hit.range)
 }
 
