@@ -415,3 +415,21 @@ fn dot_needs_the_data_flow_view() {
         "{err}"
     );
 }
+
+/// `--top N` bounds the cost table's sets and the merged paths, and says how many more there
+/// are; the totals stay.
+#[test]
+fn whole_object_top_bounds_sets_and_merged_paths() {
+    let dir = example_dir();
+    let text = stdout_of(&fc_obj_flow(dir.path(), &["--top", "1"]));
+    assert!(
+        text.contains("... 5 more sets (--top N shows more)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("... 1 more merged paths (--top N shows more)\n"),
+        "{text}"
+    );
+    assert!(text.contains("\ntotal "), "{text}");
+    assert!(!text.contains("Merged path 2"), "{text}");
+}
