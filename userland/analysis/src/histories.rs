@@ -16,6 +16,9 @@
 //! could not be checked (the instruction overwrote a register its address is made of; string
 //! and other implicit operands) or whether no code was there to decode. Nothing is guessed.
 //!
+//! A type collected with `--histories full:TYPE` has its pairwise histories merged, set by
+//! set, into whole-object histories ([`full`]'s module doc says how).
+//!
 //! Only histories that ran from allocation to free ([`EndReason::Freed`], or
 //! [`EndReason::Reallocated`]: freed at an unknown time by a path without a tracepoint) make
 //! path traces; histories cut by a timeout or by the end of collection are counted.
@@ -27,6 +30,7 @@ mod assemble;
 mod by_type;
 mod code;
 mod flow;
+mod full;
 mod paths;
 
 #[cfg(test)]

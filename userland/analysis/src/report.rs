@@ -16,7 +16,7 @@ pub use struct_names::{FieldSource, StructNames, TypeMapError};
 /// `names` (the user map, the built-in table, or a cache named like a struct `fields`
 /// knows), and [`FieldCount::field`] from `fields` when given; then the fields of the miss
 /// classification's evidence and of the histories (path traces, field orders, the data flow's
-/// ranges), by the same struct names.
+/// ranges, the merged whole-object paths' chunks), by the same struct names.
 pub fn annotate_fields(report: &mut Report, names: &StructNames, fields: Option<&dyn FieldSource>) {
     for t in &mut report.data_profile.types {
         if t.kind == TypeKind::Region && t.name == crate::resolve::STRUCT_PAGE_TYPE {
@@ -92,6 +92,14 @@ fn name_history_fields(t: &mut TypeHistories, st: &str, fields: &dyn FieldSource
     }
     for r in t.data_flow.nodes.iter_mut().flat_map(|n| &mut n.ranges) {
         r.field = name(r.range);
+    }
+    for step in t
+        .full
+        .iter_mut()
+        .flat_map(|f| &mut f.paths)
+        .flat_map(|p| &mut p.steps)
+    {
+        step.field = name(step.chunk);
     }
 }
 

@@ -21,7 +21,113 @@ fn example_dir() -> tempfile::TempDir {
         ("elsewhere.dprof", example::freed_elsewhere_profile()),
         ("timeout.dprof", example::timed_out_profile()),
         ("dp.dprof", dprof_fixtures::data_profile::profile()),
+        (
+            "full.dprof",
+            dprof_fixtures::full_histories::profile_with_btf(),
+        ),
     ])
+}
+
+/// `dprof report full.dprof --view data-flow --type fc_obj ARGS`: the type watched over its
+/// whole object (`dprof_fixtures::full_histories`).
+fn fc_obj_flow(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let mut all = vec![
+        "report",
+        "full.dprof",
+        "--view",
+        "data-flow",
+        "--type",
+        "fc_obj",
+    ];
+    all.extend(args);
+    dprof(dir, &all)
+}
+
+/// A type watched over its whole object: its sets, the convergence curve, the cost per set
+/// and the merged paths after the pairwise view's sections.
+#[test]
+fn whole_object_text() {
+    let dir = example_dir();
+    let text = stdout_of(&fc_obj_flow(dir.path(), &[]));
+    assert!(
+        text.contains(
+            "Whole object (--histories full): 5 history sets of 6 pair targets, 4 chunks of 32 \
+             bytes (+0x0/8 +0x8/8 +0x10/8 +0x18/8)\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "distinct paths after 1..5 sets: 1 1 1 2 2; no new path in the last 1 sets\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("merge: 1 of 30 pair histories left out"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Merged path 1: 4 sets (80.0%), fc_alloc to fc_free"),
+        "{text}"
+    );
+    assert!(
+        text.contains("==cpu==>      1000 ns  fc_use+0x0        +0x10/8 data  read      1\n"),
+        "{text}"
+    );
+    // The whole-object section comes after the pairwise paths.
+    let paths = text.find("Path 1:").expect("pairwise paths");
+    assert!(
+        text.find("Whole object").is_some_and(|w| w > paths),
+        "{text}"
+    );
+    golden("data_flow_full.txt", &text);
+}
+
+/// `--json` is the model: the merged paths, the curve and the costs under `full`.
+#[test]
+fn whole_object_json() {
+    let dir = example_dir();
+    let json = stdout_of(&fc_obj_flow(dir.path(), &["--json"]));
+    let v: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
+    let full = &v["full"];
+    assert_eq!(full["sets"], 5);
+    assert_eq!(full["incomplete_sets"], 1);
+    assert_eq!(full["unmerged_pairs"], 1);
+    assert_eq!(
+        full["distinct_paths_after"],
+        serde_json::json!([1, 1, 1, 2, 2])
+    );
+    assert_eq!(full["last_new_path_at"], 4);
+    assert_eq!(full["total_cost"]["histories"], 37);
+    assert_eq!(full["cost"][1]["histories"], 7);
+    assert_eq!(full["cost"][5]["complete"], false);
+    let steps = &full["paths"][0]["steps"];
+    let order: Vec<(String, String, u64)> = steps
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| {
+            (
+                s["function"].as_str().unwrap_or_default().to_owned(),
+                s["field"].as_str().unwrap_or_default().to_owned(),
+                s["cpu"].as_u64().unwrap_or(u64::MAX),
+            )
+        })
+        .collect();
+    let step = |f: &str, field: &str, cpu| (f.to_owned(), field.to_owned(), cpu);
+    assert_eq!(
+        order,
+        vec![
+            step("fc_fill", "head", 0),
+            step("fc_fill", "data", 0),
+            step("fc_use", "data", 1),
+            step("fc_use", "len", 1),
+        ]
+    );
+    assert_eq!(steps[2]["cpu_change"], true);
+    // A type collected without `full` has none.
+    let pairwise = stdout_of(&st_obj_flow(dir.path(), "hb.dprof", &["--json"]));
+    assert!(!pairwise.contains("\"full\""), "{pairwise}");
 }
 
 /// `dprof report FILE --view data-flow --type st_obj ARGS`.
@@ -308,4 +414,22 @@ fn dot_needs_the_data_flow_view() {
         err.contains("--format dot goes with --view data-flow"),
         "{err}"
     );
+}
+
+/// `--top N` bounds the cost table's sets and the merged paths, and says how many more there
+/// are; the totals stay.
+#[test]
+fn whole_object_top_bounds_sets_and_merged_paths() {
+    let dir = example_dir();
+    let text = stdout_of(&fc_obj_flow(dir.path(), &["--top", "1"]));
+    assert!(
+        text.contains("... 5 more sets (--top N shows more)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("... 1 more merged paths (--top N shows more)\n"),
+        "{text}"
+    );
+    assert!(text.contains("\ntotal "), "{text}");
+    assert!(!text.contains("Merged path 2"), "{text}");
 }

@@ -234,6 +234,10 @@ pub struct TypeHistories {
     pub field_orders: Vec<FieldOrder>,
     /// The functions from alloc to free, merged over the paths.
     pub data_flow: DataFlow,
+    /// The whole object's merged access histories, for a type collected with `--histories
+    /// full:TYPE`; absent for the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full: Option<FullCoverage>,
 }
 
 /// Histories per way of ending.
@@ -569,5 +573,195 @@ impl DataFlow {
     #[must_use]
     pub fn edge(&self, from: &str, to: &str) -> Option<&FlowEdge> {
         self.edges.iter().find(|e| e.from == from && e.to == to)
+    }
+}
+
+/// A type watched over its whole object (`--histories full:TYPE`, the paper's section 4.3):
+/// every pair of its aligned chunks is one target of the plan, one complete history of each
+/// target makes a *history set*, and each set's pairwise histories are merged into one
+/// ordered access history of the whole object.
+///
+/// The merge: each chunk's *reference* accesses are its (instruction, kind) sequence in the
+/// set's first history (in start order) that watched it. A pair history *agrees* when its
+/// accesses to each of its two chunks are that chunk's reference sequence; then its
+/// interleaving orders the two chunks' accesses exactly. The merged history is the
+/// topological order of every chunk's reference accesses under the agreeing pairs'
+/// orderings, ties (accesses no agreeing pair orders) and cycles broken by mean time since
+/// allocation. Pairs that did not agree ([`Self::unmerged_pairs`]) order nothing: the fewer,
+/// the more of the merged order was observed rather than inferred from time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FullCoverage {
+    /// Bytes of the type's objects.
+    pub object_size: u32,
+    /// The chunks the targets watch, by offset.
+    pub chunks: Vec<Span>,
+    /// Targets (pairs of chunks) per set.
+    pub targets: u64,
+    /// Sets with a complete history (freed, with a traced free) of every target: the merged
+    /// ones.
+    pub sets: u64,
+    /// Sets some target has no complete history for (collection ended, or timed out,
+    /// first): counted in the costs, not merged.
+    pub incomplete_sets: u64,
+    /// Pair histories of the merged sets whose accesses to a chunk differ from the chunk's
+    /// reference: their order was left out of the merge.
+    pub unmerged_pairs: u64,
+    /// Orderings of agreeing pairs that contradicted each other (a cycle), broken by time.
+    pub cycles_broken: u64,
+    /// Distinct merged paths after 1, 2, ..., `sets` sets (the paper's figure 4).
+    pub distinct_paths_after: Vec<u64>,
+    /// The set (1-based) at which the last new merged path appeared; 0 without sets.
+    pub last_new_path_at: u64,
+    /// What each set cost, complete and incomplete, in order.
+    pub cost: Vec<SetCost>,
+    /// All sets together.
+    pub total_cost: SetCost,
+    /// Distinct merged paths, most frequent first.
+    pub paths: Vec<MergedPath>,
+}
+
+impl FullCoverage {
+    /// Up to this many sets [`Self::curve`] lists every count; more are shown as runs.
+    pub const CURVE_LISTED: usize = 40;
+
+    /// [`Self::distinct_paths_after`] as people read it: `1 1 2 2`, or as runs when long:
+    /// `1 x12, 2 x30`.
+    #[must_use]
+    pub fn curve(&self) -> String {
+        let after = &self.distinct_paths_after;
+        if after.len() <= Self::CURVE_LISTED {
+            let listed: Vec<String> = after.iter().map(ToString::to_string).collect();
+            return listed.join(" ");
+        }
+        let mut runs: Vec<(u64, usize)> = Vec::new();
+        for &n in after {
+            match runs.last_mut() {
+                Some((last, count)) if *last == n => *count += 1,
+                _ => runs.push((n, 1)),
+            }
+        }
+        let runs: Vec<String> = runs.iter().map(|(n, c)| format!("{n} x{c}")).collect();
+        runs.join(", ")
+    }
+
+    /// Sets after the last one that found a new path.
+    #[must_use]
+    pub const fn sets_without_new_path(&self) -> u64 {
+        self.sets.saturating_sub(self.last_new_path_at)
+    }
+
+    /// Mean histories started per merged set, incomplete sets' attempts included: what one
+    /// whole-object history cost.
+    #[must_use]
+    pub fn mean_histories_per_set(&self) -> Option<f64> {
+        (self.sets > 0).then(|| self.total_cost.histories as f64 / self.sets as f64)
+    }
+
+    /// Mean hits recorded per merged set, incomplete sets' included.
+    #[must_use]
+    pub fn mean_hits_per_set(&self) -> Option<f64> {
+        (self.sets > 0).then(|| self.total_cost.hits as f64 / self.sets as f64)
+    }
+
+    /// Mean wall time per merged set (ns), incomplete sets' included.
+    #[must_use]
+    pub fn mean_wall_ns_per_set(&self) -> Option<u64> {
+        (self.sets > 0).then(|| self.total_cost.wall_ns / self.sets)
+    }
+}
+
+/// What collecting one history set cost. A set's histories are, for each target, its
+/// complete history of the set (freed, with a traced free) and the target's tries since its
+/// previous complete one (timed out, reallocated, cut).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetCost {
+    /// The set's number (1-based); 0 for totals.
+    pub set: u64,
+    /// Whether every target has a complete history in it.
+    pub complete: bool,
+    /// Histories started.
+    pub histories: u64,
+    /// Of them, complete ones.
+    pub complete_histories: u64,
+    /// Hits recorded.
+    pub hits: u64,
+    /// From the set's first history start to its last end (ns); for totals, the sum.
+    pub wall_ns: u64,
+}
+
+/// Sets whose merged histories took the same path.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MergedPath {
+    /// Sets that took it.
+    pub sets: u64,
+    /// `sets` / the merged sets.
+    pub share: f64,
+    /// Pair histories of these sets that did not agree ([`FullCoverage::unmerged_pairs`]).
+    pub unmerged_pairs: u64,
+    /// The allocating function.
+    pub alloc_function: String,
+    /// The freeing function, or `(reallocated)`.
+    pub end: String,
+    /// The CPU label of the free (see [`MergedStep::cpu`]).
+    pub end_cpu: u32,
+    /// The free ran on another CPU than the last step (or the allocation).
+    pub end_cpu_change: bool,
+    /// The accesses to the whole object, in merged order.
+    pub steps: Vec<MergedStep>,
+}
+
+/// One access of a merged history.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MergedStep {
+    /// Function of the accessing instruction (or of the trap ip when it was not found).
+    pub function: String,
+    /// Offset of the instruction in it.
+    pub function_offset: u64,
+    /// The accessing instruction's address (the trap ip when not found).
+    pub ip: u64,
+    /// Whether the accessing instruction was found.
+    pub instruction_found: bool,
+    /// The chunk it touched.
+    pub chunk: Span,
+    /// The field at the chunk's offset, when debug info names it.
+    #[serde(default)]
+    pub field: Option<String>,
+    /// Read, write or both, when known.
+    pub kind: Option<AccessKind>,
+    /// The CPU as a label: CPUs numbered in order of first appearance in the history the
+    /// access comes from, the allocating CPU 0 (the paper's equivalent sequence of CPUs).
+    pub cpu: u32,
+    /// Its CPU label differs from the step before's (the allocation's, 0, for the first).
+    pub cpu_change: bool,
+    /// Mean time since allocation over the path's sets (ns).
+    pub mean_since_alloc_ns: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_curve(distinct_paths_after: Vec<u64>) -> FullCoverage {
+        FullCoverage {
+            object_size: 32,
+            chunks: Vec::new(),
+            targets: 6,
+            sets: distinct_paths_after.len() as u64,
+            incomplete_sets: 0,
+            unmerged_pairs: 0,
+            cycles_broken: 0,
+            distinct_paths_after,
+            last_new_path_at: 0,
+            cost: Vec::new(),
+            total_cost: SetCost::default(),
+            paths: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_short_curve_lists_every_count_and_a_long_one_its_runs() {
+        assert_eq!(with_curve(vec![1, 1, 2]).curve(), "1 1 2");
+        let long: Vec<u64> = (0..50).map(|i| if i < 10 { 1 } else { 3 }).collect();
+        assert_eq!(with_curve(long).curve(), "1 x10, 3 x40");
     }
 }

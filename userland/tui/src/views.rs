@@ -12,6 +12,7 @@ mod loading;
 mod misses;
 mod style;
 mod type_detail;
+mod whole_object;
 mod working_set;
 mod wrap;
 

@@ -7,7 +7,7 @@ mod fixture;
 
 use dprof_tui::{App, Event, LoadEvent, View, MIN_HEIGHT, MIN_WIDTH};
 use fixture::{
-    causal_report, draw, freed_elsewhere_report, history_report, ibs_report,
+    causal_report, draw, freed_elsewhere_report, full_history_report, history_report, ibs_report,
     nothing_to_rank_report, press, report, screen, shared_sets_report, timed_out_report,
     views_report, views_report_without_geometry, SOURCE,
 };
@@ -292,5 +292,17 @@ fn data_flow_of_a_type_whose_histories_all_timed_out() {
     press(&mut app, [KeyCode::Char('5')]);
     for (w, h) in SIZES {
         assert_screen("timed_out_data_flow", &app, w, h);
+    }
+}
+
+/// A type watched over its whole object: the side panel adds the sets, the distinct merged
+/// paths after each set and the most frequent merged path; narrow, the sets and the curve.
+#[test]
+fn data_flow_of_a_type_watched_over_its_whole_object() {
+    let mut app = App::with_report(SOURCE, full_history_report());
+    press(&mut app, [KeyCode::Char('5')]);
+    assert_eq!(app.view(), View::DataFlow);
+    for (w, h) in SIZES {
+        assert_screen("full_data_flow", &app, w, h);
     }
 }

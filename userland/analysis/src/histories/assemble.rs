@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap;
 
 use crate::decode::{DecodeOutcome, NoAccess};
 use crate::resolve::{Resolver, SymbolSource};
-use dprof_format::{KernelText, MergedCache, Profile, ProfileError};
+use dprof_format::{FullCoveragePlan, KernelText, MergedCache, Profile, ProfileError};
 use dprof_model::AccessKind;
 
 use dprof_model::histories::{EndReason, HitCheck, HitChecks, NoCode, Span, Unverifiable};
@@ -179,6 +179,9 @@ pub struct Histories {
     pub orphan_hits: u64,
     /// Hits by cross-check outcome, over all histories.
     pub checks: HitChecks,
+    /// Types watched over their whole object (the profile header's `--histories full`
+    /// plans): their histories are merged set by set.
+    pub full_plans: Vec<FullCoveragePlan>,
 }
 
 /// The history records of a profile, collected in file order.
@@ -221,12 +224,20 @@ pub fn assemble(profile: &Profile, symbols: &dyn SymbolSource) -> Result<Histori
     while let Some(pushed) = records.next_with(|header, record| collected.push(header, record)) {
         pushed?;
     }
-    Ok(assemble_collected(
+    let mut histories = assemble_collected(
         collected,
         profile.text(),
         symbols,
         &profile.header().merged_caches,
-    ))
+    );
+    histories.full_plans = profile
+        .header()
+        .config
+        .histories
+        .as_ref()
+        .map(|h| h.full.clone())
+        .unwrap_or_default();
+    Ok(histories)
 }
 
 /// Whether the profile holds any history record (a cheap first look, reading the records).

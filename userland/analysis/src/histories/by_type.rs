@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap;
 
 use crate::resolve::SymbolSource;
 use crate::sampled::SampledAccesses;
-use dprof_format::{Profile, ProfileError};
+use dprof_format::{FullCoveragePlan, Profile, ProfileError};
 
 use dprof_model::histories::{EndReason, EndReasons, HistoryReport, HitChecks, TypeHistories};
 
@@ -40,7 +40,10 @@ pub fn report(
     }
     let mut types: Vec<TypeHistories> = by_type
         .into_iter()
-        .map(|(name, list)| type_histories(name, &list, symbols, sampled))
+        .map(|(name, list)| {
+            let plan = histories.full_plans.iter().find(|p| p.type_name == name);
+            type_histories(name, &list, symbols, sampled, plan)
+        })
         .collect();
     types.sort_by(|a, b| {
         b.histories
@@ -64,6 +67,7 @@ fn type_histories(
     list: &[&History],
     symbols: &dyn SymbolSource,
     sampled: Option<&SampledAccesses>,
+    full_plan: Option<&FullCoveragePlan>,
 ) -> TypeHistories {
     let mut reasons = EndReasons::default();
     let mut checks = HitChecks::default();
@@ -116,5 +120,6 @@ fn type_histories(
         paths: traces.paths,
         field_orders: traces.field_orders,
         data_flow,
+        full: full_plan.map(|plan| super::full::full_coverage(plan, list, symbols)),
     }
 }

@@ -1,5 +1,6 @@
 //! `dprof report --view data-flow`: one type's functions from alloc to free, merged over its
-//! object access histories, with the path traces under it.
+//! object access histories, with the path traces under it, and for a type watched over its
+//! whole object (`--histories full:TYPE`) its merged whole-object paths.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -13,9 +14,10 @@ use dprof_model::Report;
 use super::args::{Format, ReportArgs, DEFAULT_TOP};
 use super::output::Table;
 
-/// The arrow of a step that stayed on one CPU, and of one that changed CPU (same width).
-const SAME_CPU: &str = "------->";
-const CPU_CHANGE: &str = "==cpu==>";
+mod arrows;
+mod full;
+
+use arrows::{CPU_CHANGE, SAME_CPU};
 
 pub(super) fn run(args: &ReportArgs, report: &Report) -> anyhow::Result<ExitCode> {
     let Some(histories) = &report.histories else {
@@ -177,6 +179,9 @@ fn text(
             "... {} more paths (--top N shows more)",
             t.paths.len() - top
         )?;
+    }
+    if let Some(whole) = &t.full {
+        full::text(whole, top, out)?;
     }
     Ok(())
 }

@@ -4,7 +4,9 @@
 //!
 //! Wide, the graph is drawn as boxes, layer under layer, with the steps out of each function
 //! under its box; the side panel holds the rest. Narrow (or when the boxes do not fit), the
-//! graph is a list of layers, and the rest sits under it in short form.
+//! graph is a list of layers, and the rest sits under it in short form. A type watched over
+//! its whole object adds its merged paths' convergence and the most frequent one
+//! ([`whole_object`]).
 
 use dprof_model::histories::{
     Convergence, DataFlow, FlowEdge, FlowNode, FlowRange, FlowRole, HistoryReport, PathElement,
@@ -12,19 +14,18 @@ use dprof_model::histories::{
 };
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Padding, Paragraph, Widget};
 
 use super::absence;
-use super::style::{ACCENT, DIM, HEADING, SELECTED, WARN};
+use super::style::{ACCENT, CPU_CHANGE, DIM, HEADING, SELECTED, WARN};
+use super::whole_object;
 use super::wrap::{wrap, wrap_at_most};
 use crate::app::{App, FlowLayout, FlowSubject, View};
 
 /// From this width the graph and the side panel sit side by side.
 const WIDE: u16 = 120;
-/// A step where the object moved to another CPU.
-const CPU_CHANGE: Style = Style::new().fg(Color::Red).add_modifier(Modifier::BOLD);
 /// Rows of a node's box: its borders and two lines.
 const BOX_HEIGHT: u16 = 4;
 /// The narrowest box worth drawing; below it the graph is a list.
@@ -739,9 +740,20 @@ fn render_side(app: &App, t: &TypeHistories, picked: bool, area: Rect, buf: &mut
     } else {
         node.len() as u16 + 1
     };
-    let [summary_area, node_area, paths_area] = Layout::vertical([
+    let whole = t
+        .full
+        .as_ref()
+        .map(|f| whole_object::lines(f, width))
+        .unwrap_or_default();
+    let whole_height = if whole.is_empty() {
+        0
+    } else {
+        whole.len() as u16 + 1
+    };
+    let [summary_area, node_area, whole_area, paths_area] = Layout::vertical([
         Constraint::Length(summary.len() as u16 + 1),
         Constraint::Length(node_height),
+        Constraint::Length(whole_height),
         Constraint::Fill(1),
     ])
     .areas(area);
@@ -750,6 +762,14 @@ fn render_side(app: &App, t: &TypeHistories, picked: bool, area: Rect, buf: &mut
     if !node.is_empty() {
         let inner = section(Line::raw(" Selected function "), node_area, buf);
         Paragraph::new(node).render(inner, buf);
+    }
+    if !whole.is_empty() {
+        let inner = section(
+            Line::raw(" Whole object: pairwise histories merged "),
+            whole_area,
+            buf,
+        );
+        Paragraph::new(whole).render(inner, buf);
     }
     let inner = section(
         Line::raw(format!(" Paths, most frequent first ({}) ", t.paths.len())),
@@ -804,6 +824,9 @@ fn render_narrow(app: &App, t: &TypeHistories, picked: bool, area: Rect, buf: &m
         checks.no_code()
     );
     summary.extend(wrap_at_most(&checks, width, 2).into_iter().map(Line::from));
+    if let Some(f) = &t.full {
+        summary.extend(whole_object::short_lines(f, width));
+    }
     let node = node_lines(app, t, width, false);
     let node_height = if node.is_empty() {
         0

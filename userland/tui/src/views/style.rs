@@ -12,3 +12,5 @@ pub(super) const DIM: Style = Style::new().fg(Color::DarkGray);
 pub(super) const WARN: Style = Style::new().fg(Color::Yellow);
 /// The view's tab, key names in the status bar.
 pub(super) const ACCENT: Style = Style::new().fg(Color::Cyan);
+/// A step where the object moved to another CPU.
+pub(super) const CPU_CHANGE: Style = Style::new().fg(Color::Red).add_modifier(Modifier::BOLD);

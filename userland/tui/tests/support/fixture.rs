@@ -20,16 +20,18 @@ struct ExampleFields;
 
 impl FieldSource for ExampleFields {
     fn has_struct(&self, name: &str) -> bool {
-        matches!(name, "sk_buff" | "task_struct" | "st_obj")
+        matches!(name, "sk_buff" | "task_struct" | "st_obj" | "fc_obj")
     }
     fn field_at(&self, struct_name: &str, offset: u64) -> Option<String> {
         let name = match (struct_name, offset) {
             ("sk_buff", 0..=7) => "next",
             ("sk_buff", 8..=15) => "prev",
             ("sk_buff", 16..=23) => "dev",
-            ("sk_buff", 0x70..=0x73) | ("st_obj", 0x18..=0x1b) => "len",
+            ("sk_buff", 0x70..=0x73) | ("st_obj", 0x18..=0x1b) | ("fc_obj", 0x18..=0x1f) => "len",
             ("task_struct", 8..=15) => "stack",
             ("st_obj", 0x10..=0x17) => "payload",
+            ("fc_obj", 0..=7) => "head",
+            ("fc_obj", 0x10..=0x17) => "data",
             _ => return None,
         };
         Some(name.to_owned())
@@ -57,6 +59,12 @@ pub fn ibs_report() -> Report {
 /// access histories, path traces and a data flow.
 pub fn history_report() -> Report {
     analyzed(dprof_fixtures::histories::profile())
+}
+
+/// The whole-object example (`dprof_fixtures::full_histories`): `fc_obj`'s pair histories
+/// merged set by set.
+pub fn full_history_report() -> Report {
+    analyzed(dprof_fixtures::full_histories::profile())
 }
 
 /// The history example's `freed_elsewhere_profile`: an object freed on another CPU than its
