@@ -171,10 +171,18 @@ impl kernel::Module for Dprof {
             core::ptr::from_ref::<Mutex<DeviceState>>(&device).cast_mut(),
             Ordering::Release,
         );
+        // SAFETY: process context (module init); the callbacks find no sampler until one
+        // starts.
+        let ret = unsafe { ffi::dprof_shim_cpuhp_register() };
+        if ret != 0 {
+            pr_warn!("no CPU hotplug callback ({ret}): a CPU that goes offline and comes back is not sampled again\n");
+        }
         // SAFETY: process context; the file operations it installs find DEVICE set.
         let ret = unsafe { ffi::dprof_shim_register_device() };
         if ret != 0 {
             DEVICE.store(core::ptr::null_mut(), Ordering::Release);
+            // SAFETY: process context; no-op when the registration above failed.
+            unsafe { ffi::dprof_shim_cpuhp_unregister() };
             return Err(Error::from_errno(ret));
         }
         pr_info!(
@@ -196,6 +204,8 @@ impl Drop for Dprof {
         stop_session(&mut dev);
         drop_causal(&mut dev);
         drop(dev);
+        // SAFETY: process context; no sampler is left for the callbacks.
+        unsafe { ffi::dprof_shim_cpuhp_unregister() };
         pr_info!("unloaded\n");
     }
 }

@@ -13,6 +13,7 @@
  *  - the in-kernel perf API for the software sampler (no Rust perf API in 6.12), and pt_regs,
  *    whose layout is arch-specific: the overflow handler copies what a sample needs into a
  *    plain struct and hands it to Rust;
+ *  - CPU hotplug callbacks and the hotplug lock (cpuhp_setup_state_nocalls, cpus_read_lock);
  *  - probes on the bulk slab functions, which fire no tracepoint: struct kprobe and
  *    struct kretprobe, and the registers that hold their arguments;
  *  - causal experiments (causal.rs): struct kprobe, irq_work (pauses deferred out of NMI),
@@ -25,6 +26,8 @@
 #include <linux/fs.h>
 #include <linux/hw_breakpoint.h>
 #include <linux/irq_work.h>
+#include <linux/cpu.h>
+#include <linux/cpuhotplug.h>
 #include <linux/kprobes.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
@@ -577,6 +580,45 @@ void dprof_shim_preempt_off(void (*fn)(void *), void *data)
 	preempt_disable();
 	fn(data);
 	preempt_enable();
+}
+
+/*
+ * CPU hotplug: perf drops a CPU's counters when it goes offline and does not bring them back.
+ * A dynamic AP state calls Rust on the CPU that comes or goes (sampler.rs); the sampler takes
+ * the hotplug lock for reading while it creates and releases its counters.
+ */
+int dprof_rs_cpu_online(unsigned int cpu);
+int dprof_rs_cpu_offline(unsigned int cpu);
+
+static int dprof_cpuhp_state = -1;
+
+void dprof_shim_cpus_read_lock(void)
+{
+	cpus_read_lock();
+}
+
+void dprof_shim_cpus_read_unlock(void)
+{
+	cpus_read_unlock();
+}
+
+/* At module load: 0 or a negative errno. The callbacks run for CPUs that change later only. */
+int dprof_shim_cpuhp_register(void)
+{
+	int ret = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, "dprof:online",
+					    dprof_rs_cpu_online, dprof_rs_cpu_offline);
+
+	if (ret < 0)
+		return ret;
+	dprof_cpuhp_state = ret;
+	return 0;
+}
+
+void dprof_shim_cpuhp_unregister(void)
+{
+	if (dprof_cpuhp_state >= 0)
+		cpuhp_remove_state_nocalls(dprof_cpuhp_state);
+	dprof_cpuhp_state = -1;
 }
 
 /*

@@ -162,6 +162,10 @@ extern "C" {
         ctx: *mut c_void,
     ) -> *mut PerfEvent;
     pub(crate) fn dprof_shim_sampler_release(event: *mut PerfEvent);
+    pub(crate) fn dprof_shim_cpus_read_lock();
+    pub(crate) fn dprof_shim_cpus_read_unlock();
+    pub(crate) fn dprof_shim_cpuhp_register() -> c_int;
+    pub(crate) fn dprof_shim_cpuhp_unregister();
     pub(crate) fn dprof_shim_bp_register(dummy: c_ulong, ctx: *mut c_void) -> *mut c_void;
     pub(crate) fn dprof_shim_bp_unregister(events: *mut c_void);
     pub(crate) fn dprof_shim_bp_slot(events: *mut c_void) -> c_int;

@@ -1,5 +1,6 @@
 //! The samplers: one pinned perf counter per online CPU, created with the in-kernel perf API
-//! (through the shim).
+//! (through the shim). perf drops a CPU's counters when the CPU goes offline; a CPU hotplug
+//! callback creates the collection's counter again when it comes back.
 //!
 //! - Software: a `cpu-clock` counter. Its overflow handler (hardirq) captures the interrupted
 //!   instruction's registers, the %gs base and the instruction bytes; userland decodes the
@@ -15,7 +16,9 @@
 //! non-causal session would not have taken, are not recorded, and without
 //! `CAUSAL_RECORD_SAMPLES` no sample is recorded at all (the rings would fill in a long run).
 
-use kernel::ffi::{c_long, c_void};
+use core::sync::atomic::{AtomicPtr, Ordering};
+
+use kernel::ffi::{c_int, c_long, c_uint, c_void};
 use kernel::prelude::*;
 
 use crate::abi;
@@ -106,11 +109,109 @@ extern "C" fn dprof_rs_sample(ctx: *mut c_void, sample: *const SampleRegs) {
     }
 }
 
+/// How the counters of one collection are made, kept for CPUs that come online later.
+struct Counters {
+    /// Per possible CPU: its counter, or null (offline, or not created).
+    events: KVec<AtomicPtr<ffi::PerfEvent>>,
+    /// Read by the handlers until the counters are released; dropped after them.
+    context: HandlerContext,
+    period: u64,
+    sample_user: bool,
+    sample_idle: bool,
+    pmu_type: u32,
+    pmu_config: u64,
+    pmu_config1: u64,
+}
+
+impl Counters {
+    /// Creates the counter of `cpu` (process context, `cpu` online); an ERR_PTR on failure.
+    fn create(&self, cpu: usize) -> *mut ffi::PerfEvent {
+        let ctx = core::ptr::from_ref(&self.context)
+            .cast_mut()
+            .cast::<c_void>();
+        // SAFETY: process context; `ctx` lives in this object, which releases the counters
+        // before it goes.
+        unsafe {
+            match self.context.kind {
+                abi::SAMPLER_KIND_SOFTWARE => ffi::dprof_shim_sampler_create(
+                    cpu as i32,
+                    self.period,
+                    self.sample_user,
+                    self.sample_idle,
+                    ctx,
+                ),
+                _ => ffi::dprof_shim_hw_sampler_create(
+                    cpu as i32,
+                    self.pmu_type,
+                    self.pmu_config,
+                    self.pmu_config1,
+                    self.period,
+                    self.context.kind == abi::SAMPLER_KIND_PEBS,
+                    self.sample_user,
+                    ctx,
+                ),
+            }
+        }
+    }
+
+    /// Releases the counter of `cpu`, if any. Process context.
+    fn release(&self, cpu: usize) {
+        let Some(slot) = self.events.get(cpu) else {
+            return;
+        };
+        let event = slot.swap(core::ptr::null_mut(), Ordering::AcqRel);
+        if !event.is_null() {
+            // SAFETY: created by dprof_shim_*sampler_create; the swap hands it out once.
+            unsafe { ffi::dprof_shim_sampler_release(event) };
+        }
+    }
+}
+
+/// The counters of the running collection, for the CPU hotplug callbacks; null when none.
+/// Written with the CPU hotplug lock held for reading, read by the callbacks, which run with
+/// it held for writing: never both at once.
+static ACTIVE: AtomicPtr<Counters> = AtomicPtr::new(core::ptr::null_mut());
+
+/// A CPU came online (the hotplug thread, on that CPU): perf drops a CPU's counters when it
+/// goes offline and does not bring them back, so the collection's counter is created anew.
+/// Never fails the hotplug: a counter that cannot be made is said in the kernel log.
+#[no_mangle]
+extern "C" fn dprof_rs_cpu_online(cpu: c_uint) -> c_int {
+    let counters = ACTIVE.load(Ordering::Acquire);
+    if counters.is_null() {
+        return 0;
+    }
+    // SAFETY: ACTIVE points at live counters while the hotplug lock is held for writing
+    // (see ACTIVE).
+    let counters = unsafe { &*counters };
+    let cpu = cpu as usize;
+    counters.release(cpu);
+    let event = counters.create(cpu);
+    if (event as usize) >= (-4095isize) as usize {
+        pr_warn!(
+            "no sampler on CPU {cpu} after it came online ({})\n",
+            event as isize
+        );
+    } else if let Some(slot) = counters.events.get(cpu) {
+        slot.store(event, Ordering::Release);
+    }
+    0
+}
+
+/// A CPU is going offline (the hotplug thread, on that CPU): its counter goes with it.
+#[no_mangle]
+extern "C" fn dprof_rs_cpu_offline(cpu: c_uint) -> c_int {
+    let counters = ACTIVE.load(Ordering::Acquire);
+    if !counters.is_null() {
+        // SAFETY: as in dprof_rs_cpu_online.
+        unsafe { &*counters }.release(cpu as usize);
+    }
+    0
+}
+
 /// The counters of one collection; released on drop.
 pub(crate) struct Sampler {
-    events: KVec<*mut ffi::PerfEvent>,
-    /// Read by the handlers until the counters are released; dropped after them.
-    _context: KBox<HandlerContext>,
+    counters: KBox<Counters>,
 }
 
 // SAFETY: perf events are kernel objects; the pointers are only handed back to the perf API
@@ -119,7 +220,7 @@ unsafe impl Send for Sampler {}
 
 impl Sampler {
     /// Starts one counter per online CPU for the sampler `config` names, all writing to
-    /// `sink`, and feeding `causal` when given.
+    /// `sink`, and feeding `causal` when given; CPUs that come online later get theirs then.
     ///
     /// # Safety
     /// `sink` and `causal` must outlive the returned Sampler.
@@ -129,75 +230,86 @@ impl Sampler {
         causal: Option<&Causal>,
     ) -> Result<Self> {
         let kind = u8::try_from(config.sampler).map_err(|_| EINVAL)?;
+        if !matches!(
+            kind,
+            abi::SAMPLER_KIND_SOFTWARE | abi::SAMPLER_KIND_IBS | abi::SAMPLER_KIND_PEBS
+        ) {
+            return Err(EINVAL);
+        }
         let user = config.sample_user != 0;
-        let context = KBox::new(
-            HandlerContext {
-                sink: core::ptr::from_ref(sink),
-                kind,
-                user,
-                causal: causal.map_or(core::ptr::null(), core::ptr::from_ref),
-            },
-            GFP_KERNEL,
-        )?;
-        let ctx = core::ptr::from_ref::<HandlerContext>(&context)
-            .cast_mut()
-            .cast::<c_void>();
-        let mut sampler = Self {
-            events: KVec::new(),
-            _context: context,
+        let cpus = ffi::nr_cpu_ids();
+        let mut events = KVec::with_capacity(cpus, GFP_KERNEL)?;
+        for _ in 0..cpus {
+            events.push(AtomicPtr::new(core::ptr::null_mut()), GFP_KERNEL)?;
+        }
+        let sampler = Self {
+            counters: KBox::new(
+                Counters {
+                    events,
+                    context: HandlerContext {
+                        sink: core::ptr::from_ref(sink),
+                        kind,
+                        user,
+                        causal: causal.map_or(core::ptr::null(), core::ptr::from_ref),
+                    },
+                    period: u64::from(config.sample_period_ns),
+                    // A causal session samples every CPU all the time: user mode and idle
+                    // included.
+                    sample_user: user || causal.is_some(),
+                    sample_idle: causal.is_some(),
+                    pmu_type: config.pmu_type,
+                    pmu_config: config.pmu_config,
+                    pmu_config1: config.pmu_config1,
+                },
+                GFP_KERNEL,
+            )?,
         };
-        let period = u64::from(config.sample_period_ns);
-        // A causal session samples every CPU all the time: user mode and idle included.
-        let sample_user = user || causal.is_some();
-        let sample_idle = causal.is_some();
-        for cpu in 0..ffi::nr_cpu_ids() {
+        // No CPU comes or goes while the counters are made and published.
+        // SAFETY: process context.
+        unsafe { ffi::dprof_shim_cpus_read_lock() };
+        let mut result = Ok(());
+        for cpu in 0..cpus {
             // SAFETY: reads the online mask.
             if !unsafe { ffi::dprof_shim_cpu_online(cpu as u32) } {
                 continue;
             }
-            // SAFETY: process context; `ctx` lives as long as the counters (it is dropped
-            // after them) and the sink outlives both per this function's contract.
-            let event = unsafe {
-                match kind {
-                    abi::SAMPLER_KIND_SOFTWARE => ffi::dprof_shim_sampler_create(
-                        cpu as i32,
-                        period,
-                        sample_user,
-                        sample_idle,
-                        ctx,
-                    ),
-                    abi::SAMPLER_KIND_IBS | abi::SAMPLER_KIND_PEBS => {
-                        ffi::dprof_shim_hw_sampler_create(
-                            cpu as i32,
-                            config.pmu_type,
-                            config.pmu_config,
-                            config.pmu_config1,
-                            period,
-                            kind == abi::SAMPLER_KIND_PEBS,
-                            sample_user,
-                            ctx,
-                        )
-                    }
-                    _ => return Err(EINVAL),
-                }
-            };
+            let event = sampler.counters.create(cpu);
             let addr = event as usize;
             // ERR_PTR values are the last page of the address space.
             if addr >= (-4095isize) as usize {
-                // Dropping `sampler` releases the counters created so far.
-                return Err(Error::from_errno(addr as c_long as i32));
+                result = Err(Error::from_errno(addr as c_long as i32));
+                break;
             }
-            sampler.events.push(event, GFP_KERNEL)?;
+            sampler.counters.events[cpu].store(event, Ordering::Release);
         }
-        Ok(sampler)
+        if result.is_ok() {
+            ACTIVE.store(
+                core::ptr::from_ref::<Counters>(&sampler.counters).cast_mut(),
+                Ordering::Release,
+            );
+        }
+        // SAFETY: taken above.
+        unsafe { ffi::dprof_shim_cpus_read_unlock() };
+        // On failure, dropping `sampler` releases the counters created so far.
+        result.map(|()| sampler)
     }
 }
 
 impl Drop for Sampler {
     fn drop(&mut self) {
-        for &event in self.events.iter() {
-            // SAFETY: created by dprof_shim_*sampler_create and released once, here.
-            unsafe { ffi::dprof_shim_sampler_release(event) };
+        // SAFETY: process context.
+        unsafe { ffi::dprof_shim_cpus_read_lock() };
+        let mine = core::ptr::from_ref::<Counters>(&self.counters).cast_mut();
+        let _ = ACTIVE.compare_exchange(
+            mine,
+            core::ptr::null_mut(),
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+        for cpu in 0..self.counters.events.len() {
+            self.counters.release(cpu);
         }
+        // SAFETY: taken above.
+        unsafe { ffi::dprof_shim_cpus_read_unlock() };
     }
 }

@@ -22,8 +22,9 @@
 //!
 //! `dprof-qemu-check selftest-histories DIR` checks the object access histories of
 //! `dprof_selftest_obj` against the selftest's known path (written on CPU 0 in
-//! `dprof_selftest_produce`, read on CPU 1 in `dprof_selftest_consume`, freed there), and that
-//! the module left no debug register watching anything after stop.
+//! `dprof_selftest_produce`, read on CPU 1 in `dprof_selftest_consume`, freed there), that
+//! the module left no debug register watching anything after stop, and that the whole-object
+//! histories of `dprof_selftest_relay` merge into its known field order.
 //!
 //! `dprof-qemu-check kernel-histories DIR` checks histories of `skbuff_head_cache` under
 //! loopback TCP (decoded accesses agree with the debug registers; the cost per history) and a
@@ -43,6 +44,9 @@
 //!
 //! `dprof-qemu-check selftest-bulk DIR` checks that bulk allocations and frees, which fire no
 //! tracepoint, are recorded exactly (`bulk.rs` beside this file).
+//!
+//! `dprof-qemu-check cpu-hotplug DIR` checks collections during which CPUs went offline and
+//! came back (`hotplug.rs` beside this file).
 //!
 //! The report is printed and saved as DIR/check.txt.
 
@@ -65,6 +69,8 @@ mod backends;
 mod bulk;
 #[path = "dprof-qemu-check/causal.rs"]
 mod causal;
+#[path = "dprof-qemu-check/hotplug.rs"]
+mod hotplug;
 #[path = "dprof-qemu-check/json_report.rs"]
 mod json_report;
 #[path = "dprof-qemu-check/misses.rs"]
@@ -659,7 +665,7 @@ fn main() -> Result<()> {
         bail!(
             "usage: dprof-qemu-check slab-workload|selftest-data-profile|workload-data-profile|\
              selftest-histories|kernel-histories|selftest-misses|selftest-causal|backends-agree|\
-             selftest-bulk DIR"
+             selftest-bulk|cpu-hotplug DIR"
         );
     };
     let dir = Path::new(dir);
@@ -673,6 +679,7 @@ fn main() -> Result<()> {
         "selftest-causal" => causal::check(dir),
         "backends-agree" => backends::check(dir),
         "selftest-bulk" => bulk::check(dir),
+        "cpu-hotplug" => hotplug::check(dir),
         other => bail!("unknown check {other:?}"),
     };
     match report {
@@ -900,7 +907,90 @@ fn check_histories(dir: &Path) -> Result<String> {
         "the planner chose ranges outside fields a and b"
     );
     check_data_flow(&dir.join("planned.dprof"), &mut report)?;
+    check_whole_object(&dir.join("full.dprof"), &mut report)?;
     Ok(report)
+}
+
+/// `full:dprof_selftest_relay`: the pairs of its four chunks, merged per history set, give
+/// exactly the relay workload's path (kmod/selftest/relay.rs): each field access in order,
+/// with its function, read or write, and CPU (0: the allocating one), in at least 90% of the
+/// sets, and no pair left out of the merge.
+fn check_whole_object(profile: &Path, report: &mut String) -> Result<()> {
+    const KNOWN: [(&str, u64, &str, u64); 7] = [
+        ("dprof_selftest_relay_fill", 0, "write", 0),
+        ("dprof_selftest_relay_fill", 24, "write", 0),
+        ("dprof_selftest_relay_pass", 0, "read", 1),
+        ("dprof_selftest_relay_pass", 8, "write", 1),
+        ("dprof_selftest_relay_finish", 8, "read", 0),
+        ("dprof_selftest_relay_finish", 16, "write", 0),
+        ("dprof_selftest_relay_finish", 24, "read", 0),
+    ];
+    let flow = report_json(
+        profile,
+        &["--view", "data-flow", "--type", "dprof_selftest_relay"],
+    )?;
+    let full = &flow["full"];
+    let sets = full["sets"]
+        .as_u64()
+        .context("no whole-object view (data_flow.full)")?;
+    let targets = full["targets"].as_u64().unwrap_or(0);
+    let unmerged = full["unmerged_pairs"].as_u64().unwrap_or(u64::MAX);
+    let top = &full["paths"][0];
+    let steps: Vec<(String, u64, String, u64)> = top["steps"]
+        .as_array()
+        .context("no merged path")?
+        .iter()
+        .map(|s| {
+            (
+                s["function"].as_str().unwrap_or("?").to_owned(),
+                s["chunk"]["offset"].as_u64().unwrap_or(u64::MAX),
+                s["kind"].as_str().unwrap_or("?").to_owned(),
+                s["cpu"].as_u64().unwrap_or(u64::MAX),
+            )
+        })
+        .collect();
+    let share = top["share"].as_f64().unwrap_or(0.0);
+    writeln!(
+        report,
+        "whole object: {sets} history sets of {targets} pair targets, {unmerged} pair histories \
+         left out of the merge; the most frequent merged path ({:.0}% of sets): {}",
+        share * 100.0,
+        steps
+            .iter()
+            .map(|(f, o, k, c)| format!("{f}+{o} {k} cpu{c}"))
+            .collect::<Vec<_>>()
+            .join(" -> ")
+    )?;
+    ensure!(
+        targets == 6,
+        "{targets} targets, not the 6 pairs of 4 chunks"
+    );
+    ensure!(sets >= 10, "only {sets} history sets");
+    ensure!(
+        unmerged == 0,
+        "{unmerged} pair histories disagree with their chunks' accesses"
+    );
+    let known: Vec<(String, u64, String, u64)> = KNOWN
+        .iter()
+        .map(|&(f, o, k, c)| (f.to_owned(), o, k.to_owned(), c))
+        .collect();
+    ensure!(
+        steps == known,
+        "the merged path is not the relay's known one"
+    );
+    ensure!(
+        share >= 0.9,
+        "the known path in only {:.0}% of sets",
+        share * 100.0
+    );
+    ensure!(
+        top["end"]
+            .as_str()
+            .is_some_and(|f| f.contains("relay_first"))
+            && top["end_cpu"] == 0,
+        "the relay's objects are freed on CPU 0 by relay_first"
+    );
+    Ok(())
 }
 
 /// The data flow view of `dprof_selftest_obj`: at least 90% of histories follow alloc (in

@@ -841,11 +841,7 @@ fn check_sets_by_type(
             .filter_map(|t| Some((t["name"].as_str()?, t["objects"].as_u64()?)))
             .filter(|(n, _)| n.starts_with("dprof_selftest_"))
             .collect();
-        let want: BTreeMap<&str, u64> = per_set
-            .get(&set)
-            .map(|&n| (name, n))
-            .into_iter()
-            .collect();
+        let want: BTreeMap<&str, u64> = per_set.get(&set).map(|&n| (name, n)).into_iter().collect();
         if selftest != want {
             wrong.push(format!("set {set}: {selftest:?}, want {want:?}"));
         }
