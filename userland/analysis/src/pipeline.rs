@@ -539,6 +539,8 @@ struct AccessAcc {
     hw_samples: u64,
     latency_samples: u64,
     latency_sum: u64,
+    /// Of the hardware samples, by where their data came from ([`MemSource::ALL`] order).
+    sources: [u32; MemSource::ALL.len()],
 }
 
 /// Touch state of a non-slab instance (global symbol, per-CPU copy, stack).
@@ -1052,6 +1054,7 @@ impl<'s> Analyzer<'s> {
                     misses: acc.rw.misses,
                     latency_samples: acc.latency_samples,
                     latency_sum: acc.latency_sum,
+                    sources: acc.sources.map(u64::from),
                 },
             );
         }
@@ -1365,6 +1368,12 @@ fn replay_sample(resolver: &mut Resolver<'_>, st: &mut State, cpu: u32, access: 
     entry.size = u32::from(access.size);
     if access.hw & HW_KNOWN != 0 {
         entry.hw_samples += 1;
+        if let Some(n) = entry
+            .sources
+            .get_mut(usize::from(access.hw & HW_SOURCE_MASK))
+        {
+            *n += 1;
+        }
     }
     if access.hw & HW_HAS_LATENCY != 0 {
         entry.latency_samples += 1;

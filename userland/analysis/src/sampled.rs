@@ -1,6 +1,7 @@
 //! Sampled accesses by (type, instruction, offset): what the main pass hands the history
 //! passes, so that path traces and the data flow can show what each access cost.
 
+use dprof_model::{MemSource, SourceCount};
 use rustc_hash::FxHashMap;
 
 /// What the samples of one (type, instruction, offset) saw.
@@ -22,10 +23,13 @@ pub struct AccessStats {
     pub latency_samples: u64,
     /// Sum of their latencies (cycles).
     pub latency_sum: u64,
+    /// The hardware samples by where their data came from, in [`MemSource::ALL`] order.
+    pub sources: [u64; MemSource::ALL.len()],
 }
 
 impl AccessStats {
-    fn add(&mut self, other: &Self) {
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: &Self) {
         self.samples += other.samples;
         self.reads += other.reads;
         self.writes += other.writes;
@@ -34,6 +38,20 @@ impl AccessStats {
         self.misses += other.misses;
         self.latency_samples += other.latency_samples;
         self.latency_sum += other.latency_sum;
+        for (a, b) in self.sources.iter_mut().zip(other.sources) {
+            *a += b;
+        }
+    }
+
+    /// The sources that served samples, nearest first.
+    #[must_use]
+    pub fn source_counts(&self) -> Vec<SourceCount> {
+        MemSource::ALL
+            .iter()
+            .zip(self.sources)
+            .filter(|&(_, n)| n > 0)
+            .map(|(&source, samples)| SourceCount { source, samples })
+            .collect()
     }
 }
 

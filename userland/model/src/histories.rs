@@ -323,6 +323,11 @@ pub struct SampleMatch {
     pub miss_rate: Option<f64>,
     /// Mean latency in cycles, when the hardware gave latencies.
     pub mean_latency_cycles: Option<f64>,
+    /// The hardware samples by where their data came from (the cache level that served the
+    /// access, or memory), nearest first; empty with the software sampler, which sees no
+    /// outcome.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<crate::memory_source::SourceCount>,
 }
 
 /// Histories of one type that took the same path.

@@ -142,12 +142,7 @@ pub(super) fn data_flow(
         let sampled = sampled.and_then(|s| {
             let mut stats = AccessStats::default();
             for &(ip, range) in &acc.accesses {
-                let one = element_samples(s, type_name, ip, range);
-                stats.samples += one.samples;
-                stats.hw_samples += one.hw_samples;
-                stats.misses += one.misses;
-                stats.latency_samples += one.latency_samples;
-                stats.latency_sum += one.latency_sum;
+                stats.add(&element_samples(s, type_name, ip, range));
             }
             super::paths::sample_match(&stats, s.hardware())
         });

@@ -214,5 +214,6 @@ pub(super) fn sample_match(stats: &AccessStats, hardware: bool) -> Option<Sample
             .then(|| stats.misses as f64 / stats.hw_samples as f64),
         mean_latency_cycles: (stats.latency_samples > 0)
             .then(|| stats.latency_sum as f64 / stats.latency_samples as f64),
+        sources: stats.source_counts(),
     })
 }
