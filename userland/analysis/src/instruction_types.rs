@@ -19,6 +19,9 @@ use rustc_hash::FxHashMap;
 use crate::decode::BaseOperand;
 use crate::resolve::SymbolSource;
 
+#[cfg(test)]
+mod tests;
+
 /// Samples of one instruction that resolved to one type (or none), at one offset.
 #[derive(Clone, Debug)]
 pub struct Observation<'a> {

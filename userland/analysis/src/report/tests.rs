@@ -229,3 +229,52 @@ fn json_reads_back_the_same_report() {
         assert_eq!(back, report);
     }
 }
+
+#[test]
+fn the_two_resolvers_agree_on_an_embedded_member_and_generic_types_take_the_instructions_struct() {
+    use dprof_model::instruction_types::{GenericTyped, InstructionSite, InstructionTypes};
+    let site = |address_type: &str, offset: u64, struct_name: &str, field: &str| InstructionSite {
+        ip: 0x10,
+        function: "f".to_owned(),
+        address_type: Some(address_type.to_owned()),
+        offset: Some(offset),
+        struct_name: struct_name.to_owned(),
+        variable: "v".to_owned(),
+        displacement: 0,
+        field: Some(field.to_owned()),
+        samples: 2,
+        agrees: None,
+        address_struct: None,
+        address_field: None,
+    };
+    let mut r = report(vec![
+        slab_type("skbuff_head_cache", None, &[0]),
+        slab_type("kmalloc-256@__alloc_skb", Some("__alloc_skb"), &[0x70]),
+    ]);
+    r.coverage.by_instruction = Some(InstructionTypes {
+        sites: vec![
+            // sk_buff's `next` at 0: a `struct list *` holding its `next` agrees...
+            site("skbuff_head_cache", 0, "list", "next"),
+            // ...its `len` does not.
+            site("skbuff_head_cache", 0, "other", "len"),
+            // A generic type: not compared.
+            site("kmalloc-256@__alloc_skb", 0x70, "sk_buff", "len"),
+        ],
+        generic_types: vec![GenericTyped {
+            type_name: "kmalloc-256@__alloc_skb".to_owned(),
+            struct_name: "sk_buff".to_owned(),
+            samples: 2,
+            typed_samples: 2,
+        }],
+        ..InstructionTypes::default()
+    });
+    annotate_fields(&mut r, &StructNames::builtin(), Some(&Dwarf));
+    let found = r.coverage.by_instruction.as_ref().expect("kept");
+    assert_eq!((found.compared_samples, found.agreed_samples), (4, 2));
+    let verdicts: Vec<Option<bool>> = found.sites.iter().map(|s| s.agrees).collect();
+    assert_eq!(verdicts, [Some(true), Some(false), None]);
+    assert_eq!(found.sites[1].address_field.as_deref(), Some("next"));
+    let generic = &r.data_profile.types[1];
+    assert_eq!(generic.struct_name.as_deref(), Some("sk_buff"));
+    assert_eq!(generic.fields[0].field.as_deref(), Some("len"));
+}
