@@ -630,7 +630,7 @@ fn text_footer(report: &Report, top: usize, out: &mut impl Write) -> io::Result<
     // The pools behind the types shown: each holds several caches' objects.
     merged_cache_lines(report, dp.types.iter().take(top), out)?;
     if let Some(found) = &report.coverage.by_instruction {
-        instruction_types_text(found, top, out)?;
+        instruction_types_text(report, found, top, out)?;
     }
     let unknown = report.coverage.count(dprof_model::Bucket::UnknownAddress);
     if unknown > 0 {
@@ -649,9 +649,18 @@ fn text_footer(report: &Report, top: usize, out: &mut impl Write) -> io::Result<
     Ok(())
 }
 
+/// Adds `n` to `name`'s count.
+fn add_count<'a>(counts: &mut Vec<(&'a str, u64)>, name: &'a str, n: u64) {
+    match counts.iter_mut().find(|(c, _)| *c == name) {
+        Some((_, count)) => *count += n,
+        None => counts.push((name, n)),
+    }
+}
+
 /// What typing by instruction found: its share, the types it named, and the cross-check with
 /// the address's type, disagreements listed (at most `top`).
 fn instruction_types_text(
+    report: &Report,
     found: &InstructionTypes,
     top: usize,
     out: &mut impl Write,
@@ -663,6 +672,37 @@ fn instruction_types_text(
          no type by address, {} to a type split by site",
         found.typed_samples, found.operand_samples, found.typed_unknown, found.typed_generic
     )?;
+    // What the address made of the typed samples, and the stack's structs (locals the
+    // address resolver can only call `stack`).
+    let mut by_kind: Vec<(&str, u64)> = Vec::new();
+    let mut on_stack: Vec<(&str, u64)> = Vec::new();
+    for site in &found.sites {
+        let kind = site.address_type.as_deref().map_or("unknown", |name| {
+            report
+                .data_profile
+                .types
+                .iter()
+                .find(|t| t.name == name)
+                .map_or("other", |t| t.kind.name())
+        });
+        add_count(&mut by_kind, kind, site.samples);
+        if kind == TypeKind::Stack.name() {
+            add_count(&mut on_stack, &site.struct_name, site.samples);
+        }
+    }
+    let listed = |counts: &mut Vec<(&str, u64)>| {
+        counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        counts
+            .iter()
+            .take(top)
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    writeln!(out, "  by the address's kind: {}", listed(&mut by_kind))?;
+    if !on_stack.is_empty() {
+        writeln!(out, "  on the stack, by struct: {}", listed(&mut on_stack))?;
+    }
     if !found.unknown_by_struct.is_empty() {
         let structs: Vec<String> = found
             .unknown_by_struct
@@ -694,7 +734,7 @@ fn instruction_types_text(
     for s in disagree.iter().take(top) {
         writeln!(
             out,
-            "    disagree at {:#x} {}: {} +{:#x} {}; instruction: struct {} {} +{:#x} {} ({} samples)",
+            "    disagree at {:#x} {}: {} +{:#x} {}; instruction: {} *{} +{:#x} {} ({} samples)",
             s.ip,
             s.function,
             s.address_type.as_deref().unwrap_or("?"),
