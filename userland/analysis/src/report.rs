@@ -95,7 +95,8 @@ pub fn annotate_fields(report: &mut Report, names: &StructNames, fields: Option<
 /// address's struct has at the object's offset the member the instruction's struct has at the
 /// displacement, or one that ends with it (the instruction's struct embedded there: `struct
 /// sock *` into a `tcp_sock`, `struct list_head *` into a task's list); with no member to
-/// compare, when the structs and the offsets are the same.
+/// compare, when the structs and the offsets are the same. Every member holding the byte
+/// counts: union members overlap (`d_lockref.lock_count` and `d_lockref.lock`).
 fn cross_check(
     it: &mut dprof_model::instruction_types::InstructionTypes,
     types: &[dprof_model::TypeProfile],
@@ -114,9 +115,13 @@ fn cross_check(
             continue;
         };
         let address_field = fields.field_at(&address_struct, offset);
-        let agrees = match (&address_field, &site.field) {
-            (Some(whole), Some(part)) => whole == part || whole.ends_with(&format!(".{part}")),
-            _ => {
+        let agrees = match &site.field {
+            // Any member holding the byte may be the one: union members overlap.
+            Some(part) => fields
+                .fields_holding(&address_struct, offset)
+                .iter()
+                .any(|whole| whole == part || whole.ends_with(&format!(".{part}"))),
+            None => {
                 address_struct == site.struct_name
                     && i64::try_from(offset).ok() == Some(site.displacement)
             }
@@ -152,5 +157,13 @@ impl FieldSource for crate::debuginfo::DebugInfo {
     }
     fn field_at(&self, struct_name: &str, offset: u64) -> Option<String> {
         Self::field_at(self, struct_name, offset)
+    }
+    fn fields_holding(&self, struct_name: &str, offset: u64) -> Vec<String> {
+        self.struct_fields(struct_name)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|f| f.offset <= offset && offset - f.offset < f.size)
+            .map(|f| f.name)
+            .collect()
     }
 }

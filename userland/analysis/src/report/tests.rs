@@ -14,7 +14,19 @@ impl FieldSource for Dwarf {
         match (struct_name, offset) {
             ("sk_buff", 0..=7) => Some("next".to_owned()),
             ("sk_buff", 0x70..=0x73) => Some("len".to_owned()),
+            ("dentry", 0x80) => Some("d_lockref.lock_count".to_owned()),
             _ => None,
+        }
+    }
+    fn fields_holding(&self, struct_name: &str, offset: u64) -> Vec<String> {
+        match (struct_name, offset) {
+            // A union: the count and the lock overlap.
+            ("dentry", 0x80) => vec![
+                "d_lockref".to_owned(),
+                "d_lockref.lock_count".to_owned(),
+                "d_lockref.lock.val.counter".to_owned(),
+            ],
+            _ => self.field_at(struct_name, offset).into_iter().collect(),
         }
     }
 }
@@ -250,6 +262,7 @@ fn the_two_resolvers_agree_on_an_embedded_member_and_generic_types_take_the_inst
     let mut r = report(vec![
         slab_type("skbuff_head_cache", None, &[0]),
         slab_type("kmalloc-256@__alloc_skb", Some("__alloc_skb"), &[0x70]),
+        slab_type("dentry", None, &[0x80]),
     ]);
     r.coverage.by_instruction = Some(InstructionTypes {
         sites: vec![
@@ -259,6 +272,8 @@ fn the_two_resolvers_agree_on_an_embedded_member_and_generic_types_take_the_inst
             site("skbuff_head_cache", 0, "other", "len"),
             // A generic type: not compared.
             site("kmalloc-256@__alloc_skb", 0x70, "sk_buff", "len"),
+            // A union member other than the first that holds the byte agrees.
+            site("dentry", 0x80, "qspinlock", "val.counter"),
         ],
         generic_types: vec![GenericTyped {
             type_name: "kmalloc-256@__alloc_skb".to_owned(),
@@ -270,9 +285,14 @@ fn the_two_resolvers_agree_on_an_embedded_member_and_generic_types_take_the_inst
     });
     annotate_fields(&mut r, &StructNames::builtin(), Some(&Dwarf));
     let found = r.coverage.by_instruction.as_ref().expect("kept");
-    assert_eq!((found.compared_samples, found.agreed_samples), (4, 2));
+    assert_eq!((found.compared_samples, found.agreed_samples), (6, 4));
     let verdicts: Vec<Option<bool>> = found.sites.iter().map(|s| s.agrees).collect();
-    assert_eq!(verdicts, [Some(true), Some(false), None]);
+    assert_eq!(verdicts, [Some(true), Some(false), None, Some(true)]);
+    assert_eq!(
+        found.sites[3].address_field.as_deref(),
+        Some("d_lockref.lock_count"),
+        "the evidence names the address's member as the data profile does"
+    );
     assert_eq!(found.sites[1].address_field.as_deref(), Some("next"));
     let generic = &r.data_profile.types[1];
     assert_eq!(generic.struct_name.as_deref(), Some("sk_buff"));
