@@ -117,10 +117,11 @@ fn cross_check(
         let address_field = fields.field_at(&address_struct, offset);
         let agrees = match &site.field {
             // Any member holding the byte may be the one: union members overlap.
-            Some(part) => fields
-                .fields_holding(&address_struct, offset)
+            Some(part) => address_field
                 .iter()
-                .any(|whole| whole == part || whole.ends_with(&format!(".{part}"))),
+                .cloned()
+                .chain(fields.fields_holding(&address_struct, offset))
+                .any(|whole| whole == *part || whole.ends_with(&format!(".{part}"))),
             None => {
                 address_struct == site.struct_name
                     && i64::try_from(offset).ok() == Some(site.displacement)

@@ -15,6 +15,7 @@ impl FieldSource for Dwarf {
             ("sk_buff", 0..=7) => Some("next".to_owned()),
             ("sk_buff", 0x70..=0x73) => Some("len".to_owned()),
             ("dentry", 0x80) => Some("d_lockref.lock_count".to_owned()),
+            ("mm_struct", 0x328) => Some("rss_stat[0].counters".to_owned()),
             _ => None,
         }
     }
@@ -26,6 +27,8 @@ impl FieldSource for Dwarf {
                 "d_lockref.lock_count".to_owned(),
                 "d_lockref.lock.val.counter".to_owned(),
             ],
+            // Flattened members name no array element.
+            ("mm_struct", 0x328) => vec!["rss_stat".to_owned()],
             _ => self.field_at(struct_name, offset).into_iter().collect(),
         }
     }
@@ -263,6 +266,7 @@ fn the_two_resolvers_agree_on_an_embedded_member_and_generic_types_take_the_inst
         slab_type("skbuff_head_cache", None, &[0]),
         slab_type("kmalloc-256@__alloc_skb", Some("__alloc_skb"), &[0x70]),
         slab_type("dentry", None, &[0x80]),
+        slab_type("mm_struct", None, &[0x328]),
     ]);
     r.coverage.by_instruction = Some(InstructionTypes {
         sites: vec![
@@ -274,6 +278,8 @@ fn the_two_resolvers_agree_on_an_embedded_member_and_generic_types_take_the_inst
             site("kmalloc-256@__alloc_skb", 0x70, "sk_buff", "len"),
             // A union member other than the first that holds the byte agrees.
             site("dentry", 0x80, "qspinlock", "val.counter"),
+            // A struct in an array element: the element's member agrees.
+            site("mm_struct", 0x328, "percpu_counter", "counters"),
         ],
         generic_types: vec![GenericTyped {
             type_name: "kmalloc-256@__alloc_skb".to_owned(),
@@ -285,9 +291,12 @@ fn the_two_resolvers_agree_on_an_embedded_member_and_generic_types_take_the_inst
     });
     annotate_fields(&mut r, &StructNames::builtin(), Some(&Dwarf));
     let found = r.coverage.by_instruction.as_ref().expect("kept");
-    assert_eq!((found.compared_samples, found.agreed_samples), (6, 4));
+    assert_eq!((found.compared_samples, found.agreed_samples), (8, 6));
     let verdicts: Vec<Option<bool>> = found.sites.iter().map(|s| s.agrees).collect();
-    assert_eq!(verdicts, [Some(true), Some(false), None, Some(true)]);
+    assert_eq!(
+        verdicts,
+        [Some(true), Some(false), None, Some(true), Some(true)]
+    );
     assert_eq!(
         found.sites[3].address_field.as_deref(),
         Some("d_lockref.lock_count"),
