@@ -8,6 +8,9 @@
 //!   ([`DebugInfo::data_symbol`], [`DebugInfo::percpu_symbol`], [`DebugInfo::symbol_size`]);
 //! - **struct layouts** from DWARF, nested members flattened to dotted names
 //!   ([`DebugInfo::struct_fields`], [`DebugInfo::field_at`]);
+//! - **the struct a register points to** at an instruction: the pointer variable DWARF
+//!   locates in it there, perf's data-type method ([`DebugInfo::pointer_target`], the DWARF
+//!   side in `debuginfo/instruction_types.rs`);
 //! - **validation** that the vmlinux is the kernel that was profiled ([`DebugInfo::matches`]):
 //!   its GNU build id and `linux_banner` against the profile's. A wrong vmlinux would give
 //!   wrong names everywhere, so a mismatch is an error, never a warning.
@@ -39,7 +42,9 @@ use object::{Object, ObjectSection, ObjectSymbol, RelocationKind, RelocationTarg
 
 use crate::symbols::Kallsyms;
 use dprof_format::ProfileHeader;
+use instruction_types::RegisterVariable;
 
+mod instruction_types;
 #[cfg(test)]
 mod tests;
 
@@ -251,6 +256,19 @@ pub struct Field {
     pub type_name: String,
 }
 
+/// The struct a memory operand's base register points to at an instruction, from the DWARF
+/// location of the variable it holds there ([`DebugInfo::pointer_target`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PointerTarget {
+    /// The variable or parameter in the register.
+    pub variable: String,
+    /// The struct or union its type points to, bare (`sk_buff`), as
+    /// [`DebugInfo::field_at`] takes it.
+    pub struct_name: String,
+    /// The member at the operand's displacement, when the layout is known and holds it.
+    pub field: Option<String>,
+}
+
 /// A kernel object's symbol with its exact size.
 #[derive(Clone, Debug)]
 struct ElfSymbol {
@@ -294,6 +312,12 @@ struct TypeDesc {
 /// Deepest nesting of struct members expanded (real kernel types stay far below).
 const MAX_DEPTH: usize = 24;
 
+/// A function's code range and DIE: `(begin, end, offset)`.
+type FunctionRange = (u64, u64, UnitOffset);
+
+/// What DWARF locates in a register at an instruction, by (file address, DWARF register).
+type RegisterVariables = HashMap<(u64, u16), Option<Rc<RegisterVariable>>>;
+
 /// One ELF file's symbols and DWARF.
 struct ElfDebug {
     /// Address shift from the file's addresses to run-time ones (KASLR for vmlinux).
@@ -317,6 +341,12 @@ struct ElfDebug {
     /// Struct, union and typedef names to their (unit index, offset).
     type_index: OnceCell<HashMap<String, (usize, UnitOffset)>>,
     layouts: RefCell<HashMap<String, Option<Rc<Member>>>>,
+    /// Each unit's code ranges, for [`DebugInfo::pointer_target`] (read on first use).
+    unit_ranges: OnceCell<Vec<(u64, u64, usize)>>,
+    /// Each unit's top-level functions, read when one of its ips is first asked about.
+    unit_functions: RefCell<HashMap<usize, Rc<[FunctionRange]>>>,
+    /// Answers by (file address, DWARF register).
+    register_variables: RefCell<RegisterVariables>,
 }
 
 /// Debug information of a vmlinux and, optionally, of modules.
@@ -526,7 +556,48 @@ impl ElfDebug {
             units: OnceCell::new(),
             type_index: OnceCell::new(),
             layouts: RefCell::new(HashMap::new()),
+            unit_ranges: OnceCell::new(),
+            unit_functions: RefCell::new(HashMap::new()),
+            register_variables: RefCell::new(HashMap::new()),
         })
+    }
+
+    /// The pointer-to-struct variable DWARF locates in `register` at run-time address `ip`.
+    fn register_variable(&self, ip: u64, register: u16) -> Option<Rc<RegisterVariable>> {
+        let pc = ip.wrapping_sub(self.shift);
+        if let Some(cached) = self.register_variables.borrow().get(&(pc, register)) {
+            return cached.clone();
+        }
+        let units = self.units();
+        let ranges = self
+            .unit_ranges
+            .get_or_init(|| instruction_types::unit_code_ranges(&self.dwarf, units));
+        let found = instruction_types::units_at(ranges, pc).find_map(|u| {
+            let unit = &units[u];
+            let functions = self.unit_functions(u)?;
+            let function = instruction_types::function_at(&functions, pc)?;
+            instruction_types::register_variable(&self.dwarf, unit, function, pc, register)
+                .ok()
+                .flatten()
+        });
+        let found = found.map(Rc::new);
+        self.register_variables
+            .borrow_mut()
+            .insert((pc, register), found.clone());
+        found
+    }
+
+    fn unit_functions(&self, u: usize) -> Option<Rc<[FunctionRange]>> {
+        if let Some(f) = self.unit_functions.borrow().get(&u) {
+            return Some(Rc::clone(f));
+        }
+        let functions: Rc<[_]> = instruction_types::unit_functions(&self.dwarf, &self.units()[u])
+            .ok()?
+            .into();
+        self.unit_functions
+            .borrow_mut()
+            .insert(u, Rc::clone(&functions));
+        Some(functions)
     }
 
     fn frames(&self, ip: u64) -> Vec<SourceFrame> {
@@ -1345,6 +1416,40 @@ impl DebugInfo {
             return m.frames(ip);
         }
         self.vmlinux.frames(ip)
+    }
+
+    /// The struct the memory operand `displacement(register)` of the instruction at run-time
+    /// address `ip` points into, and the member at the displacement: the variable or
+    /// parameter whose DWARF location at `ip` is `register` (a DWARF register number: 0 `%rax`,
+    /// 1 `%rdx`, 2 `%rcx`, 3 `%rbx`, 4 `%rsi`, 5 `%rdi`, 6 `%rbp`, 7 `%rsp`, 8-15 `%r8`-`%r15`),
+    /// when its type is a pointer to a struct or union. `None` when no variable is located
+    /// there (optimized out, a temporary the compiler did not describe), or it is no such
+    /// pointer, or the displacement falls outside the struct (`container_of`, a cast to a
+    /// struct that embeds it: the declared type does not describe the access, as perf
+    /// judges too). Answers are cached by ip and register.
+    #[must_use]
+    pub fn pointer_target(
+        &self,
+        ip: u64,
+        register: u16,
+        displacement: i64,
+    ) -> Option<PointerTarget> {
+        let elf = self
+            .modules
+            .iter()
+            .find(|(_, m)| m.text.iter().any(|r| r.contains(&ip)))
+            .map_or(&self.vmlinux, |(_, m)| m);
+        let found = elf.register_variable(ip, register)?;
+        // As perf does: a displacement outside the struct (a `container_of`, a cast to a
+        // bigger struct that embeds it) is not an access to the type the pointer declares.
+        let size = self.struct_size(&found.struct_name)?;
+        let displacement_in = u64::try_from(displacement).ok().filter(|&d| d < size)?;
+        let field = self.field_at(&found.struct_name, displacement_in);
+        Some(PointerTarget {
+            variable: found.variable.clone(),
+            struct_name: found.struct_name.clone(),
+            field,
+        })
     }
 
     /// The variable (not per-CPU) holding run-time address `addr`, with its exact size.

@@ -146,6 +146,30 @@ pub struct MemAccess {
     pub gs_relative: bool,
 }
 
+/// A memory operand `displacement(%register)` ([`Decoder::base_operand`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BaseOperand {
+    /// The base register, as the sample's register file numbers it (`dprof_abi::reg`).
+    pub register: u8,
+    /// The displacement.
+    pub displacement: i64,
+}
+
+impl BaseOperand {
+    /// The base register's DWARF number (x86-64 psABI: `%rax`, `%rdx`, `%rcx`, `%rbx`,
+    /// `%rsi`, `%rdi`, `%rbp`, `%rsp`, then `%r8`-`%r15`).
+    #[must_use]
+    pub const fn dwarf_register(self) -> u16 {
+        // By `dprof_abi::reg` index: rax rcx rdx rbx rsp rbp rsi rdi.
+        const DWARF: [u16; 8] = [0, 2, 1, 3, 7, 6, 4, 5];
+        if (self.register as usize) < DWARF.len() {
+            DWARF[self.register as usize]
+        } else {
+            self.register as u16
+        }
+    }
+}
+
 /// Why a sample yields no data address (counted, never guessed).
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
@@ -677,6 +701,29 @@ impl Decoder {
         Some(Insn {
             len: cached.insn.len,
             mnemonic: cached.insn.mnemonic,
+        })
+    }
+
+    /// The one memory operand of the cached instruction at `ip` when it is `disp(%base)`: a
+    /// 64-bit base register other than `%rsp`, no index, no segment. What typing an access by
+    /// its instruction reads (the struct the base register points to, the member at `disp`).
+    #[must_use]
+    pub fn base_operand(&self, ip: u64) -> Option<BaseOperand> {
+        let cached = if ip == u64::VACANT {
+            self.at_max_ip.as_ref()
+        } else {
+            self.cache.get(ip).and_then(Option::as_ref)
+        }?;
+        let Template::One(op) = cached.insn.template else {
+            return None;
+        };
+        let base = op.base?;
+        let full = base.mask == u64::MAX && base.shift == 0;
+        let plain = op.index.is_none() && !op.gs && !op.addr32;
+        // iced gives the displacement sign-extended to 64 bits.
+        (full && plain && usize::from(base.index) != dprof_abi::reg::RSP).then_some(BaseOperand {
+            register: base.index,
+            displacement: op.disp.cast_signed(),
         })
     }
 

@@ -6,6 +6,8 @@
 //! - [`symbols`], [`debuginfo`], [`btf`]: kallsyms, DWARF and ELF symbols, and the BTF a
 //!   profile carries (struct layouts when no vmlinux is given);
 //! - [`resolve`]: an address at a time to a type, object and offset (the address set);
+//!   [`instruction_types`]: an access's type from its instruction and DWARF, the second
+//!   resolver;
 //! - [`hardware`]: what IBS and PEBS say about an access;
 //! - [`histories`], [`views`], [`cache`]: histories, path traces, data flow, miss
 //!   classification and working set;
@@ -20,6 +22,7 @@ pub mod debuginfo;
 pub mod decode;
 pub mod hardware;
 pub mod histories;
+pub mod instruction_types;
 pub mod pipeline;
 pub mod report;
 pub mod resolve;

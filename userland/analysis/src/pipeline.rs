@@ -229,7 +229,7 @@ fn replay_in_two_threads(
     // The front counts samples in buckets, the profiler's among them.
     let profiler = analyzer.profiler.clone();
     let front = std::thread::scope(|scope| {
-        let reader = scope.spawn(move || -> Result<State, ProfileError> {
+        let reader = scope.spawn(move || -> Result<(State, Decoder), ProfileError> {
             // The front resolves nothing: it needs no symbols but dprof.ko's place.
             let mut front = Analyzer::new(header, &crate::resolve::NoSymbols, options);
             front.forward = Some(Forward::default());
@@ -255,7 +255,7 @@ fn replay_in_two_threads(
                 }
             }
             send(&mut front, &mut read);
-            Ok(front.state)
+            Ok((front.state, front.decoder))
         });
         for (items, read) in receiver {
             for item in items {
@@ -271,7 +271,10 @@ fn replay_in_two_threads(
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     })?;
+    let (front, decoder) = front;
     analyzer.absorb_front(front);
+    // The front decoded every instruction: typing an access by its instruction reads them.
+    analyzer.decoder = decoder;
     Ok(())
 }
 
@@ -1613,6 +1616,10 @@ fn build_report(a: &Analyzer<'_>) -> Report {
         function_count,
         &merged_caches,
     );
+    let coverage = match instruction_types(a, &names) {
+        Some(found) => coverage.with_instruction_types(found),
+        None => coverage,
+    };
     Report {
         profile: ProfileInfo {
             kernel_release: a.header.kernel_release.clone(),
@@ -1649,6 +1656,48 @@ fn build_report(a: &Analyzer<'_>) -> Report {
             .filter(|_| !st.experiments.is_empty())
             .map(|config| crate::causal::analyze(config, &st.experiments)),
     }
+}
+
+/// The accesses typed by their instruction (the second resolver), with debug info only: every
+/// (type, offset, instruction) the replay aggregated, and the instructions whose addresses
+/// resolved to nothing. `names` has the function of every ip of the aggregation.
+fn instruction_types(
+    a: &Analyzer<'_>,
+    names: &FxHashMap<u64, String>,
+) -> Option<dprof_model::instruction_types::InstructionTypes> {
+    use crate::instruction_types::Observation;
+    let symbols = a.resolver.symbols();
+    if !symbols.types_instructions() {
+        return None;
+    }
+    let types = a.resolver.types();
+    let resolved = a.state.accesses.iter().filter_map(|(key, acc)| {
+        let info = types.get(TypeId(key.type_id))?;
+        Some(Observation {
+            ip: key.ip,
+            address_type: Some((info.name.as_str(), info.site.is_some())),
+            offset: Some(key.offset),
+            samples: acc.rw.total(),
+        })
+    });
+    let unknown = a.state.unknown_ips.iter().map(|(&ip, rw)| Observation {
+        ip,
+        address_type: None,
+        offset: None,
+        samples: rw.total(),
+    });
+    let function = |ip: u64| {
+        names
+            .get(&ip)
+            .cloned()
+            .unwrap_or_else(|| function_name(symbols, ip))
+    };
+    crate::instruction_types::type_accesses(
+        resolved.chain(unknown),
+        &|ip| a.decoder.base_operand(ip),
+        symbols,
+        &function,
+    )
 }
 
 /// The merged pools among the caches of `types` (ranked), in rank order of their first type.

@@ -18,6 +18,7 @@ pub use struct_names::{FieldSource, StructNames, TypeMapError};
 /// classification's evidence and of the histories (path traces, field orders, the data flow's
 /// ranges, the merged whole-object paths' chunks), by the same struct names.
 pub fn annotate_fields(report: &mut Report, names: &StructNames, fields: Option<&dyn FieldSource>) {
+    let by_instruction = report.coverage.by_instruction.as_ref();
     for t in &mut report.data_profile.types {
         if t.kind == TypeKind::Region && t.name == crate::resolve::STRUCT_PAGE_TYPE {
             // The vmemmap is an array of one C struct.
@@ -28,10 +29,16 @@ pub fn annotate_fields(report: &mut Report, names: &StructNames, fields: Option<
             let Some(cache) = &t.cache else { continue };
             if t.site.is_some() {
                 // Split by site (generic kmalloc, a merged pool): the cache holds several
-                // structs.
-                continue;
+                // structs, and only the type's instructions can tell which this one is.
+                t.struct_name = by_instruction
+                    .and_then(|it| it.generic_types.iter().find(|g| g.type_name == t.name))
+                    .map(|g| g.struct_name.clone());
+                if t.struct_name.is_none() {
+                    continue;
+                }
+            } else {
+                t.struct_name = names.struct_for(cache, fields);
             }
-            t.struct_name = names.struct_for(cache, fields);
         }
         if let (Some(st), Some(fields)) = (&t.struct_name, fields) {
             for f in &mut t.fields {
@@ -42,6 +49,9 @@ pub fn annotate_fields(report: &mut Report, names: &StructNames, fields: Option<
     let Some(fields) = fields else {
         return;
     };
+    if let Some(it) = &mut report.coverage.by_instruction {
+        cross_check(it, &report.data_profile.types, fields);
+    }
     if let Some(histories) = &mut report.histories {
         for t in &mut histories.types {
             // Named as the data profile names the type; a type with no allocation in the
@@ -80,6 +90,53 @@ pub fn annotate_fields(report: &mut Report, names: &StructNames, fields: Option<
     }
 }
 
+/// Compares the two resolvers where both answer: sites whose address resolved to a slab type
+/// of one struct (a cache not split by site, whose struct the names gave). They agree when the
+/// address's struct has at the object's offset the member the instruction's struct has at the
+/// displacement, or one that ends with it (the instruction's struct embedded there: `struct
+/// sock *` into a `tcp_sock`, `struct list_head *` into a task's list); with no member to
+/// compare, when the structs and the offsets are the same. Every member holding the byte
+/// counts: union members overlap (`d_lockref.lock_count` and `d_lockref.lock`).
+fn cross_check(
+    it: &mut dprof_model::instruction_types::InstructionTypes,
+    types: &[dprof_model::TypeProfile],
+    fields: &dyn FieldSource,
+) {
+    it.compared_samples = 0;
+    it.agreed_samples = 0;
+    for site in &mut it.sites {
+        let address_struct = site.address_type.as_ref().and_then(|name| {
+            types
+                .iter()
+                .find(|t| &t.name == name && t.kind == TypeKind::Slab && t.site.is_none())
+                .and_then(|t| t.struct_name.clone())
+        });
+        let (Some(address_struct), Some(offset)) = (address_struct, site.offset) else {
+            continue;
+        };
+        let address_field = fields.field_at(&address_struct, offset);
+        let agrees = match &site.field {
+            // Any member holding the byte may be the one: union members overlap.
+            Some(part) => address_field
+                .iter()
+                .cloned()
+                .chain(fields.fields_holding(&address_struct, offset))
+                .any(|whole| whole == *part || whole.ends_with(&format!(".{part}"))),
+            None => {
+                address_struct == site.struct_name
+                    && i64::try_from(offset).ok() == Some(site.displacement)
+            }
+        };
+        it.compared_samples += site.samples;
+        if agrees {
+            it.agreed_samples += site.samples;
+        }
+        site.agrees = Some(agrees);
+        site.address_struct = Some(address_struct);
+        site.address_field = address_field;
+    }
+}
+
 /// Names the fields of `t`'s watched ranges, all of whose objects are `struct st`.
 fn name_history_fields(t: &mut TypeHistories, st: &str, fields: &dyn FieldSource) {
     let name = |span: Span| fields.field_at(st, u64::from(span.offset));
@@ -109,5 +166,13 @@ impl FieldSource for crate::debuginfo::DebugInfo {
     }
     fn field_at(&self, struct_name: &str, offset: u64) -> Option<String> {
         Self::field_at(self, struct_name, offset)
+    }
+    fn fields_holding(&self, struct_name: &str, offset: u64) -> Vec<String> {
+        self.struct_fields(struct_name)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|f| f.offset <= offset && offset - f.offset < f.size)
+            .map(|f| f.name)
+            .collect()
     }
 }

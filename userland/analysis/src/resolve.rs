@@ -164,6 +164,23 @@ pub trait SymbolSource {
     fn profiler_text(&self) -> Option<Range<u64>> {
         None
     }
+
+    /// Whether [`Self::pointer_target`] can answer (debug info with DWARF was given).
+    fn types_instructions(&self) -> bool {
+        false
+    }
+
+    /// The struct the memory operand `displacement(register)` of the instruction at `ip`
+    /// points into (`register` in DWARF's numbering), from the variable DWARF locates in the
+    /// register there: see [`crate::debuginfo::DebugInfo::pointer_target`].
+    fn pointer_target(
+        &self,
+        _ip: u64,
+        _register: u16,
+        _displacement: i64,
+    ) -> Option<crate::debuginfo::PointerTarget> {
+        None
+    }
 }
 
 impl SymbolSource for crate::symbols::Kallsyms {
@@ -239,6 +256,17 @@ impl SymbolSource for WithDebugInfo<'_> {
     }
     fn profiler_text(&self) -> Option<Range<u64>> {
         self.kallsyms.profiler_text()
+    }
+    fn types_instructions(&self) -> bool {
+        true
+    }
+    fn pointer_target(
+        &self,
+        ip: u64,
+        register: u16,
+        displacement: i64,
+    ) -> Option<crate::debuginfo::PointerTarget> {
+        self.debug.pointer_target(ip, register, displacement)
     }
 }
 

@@ -24,6 +24,7 @@ use dprof_analysis::resolve::{SymbolSource, WithDebugInfo};
 use dprof_analysis::symbols::Kallsyms;
 use dprof_analysis::views::ViewOptions;
 use dprof_format::{Profile, ProfileError};
+use dprof_model::instruction_types::InstructionTypes;
 use dprof_model::units::format_bytes;
 use dprof_model::{
     HardwareSummary, Report, SourceCount, TypeHardware, TypeKind, TypeProfile, WarningCode,
@@ -628,6 +629,9 @@ fn text_footer(report: &Report, top: usize, out: &mut impl Write) -> io::Result<
     )?;
     // The pools behind the types shown: each holds several caches' objects.
     merged_cache_lines(report, dp.types.iter().take(top), out)?;
+    if let Some(found) = &report.coverage.by_instruction {
+        instruction_types_text(report, found, top, out)?;
+    }
     let unknown = report.coverage.count(dprof_model::Bucket::UnknownAddress);
     if unknown > 0 {
         let fns: Vec<String> = report
@@ -640,6 +644,114 @@ fn text_footer(report: &Report, top: usize, out: &mut impl Write) -> io::Result<
             out,
             "unknown addresses: {unknown} samples, from {}",
             fns.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
+/// Adds `n` to `name`'s count.
+fn add_count<'a>(counts: &mut Vec<(&'a str, u64)>, name: &'a str, n: u64) {
+    match counts.iter_mut().find(|(c, _)| *c == name) {
+        Some((_, count)) => *count += n,
+        None => counts.push((name, n)),
+    }
+}
+
+/// What typing by instruction found: its share, the types it named, and the cross-check with
+/// the address's type, disagreements listed (at most `top`).
+fn instruction_types_text(
+    report: &Report,
+    found: &InstructionTypes,
+    top: usize,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "typed by instruction (the struct the variable in the operand's base register points \
+         to, from DWARF): {} of {} samples with a disp(%base) operand; of them {} resolved to \
+         no type by address, {} to a type split by site",
+        found.typed_samples, found.operand_samples, found.typed_unknown, found.typed_generic
+    )?;
+    // What the address made of the typed samples, and the stack's structs (locals the
+    // address resolver can only call `stack`).
+    let mut by_kind: Vec<(&str, u64)> = Vec::new();
+    let mut on_stack: Vec<(&str, u64)> = Vec::new();
+    for site in &found.sites {
+        let kind = site.address_type.as_deref().map_or("unknown", |name| {
+            report
+                .data_profile
+                .types
+                .iter()
+                .find(|t| t.name == name)
+                .map_or("other", |t| t.kind.name())
+        });
+        add_count(&mut by_kind, kind, site.samples);
+        if kind == TypeKind::Stack.name() {
+            add_count(&mut on_stack, &site.struct_name, site.samples);
+        }
+    }
+    let listed = |counts: &mut Vec<(&str, u64)>| {
+        counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        counts
+            .iter()
+            .take(top)
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    writeln!(out, "  by the address's kind: {}", listed(&mut by_kind))?;
+    if !on_stack.is_empty() {
+        writeln!(out, "  on the stack, by struct: {}", listed(&mut on_stack))?;
+    }
+    if !found.unknown_by_struct.is_empty() {
+        let structs: Vec<String> = found
+            .unknown_by_struct
+            .iter()
+            .take(top)
+            .map(|s| format!("struct {} ({})", s.struct_name, s.samples))
+            .collect();
+        writeln!(out, "  unknown addresses by struct: {}", structs.join(", "))?;
+    }
+    for g in &found.generic_types {
+        writeln!(
+            out,
+            "  {} is struct {}: {} of its {} typed samples point to it at the object's start",
+            g.type_name, g.struct_name, g.samples, g.typed_samples
+        )?;
+    }
+    writeln!(
+        out,
+        "  cross-check with the cache's struct: {} samples compared, {} agree ({})",
+        found.compared_samples,
+        found.agreed_samples,
+        percent(found.agreed_samples, found.compared_samples)
+    )?;
+    let disagree: Vec<_> = found
+        .sites
+        .iter()
+        .filter(|s| s.agrees == Some(false))
+        .collect();
+    for s in disagree.iter().take(top) {
+        writeln!(
+            out,
+            "    disagree at {:#x} {}: {} +{:#x} {}; instruction: {} *{} +{:#x} {} ({} samples)",
+            s.ip,
+            s.function,
+            s.address_type.as_deref().unwrap_or("?"),
+            s.offset.unwrap_or(0),
+            s.address_field.as_deref().unwrap_or("?"),
+            s.struct_name,
+            s.variable,
+            s.displacement,
+            s.field.as_deref().unwrap_or("?"),
+            s.samples
+        )?;
+    }
+    if disagree.len() > top {
+        writeln!(
+            out,
+            "    ... {} more disagreements (--json lists them all)",
+            disagree.len() - top
         )?;
     }
     Ok(())
@@ -663,6 +775,20 @@ fn type_summary(report: &Report, t: &TypeProfile, out: &mut impl Write) -> io::R
     let what = t.description();
     writeln!(out, "Type {} ({})", t.name, what.join(", "))?;
     merged_cache_lines(report, [t], out)?;
+    if let Some(g) = report
+        .coverage
+        .by_instruction
+        .iter()
+        .flat_map(|found| &found.generic_types)
+        .find(|g| g.type_name == t.name)
+    {
+        writeln!(
+            out,
+            "struct {} by instruction: {} of its {} typed samples point to it at the object's \
+             start",
+            g.struct_name, g.samples, g.typed_samples
+        )?;
+    }
     writeln!(
         out,
         "samples: {} ({} of resolved): reads {}, writes {}, read-modify-writes {}",

@@ -15,6 +15,7 @@
 pub mod cache;
 pub mod causal;
 pub mod histories;
+pub mod instruction_types;
 pub mod misses;
 pub mod units;
 pub mod working_set;
@@ -466,6 +467,11 @@ pub struct Coverage {
     /// `resolved_samples` and that plus these.
     #[serde(default)]
     pub two_location_samples: u64,
+    /// Accesses typed from their instruction and the DWARF location of the variable in its
+    /// base register (the second resolver), beside their address's type, with the evidence;
+    /// absent without debug info (`--vmlinux`). It moves no sample between buckets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_instruction: Option<crate::instruction_types::InstructionTypes>,
     /// One line, like `perf report --type-stat`: `5000 samples: 3100 resolved (62.0%): slab
     /// 50.0%, ...; unresolved: unknown address 8.0%, ...` (buckets with samples only).
     pub summary: String,
@@ -523,8 +529,26 @@ impl Coverage {
             resolved_samples: resolved,
             buckets,
             two_location_samples: 0,
+            by_instruction: None,
             summary,
         }
+    }
+
+    /// Adds what typing by instruction found ([`Coverage::by_instruction`]) and says so in
+    /// the summary.
+    #[must_use]
+    pub fn with_instruction_types(
+        mut self,
+        found: crate::instruction_types::InstructionTypes,
+    ) -> Self {
+        use std::fmt::Write as _;
+        let _ = write!(
+            self.summary,
+            "; typed by instruction: {} samples ({} of them resolved to no type by address)",
+            found.typed_samples, found.typed_unknown
+        );
+        self.by_instruction = Some(found);
+        self
     }
 
     /// Says how many samples touched two memory locations (see

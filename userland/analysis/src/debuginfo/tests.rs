@@ -8,6 +8,7 @@ use std::process::Command;
 use super::*;
 use dprof_fixtures::profile::example_header;
 
+mod instruction_types;
 mod layouts;
 
 const SOURCE: &str = r#"

@@ -591,3 +591,40 @@ fn address_registers_are_all_the_decoder_reads() {
         assert_eq!(access(insn, &kept), access(insn, &all), "{insn:02x?}");
     }
 }
+
+#[test]
+fn base_operands_are_what_typing_by_instruction_reads() {
+    let mut decoder = Decoder::new();
+    let base_operand = |decoder: &mut Decoder, insn: &[u8]| {
+        let s = sample(insn, &[]);
+        let _ = decoder.access(&s);
+        decoder.base_operand(s.ip)
+    };
+    // mov 0x20(%rdi),%eax: %rdi is DWARF register 5.
+    let found = base_operand(&mut decoder, &[0x8b, 0x47, 0x20]).expect("disp(%base)");
+    assert_eq!(
+        (
+            usize::from(found.register),
+            found.displacement,
+            found.dwarf_register()
+        ),
+        (reg::RDI, 0x20, 5)
+    );
+    // mov -0x8(%rbx),%rax: a negative displacement; %rbx is DWARF 3.
+    let found = base_operand(&mut decoder, &[0x48, 0x8b, 0x43, 0xf8]).expect("disp(%base)");
+    assert_eq!((found.displacement, found.dwarf_register()), (-8, 3));
+    // mov 0x10(%r12),%rax: r8-r15 keep their numbers.
+    let found = base_operand(&mut decoder, &[0x49, 0x8b, 0x44, 0x24, 0x10]).expect("r12");
+    assert_eq!(found.dwarf_register(), 12);
+    // With an index register, off the stack pointer, %gs-relative, RIP-relative, two
+    // locations: none.
+    for insn in [
+        &[0x8b, 0x04, 0x87][..],                     // mov (%rdi,%rax,4),%eax
+        &[0x48, 0x8b, 0x44, 0x24, 0x08],             // mov 0x8(%rsp),%rax
+        &[0x65, 0x48, 0x8b, 0x47, 0x08],             // mov %gs:0x8(%rdi),%rax
+        &[0x48, 0x8b, 0x05, 0x10, 0x00, 0x00, 0x00], // mov 0x10(%rip),%rax
+        &[0xff, 0x37],                               // push (%rdi)
+    ] {
+        assert_eq!(base_operand(&mut decoder, insn), None, "{insn:02x?}");
+    }
+}

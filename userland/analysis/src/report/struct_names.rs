@@ -148,4 +148,10 @@ pub trait FieldSource {
     /// The field of `struct_name` at byte `offset` (a dotted path for nested structs, with
     /// `[i]` for arrays), if any.
     fn field_at(&self, struct_name: &str, offset: u64) -> Option<String>;
+    /// The members of `struct_name` that hold byte `offset`, at any depth, union members all
+    /// included (dotted paths as [`Self::field_at`] gives them, without array elements). By
+    /// default the one [`Self::field_at`] names.
+    fn fields_holding(&self, struct_name: &str, offset: u64) -> Vec<String> {
+        self.field_at(struct_name, offset).into_iter().collect()
+    }
 }

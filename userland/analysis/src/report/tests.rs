@@ -14,7 +14,22 @@ impl FieldSource for Dwarf {
         match (struct_name, offset) {
             ("sk_buff", 0..=7) => Some("next".to_owned()),
             ("sk_buff", 0x70..=0x73) => Some("len".to_owned()),
+            ("dentry", 0x80) => Some("d_lockref.lock_count".to_owned()),
+            ("mm_struct", 0x328) => Some("rss_stat[0].counters".to_owned()),
             _ => None,
+        }
+    }
+    fn fields_holding(&self, struct_name: &str, offset: u64) -> Vec<String> {
+        match (struct_name, offset) {
+            // A union: the count and the lock overlap.
+            ("dentry", 0x80) => vec![
+                "d_lockref".to_owned(),
+                "d_lockref.lock_count".to_owned(),
+                "d_lockref.lock.val.counter".to_owned(),
+            ],
+            // Flattened members name no array element.
+            ("mm_struct", 0x328) => vec!["rss_stat".to_owned()],
+            _ => self.field_at(struct_name, offset).into_iter().collect(),
         }
     }
 }
@@ -228,4 +243,67 @@ fn json_reads_back_the_same_report() {
         let back: Report = serde_json::from_str(&json).expect("deserializes");
         assert_eq!(back, report);
     }
+}
+
+#[test]
+fn the_two_resolvers_agree_on_an_embedded_member_and_generic_types_take_the_instructions_struct() {
+    use dprof_model::instruction_types::{GenericTyped, InstructionSite, InstructionTypes};
+    let site = |address_type: &str, offset: u64, struct_name: &str, field: &str| InstructionSite {
+        ip: 0x10,
+        function: "f".to_owned(),
+        address_type: Some(address_type.to_owned()),
+        offset: Some(offset),
+        struct_name: struct_name.to_owned(),
+        variable: "v".to_owned(),
+        displacement: 0,
+        field: Some(field.to_owned()),
+        samples: 2,
+        agrees: None,
+        address_struct: None,
+        address_field: None,
+    };
+    let mut r = report(vec![
+        slab_type("skbuff_head_cache", None, &[0]),
+        slab_type("kmalloc-256@__alloc_skb", Some("__alloc_skb"), &[0x70]),
+        slab_type("dentry", None, &[0x80]),
+        slab_type("mm_struct", None, &[0x328]),
+    ]);
+    r.coverage.by_instruction = Some(InstructionTypes {
+        sites: vec![
+            // sk_buff's `next` at 0: a `struct list *` holding its `next` agrees...
+            site("skbuff_head_cache", 0, "list", "next"),
+            // ...its `len` does not.
+            site("skbuff_head_cache", 0, "other", "len"),
+            // A generic type: not compared.
+            site("kmalloc-256@__alloc_skb", 0x70, "sk_buff", "len"),
+            // A union member other than the first that holds the byte agrees.
+            site("dentry", 0x80, "qspinlock", "val.counter"),
+            // A struct in an array element: the element's member agrees.
+            site("mm_struct", 0x328, "percpu_counter", "counters"),
+        ],
+        generic_types: vec![GenericTyped {
+            type_name: "kmalloc-256@__alloc_skb".to_owned(),
+            struct_name: "sk_buff".to_owned(),
+            samples: 2,
+            typed_samples: 2,
+        }],
+        ..InstructionTypes::default()
+    });
+    annotate_fields(&mut r, &StructNames::builtin(), Some(&Dwarf));
+    let found = r.coverage.by_instruction.as_ref().expect("kept");
+    assert_eq!((found.compared_samples, found.agreed_samples), (8, 6));
+    let verdicts: Vec<Option<bool>> = found.sites.iter().map(|s| s.agrees).collect();
+    assert_eq!(
+        verdicts,
+        [Some(true), Some(false), None, Some(true), Some(true)]
+    );
+    assert_eq!(
+        found.sites[3].address_field.as_deref(),
+        Some("d_lockref.lock_count"),
+        "the evidence names the address's member as the data profile does"
+    );
+    assert_eq!(found.sites[1].address_field.as_deref(), Some("next"));
+    let generic = &r.data_profile.types[1];
+    assert_eq!(generic.struct_name.as_deref(), Some("sk_buff"));
+    assert_eq!(generic.fields[0].field.as_deref(), Some("len"));
 }
