@@ -287,15 +287,10 @@ fn path_text(n: usize, path: &PathTrace, out: &mut impl Write) -> io::Result<()>
             .sampled
             .as_ref()
             .map_or_else(|| "-".to_owned(), step_outcome);
-        let location = if e.instruction_found {
-            format!("{}+{:#x}", e.function, e.function_offset)
-        } else {
-            format!("{}+{:#x} (trap; no code)", e.function, e.function_offset)
-        };
         table.row(vec![
             if e.cpu_change { CPU_CHANGE } else { "" }.to_owned(),
             format!("{} ns", e.mean_since_alloc_ns),
-            location,
+            arrows::instruction_label(&e.function, e.function_offset, e.instruction_found),
             e.range.with_field(e.field.as_deref()),
             e.kind.map_or("?", |k| k.name()).to_owned(),
             sampled,

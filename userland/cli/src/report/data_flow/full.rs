@@ -6,7 +6,7 @@ use std::io::{self, Write};
 
 use dprof_model::histories::{FullCoverage, MergedPath, SetCost};
 
-use super::arrows::CPU_CHANGE;
+use super::arrows::{instruction_label, CPU_CHANGE};
 use crate::report::output::Table;
 
 pub(super) fn text(f: &FullCoverage, top: usize, out: &mut impl Write) -> io::Result<()> {
@@ -131,15 +131,10 @@ fn path_text(n: usize, path: &MergedPath, out: &mut impl Write) -> io::Result<()
         ("cpu", true),
     ]);
     for s in &path.steps {
-        let location = if s.instruction_found {
-            format!("{}+{:#x}", s.function, s.function_offset)
-        } else {
-            format!("{}+{:#x} (trap; no code)", s.function, s.function_offset)
-        };
         table.row(vec![
             if s.cpu_change { CPU_CHANGE } else { "" }.to_owned(),
             format!("{} ns", s.mean_since_alloc_ns),
-            location,
+            instruction_label(&s.function, s.function_offset, s.instruction_found),
             s.chunk.with_field(s.field.as_deref()),
             s.kind.map_or("?", |k| k.name()).to_owned(),
             s.cpu.to_string(),
