@@ -168,9 +168,8 @@ impl Histories {
                     return Err(EINVAL);
                 }
             }
-            if t.ranges[1].len != 0 {
-                ranges_used = 2;
-            }
+            // The ABI keeps the used ranges first.
+            ranges_used = ranges_used.max(t.ranges.iter().filter(|r| r.len != 0).count());
             found_targets.push(
                 Target {
                     cache: found.cache as u64,
@@ -226,16 +225,10 @@ impl Histories {
                 stray: AtomicU64::new(0),
                 cpus,
                 breakpoints: [const { AtomicPtr::new(core::ptr::null_mut()) }; abi::HISTORY_RANGES],
-                slot_contexts: [
-                    SlotContext {
-                        histories: core::ptr::null(),
-                        range: 0,
-                    },
-                    SlotContext {
-                        histories: core::ptr::null(),
-                        range: 1,
-                    },
-                ],
+                slot_contexts: core::array::from_fn(|range| SlotContext {
+                    histories: core::ptr::null(),
+                    range: range as u8,
+                }),
                 csd: AtomicPtr::new(core::ptr::null_mut()),
             },
             GFP_KERNEL,

@@ -3,18 +3,20 @@
 //! `relay MS`: a fixed sequence of field accesses on known CPUs, the ground truth of
 //! whole-object histories (`dprof collect --histories full:dprof_selftest_relay`).
 //!
-//! Each `dprof_selftest_relay` object (selftest.h: `head` at 0, `count` at 8, `flags` at 16,
-//! `stamp` at 24) takes this path, one access per step, one object at a time:
+//! Each `dprof_selftest_relay` object (selftest.h: `head` at 0, `count` at 16, `flags` at 32,
+//! `stamp` at 48, with 8 bytes of padding after each, so that each field falls in another
+//! pair of chunks and the merge must join the orders of several targets) takes this path, one
+//! access per step, one object at a time:
 //!
 //! | step | CPU | function | access |
 //! |---|---|---|---|
 //! | 1 | 0 | `dprof_selftest_relay_fill` | write `head` (+0) |
-//! | 2 | 0 | `dprof_selftest_relay_fill` | write `stamp` (+24) |
+//! | 2 | 0 | `dprof_selftest_relay_fill` | write `stamp` (+48) |
 //! | 3 | 1 | `dprof_selftest_relay_pass` | read `head` (+0) |
-//! | 4 | 1 | `dprof_selftest_relay_pass` | write `count` (+8) |
-//! | 5 | 0 | `dprof_selftest_relay_finish` | read `count` (+8) |
-//! | 6 | 0 | `dprof_selftest_relay_finish` | write `flags` (+16) |
-//! | 7 | 0 | `dprof_selftest_relay_finish` | read `stamp` (+24) |
+//! | 4 | 1 | `dprof_selftest_relay_pass` | write `count` (+16) |
+//! | 5 | 0 | `dprof_selftest_relay_finish` | read `count` (+16) |
+//! | 6 | 0 | `dprof_selftest_relay_finish` | write `flags` (+32) |
+//! | 7 | 0 | `dprof_selftest_relay_finish` | read `stamp` (+48) |
 //!
 //! then CPU 0 frees it. The object is allocated without zeroing, and nothing else touches it:
 //! the hand-over goes through a slot on the control file writer's stack.
@@ -30,12 +32,16 @@ use crate::workload::{block_boundary, cond_resched, now_ns, pause_us, run_thread
 #[repr(C)]
 pub(crate) struct SelftestRelay {
     head: u64,
+    pad_head: u64,
     count: u64,
+    pad_count: u64,
     flags: u64,
+    pad_flags: u64,
     stamp: u64,
+    pad_stamp: u64,
 }
 
-assert_c_layout!(SelftestRelay, size 32, { head: 0, count: 8, flags: 16, stamp: 24 });
+assert_c_layout!(SelftestRelay, size 64, { head: 0, count: 16, flags: 32, stamp: 48 });
 
 extern "C" {
     fn dprof_selftest_shim_alloc_relay() -> *mut SelftestRelay;
@@ -60,7 +66,7 @@ pub(crate) extern "C" fn dprof_selftest_relay_fill(obj: *mut SelftestRelay, valu
         core::arch::asm!(
             "# dprof_selftest_relay_fill", "jmp 2f", "2:",
             accesses!("mov qword ptr [{obj}], {v}"),
-            accesses!("mov qword ptr [{obj} + 24], {v}"),
+            accesses!("mov qword ptr [{obj} + 48], {v}"),
             obj = in(reg) obj,
             v = in(reg) value,
             options(nostack),
@@ -79,7 +85,7 @@ pub(crate) extern "C" fn dprof_selftest_relay_pass(obj: *mut SelftestRelay) {
             "# dprof_selftest_relay_pass", "jmp 2f", "2:",
             accesses!("mov {t}, qword ptr [{obj}]"),
             "inc {t}",
-            accesses!("mov qword ptr [{obj} + 8], {t}"),
+            accesses!("mov qword ptr [{obj} + 16], {t}"),
             obj = in(reg) obj,
             t = out(reg) _,
             options(nostack),
@@ -98,9 +104,9 @@ pub(crate) extern "C" fn dprof_selftest_relay_finish(obj: *mut SelftestRelay) ->
     unsafe {
         core::arch::asm!(
             "# dprof_selftest_relay_finish", "jmp 2f", "2:",
-            accesses!("mov {c}, qword ptr [{obj} + 8]"),
-            accesses!("mov qword ptr [{obj} + 16], {c}"),
-            accesses!("mov {s}, qword ptr [{obj} + 24]"),
+            accesses!("mov {c}, qword ptr [{obj} + 16]"),
+            accesses!("mov qword ptr [{obj} + 32], {c}"),
+            accesses!("mov {s}, qword ptr [{obj} + 48]"),
             obj = in(reg) obj,
             c = out(reg) count,
             s = out(reg) stamp,

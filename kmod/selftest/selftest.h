@@ -38,21 +38,25 @@ static_assert(offsetof(struct dprof_selftest_local, value) == 8);
 static_assert(offsetof(struct dprof_selftest_local, pad) == 16);
 
 /*
- * Relayed CPU 0 -> CPU 1 -> CPU 0 with one known access sequence (relay.rs): 32 bytes, four
- * fields, each accessed at known steps.
+ * Relayed CPU 0 -> CPU 1 -> CPU 0 with one known access sequence (relay.rs): 64 bytes, four
+ * fields 16 bytes apart, each accessed at known steps.
  */
 struct dprof_selftest_relay {
 	u64 head;	/* 0: written on CPU 0, read on CPU 1 */
-	u64 count;	/* 8: written on CPU 1, read on CPU 0 */
-	u64 flags;	/* 16: written on CPU 0 at the end */
-	u64 stamp;	/* 24: written on CPU 0 first, read on CPU 0 at the end */
+	u64 pad_head;
+	u64 count;	/* 16: written on CPU 1, read on CPU 0 */
+	u64 pad_count;
+	u64 flags;	/* 32: written on CPU 0 at the end */
+	u64 pad_flags;
+	u64 stamp;	/* 48: written on CPU 0 first, read on CPU 0 at the end */
+	u64 pad_stamp;
 };
 
-static_assert(sizeof(struct dprof_selftest_relay) == 32);
+static_assert(sizeof(struct dprof_selftest_relay) == 64);
 static_assert(offsetof(struct dprof_selftest_relay, head) == 0);
-static_assert(offsetof(struct dprof_selftest_relay, count) == 8);
-static_assert(offsetof(struct dprof_selftest_relay, flags) == 16);
-static_assert(offsetof(struct dprof_selftest_relay, stamp) == 24);
+static_assert(offsetof(struct dprof_selftest_relay, count) == 16);
+static_assert(offsetof(struct dprof_selftest_relay, flags) == 32);
+static_assert(offsetof(struct dprof_selftest_relay, stamp) == 48);
 
 /* Allocated and freed in bulk (bulk.rs): `value` is written. */
 struct dprof_selftest_bulk {

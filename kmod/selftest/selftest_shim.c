@@ -309,7 +309,7 @@ int dprof_selftest_shim_init(void)
 	local_cache = kmem_cache_create("dprof_selftest_local",
 					sizeof(struct dprof_selftest_local), 64, 0, NULL);
 	relay_cache = kmem_cache_create("dprof_selftest_relay",
-					sizeof(struct dprof_selftest_relay), 32, 0, NULL);
+					sizeof(struct dprof_selftest_relay), 64, 0, NULL);
 	bulk_cache = kmem_cache_create("dprof_selftest_bulk", sizeof(struct dprof_selftest_bulk),
 				       64, 0, NULL);
 	if (!obj_cache || !local_cache || !relay_cache || !bulk_cache || misses_caches_create() ||

@@ -564,9 +564,13 @@ fn ibs_samples_carry_their_registers() {
     assert_eq!(Record::decode(&buf[..size]), Err(AbiError::OutOfRange));
 }
 
-fn plan_target(name: &str, ranges: [(u32, u32); 2]) -> HistoryTarget {
+fn plan_target(name: &str, used: &[(u32, u32)]) -> HistoryTarget {
+    let mut ranges = [WatchRange::default(); HISTORY_RANGES];
+    for (range, &(offset, len)) in ranges.iter_mut().zip(used) {
+        *range = WatchRange { offset, len };
+    }
     HistoryTarget {
-        ranges: ranges.map(|(offset, len)| WatchRange { offset, len }),
+        ranges,
         ..HistoryTarget::default()
     }
     .with_name(name.as_bytes())
@@ -585,11 +589,11 @@ fn good_plan() -> HistoryPlan {
 
 fn good_targets() -> [HistoryTarget; 2] {
     [
-        plan_target("dprof_selftest_item", [(0, 8), (8, 4)]),
+        plan_target("dprof_selftest_item", &[(0, 8), (8, 4), (16, 8), (12, 2)]),
         HistoryTarget {
             site_start: 0xffff_ffff_8100_0000,
             site_end: 0xffff_ffff_8100_0100,
-            ..plan_target("kmalloc-1k", [(16, 2), (0, 0)])
+            ..plan_target("kmalloc-1k", &[(16, 2)])
         },
     ]
 }
@@ -704,6 +708,8 @@ fn history_records_round_trip_and_reject_bad_fields() {
     let ranges = [
         WatchRange { offset: 8, len: 8 },
         WatchRange { offset: 16, len: 1 },
+        WatchRange { offset: 0, len: 4 },
+        WatchRange::default(),
     ];
     let mut regs = [0u64; SAMPLE_REGS];
     for (i, r) in regs.iter_mut().enumerate() {
@@ -758,16 +764,25 @@ fn history_records_round_trip_and_reject_bad_fields() {
         Record::decode(&b[..size])
     };
     assert_eq!(start_at(36, 1), Err(AbiError::NonZeroReserved));
-    assert_eq!(start_at(33, 4), Err(AbiError::OutOfRange)); // target 1024
+    assert_eq!(start_at(33, 16), Err(AbiError::OutOfRange)); // target 4096
     assert_eq!(start_at(44, 3), Err(AbiError::OutOfRange)); // first length 3
     assert_eq!(start_at(48, 12), Err(AbiError::OutOfRange)); // second at 12: overlaps 8..16
+    assert_eq!(start_at(56, 8), Err(AbiError::OutOfRange)); // third at 8: overlaps the first
+    assert_eq!(start_at(64, 4), Err(AbiError::OutOfRange)); // fourth unused at a nonzero offset
+    let mut b = [0u8; MAX_RECORD_SIZE];
+    let size = records[0].encode(0, 0, &mut b);
+    let payload = &mut b[RECORD_HEADER_SIZE..size];
+    payload[60] = 0; // the third unused...
+    payload[64] = 24; // ...and the fourth used: unused ranges come last
+    payload[68] = 8;
+    assert_eq!(Record::decode(&b[..size]), Err(AbiError::OutOfRange));
     let hit_at = |i: usize, v: u8| {
         let mut b = [0u8; MAX_RECORD_SIZE];
         let size = records[2].encode(0, 0, &mut b);
         b[RECORD_HEADER_SIZE + i] = v;
         Record::decode(&b[..size])
     };
-    assert_eq!(hit_at(152, 2), Err(AbiError::OutOfRange)); // range 2
+    assert_eq!(hit_at(152, 4), Err(AbiError::OutOfRange)); // range 4
     assert_eq!(hit_at(153, 2), Err(AbiError::OutOfRange)); // unknown flag
     assert_eq!(hit_at(154, 1), Err(AbiError::NonZeroReserved));
     let end_at = |i: usize, v: u8| {
@@ -1132,6 +1147,8 @@ fn encoded_vectors(mut out: impl FnMut(&'static str, &[u8])) {
     let ranges = [
         WatchRange { offset: 8, len: 8 },
         WatchRange { offset: 2, len: 2 },
+        WatchRange { offset: 16, len: 4 },
+        WatchRange { offset: 24, len: 8 },
     ];
     emit!(
         RecordHeader,
@@ -1387,7 +1404,7 @@ const VECTORS: [(&str, &str); 22] = [
     (
         "HistoryStart",
         "0807060504030201 1817161514131211 2827262524232221 3837363534333231 0700000000000000 \
-         0800000008000000 0200000002000000",
+         0800000008000000 0200000002000000 1000000004000000 1800000008000000",
     ),
     ("HistoryArm", "0807060504030201 1817161514131211"),
     (
@@ -1427,7 +1444,8 @@ const VECTORS: [(&str, &str); 22] = [
     ),
     (
         "HistoryTarget",
-        "66696c70 0*44 0807060504030201 1817161514131211 0800000008000000 0200000002000000",
+        "66696c70 0*44 0807060504030201 1817161514131211 0800000008000000 0200000002000000 \
+         1000000004000000 1800000008000000",
     ),
     (
         "CausalPlan",

@@ -63,7 +63,7 @@
 use core::marker::PhantomData;
 
 /// Version of this ABI; bumped on any incompatible change.
-pub const ABI_VERSION: u32 = 6;
+pub const ABI_VERSION: u32 = 7;
 /// Path of the device the module creates.
 pub const DEVICE_PATH: &str = "/dev/dprof";
 /// Every record size is a multiple of this.
@@ -1055,8 +1055,10 @@ pub const PERF_RAW_MAX: usize = 4 + 8 * 9;
 // ---------------------------------------------------------------------------------------------
 // Object access histories (debug registers)
 
-/// Byte ranges one history watches at most: one, or a pair that orders two fields.
-pub const HISTORY_RANGES: usize = 2;
+/// Byte ranges one history watches at most, one per x86 debug register: one range, a pair
+/// that orders two fields, or four chunks of a whole-object plan (whose histories order every
+/// pair of their chunks at once).
+pub const HISTORY_RANGES: usize = 4;
 
 wire! {
     /// A byte range of an object watched by a debug register: `len` is 1, 2, 4 or 8 and
@@ -1087,16 +1089,44 @@ impl WatchRange {
     }
 }
 
-/// Checks the ranges of a plan target or history: the first watchable, the second unused
-/// (all zero) or watchable and disjoint from the first.
+/// A target's or history's ranges: `used`, then unused ones (ranges past [`HISTORY_RANGES`]
+/// are left out).
+#[must_use]
+pub fn history_ranges(used: &[WatchRange]) -> [WatchRange; HISTORY_RANGES] {
+    let mut ranges = [WatchRange::default(); HISTORY_RANGES];
+    for (range, &u) in ranges.iter_mut().zip(used) {
+        *range = u;
+    }
+    ranges
+}
+
+/// Checks the ranges of a plan target or history: the used ranges first, each watchable and
+/// disjoint from the others, the first always used; the unused ones after them, all zero.
 const fn ranges_ok(ranges: &[WatchRange; HISTORY_RANGES]) -> bool {
-    let (first, second) = (ranges[0], ranges[1]);
-    let second_ok = if second.len == 0 {
-        second.offset == 0
-    } else {
-        second.is_watchable() && !first.overlaps(second)
-    };
-    first.is_watchable() && second_ok
+    let mut i = 0;
+    let mut unused_seen = false;
+    while i < HISTORY_RANGES {
+        let range = ranges[i];
+        if range.len == 0 {
+            if i == 0 || range.offset != 0 {
+                return false;
+            }
+            unused_seen = true;
+        } else {
+            if unused_seen || !range.is_watchable() {
+                return false;
+            }
+            let mut j = 0;
+            while j < i {
+                if ranges[j].overlaps(range) {
+                    return false;
+                }
+                j += 1;
+            }
+        }
+        i += 1;
+    }
+    true
 }
 
 wire! {
@@ -1105,7 +1135,7 @@ wire! {
     /// the allocation tracepoint probe, after the allocator has initialised the object
     /// (constructor, `__GFP_ZERO`) and before the allocating code gets the pointer.
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-    pub struct HistoryStart(56) {
+    pub struct HistoryStart(72) {
         /// Number of the history in this session, from 1.
         pub history: u64,
         /// The object's address.
@@ -1574,9 +1604,9 @@ impl Config {
     }
 }
 
-/// Targets one [`HistoryPlan`] holds at most: every pair of 45 chunks of 8 bytes (a 360-byte
-/// object watched whole).
-pub const MAX_HISTORY_TARGETS: usize = 1024;
+/// Targets one [`HistoryPlan`] holds at most: every pair of 91 pairs of 8-byte chunks, four
+/// chunks a target (a 1456-byte object watched whole); 384 KiB of targets.
+pub const MAX_HISTORY_TARGETS: usize = 4096;
 /// Most histories per second a plan may ask for: each costs IPIs to every CPU at its start and
 /// end, and a trap per watched access.
 pub const MAX_HISTORIES_PER_SEC: u32 = 1000;
@@ -1588,16 +1618,16 @@ pub const MAX_HISTORY_HITS: u32 = 1 << 20;
 wire! {
     /// What to watch in objects of one type: the cache by name, optionally only allocations
     /// from call sites in `[site_start, site_end)` (one function, to split a `kmalloc-N`
-    /// cache), and one range or a pair.
+    /// cache), and one to [`HISTORY_RANGES`] ranges.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub struct HistoryTarget(80) {
+    pub struct HistoryTarget(96) {
         /// The cache's name, NUL-padded, as in [`CacheInfo::name`].
         pub cache_name: [u8; CACHE_NAME_BYTES],
         /// First call site accepted; with `site_end` 0: any.
         pub site_start: u64,
         /// End (exclusive) of the call sites accepted; 0: any.
         pub site_end: u64,
-        /// The ranges to watch; the second may be unused (zero).
+        /// The ranges to watch, the used ones first; the rest unused (zero).
         pub ranges: [WatchRange; HISTORY_RANGES],
     }
     encode;

@@ -24,8 +24,9 @@ cp /tmp/histories.dprof "$OUT/"
   --histories dprof_selftest_obj --plan-time 1500ms -- \
   sh -c "echo 'handoff 8000' > $run"
 cp /tmp/planned.dprof "$OUT/"
-# The whole object: every pair of dprof_selftest_relay's four 8-byte chunks is a target, and
-# the relay workload's objects take one known path (kmod/selftest/relay.rs).
+# The whole object: dprof_selftest_relay's eight 8-byte chunks, watched four at a time by six
+# targets that together put every pair of chunks in one history, and the relay workload's
+# objects take one known path (kmod/selftest/relay.rs).
 "$DPROF" collect -o /tmp/full.dprof --events slab --histories full:dprof_selftest_relay \
   --history-rate 500 -- sh -c "echo 'relay 5000' > $run"
 cp /tmp/full.dprof "$OUT/"

@@ -335,7 +335,7 @@ mod tests {
             }
         );
         assert_eq!((s.samples.kernel, s.samples.user), (2, 1));
-        assert_eq!(s.format_version, 2);
+        assert_eq!(s.format_version, dprof_format::FORMAT_VERSION);
         assert_eq!(s.code_entries, 3, "three distinct sampled instructions");
         // Every kind present takes bytes, none absent does, and the coded sizes are what
         // the bytes of the Block sections hold, less their headers.

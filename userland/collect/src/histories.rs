@@ -30,7 +30,7 @@ pub enum HistorySpec {
 /// Types one `--histories` names at most.
 pub const MAX_TYPES: usize = 8;
 
-/// One `--histories` type: `CACHE[@FUNCTION][:OFFSET+LEN[:OFFSET+LEN]]`, or
+/// One `--histories` type: `CACHE[@FUNCTION][:OFFSET+LEN...]` (up to four ranges), or
 /// `full:CACHE[@FUNCTION]`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TypeSpec {
@@ -38,9 +38,9 @@ pub struct TypeSpec {
     pub cache: String,
     /// Only allocations from this function (a `kmalloc-N@FUNCTION` type).
     pub site: Option<String>,
-    /// One or two ranges; none: planned from the samples, or the whole object.
+    /// One to four ranges; none: planned from the samples, or the whole object.
     pub ranges: Vec<WatchRange>,
-    /// The whole object, every pair of its chunks (`full:`).
+    /// The whole object, every pair of its chunks ordered (`full:`).
     pub whole: bool,
 }
 
@@ -147,7 +147,7 @@ fn parse_type_spec(item: &str) -> Result<TypeSpec, String> {
     };
     if cache.is_empty() || site.as_deref() == Some("") {
         return Err(format!(
-            "{item:?}: expected CACHE[@FUNCTION][:OFFSET+LEN[:OFFSET+LEN]] or \
+            "{item:?}: expected CACHE[@FUNCTION][:OFFSET+LEN...] or \
              full:CACHE[@FUNCTION], e.g. skbuff_head_cache:0+8, kmalloc-1k@__alloc_skb or \
              full:skbuff_head_cache"
         ));
@@ -162,16 +162,18 @@ fn parse_type_spec(item: &str) -> Result<TypeSpec, String> {
     for range in parts {
         ranges.push(parse_range(item, range)?);
     }
-    match ranges.as_slice() {
-        [a, b] if a.overlaps(*b) => {
-            return Err(format!("{item:?}: the two ranges overlap"));
-        }
-        [] | [_] | [_, _] => {}
-        _ => {
+    if ranges.len() > dprof_abi::HISTORY_RANGES {
+        return Err(format!(
+            "{item:?}: at most {} ranges per type (one per debug register)",
+            dprof_abi::HISTORY_RANGES
+        ));
+    }
+    for (i, a) in ranges.iter().enumerate() {
+        if let Some(b) = ranges[i + 1..].iter().find(|b| a.overlaps(**b)) {
             return Err(format!(
-                "{item:?}: at most {} ranges per type (one, or a pair to order two fields)",
-                dprof_abi::HISTORY_RANGES
-            ))
+                "{item:?}: the ranges +{}/{} and +{}/{} overlap",
+                a.offset, a.len, b.offset, b.len
+            ));
         }
     }
     Ok(TypeSpec {
@@ -273,35 +275,54 @@ pub fn object_chunks(size: u32) -> Vec<WatchRange> {
     chunks
 }
 
-/// Every pair of `chunks` (lower offset first), in order: (0,1), (0,2), ..., (1,2), ...; a
-/// single chunk watched alone.
-fn chunk_pairs(chunks: &[WatchRange]) -> Vec<[WatchRange; 2]> {
-    if let [only] = chunks {
-        return vec![[*only, WatchRange::default()]];
+/// Chunks one whole-object target watches: two pairs of neighbouring chunks, one per debug
+/// register.
+const CHUNKS_PER_TARGET: usize = dprof_abi::HISTORY_RANGES;
+
+/// Targets that together watch every pair of `chunks` in one history, so that the histories
+/// of one set order every pair of accesses: the chunks in pairs of neighbours (the last may be
+/// alone), and a target for every two such pairs, lower offsets first: (0,1),(2,3), then
+/// (0,1),(4,5), ..., (2,3),(4,5), ... Up to four chunks make a single target. `g` pairs make
+/// `g (g - 1) / 2` targets: about a quarter of the `n (n - 1) / 2` that chunk pairs would
+/// take, the paper's pairwise profiling (section 4.3) with four registers instead of two.
+fn chunk_cover(chunks: &[WatchRange]) -> Vec<Vec<WatchRange>> {
+    if chunks.len() <= CHUNKS_PER_TARGET {
+        return vec![chunks.to_vec()];
     }
-    let mut pairs = Vec::new();
-    for (i, &a) in chunks.iter().enumerate() {
-        for &b in &chunks[i + 1..] {
-            pairs.push([a, b]);
+    let neighbours: Vec<&[WatchRange]> = chunks.chunks(CHUNKS_PER_TARGET / 2).collect();
+    let mut targets = Vec::new();
+    for (i, a) in neighbours.iter().enumerate() {
+        for b in &neighbours[i + 1..] {
+            targets.push([*a, *b].concat());
         }
     }
-    pairs
+    targets
 }
 
-/// The largest object watched whole: its chunk pairs fill a plan.
+/// Targets [`chunk_cover`] makes for `chunks` chunks.
+const fn cover_targets(chunks: usize) -> usize {
+    if chunks <= CHUNKS_PER_TARGET {
+        return 1;
+    }
+    let pairs = chunks.div_ceil(CHUNKS_PER_TARGET / 2);
+    pairs * (pairs - 1) / 2
+}
+
+/// The largest object watched whole: its chunks' cover fills a plan.
 fn largest_whole_object() -> u32 {
-    let mut chunks: u32 = 1;
-    while (chunks as usize + 1) * chunks as usize / 2 <= MAX_HISTORY_TARGETS {
+    let mut chunks: usize = 1;
+    while cover_targets(chunks + 1) <= MAX_HISTORY_TARGETS {
         chunks += 1;
     }
-    chunks * 8
+    u32::try_from(chunks * 8).unwrap_or(u32::MAX)
 }
 
 /// The types of `spec` watched whole (`full:`), each with its object size (`object_size`
-/// finds it by cache name) and the plan indices of its pairs, which come first in the plan.
+/// finds it by cache name) and the plan indices of its targets ([`chunk_cover`]), which come
+/// first in the plan.
 ///
 /// # Errors
-/// [`HistoryPlanError`] when a size is unknown, or the pairs do not fit a plan.
+/// [`HistoryPlanError`] when a size is unknown, or the targets do not fit a plan.
 pub fn full_coverage(
     spec: &HistorySpec,
     object_size: &dyn Fn(&str) -> Option<u32>,
@@ -317,31 +338,31 @@ pub fn full_coverage(
                 t.cache
             ))
         })?;
-        let pairs = chunk_pairs(&object_chunks(size)).len();
-        if next + pairs > MAX_HISTORY_TARGETS {
+        let count = cover_targets(object_chunks(size).len());
+        if next + count > MAX_HISTORY_TARGETS {
             return Err(HistoryPlanError(format!(
-                "full:{}: its objects are {size} bytes, {} pairs of chunks to watch, and a \
-                 plan holds {MAX_HISTORY_TARGETS} targets ({} bytes watched whole at most, all \
-                 such types together); name the ranges to watch instead",
+                "full:{}: its objects are {size} bytes, {count} targets of four chunks to \
+                 watch, and a plan holds {MAX_HISTORY_TARGETS} targets ({} bytes watched whole \
+                 at most, all such types together); name the ranges to watch instead",
                 t.type_name(),
-                pairs,
                 largest_whole_object()
             )));
         }
         plans.push(FullCoveragePlan {
             type_name: t.type_name(),
             object_size: size,
-            targets: (next..next + pairs)
+            targets: (next..next + count)
                 .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
                 .collect(),
         });
-        next += pairs;
+        next += count;
     }
     Ok(plans)
 }
 
 /// The module's plan for `types`: those watched whole (`whole`, sized by `object_size`)
-/// first, each as every pair of its chunks, then the others with their ranges. `@FUNCTION`
+/// first, each as targets that watch every pair of its chunks ([`chunk_cover`]), then the
+/// others with their ranges. `@FUNCTION`
 /// becomes the function's address range from kallsyms.
 ///
 /// # Errors
@@ -361,8 +382,11 @@ pub fn module_plan(
     let mut targets = Vec::new();
     for (t, plan) in whole.iter().zip(&full) {
         let base = site_target(t, kallsyms)?;
-        for ranges in chunk_pairs(&object_chunks(plan.object_size)) {
-            targets.push(HistoryTarget { ranges, ..base });
+        for chunks in chunk_cover(&object_chunks(plan.object_size)) {
+            targets.push(HistoryTarget {
+                ranges: dprof_abi::history_ranges(&chunks),
+                ..base
+            });
         }
     }
     for t in ranged {
@@ -686,19 +710,20 @@ mod tests {
     }
 
     #[test]
-    fn a_type_watched_whole_pairs_every_chunk_first_in_the_plan() {
+    fn a_type_watched_whole_covers_every_pair_of_chunks_first_in_the_plan() {
         let spec = parse_history_spec("filp:0+8,full:dprof_selftest_relay").expect("parses");
         assert_eq!(spec.to_string(), "filp:0+8,full:dprof_selftest_relay");
         assert!(!spec.needs_planning(), "a whole type needs no samples");
         let HistorySpec::Types(types) = &spec else {
             panic!("types");
         };
-        let sizes = |name: &str| (name == "dprof_selftest_relay").then_some(32);
+        let sizes = |name: &str| (name == "dprof_selftest_relay").then_some(64);
         let full = full_coverage(&spec, &sizes).expect("sized");
         assert_eq!(full.len(), 1);
         assert_eq!(full[0].type_name, "dprof_selftest_relay");
-        assert_eq!(full[0].object_size, 32);
-        // Four chunks, six pairs: the plan's first six targets.
+        assert_eq!(full[0].object_size, 64);
+        // Eight chunks in four neighbouring pairs; every two pairs a target: the plan's first
+        // six targets.
         assert_eq!(full[0].targets, [0, 1, 2, 3, 4, 5]);
         let limits = PlanLimits {
             max_per_sec: 10,
@@ -708,14 +733,31 @@ mod tests {
         let plan = module_plan(types, &Kallsyms::parse(b""), limits, &sizes).expect("plans");
         assert_module_accepts(&plan);
         assert_eq!(plan.targets.len(), 7);
-        let pairs: Vec<_> = plan.targets[..6]
+        let offsets: Vec<[u32; 4]> = plan.targets[..6]
             .iter()
-            .map(|t| (t.ranges[0].offset, t.ranges[1].offset))
+            .map(|t| t.ranges.map(|r| r.offset))
             .collect();
         assert_eq!(
-            pairs,
-            [(0, 8), (0, 16), (0, 24), (8, 16), (8, 24), (16, 24)]
+            offsets,
+            [
+                [0, 8, 16, 24],
+                [0, 8, 32, 40],
+                [0, 8, 48, 56],
+                [16, 24, 32, 40],
+                [16, 24, 48, 56],
+                [32, 40, 48, 56]
+            ]
         );
+        assert!(plan.targets.iter().all(|t| t.ranges[0].len == 8));
+        // Every pair of chunks is in some target.
+        let chunks = object_chunks(64);
+        for (i, a) in chunks.iter().enumerate() {
+            for b in &chunks[i + 1..] {
+                assert!(plan.targets[..6]
+                    .iter()
+                    .any(|t| t.ranges.contains(a) && t.ranges.contains(b)));
+            }
+        }
         assert!(plan.targets[..6]
             .iter()
             .all(|t| t.name_bytes() == b"dprof_selftest_relay"));
@@ -723,11 +765,40 @@ mod tests {
     }
 
     #[test]
+    fn the_cover_puts_every_pair_of_chunks_in_one_target_of_at_most_four() {
+        for size in 1..=200 {
+            let chunks = object_chunks(size);
+            let cover = chunk_cover(&chunks);
+            assert_eq!(cover.len(), cover_targets(chunks.len()), "{size} bytes");
+            assert!(cover.iter().all(|t| !t.is_empty() && t.len() <= 4));
+            for (i, a) in chunks.iter().enumerate() {
+                for b in &chunks[i + 1..] {
+                    assert!(
+                        cover.iter().any(|t| t.contains(a) && t.contains(b)),
+                        "{size} bytes: {a:?} and {b:?} never watched together"
+                    );
+                }
+            }
+        }
+        // Five chunks: (0,1),(2,3),(4) make three targets, the last of three chunks.
+        let five = chunk_cover(&object_chunks(40));
+        let offsets: Vec<Vec<u32>> = five
+            .iter()
+            .map(|t| t.iter().map(|r| r.offset).collect())
+            .collect();
+        assert_eq!(
+            offsets,
+            [vec![0, 8, 16, 24], vec![0, 8, 32], vec![16, 24, 32]]
+        );
+        assert_eq!(largest_whole_object(), 1456);
+    }
+
+    #[test]
     fn a_type_too_big_or_unsized_to_watch_whole_is_refused_with_the_reason() {
         let spec = parse_history_spec("full:kmalloc-1k").expect("parses");
-        let err = full_coverage(&spec, &|_| Some(1024)).expect_err("too many pairs");
-        assert!(err.to_string().contains("8128 pairs"), "{err}");
-        assert!(err.to_string().contains("360 bytes"), "{err}");
+        let err = full_coverage(&spec, &|_| Some(2048)).expect_err("too many targets");
+        assert!(err.to_string().contains("8128 targets"), "{err}");
+        assert!(err.to_string().contains("1456 bytes"), "{err}");
         let err = full_coverage(&spec, &no_sizes).expect_err("no size");
         assert!(err.to_string().contains("object_size"), "{err}");
         let err = parse_history_spec("full:filp:0+8").expect_err("ranges");
@@ -742,7 +813,8 @@ mod tests {
             ("filp:3+4", "multiple of the length"),
             ("filp:0+16", "1, 2, 4 or 8"),
             ("filp:0+8:4+4", "overlap"),
-            ("filp:0+1:1+1:2+1", "at most 2 ranges"),
+            ("filp:0+1:1+1:2+1:3+1:4+1", "at most 4 ranges"),
+            ("filp:0+8:16+8:20+2", "+16/8 and +20/2 overlap"),
             ("filp:8", "OFFSET+LEN"),
             ("a,b,c,d,e,f,g,h,i", "at most 8"),
         ] {

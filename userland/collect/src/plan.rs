@@ -89,7 +89,7 @@ impl PlannedTarget {
         HistoryTarget {
             site_start: self.site.as_ref().map_or(0, |s| s.start),
             site_end: self.site.as_ref().map_or(0, |s| s.end),
-            ranges: [range(0), range(1)],
+            ranges: std::array::from_fn(range),
             ..HistoryTarget::default()
         }
         .with_name(self.cache.as_bytes())

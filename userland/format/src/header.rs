@@ -224,17 +224,18 @@ pub struct HistoryCollectConfig {
 }
 
 /// A type watched over its whole object (`--histories full:TYPE`): its object is cut into
-/// aligned chunks a debug register can watch, every pair of chunks is one target of the
-/// plan, and one complete history of each of those targets makes a *history set* (the
-/// paper's section 4.3: pairwise histories merged into one object access history).
+/// aligned chunks a debug register can watch, the plan's targets watch up to four chunks each
+/// so that every pair of chunks is watched together by one of them, and one complete history
+/// of each of those targets makes a *history set* (the paper's section 4.3: pairwise
+/// histories merged into one object access history).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FullCoveragePlan {
     /// The type's name, as the data profile names it.
     pub type_name: String,
     /// Bytes of its objects (the cache's object size).
     pub object_size: u32,
-    /// The plan's targets that watch it (`HistoryStart.target`), one per pair of chunks;
-    /// their ranges are in the histories' start records.
+    /// The plan's targets that watch it (`HistoryStart.target`); their ranges are in the
+    /// histories' start records.
     pub targets: Vec<u32>,
 }
 

@@ -61,6 +61,7 @@ mod error;
 mod experiment;
 mod header;
 mod layout;
+mod legacy;
 mod page_owners;
 mod reader;
 mod record_check;

@@ -312,6 +312,15 @@ impl ChunkReader {
             });
         }
         self.next_header = next.try_into().ok();
+        let len = match crate::legacy::widen_history_starts(payload) {
+            Some(wide) => {
+                let len = wide.len();
+                self.buf.clear();
+                self.buf.extend_from_slice(&wide);
+                len
+            }
+            None => len,
+        };
         self.chunk_len = len;
         self.pos = 0;
         self.payload_offset = payload_offset;

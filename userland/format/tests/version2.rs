@@ -73,7 +73,7 @@ fn version_1_files_still_read_and_survive_version_2() {
         assert!(!old.is_empty(), "{name}");
         let v2_bytes = rewritten(&v1);
         let v2 = Profile::from_vec(v2_bytes.clone()).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(v2.version(), 2, "{name}");
+        assert_eq!(v2.version(), FORMAT_VERSION, "{name}");
         assert_eq!(v2.header(), v1.header(), "{name}");
         assert_eq!(v2.text(), v1.text(), "{name}");
         assert_eq!(v2.btf(), v1.btf(), "{name}");
@@ -93,6 +93,29 @@ fn version_1_files_still_read_and_survive_version_2() {
             v2_bytes.len(),
             bytes.len()
         );
+    }
+}
+
+/// `v1-histories.dprof` as the version 2 writer (ABI 6, two ranges per `HistoryStart`) wrote
+/// it, read by this version: the same records, the ranges added since unused.
+#[test]
+fn version_2_files_with_two_ranges_per_history_still_read() {
+    let v1 = Profile::from_bytes(V1_FILES[1].1).expect("version 1");
+    let v2 = Profile::from_bytes(include_bytes!("data/v2-histories.dprof")).expect("version 2");
+    assert_eq!(v2.version(), 2);
+    let (old, new) = (records_of(&v1), records_of(&v2));
+    assert_eq!(per_cpu(&new), per_cpu(&old));
+    let starts: Vec<_> = new
+        .iter()
+        .filter_map(|(_, r)| match r {
+            Record::HistoryStart(s) => Some(s.ranges),
+            _ => None,
+        })
+        .collect();
+    assert!(!starts.is_empty());
+    for ranges in starts {
+        assert_ne!(ranges[0].len, 0);
+        assert_eq!(ranges[2..], [dprof_abi::WatchRange::default(); 2]);
     }
 }
 

@@ -109,7 +109,7 @@ pub struct History {
     pub alloc_site: u64,
     /// The plan target it matched.
     pub target: u32,
-    /// The watched ranges in use (one, or a pair).
+    /// The watched ranges in use (one to four).
     pub ranges: Vec<Span>,
     /// Record time of the start (the allocation), ns.
     pub start_ns: u64,

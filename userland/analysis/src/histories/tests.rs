@@ -149,7 +149,7 @@ fn a_rep_string_op_trapping_on_itself_is_found_and_unverifiable() {
                 history: 1,
                 object: OBJ1,
                 cache: 0xdead_0000,
-                ranges: example::PAIR,
+                ranges: dprof_abi::history_ranges(&example::PAIR),
                 ..HistoryStart::default()
             },
         )],

@@ -67,15 +67,17 @@ use dprof_model::units::{self, format_bytes, format_ns};
 ///
 /// Object access histories (--histories): the debug registers watch chosen byte ranges of one
 /// object at a time, from its allocation to its free, and every access is recorded (the
-/// instruction, CPU and time). Give types as CACHE[@FUNCTION][:OFFSET+LEN[:OFFSET+LEN]]:
-/// the cache's name, optionally only objects allocated in FUNCTION (a kmalloc-N@FUNCTION
-/// type), and one range, or two to order two fields (LEN 1, 2, 4 or 8, OFFSET a multiple of
-/// LEN). A type without ranges, or `auto`, first samples for --plan-time and lets dprof pick
-/// the types with most samples and the offsets their samples use. full:CACHE[@FUNCTION]
-/// watches every offset: every pair of the object's 8-byte chunks is a target, one history of
-/// each makes a history set, and `dprof report --view data-flow` merges each set into one
-/// ordered path (objects up to 360 bytes). Histories need the slab events. At the end, the code of the functions that touched the objects is copied from
-/// /proc/kcore into the profile, so that `dprof report --view data-flow` can decode it.
+/// instruction, CPU and time). Give types as CACHE[@FUNCTION][:OFFSET+LEN...]: the cache's
+/// name, optionally only objects allocated in FUNCTION (a kmalloc-N@FUNCTION type), and one
+/// to four ranges, one per debug register; several order their fields (LEN 1, 2, 4 or 8,
+/// OFFSET a multiple of LEN). A type without ranges, or `auto`, first samples for --plan-time
+/// and lets dprof pick the types with most samples and the offsets their samples use.
+/// full:CACHE[@FUNCTION] watches every offset: each target watches four of the object's
+/// 8-byte chunks, so that every pair of chunks is watched together by one target; one history
+/// of each target makes a history set, and `dprof report --view data-flow` merges each set
+/// into one ordered path (objects up to 1456 bytes). Histories need the slab events. At the
+/// end, the code of the functions that touched the objects is copied from /proc/kcore into
+/// the profile, so that `dprof report --view data-flow` can decode it.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 #[expect(
@@ -108,8 +110,8 @@ pub struct CollectArgs {
     /// this machine and the module offer.
     #[arg(long, value_name = "SAMPLER", value_enum, default_value = "auto")]
     sampler: SamplerChoice,
-    /// Object access histories: `auto`, or types as CACHE[@FUNCTION][:OFFSET+LEN[:OFFSET+LEN]]
-    /// or full:CACHE[@FUNCTION], comma-separated (see above).
+    /// Object access histories: `auto`, or types as CACHE[@FUNCTION][:OFFSET+LEN...] (up to
+    /// four ranges) or full:CACHE[@FUNCTION], comma-separated (see above).
     #[arg(long, value_name = "TYPES", value_parser = histories::parse_history_spec)]
     histories: Option<histories::HistorySpec>,
     /// Histories started per second at most (each costs an IPI to every CPU at its start and

@@ -911,19 +911,20 @@ fn check_histories(dir: &Path) -> Result<String> {
     Ok(report)
 }
 
-/// `full:dprof_selftest_relay`: the pairs of its four chunks, merged per history set, give
+/// `full:dprof_selftest_relay`: the six targets over its eight chunks (four each), merged per
+/// history set, give
 /// exactly the relay workload's path (kmod/selftest/relay.rs): each field access in order,
 /// with its function, read or write, and CPU (0: the allocating one), in at least 90% of the
 /// sets, and no pair left out of the merge.
 fn check_whole_object(profile: &Path, report: &mut String) -> Result<()> {
     const KNOWN: [(&str, u64, &str, u64); 7] = [
         ("dprof_selftest_relay_fill", 0, "write", 0),
-        ("dprof_selftest_relay_fill", 24, "write", 0),
+        ("dprof_selftest_relay_fill", 48, "write", 0),
         ("dprof_selftest_relay_pass", 0, "read", 1),
-        ("dprof_selftest_relay_pass", 8, "write", 1),
-        ("dprof_selftest_relay_finish", 8, "read", 0),
-        ("dprof_selftest_relay_finish", 16, "write", 0),
-        ("dprof_selftest_relay_finish", 24, "read", 0),
+        ("dprof_selftest_relay_pass", 16, "write", 1),
+        ("dprof_selftest_relay_finish", 16, "read", 0),
+        ("dprof_selftest_relay_finish", 32, "write", 0),
+        ("dprof_selftest_relay_finish", 48, "read", 0),
     ];
     let flow = report_json(
         profile,
@@ -952,8 +953,8 @@ fn check_whole_object(profile: &Path, report: &mut String) -> Result<()> {
     let share = top["share"].as_f64().unwrap_or(0.0);
     writeln!(
         report,
-        "whole object: {sets} history sets of {targets} pair targets, {unmerged} pair histories \
-         left out of the merge; the most frequent merged path ({:.0}% of sets): {}",
+        "whole object: {sets} history sets of {targets} targets, {unmerged} histories left out \
+         of the merge; the most frequent merged path ({:.0}% of sets): {}",
         share * 100.0,
         steps
             .iter()
@@ -963,12 +964,12 @@ fn check_whole_object(profile: &Path, report: &mut String) -> Result<()> {
     )?;
     ensure!(
         targets == 6,
-        "{targets} targets, not the 6 pairs of 4 chunks"
+        "{targets} targets, not the 6 that watch 8 chunks four at a time"
     );
     ensure!(sets >= 10, "only {sets} history sets");
     ensure!(
         unmerged == 0,
-        "{unmerged} pair histories disagree with their chunks' accesses"
+        "{unmerged} histories disagree with their chunks' accesses"
     );
     let known: Vec<(String, u64, String, u64)> = KNOWN
         .iter()
