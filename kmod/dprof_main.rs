@@ -81,6 +81,7 @@ mod debugreg;
 mod causal;
 mod ffi;
 mod history;
+mod hotplug;
 mod lookup;
 mod ring;
 mod sampler;

@@ -430,6 +430,35 @@ void dprof_shim_bp_unregister(void *events)
 	unregister_wide_hw_breakpoint((struct perf_event * __percpu *)(void __percpu __force *)events);
 }
 
+/*
+ * Makes `cpu`'s event of a wide breakpoint anew, at `dummy`, for a CPU that came back online:
+ * perf detached the old one when the CPU went away and never schedules it again. The old one
+ * is released first, since it still holds one of the CPU's four breakpoint slots; the CPU has
+ * none (NULL) until the new one is in place, or at all when it cannot be made. Process
+ * context (the hotplug thread); 0 or a negative errno.
+ */
+int dprof_shim_bp_remake(void *events, int cpu, unsigned long dummy, void *ctx)
+{
+	struct perf_event * __percpu *bps =
+		(struct perf_event * __percpu *)(void __percpu __force *)events;
+	struct perf_event *old = per_cpu(*bps, cpu);
+	struct perf_event_attr attr;
+	struct perf_event *bp;
+
+	per_cpu(*bps, cpu) = NULL;
+	if (old)
+		unregister_hw_breakpoint(old);
+	hw_breakpoint_init(&attr);
+	attr.bp_addr = dummy;
+	attr.bp_len = HW_BREAKPOINT_LEN_8;
+	attr.bp_type = HW_BREAKPOINT_RW;
+	bp = perf_event_create_kernel_counter(&attr, cpu, NULL, dprof_bp_overflow, ctx);
+	if (IS_ERR(bp))
+		return PTR_ERR(bp);
+	per_cpu(*bps, cpu) = bp;
+	return 0;
+}
+
 /* This CPU's event of a wide breakpoint, or NULL when the CPU has none (it was offline). */
 static struct perf_event *dprof_bp_here(void *events)
 {
@@ -583,9 +612,10 @@ void dprof_shim_preempt_off(void (*fn)(void *), void *data)
 }
 
 /*
- * CPU hotplug: perf drops a CPU's counters when it goes offline and does not bring them back.
- * A dynamic AP state calls Rust on the CPU that comes or goes (sampler.rs); the sampler takes
- * the hotplug lock for reading while it creates and releases its counters.
+ * CPU hotplug: perf drops a CPU's counters and breakpoints when it goes offline and does not
+ * bring them back. A dynamic AP state calls Rust on the CPU that comes or goes (hotplug.rs); the
+ * sampler and the histories take the hotplug lock for reading while they publish or retract
+ * what the callbacks remake.
  */
 int dprof_rs_cpu_online(unsigned int cpu);
 int dprof_rs_cpu_offline(unsigned int cpu);

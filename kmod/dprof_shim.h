@@ -113,6 +113,7 @@ struct perf_event *dprof_shim_hw_sampler_create(int cpu, u32 type, u64 config, u
 void dprof_shim_sampler_release(struct perf_event *event);
 void *dprof_shim_bp_register(unsigned long dummy, void *ctx);
 void dprof_shim_bp_unregister(void *events);
+int dprof_shim_bp_remake(void *events, int cpu, unsigned long dummy, void *ctx);
 int dprof_shim_bp_slot(void *events);
 unsigned long dprof_shim_dr7_shadow(void);
 void dprof_shim_bp_point(void *events, int slot, unsigned long addr, unsigned int len,

@@ -168,6 +168,12 @@ extern "C" {
     pub(crate) fn dprof_shim_cpuhp_unregister();
     pub(crate) fn dprof_shim_bp_register(dummy: c_ulong, ctx: *mut c_void) -> *mut c_void;
     pub(crate) fn dprof_shim_bp_unregister(events: *mut c_void);
+    pub(crate) fn dprof_shim_bp_remake(
+        events: *mut c_void,
+        cpu: c_int,
+        dummy: c_ulong,
+        ctx: *mut c_void,
+    ) -> c_int;
     pub(crate) fn dprof_shim_bp_slot(events: *mut c_void) -> c_int;
     pub(crate) fn dprof_shim_dr7_shadow() -> c_ulong;
     pub(crate) fn dprof_shim_bp_point(

@@ -21,6 +21,9 @@
 //!   (bulk frees) end when their address is allocated again or at the plan's timeout.
 //! - At stop, every CPU is re-pointed synchronously (`on_each_cpu`) and the breakpoints are
 //!   unregistered.
+//! - perf drops a CPU's breakpoints when it goes offline and never schedules them again: when
+//!   it comes back during a collection, the hotplug callback ([`cpu_online`]) makes its events
+//!   anew and points it at the running history's object.
 //!
 //! One history runs at a time: that keeps the state one small set of atomics shared by the
 //! probes, the IPIs and the #DB handler, none of which may take a lock.
@@ -273,12 +276,32 @@ impl Histories {
             }
             self.breakpoints[range].store(events, Ordering::Release);
         }
+        // A CPU that came online between the registration and this misses its breakpoints
+        // (as one offline at start): registering takes the hotplug lock itself.
+        // SAFETY: process context.
+        unsafe { ffi::dprof_shim_cpus_read_lock() };
+        HOTPLUG_HISTORIES.store(
+            core::ptr::from_ref::<Self>(self).cast_mut(),
+            Ordering::Release,
+        );
+        // SAFETY: taken above.
+        unsafe { ffi::dprof_shim_cpus_read_unlock() };
         Ok(())
     }
 
     /// Unregisters the breakpoints and frees the csd. Process context; every CPU must point
     /// at the dummy already (or never have been re-pointed).
     fn release(&self) {
+        // SAFETY: process context.
+        unsafe { ffi::dprof_shim_cpus_read_lock() };
+        let _ = HOTPLUG_HISTORIES.compare_exchange(
+            core::ptr::from_ref::<Self>(self).cast_mut(),
+            core::ptr::null_mut(),
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+        // SAFETY: taken above.
+        unsafe { ffi::dprof_shim_cpus_read_unlock() };
         for events in &self.breakpoints {
             let events = events.swap(core::ptr::null_mut(), Ordering::AcqRel);
             if !events.is_null() {
@@ -624,6 +647,61 @@ impl Histories {
         if self.sink().emit(abi::RecordKind::HistoryHit, &payload) {
             self.hits_recorded.fetch_add(1, Ordering::Relaxed);
         }
+    }
+}
+
+/// The histories of the running collection, for the CPU hotplug callbacks; null when none.
+/// Written with the CPU hotplug lock held for reading, read by the callbacks, which run with
+/// it held for writing: never both at once.
+static HOTPLUG_HISTORIES: AtomicPtr<Histories> = AtomicPtr::new(core::ptr::null_mut());
+
+/// A CPU came online (the hotplug thread, on that CPU): its breakpoints are made anew, and it
+/// is pointed at the running history's object, if any.
+pub(crate) fn cpu_online(cpu: usize) {
+    let histories = HOTPLUG_HISTORIES.load(Ordering::Acquire);
+    if histories.is_null() {
+        return;
+    }
+    // SAFETY: HOTPLUG_HISTORIES points at live histories while the hotplug lock is held for
+    // writing (see HOTPLUG_HISTORIES).
+    let histories = unsafe { &*histories };
+    for range in 0..histories.ranges_used {
+        let events = histories.breakpoints[range].load(Ordering::Acquire);
+        if events.is_null() {
+            continue;
+        }
+        let ctx = core::ptr::from_ref(&histories.slot_contexts[range])
+            .cast_mut()
+            .cast::<c_void>();
+        // SAFETY: process context; `events` is registered until `release`, which cannot run
+        // meanwhile (it retracts HOTPLUG_HISTORIES under the hotplug lock first); `ctx` as in `start`.
+        let ret = unsafe {
+            ffi::dprof_shim_bp_remake(events, cpu as c_int, dummy_address(range) as _, ctx)
+        };
+        if ret < 0 {
+            pr_warn!("no history breakpoint on CPU {cpu} after it came online ({ret})\n");
+        }
+    }
+    if let Some(c) = histories.cpus.get(cpu) {
+        c.history.store(0, Ordering::Release);
+    }
+    let me = core::ptr::from_ref::<Histories>(histories)
+        .cast_mut()
+        .cast::<c_void>();
+    // SAFETY: `sync_this_cpu` gets the live histories back during the call; every CPU that
+    // already watches what it should returns at once.
+    unsafe { ffi::dprof_shim_on_each_cpu(sync_this_cpu, me) };
+}
+
+/// A CPU is going offline: its registers go with it, so it watches nothing.
+pub(crate) fn cpu_offline(cpu: usize) {
+    let histories = HOTPLUG_HISTORIES.load(Ordering::Acquire);
+    if histories.is_null() {
+        return;
+    }
+    // SAFETY: as in cpu_online.
+    if let Some(c) = unsafe { &*histories }.cpus.get(cpu) {
+        c.history.store(0, Ordering::Release);
     }
 }
 

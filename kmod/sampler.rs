@@ -18,7 +18,7 @@
 
 use core::sync::atomic::{AtomicPtr, Ordering};
 
-use kernel::ffi::{c_int, c_long, c_uint, c_void};
+use kernel::ffi::{c_long, c_void};
 use kernel::prelude::*;
 
 use crate::abi;
@@ -174,17 +174,15 @@ static ACTIVE: AtomicPtr<Counters> = AtomicPtr::new(core::ptr::null_mut());
 
 /// A CPU came online (the hotplug thread, on that CPU): perf drops a CPU's counters when it
 /// goes offline and does not bring them back, so the collection's counter is created anew.
-/// Never fails the hotplug: a counter that cannot be made is said in the kernel log.
-#[no_mangle]
-extern "C" fn dprof_rs_cpu_online(cpu: c_uint) -> c_int {
+/// A counter that cannot be made is said in the kernel log.
+pub(crate) fn cpu_online(cpu: usize) {
     let counters = ACTIVE.load(Ordering::Acquire);
     if counters.is_null() {
-        return 0;
+        return;
     }
     // SAFETY: ACTIVE points at live counters while the hotplug lock is held for writing
     // (see ACTIVE).
     let counters = unsafe { &*counters };
-    let cpu = cpu as usize;
     counters.release(cpu);
     let event = counters.create(cpu);
     if (event as usize) >= (-4095isize) as usize {
@@ -195,18 +193,15 @@ extern "C" fn dprof_rs_cpu_online(cpu: c_uint) -> c_int {
     } else if let Some(slot) = counters.events.get(cpu) {
         slot.store(event, Ordering::Release);
     }
-    0
 }
 
 /// A CPU is going offline (the hotplug thread, on that CPU): its counter goes with it.
-#[no_mangle]
-extern "C" fn dprof_rs_cpu_offline(cpu: c_uint) -> c_int {
+pub(crate) fn cpu_offline(cpu: usize) {
     let counters = ACTIVE.load(Ordering::Acquire);
     if !counters.is_null() {
-        // SAFETY: as in dprof_rs_cpu_online.
-        unsafe { &*counters }.release(cpu as usize);
+        // SAFETY: as in cpu_online.
+        unsafe { &*counters }.release(cpu);
     }
-    0
 }
 
 /// The counters of one collection; released on drop.

@@ -6,10 +6,10 @@
 //! Control: write a command to `/sys/kernel/debug/dprof_selftest/run`; the write returns when
 //! the workload is over.
 //!
-//! - `handoff MS`: for MS milliseconds a producer thread on CPU 0 allocates
+//! - `handoff MS [P C]`: for MS milliseconds a producer thread on CPU 0 (or P) allocates
 //!   `dprof_selftest_obj` objects, writes field `a` (in `dprof_selftest_produce`) and queues
-//!   them to a consumer thread on CPU 1, which reads `a` and `b` (in `dprof_selftest_consume`)
-//!   and frees them. Every object crosses CPUs: the type bounces.
+//!   them to a consumer thread on CPU 1 (or C), which reads `a` and `b` (in
+//!   `dprof_selftest_consume`) and frees them. Every object crosses CPUs: the type bounces.
 //! - `local MS`: one thread on CPU 0 allocates `dprof_selftest_local` objects, touches `count`
 //!   and `value` (in `dprof_selftest_local_touch`) and frees them. It never bounces.
 //!
@@ -405,28 +405,46 @@ unsafe extern "C" fn local_worker(arg: *mut c_void) -> c_int {
 }
 
 /// Parses "WORKLOAD MS" (ASCII, optional trailing newline).
-fn parse_command(cmd: &[u8]) -> Option<(&[u8], u64)> {
-    let cmd = cmd.strip_suffix(b"\n").unwrap_or(cmd);
-    let space = cmd.iter().position(|&c| c == b' ')?;
-    let (name, ms) = (&cmd[..space], &cmd[space + 1..]);
-    let mut value = 0u64;
-    if ms.is_empty() || ms.len() > 6 {
+/// A decimal number of at most `digits` digits.
+fn parse_number(text: &[u8], digits: usize) -> Option<u64> {
+    if text.is_empty() || text.len() > digits {
         return None;
     }
-    for &d in ms {
+    let mut value = 0u64;
+    for &d in text {
         if !d.is_ascii_digit() {
             return None;
         }
         value = value * 10 + u64::from(d - b'0');
     }
-    (1..=60_000).contains(&value).then_some((name, value))
+    Some(value)
+}
+
+/// `NAME MS [CPU CPU]`: the workload, its duration and, for `handoff`, the producer's and the
+/// consumer's CPUs (0 and 1 unless given).
+fn parse_command(cmd: &[u8]) -> Option<(&[u8], u64, [c_int; 2])> {
+    let cmd = cmd.strip_suffix(b"\n").unwrap_or(cmd);
+    let mut words = cmd.split(|&c| c == b' ');
+    let name = words.next()?;
+    let ms = parse_number(words.next()?, 6).filter(|ms| (1..=60_000).contains(ms))?;
+    let mut cpus = [0, 1];
+    match (words.next(), words.next(), words.next()) {
+        (None, _, _) => {}
+        (Some(p), Some(c), None) if name == b"handoff" => {
+            for (cpu, text) in cpus.iter_mut().zip([p, c]) {
+                *cpu = c_int::try_from(parse_number(text, 4)?).ok()?;
+            }
+        }
+        _ => return None,
+    }
+    Some((name, ms, cpus))
 }
 
 #[no_mangle]
 extern "C" fn dprof_selftest_rs_run(cmd: *const c_char, len: usize) -> c_int {
     // SAFETY: the shim passes a buffer of `len` bytes it copied from user space.
     let cmd = unsafe { core::slice::from_raw_parts(cmd.cast::<u8>(), len) };
-    let Some((name, ms)) = parse_command(cmd) else {
+    let Some((name, ms, handoff_cpus)) = parse_command(cmd) else {
         return EINVAL.to_errno();
     };
     let run = Run {
@@ -434,7 +452,7 @@ extern "C" fn dprof_selftest_rs_run(cmd: *const c_char, len: usize) -> c_int {
         queue: Queue::new(),
     };
     let result = match name {
-        b"handoff" => run_threads(&run, &[0, 1], &[handoff_producer, handoff_consumer]),
+        b"handoff" => run_threads(&run, &handoff_cpus, &[handoff_producer, handoff_consumer]),
         b"local" => run_threads(&run, &[0], &[local_worker]),
         b"falseshare" => misses::falseshare(ms),
         b"trueshare" => misses::trueshare(ms),

@@ -40,10 +40,12 @@ HOTPLUG
 cp /tmp/samples.dprof "$OUT/"; rm /tmp/samples.dprof
 [ "$(cat /sys/devices/system/cpu/online)" = 0-3 ] || { echo "FAIL: CPUs left offline"; exit 1; }
 
-# 2. Histories: the other CPUs' debug registers are pointed at each object by IPI.
+# 2. Histories: the other CPUs' debug registers are pointed at each object by IPI. Once CPUs 2
+# and 3 are back, a handoff between them: their breakpoints must have been made anew.
 "$DPROF" collect -o /tmp/histories.dprof --events slab --histories dprof_selftest_obj:8+8:16+8 \
   --history-rate 200 -- \
-  sh -c "echo 'handoff 9000' > $run & sh /tmp/hotplug.sh $OUT/histories.hotplug 2; wait"
+  sh -c "echo 'handoff 9000' > $run & sh /tmp/hotplug.sh $OUT/histories.hotplug 2; wait
+         echo 'handoff 2000 2 3' > $run"
 cp /tmp/histories.dprof "$OUT/"; rm /tmp/histories.dprof
 
 # 3. Causal experiments: delays and pauses on every CPU, a kprobe progress point.

@@ -27,8 +27,9 @@
 //! histories of `dprof_selftest_relay` merge into its known field order.
 //!
 //! `dprof-qemu-check kernel-histories DIR` checks histories of `skbuff_head_cache` under
-//! loopback TCP (decoded accesses agree with the debug registers; the cost per history) and a
-//! 60 s stress run at the highest rate (no debug register left armed or reserved).
+//! loopback TCP (decoded accesses agree with the debug registers; the cost per history; the
+//! whole sk_buff merged per history set) and a 60 s stress run at the highest rate (no debug
+//! register left armed or reserved).
 //!
 //! `dprof-qemu-check selftest-misses DIR` checks the miss classification and working set views
 //! against the `dprof_selftest.ko` workloads with one known cause of misses each, and the
@@ -50,7 +51,7 @@
 //!
 //! The report is printed and saved as DIR/check.txt.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -994,6 +995,86 @@ fn check_whole_object(profile: &Path, report: &mut String) -> Result<()> {
     Ok(())
 }
 
+/// `full:skbuff_head_cache` under loopback TCP: complete history sets of every target, the
+/// decoded accesses where the debug registers say (unless this machine's registers are
+/// inexact: `spurious`), and merged paths that account for every set, with the convergence
+/// curve ending at their number.
+fn check_whole_skbuff(profile: &Path, spurious: u64, report: &mut String) -> Result<()> {
+    let flow = report_json(
+        profile,
+        &["--view", "data-flow", "--type", "skbuff_head_cache"],
+    )?;
+    let full = &flow["full"];
+    let number = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+    let sets = full["sets"]
+        .as_u64()
+        .context("no whole-object view of skbuff_head_cache")?;
+    let paths = full["paths"].as_array().cloned().unwrap_or_default();
+    let curve = full["distinct_paths_after"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let checks = &flow["checks"];
+    let mismatched = number(&checks["mismatched"]);
+    let total = &full["total_cost"];
+    writeln!(
+        report,
+        "whole sk_buff ({} bytes, {} targets): {sets} history sets ({} incomplete), {} \
+         histories left out of the merge, {} distinct merged paths (the last new one at set \
+         {}); {} verified accesses, {mismatched} mismatched; cost {} histories and {} hits in \
+         all",
+        full["object_size"],
+        full["targets"],
+        full["incomplete_sets"],
+        full["unmerged_pairs"],
+        paths.len(),
+        full["last_new_path_at"],
+        number(&checks["verified"]),
+        total["histories"],
+        total["hits"],
+    )?;
+    if let Some(top) = paths.first() {
+        let steps = top["steps"].as_array().map_or(0, Vec::len);
+        let chunks: BTreeSet<u64> = top["steps"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s["chunk"]["offset"].as_u64())
+            .collect();
+        writeln!(
+            report,
+            "  most frequent merged path: {} sets, {steps} accesses to {} chunks, {} to {}",
+            top["sets"],
+            chunks.len(),
+            top["alloc_function"].as_str().unwrap_or("?"),
+            top["end"].as_str().unwrap_or("?"),
+        )?;
+    }
+    ensure!(sets >= 3, "only {sets} complete sets of the whole sk_buff");
+    ensure!(
+        mismatched == 0 || spurious > 0,
+        "decoded addresses disagree with exact debug registers"
+    );
+    let in_paths: u64 = paths.iter().map(|p| number(&p["sets"])).sum();
+    ensure!(
+        in_paths == sets,
+        "the merged paths hold {in_paths} sets of {sets}"
+    );
+    ensure!(
+        curve.len() as u64 == sets
+            && curve.last().map(number) == Some(paths.len() as u64)
+            && curve.windows(2).all(|w| number(&w[0]) <= number(&w[1])),
+        "the convergence curve does not end at the number of distinct paths"
+    );
+    ensure!(
+        paths.iter().all(|p| p["steps"]
+            .as_array()
+            .is_some_and(|s| !s.is_empty())),
+        "a merged path without an access"
+    );
+    Ok(())
+}
+
 /// The data flow view of `dprof_selftest_obj`: at least 90% of histories follow alloc (in
 /// the producer thread) -> `dprof_selftest_produce` -> CPU change -> `dprof_selftest_consume` ->
 /// free (in the consumer thread), with the CPU change on that edge and nowhere else (those that
@@ -1203,6 +1284,8 @@ fn check_kernel_histories(dir: &Path) -> Result<String> {
             ""
         }
     )?;
+
+    check_whole_skbuff(&dir.join("skb-full.dprof"), spurious, &mut report)?;
 
     // 2. Stress.
     let stress = Profile::open(&dir.join("stress.dprof")).context("opening stress.dprof")?;

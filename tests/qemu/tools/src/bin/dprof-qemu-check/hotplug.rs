@@ -4,7 +4,9 @@
 //! - samples: every CPU that came back is sampled again after it returned (perf drops a CPU's
 //!   counters when it goes offline; the module's hotplug callback makes them anew), was
 //!   sampled before it left, and no sample is timed while it was offline;
-//! - histories: they complete, and every decoded access hit its watched range;
+//! - histories: they complete, every decoded access hit its watched range, and after CPUs 2
+//!   and 3 came back, objects handed from CPU 2 to CPU 3 were watched on both (perf drops a
+//!   CPU's breakpoints too; the module's hotplug callback makes them anew);
 //! - causal: the experiments were recorded and the causal view reads them.
 
 use std::collections::BTreeMap;
@@ -135,6 +137,34 @@ fn check_histories(dir: &Path, report: &mut String) -> Result<()> {
         "decoded accesses disagree with the debug registers"
     );
     ensure!(count("verified") > 0, "no access verified");
+
+    // Hits on each returned CPU after its last return.
+    let last_on: BTreeMap<u32, u64> = moves
+        .iter()
+        .filter(|m| m.2)
+        .map(|m| (m.1, m.0 + UPTIME_SLACK_NS))
+        .collect();
+    let profile =
+        Profile::open(&dir.join("histories.dprof")).context("opening histories.dprof")?;
+    let mut hits_after: BTreeMap<u32, u64> = last_on.keys().map(|&cpu| (cpu, 0)).collect();
+    for item in profile.records() {
+        let (header, record) = item.context("reading histories.dprof")?;
+        if let (Record::HistoryHit(_), Some(&since)) = (record, last_on.get(&header.cpu)) {
+            if header.time_ns > since {
+                *hits_after.entry(header.cpu).or_default() += 1;
+            }
+        }
+    }
+    writeln!(
+        report,
+        "  hits after each CPU's last return (handoff from CPU 2 to CPU 3): {hits_after:?}"
+    )?;
+    for (cpu, hits) in &hits_after {
+        ensure!(
+            *hits > 0,
+            "no hit on CPU {cpu} after it came back online: its breakpoints were not remade"
+        );
+    }
     Ok(())
 }
 
