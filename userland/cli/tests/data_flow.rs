@@ -70,8 +70,17 @@ fn whole_object_text() {
         text.contains("Merged path 1: 4 sets (80.0%), fc_alloc to fc_free"),
         "{text}"
     );
+    // Each merged step says what the samples of its instruction and chunk saw: with the
+    // software sampler, no outcome.
     assert!(
-        text.contains("==cpu==>      1000 ns  fc_use+0x0        +0x10/8 data  read      1\n"),
+        text.contains(
+            "==cpu==>      1000 ns  fc_use+0x0        +0x10/8 data  read      1  1 samples, no \
+             miss data (software sampler)\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("      1100 ns  fc_use+0x4        +0x18/8 len   read      1  -\n"),
         "{text}"
     );
     // The whole-object section comes after the pairwise paths.
@@ -125,6 +134,10 @@ fn whole_object_json() {
         ]
     );
     assert_eq!(steps[2]["cpu_change"], true);
+    // What the samples of a step's instruction and chunk say; absent where none matched.
+    assert_eq!(steps[0]["sampled"]["samples"], 2);
+    assert_eq!(steps[0]["sampled"]["misses"], serde_json::Value::Null);
+    assert!(steps[1].get("sampled").is_none(), "{}", steps[1]);
     // A type collected without `full` has none.
     let pairwise = stdout_of(&st_obj_flow(dir.path(), "hb.dprof", &["--json"]));
     assert!(!pairwise.contains("\"full\""), "{pairwise}");

@@ -740,6 +740,10 @@ pub struct MergedStep {
     pub cpu_change: bool,
     /// Mean time since allocation over the path's sets (ns).
     pub mean_since_alloc_ns: u64,
+    /// Samples of the same type, instruction and chunk, as for a path trace's step
+    /// ([`PathElement::sampled`]); absent when none matched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<SampleMatch>,
 }
 
 #[cfg(test)]
