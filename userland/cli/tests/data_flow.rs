@@ -312,6 +312,21 @@ fn without_a_type_the_type_with_most_histories_is_shown_and_named() {
     );
 }
 
+/// A type watched over its whole object: the DOT graph draws its merged paths beside the
+/// functions.
+#[test]
+fn whole_object_dot() {
+    let dir = example_dir();
+    let dot = stdout_of(&fc_obj_flow(dir.path(), &["--format", "dot"]));
+    assert!(dot.contains("subgraph cluster_merged1 {"), "{dot}");
+    assert!(dot.contains("subgraph cluster_merged2 {"), "{dot}");
+    assert!(
+        dot.contains("m1_1 -> m1_2 [label=\"cpu 0 to 1\", color=red, penwidth=3];"),
+        "{dot}"
+    );
+    golden("data_flow_full.dot", &dot);
+}
+
 #[test]
 fn data_flow_dot() {
     let dir = example_dir();

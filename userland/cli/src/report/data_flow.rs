@@ -57,7 +57,10 @@ pub(super) fn run(args: &ReportArgs, report: &Report) -> anyhow::Result<ExitCode
                 if let Some(empty) = &selected.data_flow.why_empty {
                     eprintln!("dprof: warning: {}", empty.message);
                 }
-                out.write_all(dprof_export::dot::data_flow_dot(&selected.data_flow).as_bytes())
+                out.write_all(
+                    dprof_export::dot::data_flow_dot(&selected.data_flow, selected.full.as_ref())
+                        .as_bytes(),
+                )
             }
             Format::Text | Format::Csv | Format::Coz => {
                 text(histories, selected, picked, top, &mut out)
