@@ -44,7 +44,7 @@ fn fc_obj_flow(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
 }
 
 /// A type watched over its whole object: its sets, the convergence curve, the cost per set
-/// and the merged paths after the pairwise view's sections.
+/// and the merged paths in place of the pairwise path traces.
 #[test]
 fn whole_object_text() {
     let dir = example_dir();
@@ -83,10 +83,13 @@ fn whole_object_text() {
         text.contains("      1100 ns  fc_use+0x4        +0x18/8 len   read      1  -\n"),
         "{text}"
     );
-    // The whole-object section comes after the pairwise paths.
-    let paths = text.find("Path 1:").expect("pairwise paths");
+    // The merged paths stand in for the pairwise path traces, which one line counts.
+    assert!(!text.contains("Path 1:"), "{text}");
     assert!(
-        text.find("Whole object").is_some_and(|w| w > paths),
+        text.contains(
+            "13 pairwise path traces, each the part of the path one pair of chunks saw, are \
+             merged below; --json lists them (paths)\n"
+        ),
         "{text}"
     );
     golden("data_flow_full.txt", &text);
@@ -139,6 +142,8 @@ fn whole_object_json() {
     assert_eq!(steps[0]["sampled"]["misses"], serde_json::Value::Null);
     assert!(steps[1].get("sampled").is_none(), "{}", steps[1]);
     // A type collected without `full` has none.
+    // The pairwise path traces the text leaves out are all here.
+    assert_eq!(v["paths"].as_array().map(Vec::len), Some(13));
     let pairwise = stdout_of(&st_obj_flow(dir.path(), "hb.dprof", &["--json"]));
     assert!(!pairwise.contains("\"full\""), "{pairwise}");
 }

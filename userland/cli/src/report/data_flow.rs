@@ -1,6 +1,7 @@
 //! `dprof report --view data-flow`: one type's functions from alloc to free, merged over its
-//! object access histories, with the path traces under it, and for a type watched over its
-//! whole object (`--histories full:TYPE`) its merged whole-object paths.
+//! object access histories, with the path traces under it; for a type watched over its whole
+//! object (`--histories full:TYPE`), its merged whole-object paths in place of the pairwise
+//! path traces, which `--json` lists.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -175,6 +176,18 @@ fn text(
     if !t.field_orders.is_empty() {
         writeln!(out)?;
     }
+    // Watched whole, a type has a pairwise path per pair of chunks and way through them,
+    // each a part of the object's path: the merged paths are the answer.
+    if let Some(whole) = &t.full {
+        writeln!(
+            out,
+            "{} pairwise path traces, each the part of the path one pair of chunks saw, are \
+             merged below; --json lists them (paths)",
+            t.paths.len()
+        )?;
+        writeln!(out)?;
+        return full::text(whole, top, out);
+    }
     for (i, path) in t.paths.iter().take(top).enumerate() {
         path_text(i + 1, path, out)?;
     }
@@ -184,9 +197,6 @@ fn text(
             "... {} more paths (--top N shows more)",
             t.paths.len() - top
         )?;
-    }
-    if let Some(whole) = &t.full {
-        full::text(whole, top, out)?;
     }
     Ok(())
 }
