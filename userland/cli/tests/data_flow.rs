@@ -44,7 +44,7 @@ fn fc_obj_flow(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
 }
 
 /// A type watched over its whole object: its sets, the convergence curve, the cost per set
-/// and the merged paths after the pairwise view's sections.
+/// and the merged paths in place of the pairwise path traces.
 #[test]
 fn whole_object_text() {
     let dir = example_dir();
@@ -70,14 +70,26 @@ fn whole_object_text() {
         text.contains("Merged path 1: 4 sets (80.0%), fc_alloc to fc_free"),
         "{text}"
     );
+    // Each merged step says what the samples of its instruction and chunk saw: with the
+    // software sampler, no outcome.
     assert!(
-        text.contains("==cpu==>      1000 ns  fc_use+0x0        +0x10/8 data  read      1\n"),
+        text.contains(
+            "==cpu==>      1000 ns  fc_use+0x0        +0x10/8 data  read      1  1 samples, no \
+             miss data (software sampler)\n"
+        ),
         "{text}"
     );
-    // The whole-object section comes after the pairwise paths.
-    let paths = text.find("Path 1:").expect("pairwise paths");
     assert!(
-        text.find("Whole object").is_some_and(|w| w > paths),
+        text.contains("      1100 ns  fc_use+0x4        +0x18/8 len   read      1  -\n"),
+        "{text}"
+    );
+    // The merged paths stand in for the pairwise path traces, which one line counts.
+    assert!(!text.contains("Path 1:"), "{text}");
+    assert!(
+        text.contains(
+            "13 pairwise path traces, each the part of the path one pair of chunks saw, are \
+             merged below; --json lists them (paths)\n"
+        ),
         "{text}"
     );
     golden("data_flow_full.txt", &text);
@@ -125,7 +137,13 @@ fn whole_object_json() {
         ]
     );
     assert_eq!(steps[2]["cpu_change"], true);
+    // What the samples of a step's instruction and chunk say; absent where none matched.
+    assert_eq!(steps[0]["sampled"]["samples"], 2);
+    assert_eq!(steps[0]["sampled"]["misses"], serde_json::Value::Null);
+    assert!(steps[1].get("sampled").is_none(), "{}", steps[1]);
     // A type collected without `full` has none.
+    // The pairwise path traces the text leaves out are all here.
+    assert_eq!(v["paths"].as_array().map(Vec::len), Some(13));
     let pairwise = stdout_of(&st_obj_flow(dir.path(), "hb.dprof", &["--json"]));
     assert!(!pairwise.contains("\"full\""), "{pairwise}");
 }
@@ -297,6 +315,21 @@ fn without_a_type_the_type_with_most_histories_is_shown_and_named() {
         dot.starts_with("// st_obj is the type with the most histories"),
         "{dot}"
     );
+}
+
+/// A type watched over its whole object: the DOT graph draws its merged paths beside the
+/// functions.
+#[test]
+fn whole_object_dot() {
+    let dir = example_dir();
+    let dot = stdout_of(&fc_obj_flow(dir.path(), &["--format", "dot"]));
+    assert!(dot.contains("subgraph cluster_merged1 {"), "{dot}");
+    assert!(dot.contains("subgraph cluster_merged2 {"), "{dot}");
+    assert!(
+        dot.contains("m1_1 -> m1_2 [label=\"cpu 0 to 1\", color=red, penwidth=3];"),
+        "{dot}"
+    );
+    golden("data_flow_full.dot", &dot);
 }
 
 #[test]

@@ -3,14 +3,25 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use dprof_model::histories::{DataFlow, EmptyFlow, FlowNode, FlowRole};
+use dprof_model::histories::{
+    DataFlow, EmptyFlow, FlowNode, FlowRole, FullCoverage, MergedPath, SampleMatch,
+};
+use dprof_model::AccessKind;
+
+/// Merged paths [`data_flow_dot`] draws at most, the most frequent: more would crowd out the
+/// function graph, and `--json` lists them all.
+pub const MERGED_PATHS_DRAWN: usize = 5;
 
 /// `flow` in Graphviz DOT: alloc at the top, free at the bottom, edges labelled with
 /// their transitions, CPU changes drawn thick and red, nodes shaded by sampled cost and
 /// listing the watched ranges they touched (with their field names). A graph with no node
 /// ([`DataFlow::why_empty`]) is a note saying why, so that what `dot` draws says it.
+///
+/// For a type watched over its whole object (`full`), each of its most frequent merged paths
+/// ([`MERGED_PATHS_DRAWN`]) is drawn beside, in a box of its own: one node per access in
+/// merged order, CPU changes drawn as the graph's are.
 #[must_use]
-pub fn data_flow_dot(flow: &DataFlow) -> String {
+pub fn data_flow_dot(flow: &DataFlow, full: Option<&FullCoverage>) -> String {
     let mut out = String::new();
     // Writing to a String cannot fail.
     let _ = writeln!(out, "digraph data_flow {{");
@@ -62,6 +73,9 @@ pub fn data_flow_dot(flow: &DataFlow) -> String {
         }
     }
     pin_ends(flow, &mut out);
+    if let Some(full) = full {
+        merged_paths(full, &mut out);
+    }
     let _ = writeln!(out, "}}");
     out
 }
@@ -75,14 +89,7 @@ fn node_label(n: &FlowNode) -> String {
         FlowRole::AllocAndFree => "alloc, free\\n",
         FlowRole::Access => "",
     };
-    let cost = n
-        .sampled
-        .as_ref()
-        .map(|s| match s.misses {
-            Some(m) => format!("\\n{m} misses"),
-            None => format!("\\n{} samples", s.samples),
-        })
-        .unwrap_or_default();
+    let cost = cost_line(n.sampled.as_ref());
     let unknown = if n.unknown_kind > 0 {
         format!(" ? {}", n.unknown_kind)
     } else {
@@ -103,6 +110,119 @@ fn node_label(n: &FlowNode) -> String {
         label.push_str("\\l");
     }
     label
+}
+
+/// A node's sampled cost as a line of its label (`\n3 misses`, `\n2 samples`), empty
+/// without samples.
+fn cost_line(sampled: Option<&SampleMatch>) -> String {
+    sampled
+        .map(|s| match s.misses {
+            Some(m) => format!("\\n{m} misses"),
+            None => format!("\\n{} samples", s.samples),
+        })
+        .unwrap_or_default()
+}
+
+/// The most frequent merged paths, one cluster each (`cluster_merged1`, ...), and a note
+/// counting those left out.
+fn merged_paths(full: &FullCoverage, out: &mut String) {
+    let drawn = &full.paths[..full.paths.len().min(MERGED_PATHS_DRAWN)];
+    let max_cost = drawn
+        .iter()
+        .flat_map(|p| &p.steps)
+        .map(|s| s.sampled.as_ref().map_or(0, SampleMatch::cost))
+        .max()
+        .unwrap_or(0);
+    for (i, path) in drawn.iter().enumerate() {
+        merged_path(i + 1, path, max_cost, out);
+    }
+    let left_out = full.paths.len() - drawn.len();
+    if left_out > 0 {
+        let _ = writeln!(
+            out,
+            "  merged_more [shape=note, style=\"\", label=\"{left_out} more merged paths not \
+             drawn (the {MERGED_PATHS_DRAWN} most frequent are); --json lists them all\"];"
+        );
+    }
+}
+
+/// Merged path `n`: the allocation, each access (its instruction, chunk and field, read or
+/// write, CPU label and sampled cost) and the free, in merged order; a step to another CPU
+/// label is thick and red, as the function graph's CPU changes are.
+fn merged_path(n: usize, path: &MergedPath, max_cost: u64, out: &mut String) {
+    let _ = writeln!(out, "  subgraph cluster_merged{n} {{");
+    let _ = writeln!(
+        out,
+        "    label=\"merged path {n}: {} sets ({:.1}%)\";",
+        path.sets,
+        path.share * 100.0
+    );
+    let _ = writeln!(out, "    style=dashed;");
+    let _ = writeln!(
+        out,
+        "    m{n}_alloc [label=\"{}\\nalloc, cpu 0\", fillcolor=\"#ffffff\"];",
+        escape(&path.alloc_function)
+    );
+    let mut prev = format!("m{n}_alloc");
+    let mut prev_cpu = 0;
+    for (i, s) in path.steps.iter().enumerate() {
+        let id = format!("m{n}_{i}");
+        let location = if s.instruction_found {
+            format!("{}+{:#x}", s.function, s.function_offset)
+        } else {
+            format!("{}+{:#x} (no code)", s.function, s.function_offset)
+        };
+        let cost = s.sampled.as_ref().map_or(0, SampleMatch::cost);
+        let _ = writeln!(
+            out,
+            "    {id} [label=\"{}\\n{}\\n{} cpu {}{}\", fillcolor=\"{}\"];",
+            escape(&location),
+            escape(&s.chunk.with_field(s.field.as_deref())),
+            kind_letters(s.kind),
+            s.cpu,
+            cost_line(s.sampled.as_ref()),
+            shade(cost, max_cost)
+        );
+        merged_edge(out, &prev, &id, s.cpu_change.then_some((prev_cpu, s.cpu)));
+        prev = id;
+        prev_cpu = s.cpu;
+    }
+    let _ = writeln!(
+        out,
+        "    m{n}_free [label=\"{}\\nfree, cpu {}\", fillcolor=\"#ffffff\"];",
+        escape(&path.end),
+        path.end_cpu
+    );
+    let free = format!("m{n}_free");
+    let change = path.end_cpu_change.then_some((prev_cpu, path.end_cpu));
+    merged_edge(out, &prev, &free, change);
+    let _ = writeln!(out, "  }}");
+}
+
+/// A step of a merged path; `cpu_change`: from which CPU label to which, drawn as the
+/// function graph draws CPU changes.
+fn merged_edge(out: &mut String, from: &str, to: &str, cpu_change: Option<(u32, u32)>) {
+    match cpu_change {
+        Some((a, b)) => {
+            let _ = writeln!(
+                out,
+                "    {from} -> {to} [label=\"cpu {a} to {b}\", color=red, penwidth=3];"
+            );
+        }
+        None => {
+            let _ = writeln!(out, "    {from} -> {to};");
+        }
+    }
+}
+
+/// An access as the graph's nodes count them: `R`, `W`, `RW`, `?` when unknown.
+fn kind_letters(kind: Option<AccessKind>) -> &'static str {
+    match kind {
+        Some(AccessKind::Read) => "R",
+        Some(AccessKind::Write) => "W",
+        Some(AccessKind::ReadWrite) => "RW",
+        None => "?",
+    }
 }
 
 /// Pins alloc nodes to the top and free nodes to the bottom, but only those no edge comes

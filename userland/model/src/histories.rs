@@ -330,6 +330,14 @@ pub struct SampleMatch {
     pub sources: Vec<crate::memory_source::SourceCount>,
 }
 
+impl SampleMatch {
+    /// What shades a graph's node: sampled misses with a hardware sampler, else samples.
+    #[must_use]
+    pub fn cost(&self) -> u64 {
+        self.misses.unwrap_or(self.samples)
+    }
+}
+
 /// Histories of one type that took the same path.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PathTrace {
@@ -496,12 +504,10 @@ impl FlowNode {
         self.reads + self.writes + self.read_writes + self.unknown_kind
     }
 
-    /// What shades the node: sampled misses with a hardware sampler, else samples.
+    /// What shades the node: its samples' [`SampleMatch::cost`], 0 without samples.
     #[must_use]
     pub fn cost(&self) -> u64 {
-        self.sampled
-            .as_ref()
-            .map_or(0, |s| s.misses.unwrap_or(s.samples))
+        self.sampled.as_ref().map_or(0, SampleMatch::cost)
     }
 }
 
@@ -740,6 +746,10 @@ pub struct MergedStep {
     pub cpu_change: bool,
     /// Mean time since allocation over the path's sets (ns).
     pub mean_since_alloc_ns: u64,
+    /// Samples of the same type, instruction and chunk, as for a path trace's step
+    /// ([`PathElement::sampled`]); absent when none matched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<SampleMatch>,
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ mod data_flow;
 mod data_profile;
 mod heat_strip;
 mod help;
+mod history_steps;
 mod loading;
 mod misses;
 mod style;

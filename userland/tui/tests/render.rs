@@ -296,7 +296,8 @@ fn data_flow_of_a_type_whose_histories_all_timed_out() {
 }
 
 /// A type watched over its whole object: the side panel adds the sets, the distinct merged
-/// paths after each set and the most frequent merged path; narrow, the sets and the curve.
+/// paths after each set and the most frequent merged path, each step with its CPU label and
+/// its samples; narrow, the sets and the curve.
 #[test]
 fn data_flow_of_a_type_watched_over_its_whole_object() {
     let mut app = App::with_report(SOURCE, full_history_report());

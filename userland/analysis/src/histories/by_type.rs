@@ -120,6 +120,6 @@ fn type_histories(
         paths: traces.paths,
         field_orders: traces.field_orders,
         data_flow,
-        full: full_plan.map(|plan| super::full::full_coverage(plan, list, symbols)),
+        full: full_plan.map(|plan| super::full::full_coverage(plan, list, symbols, sampled)),
     }
 }

@@ -20,19 +20,23 @@ mod tests;
 use rustc_hash::FxHashMap;
 
 use super::assemble::{History, Hit};
-use super::paths::end_label;
+use super::paths::{end_label, step_samples};
 use crate::resolve::{function_of, SymbolSource};
+use crate::sampled::SampledAccesses;
 use dprof_format::FullCoveragePlan;
 use dprof_model::histories::{EndReason, FullCoverage, MergedPath, MergedStep, SetCost, Span};
 use dprof_model::AccessKind;
 
 /// The whole-object view of a type collected with `plan`; `list` is every history of the
-/// type (complete or not), in start order.
+/// type (complete or not), in start order. Each merged step gets what `sampled` says of the
+/// type's accesses by its instruction to its chunk, as a path trace's step does.
 pub(super) fn full_coverage(
     plan: &FullCoveragePlan,
     list: &[&History],
     symbols: &dyn SymbolSource,
+    sampled: Option<&SampledAccesses>,
 ) -> FullCoverage {
+    let type_name = plan.type_name.as_str();
     let mut by_target: FxHashMap<u32, Vec<&History>> = FxHashMap::default();
     for &h in list {
         by_target.entry(h.target).or_default().push(h);
@@ -126,7 +130,7 @@ pub(super) fn full_coverage(
         total_cost,
         paths: groups
             .into_iter()
-            .map(|g| merged_path(g, total, symbols))
+            .map(|g| merged_path(g, total, symbols, type_name, sampled))
             .collect(),
     }
 }
@@ -433,7 +437,13 @@ struct PathGroup {
     since_alloc_sums: Vec<u128>,
 }
 
-fn merged_path(g: PathGroup, total_sets: f64, symbols: &dyn SymbolSource) -> MergedPath {
+fn merged_path(
+    g: PathGroup,
+    total_sets: f64,
+    symbols: &dyn SymbolSource,
+    type_name: &str,
+    sampled: Option<&SampledAccesses>,
+) -> MergedPath {
     let mut prev_cpu = 0;
     let steps = g
         .key
@@ -456,6 +466,7 @@ fn merged_path(g: PathGroup, total_sets: f64, symbols: &dyn SymbolSource) -> Mer
                 cpu_change,
                 mean_since_alloc_ns: u64::try_from(sum / u128::from(g.sets.max(1)))
                     .unwrap_or(u64::MAX),
+                sampled: step_samples(sampled, type_name, s.ip, s.found, s.chunk),
             }
         })
         .collect();

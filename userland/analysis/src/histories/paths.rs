@@ -139,12 +139,7 @@ pub(super) fn path_traces(
                         cpu_change: e.cpu_change,
                         mean_since_alloc_ns: u64::try_from(sum / u128::from(acc.histories.max(1)))
                             .unwrap_or(u64::MAX),
-                        sampled: sampled.filter(|_| e.found).and_then(|s| {
-                            sample_match(
-                                &element_samples(s, type_name, e.ip, e.range),
-                                s.hardware(),
-                            )
-                        }),
+                        sampled: step_samples(sampled, type_name, e.ip, e.found, e.range),
                     }
                 })
                 .collect(),
@@ -155,6 +150,24 @@ pub(super) fn path_traces(
         convergence,
         field_orders: field_orders(complete),
     }
+}
+
+/// What the samples of `type_name` say about one step of a history (a path trace's or a
+/// merged history's): the instruction at `ip` touching `range`. `None` without samples, when
+/// the instruction was not found (`ip` is then the trap's, which no sample names) or when
+/// none matched.
+pub(super) fn step_samples(
+    sampled: Option<&SampledAccesses>,
+    type_name: &str,
+    ip: u64,
+    instruction_found: bool,
+    range: Span,
+) -> Option<SampleMatch> {
+    let sampled = sampled.filter(|_| instruction_found)?;
+    sample_match(
+        &element_samples(sampled, type_name, ip, range),
+        sampled.hardware(),
+    )
 }
 
 /// Samples of `type_name` by the instruction at `ip` inside `range`.
@@ -204,7 +217,8 @@ fn field_orders(histories: &[&History]) -> Vec<FieldOrder> {
     out
 }
 
-/// The samples matched to one path element; `None` when none matched.
+/// The samples matched to one step, or to a data flow node's steps; `None` when none
+/// matched.
 pub(super) fn sample_match(stats: &AccessStats, hardware: bool) -> Option<SampleMatch> {
     (stats.samples > 0).then(|| SampleMatch {
         samples: stats.samples,

@@ -321,7 +321,8 @@ fn data_flow_marks_the_cpu_change_between_producer_and_consumer() {
 #[test]
 fn data_flow_dot_matches_its_golden_file() {
     let r = full_report();
-    let dot = dprof_export::dot::data_flow_dot(&r.find_type(ST_TYPE).expect("st_obj").data_flow);
+    let dot =
+        dprof_export::dot::data_flow_dot(&r.find_type(ST_TYPE).expect("st_obj").data_flow, None);
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/data_flow.dot");
     if std::env::var_os("DPROF_BLESS").is_some_and(|v| v == "1") {
         std::fs::write(&path, &dot).expect("write golden");
@@ -383,7 +384,7 @@ fn sampled_misses_show_with_a_hardware_sampler() {
     assert_eq!(m.miss_rate, Some(0.75));
     let consumer = t.data_flow.node("st_consumer").expect("node");
     assert_eq!(consumer.cost(), 3);
-    assert!(dprof_export::dot::data_flow_dot(&t.data_flow).contains("3 misses"));
+    assert!(dprof_export::dot::data_flow_dot(&t.data_flow, None).contains("3 misses"));
 }
 
 #[test]
@@ -635,7 +636,8 @@ fn history_fields_are_named_like_the_data_profile_s() {
 #[test]
 fn the_dot_of_a_type_without_data_flow_is_a_note() {
     let r = report_of(example::timed_out_profile());
-    let dot = dprof_export::dot::data_flow_dot(&r.find_type(ST_TYPE).expect("st_obj").data_flow);
+    let dot =
+        dprof_export::dot::data_flow_dot(&r.find_type(ST_TYPE).expect("st_obj").data_flow, None);
     assert!(dot.contains("label=\"st_obj: no data flow\""), "{dot}");
     assert!(dot.contains("shape=note"), "{dot}");
     assert!(dot.contains("(1 timed out)"), "{dot}");

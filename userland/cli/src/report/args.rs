@@ -38,6 +38,10 @@ use dprof_analysis::views::DEFAULT_SIM_OBJECTS;
 /// step of a history from alloc to free (an access, or the free) that ran on another CPU than
 /// the step before; the header, the edges, the paths, --json and the DOT graph count the same
 /// ones. --format dot prints the graph for Graphviz (dot -Tsvg); --json the type's histories.
+/// For a type collected with collect --histories full:TYPE, the text lists its merged
+/// whole-object paths (each step with its samples) in place of the pairwise path traces,
+/// which only --json lists, and --format dot draws the most frequent merged paths beside the
+/// graph.
 /// A type none of whose histories ran from alloc to free has no graph, and every format says
 /// why: a sentence in the text, data_flow.why_empty in --json, a note drawn in place of the
 /// graph (and a warning on stderr) with --format dot.

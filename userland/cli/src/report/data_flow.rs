@@ -1,13 +1,14 @@
 //! `dprof report --view data-flow`: one type's functions from alloc to free, merged over its
-//! object access histories, with the path traces under it, and for a type watched over its
-//! whole object (`--histories full:TYPE`) its merged whole-object paths.
+//! object access histories, with the path traces under it; for a type watched over its whole
+//! object (`--histories full:TYPE`), its merged whole-object paths in place of the pairwise
+//! path traces, which `--json` lists.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use dprof_model::histories::{
-    DataFlow, FlowRange, FlowRole, HistoryReport, PathTrace, SampleMatch, TypeHistories,
+    DataFlow, FlowRange, FlowRole, HistoryReport, PathTrace, TypeHistories,
 };
 use dprof_model::Report;
 
@@ -16,8 +17,10 @@ use super::output::Table;
 
 mod arrows;
 mod full;
+mod outcome;
 
 use arrows::{CPU_CHANGE, SAME_CPU};
+use outcome::sampled_cell;
 
 pub(super) fn run(args: &ReportArgs, report: &Report) -> anyhow::Result<ExitCode> {
     let Some(histories) = &report.histories else {
@@ -55,7 +58,10 @@ pub(super) fn run(args: &ReportArgs, report: &Report) -> anyhow::Result<ExitCode
                 if let Some(empty) = &selected.data_flow.why_empty {
                     eprintln!("dprof: warning: {}", empty.message);
                 }
-                out.write_all(dprof_export::dot::data_flow_dot(&selected.data_flow).as_bytes())
+                out.write_all(
+                    dprof_export::dot::data_flow_dot(&selected.data_flow, selected.full.as_ref())
+                        .as_bytes(),
+                )
             }
             Format::Text | Format::Csv | Format::Coz => {
                 text(histories, selected, picked, top, &mut out)
@@ -170,6 +176,18 @@ fn text(
     if !t.field_orders.is_empty() {
         writeln!(out)?;
     }
+    // Watched whole, a type has a pairwise path per pair of chunks and way through them,
+    // each a part of the object's path: the merged paths are the answer.
+    if let Some(whole) = &t.full {
+        writeln!(
+            out,
+            "{} pairwise path traces, each the part of the path one pair of chunks saw, are \
+             merged below; --json lists them (paths)",
+            t.paths.len()
+        )?;
+        writeln!(out)?;
+        return full::text(whole, top, out);
+    }
     for (i, path) in t.paths.iter().take(top).enumerate() {
         path_text(i + 1, path, out)?;
     }
@@ -179,9 +197,6 @@ fn text(
             "... {} more paths (--top N shows more)",
             t.paths.len() - top
         )?;
-    }
-    if let Some(whole) = &t.full {
-        full::text(whole, top, out)?;
     }
     Ok(())
 }
@@ -237,34 +252,6 @@ fn graph(flow: &DataFlow, out: &mut impl Write) -> io::Result<()> {
     Ok(())
 }
 
-/// What the samples of one path step say: with a hardware sampler, the misses, where the
-/// data came from (each level's share of the hardware samples) and the mean latency; with
-/// the software sampler, that it saw no outcome.
-fn step_outcome(s: &SampleMatch) -> String {
-    let Some(misses) = s.misses else {
-        return format!("{} samples, no miss data (software sampler)", s.samples);
-    };
-    let mut text = format!("{} samples, {misses} misses", s.samples);
-    if s.hw_samples > 0 && !s.sources.is_empty() {
-        let shares: Vec<String> = s
-            .sources
-            .iter()
-            .map(|c| {
-                format!(
-                    "{} {:.0}%",
-                    c.source.name(),
-                    c.samples as f64 * 100.0 / s.hw_samples as f64
-                )
-            })
-            .collect();
-        text = format!("{text} ({})", shares.join(", "));
-    }
-    if let Some(l) = s.mean_latency_cycles {
-        text = format!("{text}, {l:.0} cycles");
-    }
-    text
-}
-
 fn path_text(n: usize, path: &PathTrace, out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
@@ -283,17 +270,13 @@ fn path_text(n: usize, path: &PathTrace, out: &mut impl Write) -> io::Result<()>
         ("sampled", false),
     ]);
     for e in &path.elements {
-        let sampled = e
-            .sampled
-            .as_ref()
-            .map_or_else(|| "-".to_owned(), step_outcome);
         table.row(vec![
             if e.cpu_change { CPU_CHANGE } else { "" }.to_owned(),
             format!("{} ns", e.mean_since_alloc_ns),
             arrows::instruction_label(&e.function, e.function_offset, e.instruction_found),
             e.range.with_field(e.field.as_deref()),
             e.kind.map_or("?", |k| k.name()).to_owned(),
-            sampled,
+            sampled_cell(e.sampled.as_ref()),
         ]);
     }
     table.row(vec![
@@ -306,49 +289,4 @@ fn path_text(n: usize, path: &PathTrace, out: &mut impl Write) -> io::Result<()>
     ]);
     table.write(out)?;
     writeln!(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use dprof_model::histories::SampleMatch;
-    use dprof_model::{MemSource, SourceCount};
-
-    use super::step_outcome;
-
-    #[test]
-    fn a_step_says_where_its_data_came_from_or_that_no_outcome_was_sampled() {
-        let software = SampleMatch {
-            samples: 8,
-            hw_samples: 0,
-            misses: None,
-            miss_rate: None,
-            mean_latency_cycles: None,
-            sources: Vec::new(),
-        };
-        assert_eq!(
-            step_outcome(&software),
-            "8 samples, no miss data (software sampler)"
-        );
-        let hardware = SampleMatch {
-            samples: 10,
-            hw_samples: 8,
-            misses: Some(2),
-            miss_rate: Some(0.25),
-            mean_latency_cycles: Some(41.6),
-            sources: vec![
-                SourceCount {
-                    source: MemSource::L1,
-                    samples: 6,
-                },
-                SourceCount {
-                    source: MemSource::Dram,
-                    samples: 2,
-                },
-            ],
-        };
-        assert_eq!(
-            step_outcome(&hardware),
-            "10 samples, 2 misses (L1 75%, DRAM 25%), 42 cycles"
-        );
-    }
 }

@@ -9,8 +9,8 @@
 //! ([`whole_object`]).
 
 use dprof_model::histories::{
-    Convergence, DataFlow, FlowEdge, FlowNode, FlowRange, FlowRole, HistoryReport, PathElement,
-    PathTrace, TypeHistories,
+    Convergence, DataFlow, FlowEdge, FlowNode, FlowRange, FlowRole, HistoryReport, PathTrace,
+    TypeHistories,
 };
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -19,6 +19,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Padding, Paragraph, Widget};
 
 use super::absence;
+use super::history_steps;
 use super::style::{ACCENT, CPU_CHANGE, DIM, HEADING, SELECTED, WARN};
 use super::whole_object;
 use super::wrap::{wrap, wrap_at_most};
@@ -596,8 +597,8 @@ fn path_line(path: &PathTrace) -> Line<'static> {
     Line::from(spans)
 }
 
-/// A path with its accesses, one per line, as `dprof report --view data-flow` lists them;
-/// field names are cut (with `…`) to keep each line within `width`, the offsets never.
+/// A path with its accesses, one per line, as `dprof report --view data-flow` lists them,
+/// each line within `width`.
 fn path_lines(n: usize, path: &PathTrace, width: usize) -> Vec<Line<'static>> {
     let mut lines = vec![Line::from(vec![
         Span::styled(format!("Path {n}"), HEADING),
@@ -609,89 +610,8 @@ fn path_lines(n: usize, path: &PathTrace, width: usize) -> Vec<Line<'static>> {
             path.end
         )),
     ])];
-    let cpu = |change: bool| {
-        if change {
-            Span::styled("cpu ", CPU_CHANGE)
-        } else {
-            Span::raw("    ")
-        }
-    };
-    let location = |e: &PathElement| {
-        if e.instruction_found {
-            format!("{}+{:#x}", e.function, e.function_offset)
-        } else {
-            format!("{}+{:#x} (no code)", e.function, e.function_offset)
-        }
-    };
-    let location_width = path
-        .elements
-        .iter()
-        .map(|e| location(e).chars().count())
-        .max()
-        .unwrap_or(0);
-    let sampled = |e: &PathElement| {
-        e.sampled.as_ref().map_or_else(
-            || "-".to_owned(),
-            |s| match s.misses {
-                Some(m) => format!("{} samples, {m} misses", s.samples),
-                None => format!("{} samples", s.samples),
-            },
-        )
-    };
-    let widest = |f: &dyn Fn(&PathElement) -> usize| path.elements.iter().map(f).max();
-    let sampled_width = widest(&|e| sampled(e).chars().count()).unwrap_or(0);
-    // cpu, time, location, the range's and the access's columns and their gaps, sampled.
-    let room = width.saturating_sub(4 + 12 + location_width + 2 + 1 + 10 + 1 + sampled_width);
-    let range_width = widest(&|e| {
-        e.range
-            .with_field(e.field.as_deref())
-            .chars()
-            .count()
-            .min(room)
-    })
-    .unwrap_or(0)
-    .max(widest(&|e| e.range.to_string().len()).unwrap_or(0))
-    .max(8);
-    let range = |e: &PathElement| fit_field(e.range, e.field.as_deref(), range_width);
-    for e in &path.elements {
-        let location = location(e);
-        let sampled = sampled(e);
-        lines.push(Line::from(vec![
-            cpu(e.cpu_change),
-            Span::styled(format!("{:>8} ns ", e.mean_since_alloc_ns), DIM),
-            Span::raw(format!(
-                "{location:<location_width$}  {:<range_width$} {:<10} ",
-                range(e),
-                e.kind.map_or("?", |k| k.name())
-            )),
-            Span::styled(sampled, DIM),
-        ]));
-    }
-    lines.push(Line::from(vec![
-        cpu(path.end_cpu_change),
-        Span::raw(format!("            freed by {}", path.end)),
-    ]));
+    lines.extend(history_steps::path_trace_lines(path, width));
     lines
-}
-
-/// `range` with as much of `field` as `width` holds, cut with `…`; the range alone when not
-/// even one character of the name fits.
-fn fit_field(range: dprof_model::histories::Span, field: Option<&str>, width: usize) -> String {
-    let plain = range.to_string();
-    let Some(field) = field else {
-        return plain;
-    };
-    let full = range.with_field(Some(field));
-    if full.chars().count() <= width {
-        return full;
-    }
-    // The range, a space, at least one character of the name and the ellipsis.
-    let keep = width.saturating_sub(plain.len() + 2);
-    if keep == 0 {
-        return plain;
-    }
-    let cut: String = field.chars().take(keep).collect();
-    format!("{plain} {cut}…")
 }
 
 /// A section title over `area`'s first row; returns the rows under it.

@@ -1,11 +1,13 @@
 //! The data flow pane's part for a type watched over its whole object (`--histories
 //! full:TYPE`): its history sets, the distinct merged paths after each set (the convergence
-//! curve) and the most frequent merged path, step by step.
+//! curve) and the most frequent merged path, step by step, with what the samples of each
+//! step's instruction and chunk say.
 
-use dprof_model::histories::{FullCoverage, MergedPath, MergedStep};
+use dprof_model::histories::{FullCoverage, MergedPath};
 use ratatui::text::{Line, Span};
 
-use super::style::{CPU_CHANGE, DIM, HEADING};
+use super::history_steps;
+use super::style::{DIM, HEADING};
 use super::wrap::{wrap, wrap_at_most};
 
 /// `5 sets of 6 pair targets over 4 chunks · 1 incomplete · 1 pair history left out`.
@@ -47,7 +49,7 @@ pub(super) fn lines(f: &FullCoverage, width: usize) -> Vec<Line<'static>> {
         lines.extend(wrap(&cost, width).into_iter().map(|l| Line::styled(l, DIM)));
     }
     if let Some(path) = f.paths.first() {
-        lines.extend(path_lines(path));
+        lines.extend(path_lines(path, width));
     }
     lines
 }
@@ -65,8 +67,9 @@ pub(super) fn short_lines(f: &FullCoverage, width: usize) -> Vec<Line<'static>> 
         .collect()
 }
 
-/// The merged path: a heading, then one line per step with its CPU label, then the free.
-fn path_lines(path: &MergedPath) -> Vec<Line<'static>> {
+/// The merged path: a heading, then one line per step with its CPU label and what its
+/// samples say, then the free.
+fn path_lines(path: &MergedPath, width: usize) -> Vec<Line<'static>> {
     let mut lines = vec![Line::from(vec![
         Span::styled("Merged path 1", HEADING),
         Span::raw(format!(
@@ -77,46 +80,6 @@ fn path_lines(path: &MergedPath) -> Vec<Line<'static>> {
             path.end
         )),
     ])];
-    let location = |s: &MergedStep| format!("{}+{:#x}", s.function, s.function_offset);
-    let chunk = |s: &MergedStep| s.chunk.with_field(s.field.as_deref());
-    let location_width = path
-        .steps
-        .iter()
-        .map(|s| location(s).chars().count())
-        .max()
-        .unwrap_or(0);
-    let chunk_width = path
-        .steps
-        .iter()
-        .map(|s| chunk(s).chars().count())
-        .max()
-        .unwrap_or(0);
-    let cpu = |change: bool| {
-        if change {
-            Span::styled("cpu ", CPU_CHANGE)
-        } else {
-            Span::raw("    ")
-        }
-    };
-    for s in &path.steps {
-        lines.push(Line::from(vec![
-            cpu(s.cpu_change),
-            Span::styled(format!("{:>8} ns ", s.mean_since_alloc_ns), DIM),
-            Span::raw(format!(
-                "{:<location_width$}  {:<chunk_width$} {:<10} cpu {}",
-                location(s),
-                chunk(s),
-                s.kind.map_or("?", |k| k.name()),
-                s.cpu
-            )),
-        ]));
-    }
-    lines.push(Line::from(vec![
-        cpu(path.end_cpu_change),
-        Span::raw(format!(
-            "            freed by {} on cpu {}",
-            path.end, path.end_cpu
-        )),
-    ]));
+    lines.extend(history_steps::merged_path_lines(path, width));
     lines
 }

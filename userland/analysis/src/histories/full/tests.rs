@@ -7,9 +7,10 @@ use dprof_model::histories::{EndReason, FullCoverage, HitCheck, MergedPath, SetC
 use dprof_model::AccessKind::{self, Read, Write};
 
 use super::{merge_set, tries_of};
-use crate::histories::{History, HistoryEnding, Hit};
-use crate::pipeline::{self, Options};
+use crate::histories::{assemble, report, History, HistoryEnding, Hit};
+use crate::pipeline::{self, AccessStats, Options, SampledAccesses};
 use crate::symbols::Kallsyms;
+use dprof_model::{MemSource, SourceCount};
 
 fn full_of_example() -> FullCoverage {
     let profile = Profile::from_vec(example::profile()).expect("valid profile");
@@ -79,6 +80,94 @@ fn pair_histories_merge_into_the_objects_path() {
     let cpus: Vec<(u32, bool)> = local.steps.iter().map(|s| (s.cpu, s.cpu_change)).collect();
     assert_eq!(cpus, vec![(0, false); 4]);
     assert_eq!((local.end_cpu, local.end_cpu_change), (0, false));
+}
+
+/// The fixture's software samples hit `fc_fill+0x0` on chunk 0 twice and `fc_use+0x0` on
+/// chunk 2 once: the merged steps of those instructions and chunks carry them, as the path
+/// traces' steps do, with no outcome (the software sampler sees none).
+#[test]
+fn merged_steps_carry_the_samples_of_their_instruction_and_chunk() {
+    let profile = Profile::from_vec(example::profile()).expect("valid profile");
+    let report = pipeline::analyze(&profile, &Options::default()).expect("analysis");
+    let histories = report.histories.expect("histories section");
+    let t = histories.find_type(FC_TYPE).expect("type");
+    let full = t.full.as_ref().expect("a whole-object view");
+    for path in &full.paths {
+        let samples: Vec<Option<u64>> = path
+            .steps
+            .iter()
+            .map(|s| s.sampled.as_ref().map(|m| m.samples))
+            .collect();
+        assert_eq!(samples, vec![Some(2), None, Some(1), None]);
+        let first = path.steps[0].sampled.as_ref().expect("sampled");
+        assert_eq!((first.hw_samples, first.misses), (0, None));
+        assert!(first.sources.is_empty());
+    }
+    // The same join as the pairwise steps of the same instruction and chunk.
+    let pairwise = t
+        .paths
+        .iter()
+        .flat_map(|p| &p.elements)
+        .find(|e| e.ip == FC_USE && e.range == chunk(0x10))
+        .expect("a pairwise step of fc_use+0x0");
+    assert_eq!(pairwise.sampled, full.paths[0].steps[2].sampled);
+}
+
+/// With a hardware sampler a merged step says where its data came from: the samples of its
+/// instruction and chunk, no other step's.
+#[test]
+fn merged_steps_say_where_their_data_came_from_with_a_hardware_sampler() {
+    let profile = Profile::from_vec(example::profile()).expect("valid profile");
+    let kallsyms = Kallsyms::parse(profile.kallsyms());
+    let histories = assemble(&profile, &kallsyms).expect("records read");
+    let mut sources = [0; MemSource::ALL.len()];
+    sources[MemSource::L1.index()] = 3;
+    sources[MemSource::Dram.index()] = 1;
+    let mut sampled = SampledAccesses::default();
+    sampled.insert(
+        FC_TYPE,
+        FC_USE,
+        0x10,
+        AccessStats {
+            samples: 4,
+            reads: 4,
+            hw_samples: 4,
+            misses: 1,
+            latency_samples: 1,
+            latency_sum: 300,
+            sources,
+            ..AccessStats::default()
+        },
+    );
+    let r = report(&histories, &kallsyms, Some(&sampled));
+    let full = r
+        .find_type(FC_TYPE)
+        .and_then(|t| t.full.as_ref())
+        .expect("a whole-object view");
+    let steps = &full.paths[0].steps;
+    let read = steps[2].sampled.as_ref().expect("fc_use+0x0 sampled");
+    assert_eq!((steps[2].ip, steps[2].chunk), (FC_USE, chunk(0x10)));
+    assert_eq!(
+        (read.samples, read.hw_samples, read.misses),
+        (4, 4, Some(1))
+    );
+    assert_eq!(read.miss_rate, Some(0.25));
+    assert_eq!(read.mean_latency_cycles, Some(300.0));
+    assert_eq!(
+        read.sources,
+        vec![
+            SourceCount {
+                source: MemSource::L1,
+                samples: 3
+            },
+            SourceCount {
+                source: MemSource::Dram,
+                samples: 1
+            },
+        ]
+    );
+    let others: Vec<bool> = steps.iter().map(|s| s.sampled.is_some()).collect();
+    assert_eq!(others, vec![false, false, true, false]);
 }
 
 #[test]

@@ -7,6 +7,7 @@ use std::io::{self, Write};
 use dprof_model::histories::{FullCoverage, MergedPath, SetCost};
 
 use super::arrows::{instruction_label, CPU_CHANGE};
+use super::outcome::sampled_cell;
 use crate::report::output::Table;
 
 pub(super) fn text(f: &FullCoverage, top: usize, out: &mut impl Write) -> io::Result<()> {
@@ -129,6 +130,7 @@ fn path_text(n: usize, path: &MergedPath, out: &mut impl Write) -> io::Result<()
         ("chunk", false),
         ("access", false),
         ("cpu", true),
+        ("sampled", false),
     ]);
     for s in &path.steps {
         table.row(vec![
@@ -138,6 +140,7 @@ fn path_text(n: usize, path: &MergedPath, out: &mut impl Write) -> io::Result<()
             s.chunk.with_field(s.field.as_deref()),
             s.kind.map_or("?", |k| k.name()).to_owned(),
             s.cpu.to_string(),
+            sampled_cell(s.sampled.as_ref()),
         ]);
     }
     table.row(vec![
@@ -147,6 +150,7 @@ fn path_text(n: usize, path: &MergedPath, out: &mut impl Write) -> io::Result<()
         String::new(),
         String::new(),
         path.end_cpu.to_string(),
+        String::new(),
     ]);
     table.write(out)?;
     writeln!(out)
