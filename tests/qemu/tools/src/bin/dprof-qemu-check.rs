@@ -1067,9 +1067,9 @@ fn check_whole_skbuff(profile: &Path, spurious: u64, report: &mut String) -> Res
         "the convergence curve does not end at the number of distinct paths"
     );
     ensure!(
-        paths.iter().all(|p| p["steps"]
-            .as_array()
-            .is_some_and(|s| !s.is_empty())),
+        paths
+            .iter()
+            .all(|p| p["steps"].as_array().is_some_and(|s| !s.is_empty())),
         "a merged path without an access"
     );
     Ok(())

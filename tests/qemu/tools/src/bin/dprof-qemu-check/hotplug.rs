@@ -144,8 +144,7 @@ fn check_histories(dir: &Path, report: &mut String) -> Result<()> {
         .filter(|m| m.2)
         .map(|m| (m.1, m.0 + UPTIME_SLACK_NS))
         .collect();
-    let profile =
-        Profile::open(&dir.join("histories.dprof")).context("opening histories.dprof")?;
+    let profile = Profile::open(&dir.join("histories.dprof")).context("opening histories.dprof")?;
     let mut hits_after: BTreeMap<u32, u64> = last_on.keys().map(|&cpu| (cpu, 0)).collect();
     for item in profile.records() {
         let (header, record) = item.context("reading histories.dprof")?;
