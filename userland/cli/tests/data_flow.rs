@@ -43,7 +43,7 @@ fn fc_obj_flow(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
     dprof(dir, &all)
 }
 
-/// A type watched over its whole object: its sets, the convergence curve, the cost per set
+/// A type watched over its whole object: its sets, the convergence curve, the cost per round
 /// and the merged paths in place of the pairwise path traces.
 #[test]
 fn whole_object_text() {
@@ -51,8 +51,8 @@ fn whole_object_text() {
     let text = stdout_of(&fc_obj_flow(dir.path(), &[]));
     assert!(
         text.contains(
-            "Whole object (--histories full): 5 history sets of 6 pair targets, 4 chunks of 32 \
-             bytes (+0x0/8 +0x8/8 +0x10/8 +0x18/8)\n"
+            "Whole object (--histories full): 5 history sets of 6 targets, 4 chunks of 32 bytes \
+             (+0x0/8 +0x8/8 +0x10/8 +0x18/8)\n"
         ),
         "{text}"
     );
@@ -62,10 +62,7 @@ fn whole_object_text() {
         ),
         "{text}"
     );
-    assert!(
-        text.contains("merge: 1 of 30 pair histories left out"),
-        "{text}"
-    );
+    assert!(text.contains("merge: 1 of 30 histories left out"), "{text}");
     assert!(
         text.contains("Merged path 1: 4 sets (80.0%), fc_alloc to fc_free"),
         "{text}"
@@ -87,8 +84,8 @@ fn whole_object_text() {
     assert!(!text.contains("Path 1:"), "{text}");
     assert!(
         text.contains(
-            "13 pairwise path traces, each the part of the path one pair of chunks saw, are \
-             merged below; --json lists them (paths)\n"
+            "13 path traces, each the part of the path one target's chunks saw, are merged \
+             below; --json lists them (paths)\n"
         ),
         "{text}"
     );
@@ -103,8 +100,10 @@ fn whole_object_json() {
     let v: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
     let full = &v["full"];
     assert_eq!(full["sets"], 5);
-    assert_eq!(full["incomplete_sets"], 1);
-    assert_eq!(full["unmerged_pairs"], 1);
+    assert_eq!(full["rounds"], 5);
+    assert_eq!(full["incomplete_rounds"], 1);
+    assert_eq!(full["unmatched_histories"], 5);
+    assert_eq!(full["unmerged_histories"], 1);
     assert_eq!(
         full["distinct_paths_after"],
         serde_json::json!([1, 1, 1, 2, 2])
@@ -449,14 +448,14 @@ fn dot_needs_the_data_flow_view() {
     );
 }
 
-/// `--top N` bounds the cost table's sets and the merged paths, and says how many more there
+/// `--top N` bounds the cost table's rounds and the merged paths, and says how many more there
 /// are; the totals stay.
 #[test]
 fn whole_object_top_bounds_sets_and_merged_paths() {
     let dir = example_dir();
     let text = stdout_of(&fc_obj_flow(dir.path(), &["--top", "1"]));
     assert!(
-        text.contains("... 5 more sets (--top N shows more)\n"),
+        text.contains("... 5 more rounds (--top N shows more)\n"),
         "{text}"
     );
     assert!(

@@ -588,35 +588,44 @@ impl DataFlow {
 }
 
 /// A type watched over its whole object (`--histories full:TYPE`, the paper's section 4.3):
-/// every pair of its aligned chunks is one target of the plan, one complete history of each
-/// target makes a *history set*, and each set's pairwise histories are merged into one
-/// ordered access history of the whole object.
+/// the plan's targets watch up to four of its aligned chunks each, so that every pair of
+/// chunks is watched together by some target. The module collects *rounds*: one complete
+/// history of each target. A *history set* is one complete history of each target, matched
+/// as the paper does "by matching up common access patterns to the same offset" (the
+/// histories of a round watch different objects, which may take different paths): each
+/// target gives the history that agrees with the set on the most chunks they share. Each set
+/// is merged into one ordered access history of the whole object.
 ///
 /// The merge: each chunk's *reference* accesses are its (instruction, kind) sequence in the
-/// set's first history (in start order) that watched it. A pair history *agrees* when its
-/// accesses to each of its two chunks are that chunk's reference sequence; then its
-/// interleaving orders the two chunks' accesses exactly. The merged history is the
-/// topological order of every chunk's reference accesses under the agreeing pairs'
-/// orderings, ties (accesses no agreeing pair orders) and cycles broken by mean time since
-/// allocation. Pairs that did not agree ([`Self::unmerged_pairs`]) order nothing: the fewer,
-/// the more of the merged order was observed rather than inferred from time.
+/// set's first history (in plan order, as matched) that watched it. A history *agrees* when its
+/// accesses to each of its chunks are those chunks' references; then its interleaving orders
+/// them exactly. The merged history is the topological order of every chunk's reference
+/// accesses under the agreeing histories' orderings, ties (accesses no agreeing history
+/// orders) and cycles broken by mean time since allocation. Histories that did not agree
+/// ([`Self::unmerged_histories`]) order nothing: the fewer, the more of the merged order was
+/// observed rather than inferred from time.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FullCoverage {
     /// Bytes of the type's objects.
     pub object_size: u32,
     /// The chunks the targets watch, by offset.
     pub chunks: Vec<Span>,
-    /// Targets (pairs of chunks) per set.
+    /// Targets (up to four chunks each) per set.
     pub targets: u64,
-    /// Sets with a complete history (freed, with a traced free) of every target: the merged
-    /// ones.
+    /// History sets matched and merged.
     pub sets: u64,
-    /// Sets some target has no complete history for (collection ended, or timed out,
-    /// first): counted in the costs, not merged.
-    pub incomplete_sets: u64,
-    /// Pair histories of the merged sets whose accesses to a chunk differ from the chunk's
+    /// Rounds with a complete history (freed, with a traced free) of every target: what the
+    /// sets were matched from.
+    pub rounds: u64,
+    /// Rounds some target has no complete history for (collection ended, or timed out,
+    /// first): counted in the costs.
+    pub incomplete_rounds: u64,
+    /// Complete histories that no set used (a target with fewer complete histories ends the
+    /// matching).
+    pub unmatched_histories: u64,
+    /// Histories of the merged sets whose accesses to a chunk differ from the chunk's
     /// reference: their order was left out of the merge.
-    pub unmerged_pairs: u64,
+    pub unmerged_histories: u64,
     /// Orderings of agreeing pairs that contradicted each other (a cycle), broken by time.
     pub cycles_broken: u64,
     /// Distinct merged paths after 1, 2, ..., `sets` sets (the paper's figure 4).
@@ -681,12 +690,12 @@ impl FullCoverage {
     }
 }
 
-/// What collecting one history set cost. A set's histories are, for each target, its
-/// complete history of the set (freed, with a traced free) and the target's tries since its
-/// previous complete one (timed out, reallocated, cut).
+/// What collecting one round cost (see [`FullCoverage`]). A round's histories are, for each
+/// target, its k-th complete history (freed, with a traced free) and the target's tries
+/// since its previous complete one (timed out, reallocated, cut).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SetCost {
-    /// The set's number (1-based); 0 for totals.
+    /// The round's number (1-based); 0 for totals.
     pub set: u64,
     /// Whether every target has a complete history in it.
     pub complete: bool,
@@ -707,8 +716,6 @@ pub struct MergedPath {
     pub sets: u64,
     /// `sets` / the merged sets.
     pub share: f64,
-    /// Pair histories of these sets that did not agree ([`FullCoverage::unmerged_pairs`]).
-    pub unmerged_pairs: u64,
     /// The allocating function.
     pub alloc_function: String,
     /// The freeing function, or `(reallocated)`.
@@ -762,8 +769,10 @@ mod tests {
             chunks: Vec::new(),
             targets: 6,
             sets: distinct_paths_after.len() as u64,
-            incomplete_sets: 0,
-            unmerged_pairs: 0,
+            rounds: distinct_paths_after.len() as u64,
+            incomplete_rounds: 0,
+            unmatched_histories: 0,
+            unmerged_histories: 0,
             cycles_broken: 0,
             distinct_paths_after,
             last_new_path_at: 0,

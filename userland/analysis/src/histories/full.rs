@@ -1,18 +1,28 @@
 //! Whole-object histories (`--histories full:TYPE`, the paper's section 4.3 and table 14):
-//! a type's pairwise histories, one per pair of chunks of its object, merged set by set into
-//! one ordered access history of the whole object; the distinct merged paths, how fast they
-//! converged, and what each set cost.
+//! a type's histories over chunks of its object (up to four chunks a target, so that every
+//! pair of chunks is watched together by some target), matched into history sets and merged
+//! set by set into one ordered access history of the whole object; the distinct merged paths,
+//! how fast they converged, and what collecting them cost.
 //!
-//! A *set* is, for each of the plan's targets, its k-th complete history (in start order;
+//! A *round* is, for each of the plan's targets, its k-th complete history (in start order;
 //! freed, with a traced free) and its failed tries since its previous complete one (timed
-//! out, reallocated, cut). The merge of a set
-//! ([`merge_set`]): each chunk's *reference* accesses are its (instruction, kind) sequence
-//! in the set's first history (in start order) that watched it; a pair history *agrees* when
-//! its accesses to each of its chunks are that chunk's reference, and then its interleaving
-//! orders the two chunks' accesses exactly. The merged order is a topological order of every
-//! chunk's reference accesses under the agreeing pairs' orderings; what no pair orders (and
-//! the rare cycle between them) is ordered by mean time since allocation, which is only as
-//! good as the objects' timing is alike.
+//! out, reallocated, cut): what the module collected, and what it cost ([`SetCost`]).
+//!
+//! A *set* is one complete history of each target, matched as the paper does ("by matching
+//! up common access patterns to the same offset", [`match_sets`]): each target gives the
+//! history whose accesses to the chunks already in the set, by instruction and kind, agree
+//! on the most chunks. Objects of a type take several paths (an `sk_buff` that carries data,
+//! one that acks), and the histories of one round watch different objects: matching puts
+//! objects that did the same to the chunks they share together, where round k would mix
+//! them.
+//!
+//! The merge of a set ([`merge_set`]): each chunk's *reference* accesses are its (instruction,
+//! kind) sequence in the set's first history (in plan order, as matched) that watched it; a history
+//! *agrees* when its accesses to each of its chunks are that chunk's reference, and then its
+//! interleaving orders its chunks' accesses exactly. The merged order is a topological order
+//! of every chunk's reference accesses under the agreeing histories' orderings; what none
+//! orders (and the rare cycle between them) is ordered by mean time since allocation. A
+//! history that does not agree orders nothing, and is counted.
 
 #[cfg(test)]
 mod tests;
@@ -46,14 +56,20 @@ pub(super) fn full_coverage(
         .iter()
         .map(|target| tries_of(by_target.get(target).into_iter().flatten().copied()))
         .collect();
-    let set_count = tries.iter().map(Vec::len).max().unwrap_or(0);
-    let complete_sets = tries
+    let round_count = tries.iter().map(Vec::len).max().unwrap_or(0);
+    let complete_rounds = tries
         .iter()
         .map(|t| t.iter().filter(|x| x.complete.is_some()).count())
         .min()
         .unwrap_or(0);
-    let cost: Vec<SetCost> = (0..set_count)
-        .map(|k| set_cost(k, k < complete_sets, tries.iter().filter_map(|t| t.get(k))))
+    let cost: Vec<SetCost> = (0..round_count)
+        .map(|k| {
+            set_cost(
+                k,
+                k < complete_rounds,
+                tries.iter().filter_map(|t| t.get(k)),
+            )
+        })
         .collect();
     let total_cost = cost.iter().fold(SetCost::default(), |sum, c| SetCost {
         set: 0,
@@ -74,55 +90,40 @@ pub(super) fn full_coverage(
     chunks.sort_unstable();
     chunks.dedup();
 
-    let mut groups: Vec<PathGroup> = Vec::new();
-    let mut index: FxHashMap<PathKey, usize> = FxHashMap::default();
-    let mut distinct_paths_after = Vec::with_capacity(complete_sets);
-    let mut last_new_path_at = 0;
-    let mut unmerged_pairs = 0;
-    let mut cycles_broken = 0;
-    for k in 0..complete_sets {
-        let mut set: Vec<History> = tries
-            .iter()
-            .filter_map(|t| t.get(k).and_then(|x| x.complete))
-            .map(History::without_mismatches)
-            .collect();
-        set.sort_by_key(|h| (h.start_ns, h.id));
-        let merged = merge_set(&set, symbols);
-        unmerged_pairs += merged.unmerged;
-        cycles_broken += merged.cycles_broken;
-        let i = *index.entry(merged.key.clone()).or_insert_with(|| {
-            last_new_path_at = k as u64 + 1;
-            groups.push(PathGroup {
-                since_alloc_sums: vec![0; merged.key.steps.len()],
-                key: merged.key.clone(),
-                sets: 0,
-                unmerged: 0,
-            });
-            groups.len() - 1
-        });
-        if let Some(group) = groups.get_mut(i) {
-            group.sets += 1;
-            group.unmerged += merged.unmerged;
-            for (sum, t) in group
-                .since_alloc_sums
-                .iter_mut()
-                .zip(&merged.since_alloc_ns)
-            {
-                *sum += u128::from(*t);
-            }
-        }
-        distinct_paths_after.push(groups.len() as u64);
-    }
+    // Each target's complete histories, in start order, without mismatched hits.
+    let pools: Vec<Vec<History>> = tries
+        .iter()
+        .map(|t| {
+            t.iter()
+                .filter_map(|x| x.complete)
+                .map(History::without_mismatches)
+                .collect()
+        })
+        .collect();
+    let matched = match_sets(&pools);
+    let pooled: usize = pools.iter().map(Vec::len).sum();
+    let unmatched_histories = (pooled - matched.len() * pools.len()) as u64;
+
+    let merged = merge_matched(&pools, &matched, symbols);
+    let MergedSets {
+        mut groups,
+        distinct_paths_after,
+        last_new_path_at,
+        cycles_broken,
+        unmerged_histories,
+    } = merged;
     // Most frequent first; ties in the order they were first seen.
     groups.sort_by_key(|g| std::cmp::Reverse(g.sets));
-    let total = complete_sets.max(1) as f64;
+    let total = matched.len().max(1) as f64;
     FullCoverage {
         object_size: plan.object_size,
         chunks,
         targets: plan.targets.len() as u64,
-        sets: complete_sets as u64,
-        incomplete_sets: (set_count - complete_sets) as u64,
-        unmerged_pairs,
+        sets: matched.len() as u64,
+        rounds: complete_rounds as u64,
+        incomplete_rounds: (round_count - complete_rounds) as u64,
+        unmatched_histories,
+        unmerged_histories,
         cycles_broken,
         distinct_paths_after,
         last_new_path_at,
@@ -133,6 +134,66 @@ pub(super) fn full_coverage(
             .map(|g| merged_path(g, total, symbols, type_name, sampled))
             .collect(),
     }
+}
+
+/// The matched sets merged and grouped by path.
+struct MergedSets {
+    /// In the order first seen.
+    groups: Vec<PathGroup>,
+    distinct_paths_after: Vec<u64>,
+    last_new_path_at: u64,
+    cycles_broken: u64,
+    unmerged_histories: u64,
+}
+
+/// Merges each set of `matched` (indices into `pools`, per target) and groups them by path.
+fn merge_matched(
+    pools: &[Vec<History>],
+    matched: &[Vec<usize>],
+    symbols: &dyn SymbolSource,
+) -> MergedSets {
+    let mut out = MergedSets {
+        groups: Vec::new(),
+        distinct_paths_after: Vec::with_capacity(matched.len()),
+        last_new_path_at: 0,
+        cycles_broken: 0,
+        unmerged_histories: 0,
+    };
+    let mut index: FxHashMap<PathKey, usize> = FxHashMap::default();
+    for (k, members) in matched.iter().enumerate() {
+        // In plan order, as matched: each chunk's reference is then the accesses the set was
+        // matched on.
+        let set: Vec<History> = pools
+            .iter()
+            .zip(members)
+            .filter_map(|(pool, &i)| pool.get(i).cloned())
+            .collect();
+        let merged = merge_set(&set, symbols);
+        out.cycles_broken += merged.cycles_broken;
+        out.unmerged_histories += merged.unmerged;
+        let groups = &mut out.groups;
+        let i = *index.entry(merged.key.clone()).or_insert_with(|| {
+            out.last_new_path_at = k as u64 + 1;
+            groups.push(PathGroup {
+                since_alloc_sums: vec![0; merged.key.steps.len()],
+                key: merged.key.clone(),
+                sets: 0,
+            });
+            groups.len() - 1
+        });
+        if let Some(group) = groups.get_mut(i) {
+            group.sets += 1;
+            for (sum, t) in group
+                .since_alloc_sums
+                .iter_mut()
+                .zip(&merged.since_alloc_ns)
+            {
+                *sum += u128::from(*t);
+            }
+        }
+        out.distinct_paths_after.push(groups.len() as u64);
+    }
+    out
 }
 
 /// One target's histories for one set: its complete one, and the tries that failed before.
@@ -169,6 +230,81 @@ fn tries_of<'h>(histories: impl Iterator<Item = &'h History>) -> Vec<Try<'h>> {
         });
     }
     out
+}
+
+/// One access as matching compares it: the instruction and whether it read or wrote.
+type AccessKey = (u64, Option<AccessKind>);
+
+/// Each watched chunk's accesses in `h`, in order (empty for a chunk it never touched).
+fn chunk_accesses(h: &History) -> FxHashMap<Span, Vec<AccessKey>> {
+    let mut out: FxHashMap<Span, Vec<AccessKey>> =
+        h.ranges.iter().map(|&c| (c, Vec::new())).collect();
+    for hit in &h.hits {
+        out.entry(hit.range).or_default().push((hit.ip(), hit.kind));
+    }
+    out
+}
+
+/// Candidates a target's matching looks at, the oldest unused first: keeps matching linear in
+/// the histories when a plan has thousands of targets.
+const MATCH_WINDOW: usize = 64;
+
+/// History sets matched among the targets' complete histories (`pools`, one per target), as
+/// the paper merges "by matching up common access patterns to the same offset": a set starts
+/// from the first target's next history; every other target, in plan order, gives the unused
+/// history (of its oldest [`MATCH_WINDOW`]) whose accesses agree with the set's on the most
+/// chunks already in the set, the oldest among equals; its chunks new to the set join it.
+/// Sets end when a target has no history left. Each set lists, per target, the index of its
+/// history in the pool.
+fn match_sets(pools: &[Vec<History>]) -> Vec<Vec<usize>> {
+    let accesses: Vec<Vec<FxHashMap<Span, Vec<AccessKey>>>> = pools
+        .iter()
+        .map(|pool| pool.iter().map(chunk_accesses).collect())
+        .collect();
+    let mut unused: Vec<Vec<usize>> = pools.iter().map(|p| (0..p.len()).collect()).collect();
+    let mut sets = Vec::new();
+    let Some(seeds) = accesses.first() else {
+        return sets;
+    };
+    for (seed, seed_accesses) in seeds.iter().enumerate() {
+        if unused.iter().skip(1).any(Vec::is_empty) {
+            break;
+        }
+        let mut set_accesses: FxHashMap<Span, &[AccessKey]> = seed_accesses
+            .iter()
+            .map(|(&c, a)| (c, a.as_slice()))
+            .collect();
+        let mut members = vec![seed];
+        for (candidates, free) in accesses.iter().zip(unused.iter_mut()).skip(1) {
+            let agreeing = |a: &FxHashMap<Span, Vec<AccessKey>>| {
+                a.iter()
+                    .filter(|(c, seq)| set_accesses.get(*c) == Some(&seq.as_slice()))
+                    .count()
+            };
+            // The most agreeing chunks, the oldest among equals.
+            let Some((at, i)) = free
+                .iter()
+                .take(MATCH_WINDOW)
+                .enumerate()
+                .max_by_key(|&(at, &i)| {
+                    let agreed = candidates.get(i).map_or(0, agreeing);
+                    (agreed, std::cmp::Reverse(at))
+                })
+                .map(|(at, &i)| (at, i))
+            else {
+                break;
+            };
+            free.remove(at);
+            if let Some(a) = candidates.get(i) {
+                for (&c, seq) in a {
+                    set_accesses.entry(c).or_insert(seq.as_slice());
+                }
+            }
+            members.push(i);
+        }
+        sets.push(members);
+    }
+    sets
 }
 
 /// What set `k` (0-based) cost over its targets' tries.
@@ -235,7 +371,7 @@ struct Event<'h> {
     seen: u64,
 }
 
-/// Merges one set's complete histories (without mismatched hits, in start order) into one
+/// Merges one set's complete histories (without mismatched hits, in plan order: the first to watch a chunk gives its reference) into one
 /// path (see the module doc).
 pub(super) fn merge_set(set: &[History], symbols: &dyn SymbolSource) -> MergedSet {
     // Each chunk's reference: its events, from the first history that watched it.
@@ -433,7 +569,6 @@ fn cpu_order(h: &History) -> Vec<u32> {
 struct PathGroup {
     key: PathKey,
     sets: u64,
-    unmerged: u64,
     since_alloc_sums: Vec<u128>,
 }
 
@@ -473,7 +608,6 @@ fn merged_path(
     MergedPath {
         sets: g.sets,
         share: g.sets as f64 / total_sets,
-        unmerged_pairs: g.unmerged,
         alloc_function: g.key.alloc_function,
         end: g.key.end,
         end_cpu: g.key.end_cpu,

@@ -176,13 +176,13 @@ fn text(
     if !t.field_orders.is_empty() {
         writeln!(out)?;
     }
-    // Watched whole, a type has a pairwise path per pair of chunks and way through them,
-    // each a part of the object's path: the merged paths are the answer.
+    // Watched whole, a type has a path per target and way through its chunks, each a part of
+    // the object's path: the merged paths are the answer.
     if let Some(whole) = &t.full {
         writeln!(
             out,
-            "{} pairwise path traces, each the part of the path one pair of chunks saw, are \
-             merged below; --json lists them (paths)",
+            "{} path traces, each the part of the path one target's chunks saw, are merged \
+             below; --json lists them (paths)",
             t.paths.len()
         )?;
         writeln!(out)?;

@@ -210,7 +210,6 @@ mod tests {
         let path = MergedPath {
             sets: 1,
             share: 1.0,
-            unmerged_pairs: 0,
             alloc_function: "a".to_owned(),
             end: "g".to_owned(),
             end_cpu: 1,

@@ -10,20 +10,20 @@ use super::history_steps;
 use super::style::{DIM, HEADING};
 use super::wrap::{wrap, wrap_at_most};
 
-/// `5 sets of 6 pair targets over 4 chunks · 1 incomplete · 1 pair history left out`.
+/// `5 sets of 6 targets over 4 chunks · 1 incomplete round · 1 history left out of the
+/// merge`.
 fn sets_text(f: &FullCoverage) -> String {
-    let incomplete = if f.incomplete_sets > 0 {
-        format!(" · {} incomplete", f.incomplete_sets)
+    let incomplete = if f.incomplete_rounds > 0 {
+        format!(" · {} incomplete round", f.incomplete_rounds)
     } else {
         String::new()
     };
     format!(
-        "{} sets of {} pair targets over {} chunks{incomplete} · {} pair histories left out of \
-         the merge",
+        "{} sets of {} targets over {} chunks{incomplete} · {} histories left out of the merge",
         f.sets,
         f.targets,
         f.chunks.len(),
-        f.unmerged_pairs
+        f.unmerged_histories
     )
 }
 

@@ -28,7 +28,7 @@
 //!
 //! `dprof-qemu-check kernel-histories DIR` checks histories of `skbuff_head_cache` under
 //! loopback TCP (decoded accesses agree with the debug registers; the cost per history; the
-//! whole sk_buff merged per history set) and a 60 s stress run at the highest rate (no debug
+//! whole `sk_buff` merged per history set) and a 60 s stress run at the highest rate (no debug
 //! register left armed or reserved).
 //!
 //! `dprof-qemu-check selftest-misses DIR` checks the miss classification and working set views
@@ -936,7 +936,7 @@ fn check_whole_object(profile: &Path, report: &mut String) -> Result<()> {
         .as_u64()
         .context("no whole-object view (data_flow.full)")?;
     let targets = full["targets"].as_u64().unwrap_or(0);
-    let unmerged = full["unmerged_pairs"].as_u64().unwrap_or(u64::MAX);
+    let unmerged = full["unmerged_histories"].as_u64().unwrap_or(u64::MAX);
     let top = &full["paths"][0];
     let steps: Vec<(String, u64, String, u64)> = top["steps"]
         .as_array()
@@ -1019,14 +1019,15 @@ fn check_whole_skbuff(profile: &Path, spurious: u64, report: &mut String) -> Res
     let total = &full["total_cost"];
     writeln!(
         report,
-        "whole sk_buff ({} bytes, {} targets): {sets} history sets ({} incomplete), {} \
-         histories left out of the merge, {} distinct merged paths (the last new one at set \
+        "whole sk_buff ({} bytes, {} targets): {sets} history sets matched from {} rounds ({} \
+         incomplete), {} histories left out of the merge, {} distinct merged paths (the last new one at set \
          {}); {} verified accesses, {mismatched} mismatched; cost {} histories and {} hits in \
          all",
         full["object_size"],
         full["targets"],
-        full["incomplete_sets"],
-        full["unmerged_pairs"],
+        full["rounds"],
+        full["incomplete_rounds"],
+        full["unmerged_histories"],
         paths.len(),
         full["last_new_path_at"],
         number(&checks["verified"]),

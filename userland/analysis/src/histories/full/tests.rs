@@ -6,7 +6,7 @@ use dprof_format::Profile;
 use dprof_model::histories::{EndReason, FullCoverage, HitCheck, MergedPath, SetCost, Span};
 use dprof_model::AccessKind::{self, Read, Write};
 
-use super::{merge_set, tries_of};
+use super::{match_sets, merge_set, tries_of};
 use crate::histories::{assemble, report, History, HistoryEnding, Hit};
 use crate::pipeline::{self, AccessStats, Options, SampledAccesses};
 use crate::symbols::Kallsyms;
@@ -43,18 +43,20 @@ fn steps(path: &MergedPath) -> Vec<(String, u32, Option<AccessKind>, u32, bool, 
 }
 
 #[test]
-fn pair_histories_merge_into_the_objects_path() {
+fn matched_histories_merge_into_the_objects_path() {
     let f = full_of_example();
     assert_eq!(f.object_size, 32);
     assert_eq!(f.chunks, vec![chunk(0), chunk(8), chunk(0x10), chunk(0x18)]);
     assert_eq!(f.targets, 6);
-    assert_eq!((f.sets, f.incomplete_sets), (5, 1));
-    assert_eq!((f.unmerged_pairs, f.cycles_broken), (1, 0));
+    // Rounds 1 to 5 are complete, 6 is not: five sets, and round 6's histories of targets 1
+    // to 5 unused. Round 5's history of chunks 2 and 3 read chunk 3 twice, unlike any other:
+    // the best its target had for set 5, it orders nothing there.
+    assert_eq!((f.rounds, f.incomplete_rounds), (5, 1));
+    assert_eq!((f.sets, f.unmatched_histories), (5, 5));
+    assert_eq!((f.unmerged_histories, f.cycles_broken), (1, 0));
     assert_eq!(f.paths.len(), 2);
     let common = &f.paths[0];
     assert_eq!((common.sets, common.share), (4, 0.8));
-    // Set 5's pair of chunks 2 and 3 saw chunk 3 read twice.
-    assert_eq!(common.unmerged_pairs, 1);
     assert_eq!(
         (common.alloc_function.as_str(), common.end.as_str()),
         ("fc_alloc", "fc_free")
@@ -76,7 +78,7 @@ fn pair_histories_merge_into_the_objects_path() {
     assert_eq!((common.end_cpu, common.end_cpu_change), (1, false));
     // Set 4: the same accesses, all on the allocating CPU.
     let local = &f.paths[1];
-    assert_eq!((local.sets, local.unmerged_pairs), (1, 0));
+    assert_eq!(local.sets, 1);
     let cpus: Vec<(u32, bool)> = local.steps.iter().map(|s| (s.cpu, s.cpu_change)).collect();
     assert_eq!(cpus, vec![(0, false); 4]);
     assert_eq!((local.end_cpu, local.end_cpu_change), (0, false));
@@ -179,7 +181,7 @@ fn distinct_paths_converge_by_set() {
 }
 
 #[test]
-fn each_set_costs_its_tries() {
+fn each_round_costs_its_tries_and_the_sets_all_of_them() {
     let f = full_of_example();
     let set = |set, complete, histories, complete_histories, hits, wall_ns| SetCost {
         set,
@@ -204,6 +206,7 @@ fn each_set_costs_its_tries() {
         ]
     );
     assert_eq!(f.total_cost, set(0, false, 37, 35, 71, 77_500));
+    // Over the five merged sets.
     assert_eq!(f.mean_histories_per_set(), Some(7.4));
     assert_eq!(f.mean_hits_per_set(), Some(14.2));
     assert_eq!(f.mean_wall_ns_per_set(), Some(15_500));
@@ -281,6 +284,33 @@ const A: u64 = FIRST;
 const B: u64 = FIRST + 0x100;
 const C: u64 = FIRST + 0x200;
 
+/// Two paths interleaved across rounds: target 1's histories (chunks 0 and 8) take path X
+/// then Y, target 2's (chunks 8 and 0x10) Y then X. Chunk 8, which both watch, tells the
+/// paths apart (B writes it on path X, C on path Y): the sets pair X with X and Y with Y,
+/// not round with round; target 1's third history finds no partner left.
+#[test]
+fn sets_match_histories_whose_shared_chunks_agree_not_rounds() {
+    let x1 = history(1, [0, 8], &[(0, A, Write, 0, 100), (8, B, Write, 0, 200)]);
+    let y1 = history(2, [0, 8], &[(0, A, Write, 0, 100), (8, C, Write, 0, 200)]);
+    let y2 = history(
+        3,
+        [8, 0x10],
+        &[(8, C, Write, 0, 200), (0x10, A, Read, 0, 300)],
+    );
+    let x2 = history(
+        4,
+        [8, 0x10],
+        &[(8, B, Write, 0, 200), (0x10, B, Read, 0, 300)],
+    );
+    // A third history of target 1 whose path no history of target 2 took.
+    let z1 = history(5, [0, 8], &[(8, A, Read, 0, 50)]);
+    let pools = vec![vec![x1, y1, z1], vec![y2, x2]];
+    assert_eq!(match_sets(&pools), vec![vec![0, 1], vec![1, 0]]);
+    // Nothing to match from.
+    assert!(match_sets(&[]).is_empty());
+    assert!(match_sets(&[Vec::new(), pools[1].clone()]).is_empty());
+}
+
 /// The functions of a merged set's steps, in order.
 fn merged_functions(set: &[History]) -> (Vec<u64>, u64, u64) {
     let kallsyms = Kallsyms::parse(KALLSYMS.as_bytes());
@@ -309,10 +339,10 @@ fn interleavings_order_what_time_would_misorder() {
     assert_eq!(merged_functions(&set), (vec![B, A, C], 0, 0));
 }
 
-/// A pair whose accesses to a chunk differ from the chunk's reference orders nothing: its
+/// A history whose accesses to a chunk differ from the chunk's reference orders nothing: its
 /// order (C before A) is not followed, and it is counted.
 #[test]
-fn a_pair_that_disagrees_is_left_out_and_counted() {
+fn a_history_that_disagrees_is_left_out_and_counted() {
     let set = [
         history(1, [0, 8], &[(8, B, Read, 0, 100), (0, A, Write, 0, 200)]),
         // A read of chunk 0 by B's instruction the reference never saw.

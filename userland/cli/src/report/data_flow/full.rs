@@ -1,6 +1,6 @@
 //! The data flow view's section for a type watched over its whole object (`--histories
-//! full:TYPE`): its history sets, how fast the merged paths converged, what each set cost,
-//! and the merged paths step by step.
+//! full:TYPE`): its history sets, how fast the merged paths converged, what each round of
+//! collection cost, and the merged paths step by step.
 
 use std::io::{self, Write};
 
@@ -14,27 +14,32 @@ pub(super) fn text(f: &FullCoverage, top: usize, out: &mut impl Write) -> io::Re
     let chunks: Vec<String> = f.chunks.iter().map(ToString::to_string).collect();
     writeln!(
         out,
-        "Whole object (--histories full): {} history sets of {} pair targets, {} chunks of {} \
-         bytes ({})",
+        "Whole object (--histories full): {} history sets of {} targets, {} chunks of {} bytes \
+         ({})",
         f.sets,
         f.targets,
         f.chunks.len(),
         f.object_size,
         chunks.join(" ")
     )?;
-    if f.incomplete_sets > 0 {
-        writeln!(
-            out,
-            "{} incomplete sets (a target with no complete history in them): counted in the \
-             cost, not merged",
-            f.incomplete_sets
-        )?;
-    }
     writeln!(
         out,
-        "merge: {} of {} pair histories left out (their accesses to a chunk differ from the \
-         chunk's reference), {} ordering cycles broken by time",
-        f.unmerged_pairs,
+        "sets matched from {} rounds (one complete history of each target){}, each target's \
+         history the one that agrees with the set on the most chunks; {} complete histories \
+         unused",
+        f.rounds,
+        if f.incomplete_rounds > 0 {
+            format!(" (and {} incomplete)", f.incomplete_rounds)
+        } else {
+            String::new()
+        },
+        f.unmatched_histories
+    )?;
+    writeln!(
+        out,
+        "merge: {} of {} histories left out (their accesses to a chunk differ from the chunk's \
+         reference), {} ordering cycles broken by time",
+        f.unmerged_histories,
         f.sets * f.targets,
         f.cycles_broken
     )?;
@@ -65,10 +70,10 @@ pub(super) fn text(f: &FullCoverage, top: usize, out: &mut impl Write) -> io::Re
 fn cost_text(f: &FullCoverage, top: usize, out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
-        "Cost per set (a target's failed tries count in its set):"
+        "Cost per round (a target's failed tries count in its round):"
     )?;
     let mut table = Table::new(&[
-        ("set", false),
+        ("round", false),
         ("histories", true),
         ("complete", true),
         ("hits", true),
@@ -96,7 +101,7 @@ fn cost_text(f: &FullCoverage, top: usize, out: &mut impl Write) -> io::Result<(
     if f.cost.len() > top {
         writeln!(
             out,
-            "... {} more sets (--top N shows more)",
+            "... {} more rounds (--top N shows more)",
             f.cost.len() - top
         )?;
     }
@@ -116,12 +121,11 @@ fn cost_text(f: &FullCoverage, top: usize, out: &mut impl Write) -> io::Result<(
 fn path_text(n: usize, path: &MergedPath, out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
-        "Merged path {n}: {} sets ({:.1}%), {} to {}, {} pair histories left out",
+        "Merged path {n}: {} sets ({:.1}%), {} to {}",
         path.sets,
         path.share * 100.0,
         path.alloc_function,
-        path.end,
-        path.unmerged_pairs
+        path.end
     )?;
     let mut table = Table::new(&[
         ("", false),
