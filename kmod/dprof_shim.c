@@ -777,6 +777,54 @@ void dprof_shim_bulk_free_unregister(void *probes)
 }
 
 /*
+ * kmem_cache_destroy fires no tracepoint, and the kmem_cache it frees may be allocated again
+ * for the next cache created: a kprobe at its entry tells Rust to forget the cache, so that a
+ * new cache at the same address is described anew (session.rs).
+ */
+void dprof_rs_cache_destroy(void *data, const struct kmem_cache *s);
+
+struct dprof_destroy_probe {
+	struct kprobe kp;
+	void *data;
+};
+
+static int dprof_destroy_pre(struct kprobe *kp, struct pt_regs *regs)
+{
+	struct dprof_destroy_probe *d = container_of(kp, struct dprof_destroy_probe, kp);
+
+	dprof_rs_cache_destroy(d->data, (const struct kmem_cache *)regs->di);
+	return 0;
+}
+
+/* The probe calling back with `data`, or an ERR_PTR. */
+void *dprof_shim_destroy_register(void *data)
+{
+	struct dprof_destroy_probe *d = kzalloc(sizeof(*d), GFP_KERNEL);
+	int ret;
+
+	if (!d)
+		return ERR_PTR(-ENOMEM);
+	d->data = data;
+	d->kp.symbol_name = "kmem_cache_destroy";
+	d->kp.pre_handler = dprof_destroy_pre;
+	ret = register_kprobe(&d->kp);
+	if (ret < 0) {
+		kfree(d);
+		return ERR_PTR(ret);
+	}
+	return d;
+}
+
+/* Detaches the probe (waiting for running handlers) and frees it. */
+void dprof_shim_destroy_unregister(void *probe)
+{
+	struct dprof_destroy_probe *d = probe;
+
+	unregister_kprobe(&d->kp);
+	kfree(d);
+}
+
+/*
  * Causal experiments (causal.rs has the logic).
  *
  * Kprobe progress points: struct kprobe has no Rust binding in 6.12. The pre-handler does

@@ -113,6 +113,8 @@ struct perf_event *dprof_shim_hw_sampler_create(int cpu, u32 type, u64 config, u
 void dprof_shim_sampler_release(struct perf_event *event);
 void *dprof_shim_bp_register(unsigned long dummy, void *ctx);
 void dprof_shim_bp_unregister(void *events);
+void *dprof_shim_destroy_register(void *data);
+void dprof_shim_destroy_unregister(void *probe);
 int dprof_shim_bp_remake(void *events, int cpu, unsigned long dummy, void *ctx);
 int dprof_shim_bp_slot(void *events);
 unsigned long dprof_shim_dr7_shadow(void);

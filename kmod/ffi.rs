@@ -203,6 +203,8 @@ extern "C" {
         -> *mut c_void;
     pub(crate) fn dprof_shim_kprobe_unregister(kprobe: *mut c_void);
     pub(crate) fn dprof_shim_bulk_free_register(data: *mut c_void) -> *mut c_void;
+    pub(crate) fn dprof_shim_destroy_register(data: *mut c_void) -> *mut c_void;
+    pub(crate) fn dprof_shim_destroy_unregister(probe: *mut c_void);
     pub(crate) fn dprof_shim_bulk_alloc_register(probes: *mut c_void) -> c_int;
     pub(crate) fn dprof_shim_bulk_alloc_unregister(probes: *mut c_void);
     pub(crate) fn dprof_shim_bulk_free_unregister(probes: *mut c_void);

@@ -30,12 +30,17 @@ impl SeenCaches {
         Ok(Self { slots })
     }
 
+    /// The first slot `cache` may be in.
+    fn home(cache: u64) -> usize {
+        // Fibonacci hashing of the address without its always-zero low bits.
+        ((cache >> 6).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize
+    }
+
     /// Inserts `cache`; true when it was not there before (the caller describes it). When the
     /// table is full every further cache counts as new: a duplicate CacheInfo is harmless, a
     /// missing one is not.
     fn insert(&self, cache: u64) -> bool {
-        // Fibonacci hashing of the address without its always-zero low bits.
-        let mut slot = ((cache >> 6).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize;
+        let mut slot = Self::home(cache);
         for _ in 0..SEEN_SLOTS {
             let entry = &self.slots[slot % SEEN_SLOTS];
             match entry.compare_exchange(0, cache, Ordering::AcqRel, Ordering::Acquire) {
@@ -46,7 +51,23 @@ impl SeenCaches {
         }
         true
     }
+
+    /// Forgets `cache` (destroyed): its slot becomes a tombstone that lookups step over and
+    /// inserts do not reuse, so that a cache created later at its address is new.
+    fn forget(&self, cache: u64) {
+        let mut slot = Self::home(cache);
+        for _ in 0..SEEN_SLOTS {
+            let entry = &self.slots[slot % SEEN_SLOTS];
+            match entry.compare_exchange(cache, FORGOTTEN, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) | Err(0) => return,
+                Err(_) => slot = slot.wrapping_add(1),
+            }
+        }
+    }
 }
+
+/// A [`SeenCaches`] slot whose cache was destroyed (no kmem_cache lives at address 1).
+const FORGOTTEN: u64 = 1;
 
 /// Everything the probes write to. Lives in a KBox whose address is the probes' `data`.
 pub(crate) struct Session {
@@ -187,6 +208,8 @@ pub(crate) struct SlabTracepoints {
     /// The bulk probes while registered (null otherwise, or when the kernel has no bulk
     /// functions to probe).
     bulk: AtomicPtr<c_void>,
+    /// The `kmem_cache_destroy` probe while registered (null otherwise).
+    destroy: AtomicPtr<c_void>,
 }
 
 // SAFETY: tracepoints are static kernel objects; the pointers are only passed back to the
@@ -203,6 +226,7 @@ impl SlabTracepoints {
         Some(Self {
             points,
             bulk: AtomicPtr::new(core::ptr::null_mut()),
+            destroy: AtomicPtr::new(core::ptr::null_mut()),
         })
     }
 
@@ -226,6 +250,13 @@ impl SlabTracepoints {
     /// `session` must stay valid until `unregister` with the same pointer has returned.
     pub(crate) unsafe fn register(&self, session: *const Session) -> Result {
         let data = session.cast_mut().cast::<c_void>();
+        // SAFETY: process context; `data` outlives the probe (see above).
+        let destroy = unsafe { ffi::dprof_shim_destroy_register(data) };
+        if (destroy as usize) >= (-4095isize) as usize || destroy.is_null() {
+            pr_info!("no probe on kmem_cache_destroy: a cache created at a destroyed one's address keeps its name\n");
+        } else {
+            self.destroy.store(destroy, Ordering::Relaxed);
+        }
         for (i, (&tp, probe)) in self.points.iter().zip(Self::probes()).enumerate() {
             if i == FREE_TRACEPOINTS {
                 // Process context; `data` outlives the probes (see above).
@@ -242,6 +273,7 @@ impl SlabTracepoints {
                     unsafe { ffi::tracepoint_probe_unregister(tp, probe, data) };
                 }
                 self.unregister_bulk(false);
+                self.unregister_destroy();
                 // SAFETY: process context.
                 unsafe { ffi::dprof_shim_tracepoint_sync() };
                 return Err(Error::from_errno(ret));
@@ -269,6 +301,15 @@ impl SlabTracepoints {
             return;
         }
         self.bulk.store(bulk, Ordering::Relaxed);
+    }
+
+    /// Detaches the `kmem_cache_destroy` probe, if attached.
+    fn unregister_destroy(&self) {
+        let destroy = self.destroy.swap(core::ptr::null_mut(), Ordering::Relaxed);
+        if !destroy.is_null() {
+            // SAFETY: registered by `register`; waits for running handlers.
+            unsafe { ffi::dprof_shim_destroy_unregister(destroy) };
+        }
     }
 
     /// Detaches the bulk probes: the allocation's first when `with_alloc`, then the free's.
@@ -307,6 +348,7 @@ impl SlabTracepoints {
                 self.unregister_bulk(false);
             }
         }
+        self.unregister_destroy();
         // SAFETY: process context; waits for probes in flight on every CPU.
         unsafe { ffi::dprof_shim_tracepoint_sync() };
     }
@@ -508,4 +550,18 @@ unsafe extern "C" fn probe_kmem_cache_free(
         cache: cache as u64,
         flags: 0,
     });
+}
+
+/// The `kmem_cache_destroy` probe: the cache is forgotten, so that a cache created later at
+/// its address gets its own CacheInfo. Process context (the function may sleep).
+///
+/// # Safety
+/// `data` must be the live [`Session`] the probe was registered with.
+#[no_mangle]
+unsafe extern "C" fn dprof_rs_cache_destroy(data: *mut c_void, cache: *const KmemCache) {
+    // SAFETY: `data` is the registered Session.
+    let session = unsafe { &*data.cast::<Session>() };
+    if !cache.is_null() {
+        session.seen.forget(cache as u64);
+    }
 }

@@ -26,6 +26,9 @@
 //! - `bulk MS`: `dprof_selftest_bulk` objects allocated and freed in bulk, and kmalloc objects
 //!   freed with `kfree_bulk`: slab events without tracepoints (bulk.rs); `bulk_objects` in
 //!   the same debugfs directory reads how many of each since load.
+//! - `ephemeral MS`: caches created, used and destroyed round after round, the next one
+//!   usually at the last one's address (ephemeral.rs); `ephemeral_objects` reads how many
+//!   objects of each since load.
 //!
 //! New workloads are new commands beside these.
 //!
@@ -48,6 +51,7 @@ mod workload;
 
 mod bulk;
 mod causal;
+mod ephemeral;
 mod misses;
 mod relay;
 
@@ -461,6 +465,7 @@ extern "C" fn dprof_selftest_rs_run(cmd: *const c_char, len: usize) -> c_int {
         b"causal" => causal::causal(ms),
         b"relay" => relay::relay(ms),
         b"bulk" => bulk::bulk(ms),
+        b"ephemeral" => ephemeral::ephemeral(ms),
         _ => Err(EINVAL),
     };
     match result {

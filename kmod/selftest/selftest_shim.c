@@ -286,20 +286,69 @@ DEFINE_DEBUGFS_ATTRIBUTE(causal_rounds_fops, causal_rounds_get, NULL, "%llu\n");
 /* bulk_objects: "BULK KFREE_BULK", the objects of the `bulk` workload since load (bulk.rs). */
 void dprof_selftest_rs_bulk_objects(u64 *bulk, u64 *kfree_bulk);
 
-static ssize_t bulk_objects_read(struct file *file, char __user *buf, size_t len, loff_t *pos)
+/* A debugfs file of two counts, "A B", as `get` gives them. */
+static ssize_t two_counts_read(void (*get)(u64 *a, u64 *b), char __user *buf, size_t len,
+			       loff_t *pos)
 {
 	char text[48];
-	u64 bulk, kfree_bulk;
+	u64 a, b;
 	int n;
 
-	dprof_selftest_rs_bulk_objects(&bulk, &kfree_bulk);
-	n = scnprintf(text, sizeof(text), "%llu %llu\n", bulk, kfree_bulk);
+	get(&a, &b);
+	n = scnprintf(text, sizeof(text), "%llu %llu\n", a, b);
 	return simple_read_from_buffer(buf, len, pos, text, n);
+}
+
+static ssize_t bulk_objects_read(struct file *file, char __user *buf, size_t len, loff_t *pos)
+{
+	return two_counts_read(dprof_selftest_rs_bulk_objects, buf, len, pos);
 }
 
 static const struct file_operations bulk_objects_fops = {
 	.owner = THIS_MODULE,
 	.read = bulk_objects_read,
+};
+
+/*
+ * One round of the `ephemeral` workload (ephemeral.rs): creates `dprof_selftest_eph_b` (200-byte
+ * objects) or `_a` (96-byte ones), allocates and frees `objects` objects of it one by one, and
+ * destroys it. Returns the objects allocated, or a negative errno.
+ */
+int dprof_selftest_shim_ephemeral_round(bool b, int objects)
+{
+	struct kmem_cache *cache = kmem_cache_create(b ? "dprof_selftest_eph_b" :
+							 "dprof_selftest_eph_a",
+						     b ? 200 : 96, 8, 0, NULL);
+	void *held[16];
+	int i, n = 0;
+
+	if (!cache)
+		return -ENOMEM;
+	objects = min_t(int, objects, ARRAY_SIZE(held));
+	for (i = 0; i < objects; i++) {
+		held[i] = kmem_cache_alloc(cache, GFP_KERNEL);
+		if (held[i])
+			n++;
+	}
+	for (i = 0; i < objects; i++)
+		if (held[i])
+			kmem_cache_free(cache, held[i]);
+	kmem_cache_destroy(cache);
+	return n;
+}
+
+/* ephemeral_objects: "A B", the objects of the `ephemeral` workload since load. */
+void dprof_selftest_rs_ephemeral_objects(u64 *a, u64 *b);
+
+static ssize_t ephemeral_objects_read(struct file *file, char __user *buf, size_t len,
+				      loff_t *pos)
+{
+	return two_counts_read(dprof_selftest_rs_ephemeral_objects, buf, len, pos);
+}
+
+static const struct file_operations ephemeral_objects_fops = {
+	.owner = THIS_MODULE,
+	.read = ephemeral_objects_read,
 };
 
 int dprof_selftest_shim_init(void)
@@ -321,6 +370,7 @@ int dprof_selftest_shim_init(void)
 	debugfs_create_file("run", 0200, debugfs_dir, NULL, &run_fops);
 	debugfs_create_file_unsafe("causal_rounds", 0444, debugfs_dir, NULL, &causal_rounds_fops);
 	debugfs_create_file("bulk_objects", 0444, debugfs_dir, NULL, &bulk_objects_fops);
+	debugfs_create_file("ephemeral_objects", 0444, debugfs_dir, NULL, &ephemeral_objects_fops);
 	return 0;
 fail:
 	kmem_cache_destroy(obj_cache);

@@ -46,6 +46,10 @@
 //! `dprof-qemu-check selftest-bulk DIR` checks that bulk allocations and frees, which fire no
 //! tracepoint, are recorded exactly (`bulk.rs` beside this file).
 //!
+//! `dprof-qemu-check selftest-cache-destroy DIR` checks that objects of caches created and
+//! destroyed during collection, one in the `kmem_cache` another freed, keep their own cache's
+//! name (`ephemeral.rs` beside this file).
+//!
 //! `dprof-qemu-check cpu-hotplug DIR` checks collections during which CPUs went offline and
 //! came back (`hotplug.rs` beside this file).
 //!
@@ -70,6 +74,8 @@ mod backends;
 mod bulk;
 #[path = "dprof-qemu-check/causal.rs"]
 mod causal;
+#[path = "dprof-qemu-check/ephemeral.rs"]
+mod ephemeral;
 #[path = "dprof-qemu-check/hotplug.rs"]
 mod hotplug;
 #[path = "dprof-qemu-check/json_report.rs"]
@@ -666,7 +672,7 @@ fn main() -> Result<()> {
         bail!(
             "usage: dprof-qemu-check slab-workload|selftest-data-profile|workload-data-profile|\
              selftest-histories|kernel-histories|selftest-misses|selftest-causal|backends-agree|\
-             selftest-bulk|cpu-hotplug DIR"
+             selftest-bulk|selftest-cache-destroy|cpu-hotplug DIR"
         );
     };
     let dir = Path::new(dir);
@@ -680,6 +686,7 @@ fn main() -> Result<()> {
         "selftest-causal" => causal::check(dir),
         "backends-agree" => backends::check(dir),
         "selftest-bulk" => bulk::check(dir),
+        "selftest-cache-destroy" => ephemeral::check(dir),
         "cpu-hotplug" => hotplug::check(dir),
         other => bail!("unknown check {other:?}"),
     };

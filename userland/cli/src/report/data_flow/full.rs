@@ -24,7 +24,7 @@ pub(super) fn text(f: &FullCoverage, top: usize, out: &mut impl Write) -> io::Re
     )?;
     writeln!(
         out,
-        "sets matched from {} rounds (one complete history of each target){}, each target's \
+        "sets matched from {} rounds of one complete history per target{}, each target's \
          history the one that agrees with the set on the most chunks; {} complete histories \
          unused",
         f.rounds,
