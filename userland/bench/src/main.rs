@@ -41,8 +41,8 @@ use dprof_abi::{
 use dprof_analysis::pipeline::{self, Analyzer, Options};
 use dprof_analysis::symbols::Kallsyms;
 use dprof_analysis::views::{self, ViewOptions};
-use dprof_fixtures::profile::example_header;
-use dprof_format::{CpuCounters, DeviceCounters, Profile, ProfileEncoder, StopInfo, StopReason};
+use dprof_fixtures::profile::{example_header, lossless_stop};
+use dprof_format::{Profile, ProfileEncoder, StopInfo, StopReason};
 use dprof_model::working_set::WorkingSetReport;
 use dprof_model::Bucket;
 
@@ -912,20 +912,7 @@ fn generate(args: &Args, path: &Path) -> anyhow::Result<(u64, u64)> {
     let stop = StopInfo {
         reason: StopReason::DurationElapsed,
         ended_unix_s: 1_700_000_100,
-        elapsed_ns: time,
-        device: Some(DeviceCounters {
-            records_written: records,
-            records_lost: 0,
-            bytes_read,
-            cpus: vec![
-                CpuCounters {
-                    records_written: 0,
-                    records_lost: 0,
-                };
-                cpus as usize
-            ],
-            histories: None,
-        }),
+        ..lossless_stop(records, bytes_read, cpus, time)
     };
     say!(
         "writing the records (checking and coding them, as the collector does): {:.0} ns per \
