@@ -8,12 +8,14 @@
 //! as close to time order as the rings wrote them, whatever the block sizes.
 
 use std::cmp::Reverse;
+use std::collections::binary_heap::PeekMut;
 use std::collections::BinaryHeap;
 
-use dprof_abi::MAX_RECORD_SIZE;
+use dprof_abi::RecordKind;
 
 use crate::codec::{
-    decode_record, BlockHeader, BlockInfo, BlockProblem, Cursor, StreamState, BLOCK_HEADER_SIZE,
+    decode_record, BlockHeader, BlockInfo, BlockProblem, Cursor, StreamState, WireRecords,
+    BLOCK_HEADER_SIZE,
 };
 use crate::error::ProfileError;
 use crate::layout::{changed, Layout, Source};
@@ -38,10 +40,11 @@ struct Stream {
     /// What went wrong reading this CPU's next block or record: yielded when its turn comes,
     /// so that the other CPUs' earlier records come first, as in a version 1 file.
     failed: Option<ProfileError>,
-    /// The CPU's next record, decoded ahead (its time is on the heap), as wire bytes.
-    out: Box<[u8; MAX_RECORD_SIZE]>,
-    /// Its size, the file offset of its coded bytes, and how many they are.
-    out_size: usize,
+    /// The CPU's next record, decoded ahead (its time is in the tree), as wire bytes: the
+    /// last record of its kind.
+    out: WireRecords,
+    /// Its kind, the file offset of its coded bytes, and how many they are.
+    out_kind: RecordKind,
     out_offset: u64,
     out_coded: usize,
 }
@@ -50,12 +53,13 @@ struct Stream {
 #[derive(Debug)]
 pub(crate) struct BlockMerge {
     streams: Vec<Stream>,
-    /// (time of the next record, stream) of every stream with a record left.
+    /// (time of the next record, stream) of every stream with a record left. The top's
+    /// record is the one [`BlockMerge::next`] handed out last, if it did: it stays on the
+    /// heap until the following call, when its stream decodes the next one (no longer
+    /// borrowed) and the top's key is replaced, one sift instead of a pop and a push.
     heap: BinaryHeap<Reverse<(u64, usize)>>,
     started: bool,
-    /// The stream whose record [`BlockMerge::next`] handed out last: it decodes its next one
-    /// at the following call, once that record is no longer borrowed.
-    handed_out: Option<usize>,
+    handed_out: bool,
 }
 
 /// A record decoded from a block.
@@ -85,8 +89,8 @@ impl BlockMerge {
                     data_offset: 0,
                     state: StreamState::new(),
                     failed: None,
-                    out: Box::new([0; MAX_RECORD_SIZE]),
-                    out_size: 0,
+                    out: WireRecords::new(),
+                    out_kind: RecordKind::Lost,
                     out_offset: 0,
                     out_coded: 0,
                 }),
@@ -97,7 +101,7 @@ impl BlockMerge {
             streams,
             heap: BinaryHeap::new(),
             started: false,
-            handed_out: None,
+            handed_out: false,
         }
     }
 
@@ -115,79 +119,88 @@ impl BlockMerge {
         if !self.started {
             self.started = true;
             for s in 0..self.streams.len() {
-                self.advance(s, source, layout);
+                if let Some(time) = self.streams[s].advance(source, layout) {
+                    self.heap.push(Reverse((time, s)));
+                }
             }
         }
-        if let Some(s) = self.handed_out.take() {
-            self.advance(s, source, layout);
+        if std::mem::take(&mut self.handed_out) {
+            if let Some(mut top) = self.heap.peek_mut() {
+                let Reverse((_, s)) = *top;
+                match self.streams[s].advance(source, layout) {
+                    Some(time) => *top = Reverse((time, s)),
+                    None => {
+                        PeekMut::pop(top);
+                    }
+                }
+            }
         }
-        let Some(Reverse((_, s))) = self.heap.pop() else {
+        let Some(&Reverse((_, s))) = self.heap.peek() else {
             return Ok(None);
         };
-        let stream = &mut self.streams[s];
-        if let Some(e) = stream.failed.take() {
+        if let Some(e) = self.streams[s].failed.take() {
+            // Nothing follows a problem in its stream.
+            self.heap.pop();
             return Err(e);
         }
-        self.handed_out = Some(s);
+        let stream = &self.streams[s];
+        self.handed_out = true;
         Ok(Some(Decoded {
-            wire: &stream.out[..stream.out_size],
+            wire: stream.out.get(stream.out_kind),
             offset: stream.out_offset,
             coded: stream.out_coded,
         }))
     }
+}
 
-    /// Puts stream `s`'s next record on the heap, loading its next block when the current
-    /// one is done. A problem is put on the heap in its place, at the time it would have
-    /// come: the block's first time, or the time of the record before.
-    fn advance(&mut self, s: usize, source: &Source, layout: &Layout) {
-        let stream = &mut self.streams[s];
+impl Stream {
+    /// Decodes the stream's next record, loading its next block when the current one is
+    /// done, and returns its time; `None` after its last. A problem takes the next record's
+    /// place (in `failed`), at the time it would have come: the block's first time, or the
+    /// time of the record before.
+    fn advance(&mut self, source: &Source, layout: &Layout) -> Option<u64> {
         let (time, problem) = loop {
-            if stream.left > 0 {
-                let start = stream.pos;
+            if self.left > 0 {
+                let start = self.pos;
                 let mut cursor = Cursor {
-                    bytes: &stream.data,
+                    bytes: &self.data,
                     pos: start,
                 };
                 let decoded = decode_record(
-                    &mut stream.state,
+                    &mut self.state,
                     &mut cursor,
-                    stream.cpu,
+                    self.cpu,
                     &layout.code,
-                    &mut stream.out,
+                    &mut self.out,
                 );
                 let end = cursor.pos;
                 match decoded {
                     Ok(kind) => {
-                        stream.pos = end;
-                        stream.left -= 1;
-                        stream.out_size = kind.record_size();
-                        stream.out_offset = stream.data_offset + start as u64;
-                        stream.out_coded = end - start;
-                        self.heap.push(Reverse((stream.state.time(), s)));
-                        return;
+                        self.pos = end;
+                        self.left -= 1;
+                        self.out_kind = kind;
+                        self.out_offset = self.data_offset + start as u64;
+                        self.out_coded = end - start;
+                        return Some(self.state.time());
                     }
-                    Err(problem) => break (stream.state.time(), stream.bad(problem)),
+                    Err(problem) => break (self.state.time(), self.bad(problem)),
                 }
             }
-            if stream.pos != stream.data.len() {
-                let problem = BlockProblem::Trailing(stream.data.len() - stream.pos);
-                break (stream.state.time(), stream.bad(problem));
+            if self.pos != self.data.len() {
+                let problem = BlockProblem::Trailing(self.data.len() - self.pos);
+                break (self.state.time(), self.bad(problem));
             }
-            let Some(&index) = stream.blocks.get(stream.next) else {
-                return;
-            };
-            stream.next += 1;
+            let &index = self.blocks.get(self.next)?;
+            self.next += 1;
             let info = &layout.blocks[index];
-            if let Err(e) = load(stream, info, source) {
+            if let Err(e) = load(self, info, source) {
                 break (info.header.first_time, e);
             }
         };
-        stream.failed = Some(problem);
-        self.heap.push(Reverse((time, s)));
+        self.failed = Some(problem);
+        Some(time)
     }
-}
 
-impl Stream {
     /// `problem` at the stream's position.
     fn bad(&self, problem: BlockProblem) -> ProfileError {
         ProfileError::BadBlock {
@@ -228,5 +241,6 @@ fn load(stream: &mut Stream, info: &BlockInfo, source: &Source) -> Result<(), Pr
     stream.left = info.header.records;
     stream.data_offset = info.offset + (SECTION_HEADER_SIZE + BLOCK_HEADER_SIZE) as u64;
     stream.state.reset();
+    stream.out.reset();
     Ok(())
 }

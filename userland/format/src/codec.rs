@@ -29,7 +29,6 @@ use dprof_abi::{
     AccessSample, IbsRegs, RecordHeader, RecordKind, IBS_DC_LIN_AD, IBS_DC_PHYS_AD, IBS_OP_RIP,
     MAX_RECORD_SIZE, RECORD_HEADER_SIZE, SAMPLE_INSN_BYTES, SAMPLE_REGS,
 };
-use integer_encoding::VarInt;
 
 /// Payload words of the largest record.
 pub(crate) const MAX_WORDS: usize = (MAX_RECORD_SIZE - RECORD_HEADER_SIZE) / 8;
@@ -54,7 +53,7 @@ pub(crate) struct StreamState {
     /// By kind number.
     prev: Vec<[u64; MAX_WORDS]>,
     /// By kind number.
-    recent: Vec<[[u64; RECENT]; MAX_WORDS]>,
+    recent: Vec<[Recent; MAX_WORDS]>,
 }
 
 impl std::fmt::Debug for StreamState {
@@ -70,7 +69,7 @@ impl StreamState {
         Self {
             time: 0,
             prev: vec![[0; MAX_WORDS]; KIND_SLOTS],
-            recent: vec![[[0; RECENT]; MAX_WORDS]; KIND_SLOTS],
+            recent: vec![[Recent::default(); MAX_WORDS]; KIND_SLOTS],
         }
     }
 
@@ -83,19 +82,51 @@ impl StreamState {
     pub(crate) fn reset(&mut self) {
         self.time = 0;
         self.prev.iter_mut().for_each(|k| k.fill(0));
-        self.recent.iter_mut().for_each(|k| k.fill([0; RECENT]));
+        self.recent
+            .iter_mut()
+            .for_each(|k| k.fill(Recent::default()));
     }
 }
 
-/// Remembers `value` as the latest of `recent`, which held it at `hit`.
-#[inline]
-fn remember(recent: &mut [u64; RECENT], value: u64, hit: Option<usize>) {
-    // By hand: `rotate_right` on a slice this short is a `memmove` call.
-    let end = hit.unwrap_or(RECENT - 1);
-    for k in (1..=end.min(RECENT - 1)).rev() {
-        recent[k] = recent[k - 1];
+/// Slots of a word's ring of recent values: a power of two above [`RECENT`].
+const RING: usize = 8;
+
+/// A word's [`RECENT`] latest distinct values, latest first, in a ring: value `j` is in
+/// slot `head + j`, so that a new value takes one slot (`head` moves back) instead of
+/// shifting the others. Slots past the `RECENT`th hold older values no code can name.
+#[derive(Clone, Copy, Debug, Default)]
+struct Recent {
+    slots: [u64; RING],
+    head: usize,
+}
+
+impl Recent {
+    /// Value `j`, latest first (`j` below [`RECENT`]).
+    #[inline]
+    fn get(&self, j: usize) -> u64 {
+        self.slots[(self.head + j) % RING]
     }
-    recent[0] = value;
+
+    /// Where `value` is among the recent values.
+    #[inline]
+    fn position(&self, value: u64) -> Option<usize> {
+        (0..RECENT).find(|&j| self.get(j) == value)
+    }
+
+    /// Remembers `value` as the latest, which was value `hit` (then the ones before it move
+    /// down by one) or none of them (then all do, and the oldest is forgotten).
+    #[inline]
+    fn remember(&mut self, value: u64, hit: Option<usize>) {
+        match hit {
+            None => self.head = (self.head + RING - 1) % RING,
+            Some(j) => {
+                for k in (1..=j.min(RECENT - 1)).rev() {
+                    self.slots[(self.head + k) % RING] = self.slots[(self.head + k - 1) % RING];
+                }
+            }
+        }
+        self.slots[self.head] = value;
+    }
 }
 
 /// LEB128, written byte by byte: the crate's `encode_var` needs a buffer copied in after,
@@ -125,6 +156,9 @@ pub enum BlockProblem {
     /// The bytes end inside a record.
     #[error("the block ends inside a record")]
     Truncated,
+    /// A varint longer than a 64-bit value needs.
+    #[error("a number is coded in more than ten bytes")]
+    LongVarint,
     /// A kind byte that is no record kind.
     #[error("unknown record kind {0}")]
     UnknownKind(u8),
@@ -264,7 +298,7 @@ pub(crate) fn encode_record(
         let i = bits.trailing_zeros() as usize;
         bits &= bits - 1;
         let word = words[i];
-        let hit = recent[i].iter().position(|&r| r == word);
+        let hit = recent[i].position(word);
         let delta = zigzag(word.wrapping_sub(prev[i]));
         match hit {
             Some(j) => put_varint(out, ((j as u64) << 1) | 1),
@@ -274,7 +308,7 @@ pub(crate) fn encode_record(
                 put_varint(out, word);
             }
         }
-        remember(&mut recent[i], word, hit);
+        recent[i].remember(word, hit);
         prev[i] = word;
     }
 }
@@ -319,36 +353,6 @@ fn transform_sample(
     }
 }
 
-/// Word `i` of a payload.
-#[inline]
-fn word_at(payload: &[u8], i: usize) -> u64 {
-    let mut bytes = [0u8; 8];
-    bytes.copy_from_slice(&payload[i * 8..i * 8 + 8]);
-    u64::from_le_bytes(bytes)
-}
-
-#[inline]
-fn set_word(payload: &mut [u8], i: usize, value: u64) {
-    payload[i * 8..i * 8 + 8].copy_from_slice(&value.to_le_bytes());
-}
-
-/// Undoes [`transform_sample`] on a decoded payload, with the sample's code table entry.
-fn untransform_sample(payload: &mut [u8], ibs: bool, code: &CodeKey) {
-    if ibs {
-        let xor = |p: &mut [u8], i: usize, with: u64| set_word(p, i, word_at(p, i) ^ with);
-        let (data, phys) = (
-            word_at(payload, DATA_ADDR_WORD),
-            word_at(payload, PHYS_ADDR_WORD),
-        );
-        xor(payload, IBS_REGS_WORD + IBS_OP_RIP, code.ip);
-        xor(payload, IBS_REGS_WORD + IBS_DC_LIN_AD, data);
-        xor(payload, IBS_REGS_WORD + IBS_DC_PHYS_AD, phys);
-    }
-    set_word(payload, IP_WORD, code.ip);
-    payload[INSN_WORD * 8..INSN_WORD * 8 + SAMPLE_INSN_BYTES].copy_from_slice(&code.bytes);
-    payload[INSN_LEN_WORD * 8] = code.len;
-}
-
 /// A decoding position in a block's records.
 pub(crate) struct Cursor<'a> {
     pub bytes: &'a [u8],
@@ -356,19 +360,23 @@ pub(crate) struct Cursor<'a> {
 }
 
 impl Cursor<'_> {
+    /// LEB128, at most ten bytes.
     #[inline]
     fn varint(&mut self) -> Result<u64, BlockProblem> {
-        // Most codes are one byte.
-        if let Some(&b) = self.bytes.get(self.pos) {
+        let mut value = 0u64;
+        let mut shift = 0u32;
+        loop {
+            let b = *self.bytes.get(self.pos).ok_or(BlockProblem::Truncated)?;
+            self.pos += 1;
+            value |= u64::from(b & 0x7f) << shift;
             if b < 0x80 {
-                self.pos += 1;
-                return Ok(u64::from(b));
+                return Ok(value);
+            }
+            shift += 7;
+            if shift > 63 {
+                return Err(BlockProblem::LongVarint);
             }
         }
-        let rest = self.bytes.get(self.pos..).unwrap_or_default();
-        let (value, n) = u64::decode_var(rest).ok_or(BlockProblem::Truncated)?;
-        self.pos += n;
-        Ok(value)
     }
 
     fn byte(&mut self) -> Result<u8, BlockProblem> {
@@ -378,15 +386,47 @@ impl Cursor<'_> {
     }
 }
 
-/// Decodes the record at `cursor` into `out` as wire bytes (header and payload), for `cpu`.
-/// Returns its kind. The wire record is not checked here: the caller checks it as it checks
-/// a version 1 record.
+/// The wire bytes of the last record of each kind decoded from one CPU's block: a record
+/// differs from the one before it of its kind in a few words, so decoding rewrites only
+/// those (and what [`transform_sample`] took out) instead of the whole record.
+pub(crate) struct WireRecords {
+    /// By kind number; each as long as the largest record.
+    records: Vec<[u8; MAX_RECORD_SIZE]>,
+}
+
+impl std::fmt::Debug for WireRecords {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WireRecords").finish_non_exhaustive()
+    }
+}
+
+impl WireRecords {
+    pub(crate) fn new() -> Self {
+        Self {
+            records: vec![[0; MAX_RECORD_SIZE]; KIND_SLOTS],
+        }
+    }
+
+    /// Back to all zero, as the words of [`StreamState::reset`].
+    pub(crate) fn reset(&mut self) {
+        self.records.iter_mut().for_each(|r| r.fill(0));
+    }
+
+    /// The wire bytes of the last record of `kind` decoded.
+    pub(crate) fn get(&self, kind: RecordKind) -> &[u8] {
+        &self.records[kind as usize][..kind.record_size()]
+    }
+}
+
+/// Decodes the record at `cursor` into `out`'s record of its kind, as wire bytes (header and
+/// payload), for `cpu`. Returns its kind. The wire record is not checked here: the caller
+/// checks it as it checks a version 1 record.
 pub(crate) fn decode_record(
     state: &mut StreamState,
     cursor: &mut Cursor<'_>,
     cpu: u32,
     code: &[CodeKey],
-    out: &mut [u8; MAX_RECORD_SIZE],
+    out: &mut WireRecords,
 ) -> Result<RecordKind, BlockProblem> {
     let raw_kind = cursor.byte()?;
     let kind = RecordKind::from_u16(u16::from(raw_kind))
@@ -407,6 +447,7 @@ pub(crate) fn decode_record(
         &mut state.prev[kind as usize],
         &mut state.recent[kind as usize],
     );
+    let wire = &mut out.records[kind as usize];
     let mut bits = mask;
     while bits != 0 {
         let i = bits.trailing_zeros() as usize;
@@ -417,13 +458,14 @@ pub(crate) fn decode_record(
         } else {
             let j = c >> 1;
             match usize::try_from(j) {
-                Ok(j) if j < RECENT => (recent[i][j], Some(j)),
+                Ok(j) if j < RECENT => (recent[i].get(j), Some(j)),
                 Ok(RECENT) => (cursor.varint()?, None),
                 _ => return Err(BlockProblem::BadRecent(j)),
             }
         };
-        remember(&mut recent[i], value, hit);
+        recent[i].remember(value, hit);
         prev[i] = value;
+        set_payload_word(wire, i, value);
     }
     let header = RecordHeader {
         kind: kind as u16,
@@ -433,11 +475,7 @@ pub(crate) fn decode_record(
     };
     let mut head = [0u8; RECORD_HEADER_SIZE];
     header.encode(&mut head);
-    out[..RECORD_HEADER_SIZE].copy_from_slice(&head);
-    let payload = &mut out[RECORD_HEADER_SIZE..size];
-    for (bytes, word) in payload.chunks_exact_mut(8).zip(prev.iter()) {
-        bytes.copy_from_slice(&word.to_le_bytes());
-    }
+    wire[..RECORD_HEADER_SIZE].copy_from_slice(&head);
     if matches!(kind, RecordKind::AccessSample | RecordKind::IbsSample) {
         let index = prev[IP_WORD];
         let entry = usize::try_from(index)
@@ -447,7 +485,91 @@ pub(crate) fn decode_record(
                 index,
                 len: code.len(),
             })?;
-        untransform_sample(payload, kind == RecordKind::IbsSample, entry);
+        untransform_sample(wire, prev, kind == RecordKind::IbsSample, entry);
     }
     Ok(kind)
+}
+
+/// Payload word `i` of a wire record.
+#[inline]
+fn set_payload_word(wire: &mut [u8; MAX_RECORD_SIZE], i: usize, value: u64) {
+    let at = RECORD_HEADER_SIZE + i * 8;
+    wire[at..at + 8].copy_from_slice(&value.to_le_bytes());
+}
+
+/// Undoes [`transform_sample`] on a sample's wire record whose payload words are `words`
+/// (as coded), with the sample's code table entry: every word the transform changed is
+/// written again, whether or not this record's mask named it.
+fn untransform_sample(
+    wire: &mut [u8; MAX_RECORD_SIZE],
+    words: &[u64; MAX_WORDS],
+    ibs: bool,
+    code: &CodeKey,
+) {
+    if ibs {
+        let xored = |i: usize, with: u64| words[IBS_REGS_WORD + i] ^ with;
+        set_payload_word(wire, IBS_REGS_WORD + IBS_OP_RIP, xored(IBS_OP_RIP, code.ip));
+        let data = xored(IBS_DC_LIN_AD, words[DATA_ADDR_WORD]);
+        set_payload_word(wire, IBS_REGS_WORD + IBS_DC_LIN_AD, data);
+        let phys = xored(IBS_DC_PHYS_AD, words[PHYS_ADDR_WORD]);
+        set_payload_word(wire, IBS_REGS_WORD + IBS_DC_PHYS_AD, phys);
+    }
+    set_payload_word(wire, IP_WORD, code.ip);
+    let insn = RECORD_HEADER_SIZE + INSN_WORD * 8;
+    wire[insn..insn + SAMPLE_INSN_BYTES].copy_from_slice(&code.bytes);
+    set_payload_word(wire, INSN_LEN_WORD, words[INSN_LEN_WORD]);
+    wire[RECORD_HEADER_SIZE + INSN_LEN_WORD * 8] = code.len;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_take_up_to_ten_bytes_and_no_more() {
+        let mut coded = Vec::new();
+        for value in [0, 1, 127, 128, 300, u64::from(u32::MAX), u64::MAX] {
+            coded.clear();
+            put_varint(&mut coded, value);
+            let mut cursor = Cursor {
+                bytes: &coded,
+                pos: 0,
+            };
+            assert_eq!(cursor.varint(), Ok(value));
+            assert_eq!(cursor.pos, coded.len());
+        }
+        let long = [0x80; 11];
+        let mut cursor = Cursor {
+            bytes: &long,
+            pos: 0,
+        };
+        assert_eq!(cursor.varint(), Err(BlockProblem::LongVarint));
+        let cut = [0x80, 0x80];
+        let mut cursor = Cursor {
+            bytes: &cut,
+            pos: 0,
+        };
+        assert_eq!(cursor.varint(), Err(BlockProblem::Truncated));
+    }
+
+    /// The ring gives what a list kept latest first gives: a value met again moves to the
+    /// front, a new one goes in front and the oldest of the five is forgotten.
+    #[test]
+    fn recent_values_stay_latest_first() {
+        let mut ring = Recent::default();
+        let mut list = [0u64; RECENT];
+        let mut x = 7u64;
+        for _ in 0..10_000 {
+            // A few values, so that both hits and misses come.
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            let value = (x >> 60) % 9;
+            let hit = ring.position(value);
+            assert_eq!(hit, list.iter().position(|&v| v == value));
+            ring.remember(value, hit);
+            let end = hit.unwrap_or(RECENT - 1);
+            list[..=end].rotate_right(1);
+            list[0] = value;
+            assert_eq!(list, std::array::from_fn(|j| ring.get(j)));
+        }
+    }
 }

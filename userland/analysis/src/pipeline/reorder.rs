@@ -184,6 +184,18 @@ impl<T> ReorderBuffer<T> {
         }
     }
 
+    /// Accounts for an item that skips the buffer because its input is already merged in time
+    /// order (format version 2's blocks, see `dprof_format::Profile::records`): counted as
+    /// late when older than one already emitted, as a buffered item would be.
+    #[inline]
+    pub fn pass(&mut self, time: u64) {
+        match &mut self.last_emitted {
+            Some(last) if time < *last => self.counts.late += 1,
+            Some(last) => *last = time,
+            None => self.last_emitted = Some(time),
+        }
+    }
+
     /// Hands every buffered item to `emit`, oldest first (at the end of the input).
     pub fn finish(&mut self, mut emit: impl FnMut(u64, &T)) {
         self.drain(None, &mut emit);

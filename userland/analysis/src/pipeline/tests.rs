@@ -201,6 +201,27 @@ fn written_order_replay_gets_the_reused_address_wrong() {
     assert_eq!(from_file.ordering.late_records, 0);
 }
 
+/// A version 2 file's records come merged in time order, so they skip the reorder buffer;
+/// a record older than one before it (a CPU's ring out of time order) is still counted late.
+#[test]
+fn version_2_records_skip_the_reorder_buffer_and_late_ones_are_counted() {
+    let mut chunks = example::records();
+    // CPU 0's last record, older than every record before it.
+    let free = Record::Free(Free {
+        ptr: 0xffff_8880_0900_0000,
+        call_site: 0xffff_ffff_8110_0000,
+        cache: 0,
+        flags: 0,
+    });
+    chunks[0].push((0, 1, free));
+    let bytes = example::profile_with(&example::header(), example::KALLSYMS, &chunks);
+    let r = report_of(bytes, &Options::default());
+    assert_eq!(r.ordering.late_records, 1);
+    assert_eq!(r.ordering.max_buffered, 0);
+    assert!(r.warnings.iter().any(|w| w.code == WarningCode::OutOfOrder));
+    assert_eq!(r.address_set.unknown_frees, 2);
+}
+
 #[test]
 fn slab_types_have_live_counts_and_fields() {
     let r = example_report();
