@@ -537,12 +537,38 @@ impl TableKey for AccessKey {
     }
 }
 
-#[derive(Clone, Copy, Debug, Default)]
+/// What the (type, offset, instruction) aggregation counts: kept to 40 bytes, so that a
+/// bucket of its table is one cache line (the table is half empty, and with millions of
+/// samples each one's bucket is likely a miss). What hardware samplers add is apart.
+#[derive(Clone, Copy, Debug)]
 struct AccessAcc {
     rw: Rw,
     size: u32,
+    /// Index of its [`AccessHw`] in `State::access_hw`; [`NO_HW`] until a hardware sample
+    /// with a hit/miss status comes.
+    hw: u32,
+}
+
+impl Default for AccessAcc {
+    fn default() -> Self {
+        Self {
+            rw: Rw::default(),
+            size: 0,
+            hw: NO_HW,
+        }
+    }
+}
+
+/// [`AccessAcc::hw`] of an access no hardware sampler described.
+const NO_HW: u32 = u32::MAX;
+
+const _: () = assert!(std::mem::size_of::<(AccessKey, AccessAcc)>() == 64);
+
+/// What hardware samplers said of one (type, offset, instruction).
+#[derive(Clone, Copy, Debug, Default)]
+struct AccessHw {
     /// Samples with a hardware hit/miss status.
-    hw_samples: u64,
+    samples: u64,
     latency_samples: u64,
     latency_sum: u64,
     /// Of the hardware samples, by where their data came from ([`MemSource::ALL`] order).
@@ -609,6 +635,7 @@ struct State {
     buckets: [u64; Bucket::ALL.len()],
     types: Vec<TypeAcc>,
     accesses: Table<AccessKey, AccessAcc>,
+    access_hw: Vec<AccessHw>,
     instances: FxHashMap<(u32, u64), Instance>,
     unknown_ips: FxHashMap<u64, Rw>,
     peak_live: u64,
@@ -1071,6 +1098,12 @@ impl<'s> Analyzer<'s> {
             let Some(info) = types.get(TypeId(key.type_id)) else {
                 continue;
             };
+            let hw = self
+                .state
+                .access_hw
+                .get(acc.hw as usize)
+                .copied()
+                .unwrap_or_default();
             sampled.insert(
                 &info.name,
                 key.ip,
@@ -1080,11 +1113,11 @@ impl<'s> Analyzer<'s> {
                     reads: acc.rw.reads,
                     writes: acc.rw.writes,
                     read_writes: acc.rw.read_writes,
-                    hw_samples: acc.hw_samples,
+                    hw_samples: hw.samples,
                     misses: acc.rw.misses,
-                    latency_samples: acc.latency_samples,
-                    latency_sum: acc.latency_sum,
-                    sources: acc.sources.map(u64::from),
+                    latency_samples: hw.latency_samples,
+                    latency_sum: hw.latency_sum,
+                    sources: hw.sources.map(u64::from),
                 },
             );
         }
@@ -1396,18 +1429,25 @@ fn replay_sample(resolver: &mut Resolver<'_>, st: &mut State, cpu: u32, access: 
     });
     entry.rw.add_access(access);
     entry.size = u32::from(access.size);
+    if access.hw & (HW_KNOWN | HW_HAS_LATENCY) == 0 {
+        return;
+    }
+    if entry.hw == NO_HW {
+        entry.hw = u32::try_from(st.access_hw.len()).unwrap_or(NO_HW);
+        st.access_hw.push(AccessHw::default());
+    }
+    let Some(hw) = st.access_hw.get_mut(entry.hw as usize) else {
+        return;
+    };
     if access.hw & HW_KNOWN != 0 {
-        entry.hw_samples += 1;
-        if let Some(n) = entry
-            .sources
-            .get_mut(usize::from(access.hw & HW_SOURCE_MASK))
-        {
+        hw.samples += 1;
+        if let Some(n) = hw.sources.get_mut(usize::from(access.hw & HW_SOURCE_MASK)) {
             *n += 1;
         }
     }
     if access.hw & HW_HAS_LATENCY != 0 {
-        entry.latency_samples += 1;
-        entry.latency_sum += u64::from(access.latency);
+        hw.latency_samples += 1;
+        hw.latency_sum += u64::from(access.latency);
     }
 }
 
