@@ -363,6 +363,35 @@ impl Cursor<'_> {
     /// LEB128, at most ten bytes.
     #[inline]
     fn varint(&mut self) -> Result<u64, BlockProblem> {
+        // Most codes are one byte.
+        if let Some(&b) = self.bytes.get(self.pos) {
+            if b < 0x80 {
+                self.pos += 1;
+                return Ok(u64::from(b));
+            }
+        }
+        // Up to eight bytes at once, when eight are there: the first byte without its high
+        // bit ends the code, and the seven-bit groups are packed by halving the gaps.
+        if let Some(eight) = self.bytes.get(self.pos..self.pos + 8) {
+            let word = u64::from_le_bytes(eight.try_into().unwrap_or_default());
+            let ends = !word & 0x8080_8080_8080_8080;
+            if ends != 0 {
+                let bits = ends.trailing_zeros() + 1;
+                let mut x = word & (u64::MAX >> (64 - bits)) & 0x7f7f_7f7f_7f7f_7f7f;
+                x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
+                x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
+                x = (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4);
+                self.pos += (bits / 8) as usize;
+                return Ok(x);
+            }
+        }
+        self.varint_slow()
+    }
+
+    /// [`Cursor::varint`] byte by byte: near the end of the bytes, and for codes of nine or
+    /// ten bytes.
+    #[cold]
+    fn varint_slow(&mut self) -> Result<u64, BlockProblem> {
         let mut value = 0u64;
         let mut shift = 0u32;
         loop {
@@ -528,15 +557,28 @@ mod tests {
     #[test]
     fn varints_take_up_to_ten_bytes_and_no_more() {
         let mut coded = Vec::new();
-        for value in [0, 1, 127, 128, 300, u64::from(u32::MAX), u64::MAX] {
-            coded.clear();
-            put_varint(&mut coded, value);
-            let mut cursor = Cursor {
-                bytes: &coded,
-                pos: 0,
-            };
-            assert_eq!(cursor.varint(), Ok(value));
-            assert_eq!(cursor.pos, coded.len());
+        let mut values = vec![0, 1, 127, 128, 300, u64::from(u32::MAX), u64::MAX];
+        // Every code length, at both ends of its range.
+        values.extend((1..64).flat_map(|bits| [1u64 << bits, (1u64 << bits) - 1]));
+        for value in values {
+            for padding in [0, 1, 12] {
+                // Codes near the end of the bytes and codes with bytes after them decode
+                // alike.
+                coded.clear();
+                put_varint(&mut coded, value);
+                let len = coded.len();
+                coded.extend(std::iter::repeat_n(0xff, padding));
+                let mut cursor = Cursor {
+                    bytes: &coded,
+                    pos: 0,
+                };
+                assert_eq!(
+                    cursor.varint(),
+                    Ok(value),
+                    "{value:#x} with {padding} after"
+                );
+                assert_eq!(cursor.pos, len);
+            }
         }
         let long = [0x80; 11];
         let mut cursor = Cursor {
