@@ -261,8 +261,19 @@ fn replay_in_two_threads(
             Ok((front.state, front.decoder))
         });
         for (items, read) in receiver {
-            for item in items {
-                analyzer.apply(item);
+            if analyzer.in_time_order {
+                // In order already: replayed where they lie, cache infos and %gs bases among
+                // the events, as they were read.
+                replay_steps(&mut analyzer.resolver, &mut analyzer.state, &items);
+                for item in &items {
+                    if let Item::Event { time, .. } = item {
+                        analyzer.reorder.pass(*time);
+                    }
+                }
+            } else {
+                for item in items {
+                    analyzer.apply(item);
+                }
             }
             let before = now.records_done / PROGRESS_EVERY;
             now.records_done += read;
@@ -874,7 +885,14 @@ impl<'s> Analyzer<'s> {
             Record::CacheInfo(info) => {
                 match &mut self.forward {
                     Some(forward) => forward.items.push(Item::CacheInfo(*info)),
-                    None => self.resolver.cache_info(info),
+                    None => {
+                        // A cache's address can be reused by a new cache: the events read
+                        // before its description are replayed under the old one.
+                        if self.in_time_order {
+                            replay_batch(&mut self.resolver, &mut self.state, &mut self.batch);
+                        }
+                        self.resolver.cache_info(info);
+                    }
                 }
                 return;
             }
@@ -1191,22 +1209,67 @@ fn lookup_addr(event: &Event) -> Option<u64> {
     }
 }
 
-/// Replays `batch` in order, prefetching ahead (a prefetch is a hint: the address set may
-/// change before its record is replayed, and then the lookup just misses), and empties it.
-fn replay_batch(resolver: &mut Resolver<'_>, st: &mut State, batch: &mut Vec<(u64, u32, Event)>) {
-    for (_, _, event) in batch.iter().take(PREFETCH_FAR) {
-        if let Some(addr) = lookup_addr(event) {
+/// Something the replay walks through in order: an event (with its time and CPU), or, for
+/// what the front of a two-thread analysis forwards, what the resolver learns between events.
+trait ReplayStep {
+    /// The event, if this is one.
+    fn event(&self) -> Option<&Event>;
+    /// Replays it.
+    fn replay(&self, resolver: &mut Resolver<'_>, st: &mut State);
+}
+
+impl ReplayStep for (u64, u32, Event) {
+    #[inline]
+    fn event(&self) -> Option<&Event> {
+        Some(&self.2)
+    }
+
+    #[inline]
+    fn replay(&self, resolver: &mut Resolver<'_>, st: &mut State) {
+        replay(resolver, st, self.0, self.1, &self.2);
+    }
+}
+
+impl ReplayStep for Item {
+    #[inline]
+    fn event(&self) -> Option<&Event> {
+        match self {
+            Self::Event { event, .. } => Some(event),
+            Self::CacheInfo(_) | Self::GsBase { .. } => None,
+        }
+    }
+
+    #[inline]
+    fn replay(&self, resolver: &mut Resolver<'_>, st: &mut State) {
+        match *self {
+            Self::Event {
+                time,
+                cpu,
+                ref event,
+            } => replay(resolver, st, time, cpu, event),
+            Self::CacheInfo(ref info) => resolver.cache_info(info),
+            Self::GsBase { cpu, gs_base } => resolver.learn_gs_base(cpu, gs_base),
+        }
+    }
+}
+
+/// Replays `steps` in order, prefetching ahead (a prefetch is a hint: the address set may
+/// change before its record is replayed, and then the lookup just misses).
+fn replay_steps<T: ReplayStep>(resolver: &mut Resolver<'_>, st: &mut State, steps: &[T]) {
+    let addr_at = |i: usize| steps.get(i).and_then(T::event).and_then(lookup_addr);
+    for i in 0..PREFETCH_FAR {
+        if let Some(addr) = addr_at(i) {
             resolver.prefetch(addr, false);
         }
     }
-    for i in 0..batch.len() {
-        if let Some(addr) = batch.get(i + PREFETCH_FAR).and_then(|e| lookup_addr(&e.2)) {
+    for (i, step) in steps.iter().enumerate() {
+        if let Some(addr) = addr_at(i + PREFETCH_FAR) {
             resolver.prefetch(addr, false);
         }
-        if let Some(addr) = batch.get(i + PREFETCH_NEAR).and_then(|e| lookup_addr(&e.2)) {
+        if let Some(addr) = addr_at(i + PREFETCH_NEAR) {
             resolver.prefetch(addr, true);
         }
-        if let Some((_, _, Event::Sample(a))) = batch.get(i + PREFETCH_KEY) {
+        if let Some(Event::Sample(a)) = steps.get(i + PREFETCH_KEY).and_then(T::event) {
             if let Some(hit) = (!a.gs_relative())
                 .then(|| resolver.objects().find(a.addr))
                 .flatten()
@@ -1221,15 +1284,18 @@ fn replay_batch(resolver: &mut Resolver<'_>, st: &mut State, batch: &mut Vec<(u6
                 }
             }
         }
-        if let Some(&(time, cpu, ref event)) = batch.get(i) {
-            replay(resolver, st, time, cpu, event);
-        }
+        step.replay(resolver, st);
     }
+}
+
+/// [`replay_steps`] of `batch`, which it empties.
+fn replay_batch(resolver: &mut Resolver<'_>, st: &mut State, batch: &mut Vec<(u64, u32, Event)>) {
+    replay_steps(resolver, st, batch);
     batch.clear();
 }
 
-/// One record in time order.
-#[inline]
+/// One record in time order. Inlined into the replay's loop, whose prefetches it consumes.
+#[inline(always)]
 fn replay(resolver: &mut Resolver<'_>, st: &mut State, time: u64, cpu: u32, event: &Event) {
     match *event {
         Event::Alloc(a) => {
