@@ -883,16 +883,15 @@ impl<'s> Analyzer<'s> {
         let st = &mut self.state;
         let event = match record {
             Record::CacheInfo(info) => {
-                match &mut self.forward {
-                    Some(forward) => forward.items.push(Item::CacheInfo(*info)),
-                    None => {
-                        // A cache's address can be reused by a new cache: the events read
-                        // before its description are replayed under the old one.
-                        if self.in_time_order {
-                            replay_batch(&mut self.resolver, &mut self.state, &mut self.batch);
-                        }
-                        self.resolver.cache_info(info);
+                if let Some(forward) = &mut self.forward {
+                    forward.items.push(Item::CacheInfo(*info));
+                } else {
+                    // A cache's address can be reused by a new cache: the events read before
+                    // its description are replayed under the old one.
+                    if self.in_time_order {
+                        replay_batch(&mut self.resolver, &mut self.state, &mut self.batch);
                     }
+                    self.resolver.cache_info(info);
                 }
                 return;
             }
@@ -1294,8 +1293,8 @@ fn replay_batch(resolver: &mut Resolver<'_>, st: &mut State, batch: &mut Vec<(u6
     batch.clear();
 }
 
-/// One record in time order. Inlined into the replay's loop, whose prefetches it consumes.
-#[inline(always)]
+/// One record in time order.
+#[inline]
 fn replay(resolver: &mut Resolver<'_>, st: &mut State, time: u64, cpu: u32, event: &Event) {
     match *event {
         Event::Alloc(a) => {
