@@ -222,6 +222,73 @@ fn version_2_records_skip_the_reorder_buffer_and_late_ones_are_counted() {
     assert_eq!(r.address_set.unknown_frees, 2);
 }
 
+/// A cache destroyed and another created at its address: each allocation counts for the cache
+/// described before it, on one thread and on two, however close together they come.
+#[test]
+fn a_reused_cache_address_names_each_allocation_by_the_description_before_it() {
+    const CACHE: u64 = 0xffff_8880_0a00_0000;
+    let info = |name: &[u8]| {
+        Record::CacheInfo(
+            dprof_abi::CacheInfo {
+                cache: CACHE,
+                object_size: 64,
+                size: 64,
+                align: 8,
+                slab_flags: 0,
+                name_len: 0,
+                origin: dprof_abi::CACHE_ORIGIN_SEEN,
+                name: [0; dprof_abi::CACHE_NAME_BYTES],
+            }
+            .with_name(name),
+        )
+    };
+    let alloc = |k: u64| {
+        Record::Alloc(Alloc {
+            ptr: 0xffff_8880_0b00_0000 + k * 64,
+            call_site: 0xffff_ffff_8100_0010,
+            cache: CACHE,
+            bytes_req: 64,
+            bytes_alloc: 64,
+            ..Alloc::default()
+        })
+    };
+    // Each object read once, so that its type is ranked.
+    let read = |k: u64| {
+        let regs = [
+            (dprof_abi::reg::RSP, RSP),
+            (dprof_abi::reg::RDI, 0xffff_8880_0b00_0000 + k * 64),
+        ];
+        Record::AccessSample(software_sample(
+            0xffff_ffff_8110_0004,
+            LOAD_RDI_8,
+            &regs,
+            gs_base(0),
+        ))
+    };
+    let mut records = vec![(0, 10, info(b"eph_a"))];
+    records.extend((0..3).flat_map(|k| [(0, 20 + 2 * k, alloc(k)), (0, 21 + 2 * k, read(k))]));
+    records.push((0, 30, info(b"eph_b")));
+    records.extend((3..8).flat_map(|k| [(0, 40 + 2 * k, alloc(k)), (0, 41 + 2 * k, read(k))]));
+    let bytes = example::profile_with(&example::header(), example::KALLSYMS, &[records]);
+    for two_threads in [false, true] {
+        let options = Options {
+            two_threads,
+            ..Options::default()
+        };
+        let r = report_of(bytes.clone(), &options);
+        assert_eq!(
+            ty(&r, "eph_a").allocs,
+            Some(3),
+            "two threads: {two_threads}"
+        );
+        assert_eq!(
+            ty(&r, "eph_b").allocs,
+            Some(5),
+            "two threads: {two_threads}"
+        );
+    }
+}
+
 #[test]
 fn slab_types_have_live_counts_and_fields() {
     let r = example_report();
