@@ -57,7 +57,8 @@ pub(crate) struct BlockMerge {
     /// record is the one [`BlockMerge::next`] handed out last, if it did: it stays on the
     /// heap until the following call, when its stream decodes the next one (no longer
     /// borrowed) and the top's key is replaced, one sift instead of a pop and a push.
-    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    /// Keys as [`heap_key`] packs them: one comparison each.
+    heap: BinaryHeap<Reverse<u128>>,
     started: bool,
     handed_out: bool,
 }
@@ -120,22 +121,22 @@ impl BlockMerge {
             self.started = true;
             for s in 0..self.streams.len() {
                 if let Some(time) = self.streams[s].advance(source, layout) {
-                    self.heap.push(Reverse((time, s)));
+                    self.heap.push(Reverse(heap_key(time, s)));
                 }
             }
         }
         if std::mem::take(&mut self.handed_out) {
             if let Some(mut top) = self.heap.peek_mut() {
-                let Reverse((_, s)) = *top;
+                let s = stream_of(top.0);
                 match self.streams[s].advance(source, layout) {
-                    Some(time) => *top = Reverse((time, s)),
+                    Some(time) => *top = Reverse(heap_key(time, s)),
                     None => {
                         PeekMut::pop(top);
                     }
                 }
             }
         }
-        let Some(&Reverse((_, s))) = self.heap.peek() else {
+        let Some(s) = self.heap.peek().map(|top| stream_of(top.0)) else {
             return Ok(None);
         };
         if let Some(e) = self.streams[s].failed.take() {
@@ -151,6 +152,16 @@ impl BlockMerge {
             coded: stream.out_coded,
         }))
     }
+}
+
+/// `(time, stream)` as one number, in the same order.
+fn heap_key(time: u64, stream: usize) -> u128 {
+    (u128::from(time) << 64) | stream as u128
+}
+
+/// The stream of a [`heap_key`].
+fn stream_of(key: u128) -> usize {
+    key as u64 as usize
 }
 
 impl Stream {
