@@ -37,6 +37,7 @@ mod paths;
 mod tests;
 
 pub use assemble::{assemble, has_histories, Histories, History, HistoryEnding, Hit};
+pub(crate) use assemble::{assemble_from, Collected};
 pub use by_type::{analyze, report};
 
 /// The data profile's bounce flag from the histories too: a history with a CPU change is an

@@ -156,6 +156,7 @@ fn analyze_inner(
 ) -> Result<Report, ProfileError> {
     let mut analyzer = Analyzer::new(profile.header(), symbols, options);
     analyzer.set_page_owners(profile.page_owners());
+    analyzer.state.histories = Some(Box::default());
     if profile.version() >= 2 {
         analyzer.records_in_time_order();
     }
@@ -185,14 +186,13 @@ fn analyze_inner(
         }
     }
     progress(now);
-    let saw_histories = analyzer.saw_histories();
+    let collected = analyzer
+        .state
+        .histories
+        .take()
+        .filter(|_| analyzer.saw_histories());
     let (mut report, sampled, recorded) = analyzer.finish_with_views();
-    // A second pass, over history records only: profiles without histories pay nothing.
-    let histories = if saw_histories {
-        Some(crate::histories::assemble(profile, symbols)?)
-    } else {
-        None
-    };
+    let histories = collected.map(|c| crate::histories::assemble_from(*c, profile, symbols));
     if let Some(h) = histories.as_ref().filter(|h| !h.histories.is_empty()) {
         report.histories = Some(crate::histories::report(h, symbols, Some(&sampled)));
         crate::histories::apply_bounces(&mut report.data_profile, h);
@@ -229,14 +229,19 @@ fn replay_in_two_threads(
 ) -> Result<(), ProfileError> {
     let header = profile.header();
     let (sender, receiver) = std::sync::mpsc::sync_channel::<(Vec<Item>, u64)>(FORWARD_QUEUE);
-    // The front counts samples in buckets, the profiler's among them.
+    // The front counts samples in buckets, the profiler's among them, and collects the
+    // history records when asked to.
     let profiler = analyzer.profiler.clone();
+    let collect_histories = analyzer.state.histories.is_some();
     let front = std::thread::scope(|scope| {
         let reader = scope.spawn(move || -> Result<(State, Decoder), ProfileError> {
             // The front resolves nothing: it needs no symbols but dprof.ko's place.
             let mut front = Analyzer::new(header, &crate::resolve::NoSymbols, options);
             front.forward = Some(Forward::default());
             front.profiler = profiler;
+            if collect_histories {
+                front.state.histories = Some(Box::default());
+            }
             let mut records = profile.records();
             let mut read = 0u64;
             let send = |front: &mut Analyzer<'_>, read: &mut u64| {
@@ -666,6 +671,9 @@ struct State {
     hw_kinds: u8,
     /// History records seen (they are analysed apart, see [`crate::histories`]).
     history_records: u64,
+    /// The history records and cache descriptions, for [`crate::histories::assemble_from`],
+    /// when collecting them (a profile's analysis does: one pass over the records, not two).
+    histories: Option<Box<crate::histories::Collected>>,
     /// Experiment records, in file order: few (two per experiment), analysed at the end (see
     /// [`crate::causal`]) rather than in a second pass over the records.
     experiments: Vec<dprof_format::ExperimentRecord>,
@@ -883,6 +891,9 @@ impl<'s> Analyzer<'s> {
         let st = &mut self.state;
         let event = match record {
             Record::CacheInfo(info) => {
+                if let Some(collected) = st.histories.as_deref_mut() {
+                    collected.push(header, record);
+                }
                 if let Some(forward) = &mut self.forward {
                     forward.items.push(Item::CacheInfo(*info));
                 } else {
@@ -913,6 +924,9 @@ impl<'s> Analyzer<'s> {
             | Record::HistoryHit(_)
             | Record::HistoryEnd(_) => {
                 st.history_records += 1;
+                if let Some(collected) = st.histories.as_deref_mut() {
+                    collected.push(header, record);
+                }
                 return;
             }
             // Causal experiments have their own analysis (the causal view).
@@ -1056,6 +1070,7 @@ impl<'s> Analyzer<'s> {
         st.hw_address_mismatches = front.hw_address_mismatches;
         st.hw_kinds = front.hw_kinds;
         st.history_records = front.history_records;
+        st.histories = front.histories;
         st.experiments = front.experiments;
     }
 

@@ -186,7 +186,7 @@ pub struct Histories {
 
 /// The history records of a profile, collected in file order.
 #[derive(Default)]
-pub(super) struct Collected {
+pub(crate) struct Collected {
     pub(super) starts: Vec<(RecordHeader, HistoryStart)>,
     pub(super) arms: FxHashMap<u64, Vec<(u32, u64)>>,
     pub(super) hits: FxHashMap<u64, Vec<(RecordHeader, HistoryHit)>>,
@@ -195,7 +195,7 @@ pub(super) struct Collected {
 }
 
 impl Collected {
-    pub(super) fn push(&mut self, header: &RecordHeader, record: &Record) {
+    pub(crate) fn push(&mut self, header: &RecordHeader, record: &Record) {
         match record {
             Record::CacheInfo(info) => self.cache_infos.push(*info),
             Record::HistoryStart(s) => self.starts.push((*header, *s)),
@@ -224,6 +224,16 @@ pub fn assemble(profile: &Profile, symbols: &dyn SymbolSource) -> Result<Histori
     while let Some(pushed) = records.next_with(|header, record| collected.push(header, record)) {
         pushed?;
     }
+    Ok(assemble_from(collected, profile, symbols))
+}
+
+/// [`assemble`] of the records a pass over `profile` collected (the data profile's pass
+/// collects them as it goes: no second pass).
+pub(crate) fn assemble_from(
+    collected: Collected,
+    profile: &Profile,
+    symbols: &dyn SymbolSource,
+) -> Histories {
     let mut histories = assemble_collected(
         collected,
         profile.text(),
@@ -237,7 +247,7 @@ pub fn assemble(profile: &Profile, symbols: &dyn SymbolSource) -> Result<Histori
         .as_ref()
         .map(|h| h.full.clone())
         .unwrap_or_default();
-    Ok(histories)
+    histories
 }
 
 /// Whether the profile holds any history record (a cheap first look, reading the records).
