@@ -51,7 +51,7 @@ pub struct Hit {
     /// The accessing instruction, when found.
     pub insn_ip: Option<u64>,
     /// Its mnemonic, when found.
-    pub mnemonic: Option<String>,
+    pub mnemonic: Option<std::sync::Arc<str>>,
     /// The watched range hit.
     pub range: Span,
     /// Read, write or both, when the instruction names one memory operand.
@@ -384,7 +384,7 @@ fn resolve_hit(
         }
     };
     out.insn_ip = Some(insn.ip);
-    out.mnemonic = Some(insn.mnemonic());
+    out.mnemonic = Some(code.mnemonic(&insn));
     out.kind = insn.kind();
     out.size = insn.size();
     out.check = match insn.access(&hit.regs, 0) {

@@ -1,6 +1,8 @@
 //! From a trap ip to the instruction that made the access: the one ending exactly there,
 //! found by decoding its function from the kallsyms start with the profile's code bytes.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap;
 
 use crate::decode::{decode_insn, instruction_boundaries, DecodedInsn};
@@ -16,6 +18,8 @@ pub(super) struct CodeIndex<'a> {
     functions: FxHashMap<u64, Option<Vec<(u64, u8)>>>,
     /// Accessing instructions found, by trap ip.
     found: FxHashMap<u64, Result<DecodedInsn, NoCode>>,
+    /// Mnemonics named, by instruction address: a hit shares its instruction's.
+    mnemonics: FxHashMap<u64, Arc<str>>,
 }
 
 impl<'a> CodeIndex<'a> {
@@ -25,7 +29,16 @@ impl<'a> CodeIndex<'a> {
             symbols,
             functions: FxHashMap::default(),
             found: FxHashMap::default(),
+            mnemonics: FxHashMap::default(),
         }
+    }
+
+    /// The mnemonic of `insn`, named once per instruction.
+    pub(super) fn mnemonic(&mut self, insn: &DecodedInsn) -> Arc<str> {
+        self.mnemonics
+            .entry(insn.ip)
+            .or_insert_with(|| insn.mnemonic().into())
+            .clone()
     }
 
     /// The instruction that accessed memory for a trap at `trap_ip`.
