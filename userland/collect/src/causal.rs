@@ -665,11 +665,21 @@ fn choose_units(
         ))
     })?;
     let read = |address: u64, len: usize| kcore.read(address, len);
-    if args.unit == CausalUnit::Function {
-        code_units::choose_functions(&args.selection, top, &args.scope, symbols, &samples, &read)
+    let (chosen, notes) = if args.unit == CausalUnit::Function {
+        code_units::choose_functions(&args.selection, top, &args.scope, symbols, &samples, &read)?
     } else {
-        code_units::choose_modules(&args.selection, top, &args.scope, symbols, &samples, &read)
+        code_units::choose_modules(&args.selection, top, &args.scope, symbols, &samples, &read)?
+    };
+    // Static functions that share a name are one entry each: named ones may be more.
+    if chosen.len() > dprof_abi::MAX_CAUSAL_TYPES {
+        bail!(
+            "{} functions go by the names given (static functions share names); the module \
+             takes at most {} entries: name fewer",
+            chosen.len(),
+            dprof_abi::MAX_CAUSAL_TYPES
+        );
     }
+    Ok((chosen, notes))
 }
 
 /// Where the kernel's live code is read.

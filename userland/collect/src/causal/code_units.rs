@@ -54,13 +54,22 @@ macro_rules! bail {
 }
 
 /// Every instruction start of `code`, the bytes at `address`: the instructions decoded one
-/// after the other from the first byte, up to the first bytes that are not an instruction.
+/// after the other from the first byte, up to the first bytes that are not an instruction,
+/// less the padding at the end (`int3`, or the zeros between a module's sections, which
+/// decode as `add [rax], al`): kallsyms ends a function at the next symbol, and what lies
+/// between is never run.
 #[must_use]
 pub fn instruction_starts(code: &[u8], address: u64) -> Vec<u64> {
-    instruction_boundaries(code, address)
-        .into_iter()
-        .map(|(ip, _)| ip)
-        .collect()
+    let mut boundaries = instruction_boundaries(code, address);
+    while let Some(&(ip, len)) = boundaries.last() {
+        let start = usize::try_from(ip - address).unwrap_or(usize::MAX);
+        let bytes = code.get(start..start.saturating_add(usize::from(len)));
+        if !matches!(bytes, Some([0xcc] | [0, 0])) {
+            break;
+        }
+        boundaries.pop();
+    }
+    boundaries.into_iter().map(|(ip, _)| ip).collect()
 }
 
 /// The profiling phase's samples per code symbol (index in `symbols`' code symbols), from
