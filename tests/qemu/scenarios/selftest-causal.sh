@@ -4,7 +4,8 @@
 # dprof_selftest_causal_round once per round. First the workload alone (its uninstrumented
 # rate), then the plain data profile, which must rank Y above X; then `dprof causal`: a count
 # run (kprobe and user progress points against the workload's own counter), the ranking run
-# (X above Y), and the bad inputs. Checked on the host by selftest-causal.check.
+# (X above Y), a run on functions (--units functions), and the bad inputs. Checked on the host
+# by selftest-causal.check.
 # qemu-timeout: 1200
 set -eu
 insmod "$DPROF_KO"
@@ -75,6 +76,17 @@ echo 'causal 10000' > $run
 t1=$(uptime_ns); r1=$(cat "$st/causal_rounds")
 echo "$((r1 - r0)) $((t1 - t0))" > "$OUT/uninstrumented-after.rounds"
 
+# Functions as the unit: the two most sampled functions named dprof_selftest_causal_* are
+# the chain's computation (on the critical path, most of CPU 0's round) and the worker's Y
+# accesses (off it); X's access function comes third. Every instruction of each is sped up.
+"$DPROF" causal -o /tmp/functions.dprof --units functions --scope 'dprof_selftest_causal_*' \
+  --top 2 --progress kprobe:dprof_selftest_causal_round --plan-time 2s --experiment 200ms \
+  --period 1ms --seed 3 -- sh -c "echo 'causal 40000' > $run" \
+  2> /tmp/functions.err || { cat /tmp/functions.err; exit 1; }
+cat /tmp/functions.err
+cp /tmp/functions.err "$OUT/functions.err"
+cp /tmp/functions.dprof "$OUT/"; rm /tmp/functions.dprof
+
 # Zero visits: a user point nobody signals. Every experiment is kept in the file, and the
 # analysis must discard each with its reason. Experiments without visits double in length, and
 # the profiling phase took from 1.2 to 2.4 s of the guest's time in CI runs: 8 s of workload
@@ -103,6 +115,11 @@ refused never-sampled "type .no_such_type. was never sampled" \
   "$DPROF" causal -o /tmp/bad.dprof --types no_such_type --progress user:x --plan-time 1s \
   -- sh -c "echo 'causal 2000' > $run"
 refused no-progress-point "give --progress" "$DPROF" causal -o /tmp/bad.dprof --duration 5s
+refused unknown-function "no kernel function named .no_such_function_xyz." \
+  "$DPROF" causal -o /tmp/bad.dprof --functions no_such_function_xyz --progress user:x --duration 5s
+refused empty-scope "matches no kernel function" \
+  "$DPROF" causal -o /tmp/bad.dprof --units functions --scope 'no_such_prefix_xyz_*' \
+  --progress user:x --duration 5s
 refused no-session "no running .dprof causal. session" "$DPROF" progress tick
 
 # The module's DWARF, for field names on the host.

@@ -74,9 +74,9 @@ use dprof_format::{
 };
 
 use dprof_model::causal::{
-    Analysis, CausalReport, CausalType, Discard, Discarded, EmptyCausal, EmptyCausalReason,
-    Experiment, ExperimentPoint, Fit, Measurement, NoSlope, PointCount, Slope, SpeedupPoint,
-    Target, TypeSlope, MIN_DISTINCT_SPEEDUPS,
+    Analysis, CausalReport, CausalType, CausalUnit, Discard, Discarded, EmptyCausal,
+    EmptyCausalReason, Experiment, ExperimentPoint, Fit, Measurement, NoSlope, PointCount, Slope,
+    SpeedupPoint, Target, TypeSlope, MIN_DISTINCT_SPEEDUPS,
 };
 pub use stats::{student_t_quantile, LineFit};
 
@@ -305,7 +305,11 @@ fn type_table(config: &CausalCollectConfig, experiments: &[Experiment]) -> Vec<C
                 .filter(|e| e.type_index as usize == index);
             CausalType {
                 index,
+                unit: unit_of(spec.unit),
                 name: spec.name.clone(),
+                module: spec.module.clone(),
+                functions: spec.functions.clone(),
+                functions_left_out: spec.functions_left_out as usize,
                 plan_samples: spec.plan_samples,
                 data_profile_rank: by_samples.iter().position(|&i| i == index).map(|r| r + 1),
                 selected: mine.clone().count(),
@@ -316,6 +320,15 @@ fn type_table(config: &CausalCollectConfig, experiments: &[Experiment]) -> Vec<C
             }
         })
         .collect()
+}
+
+/// The model's name for a table entry's unit.
+fn unit_of(unit: dprof_format::CausalUnit) -> CausalUnit {
+    match unit {
+        dprof_format::CausalUnit::Type => CausalUnit::Type,
+        dprof_format::CausalUnit::Function => CausalUnit::Function,
+        dprof_format::CausalUnit::Module => CausalUnit::Module,
+    }
 }
 
 /// The analyses the configuration asks for: each point's throughput, then the latency pair.
@@ -633,32 +646,47 @@ fn fit(points: &[ExperimentPoint], distinct_speedups: usize) -> Fit {
 /// What the view could not see, one sentence each.
 fn unseen(report: &CausalReport) -> Vec<String> {
     let mut lines = Vec::new();
-    let never: Vec<&str> = report
+    let never: Vec<String> = report
         .types
         .iter()
         .filter(|t| t.selected == 0)
-        .map(|t| t.name.as_str())
+        .map(CausalType::label)
         .collect();
     if !never.is_empty() {
         lines.push(format!(
-            "{} of {} types were never selected by an experiment, so nothing is known of their \
+            "{} of {} {} were never selected by an experiment, so nothing is known of their \
              effect: {} (run the session for longer)",
             never.len(),
             report.types.len(),
+            report.units_plural(),
             never.join(", ")
         ));
     }
-    let unsampled: Vec<&str> = report
+    let unsampled: Vec<String> = report
         .types
         .iter()
         .filter(|t| t.selected > 0 && t.experiment_samples == 0)
-        .map(|t| t.name.as_str())
+        .map(CausalType::label)
         .collect();
     if !unsampled.is_empty() {
+        let what = match report.unit() {
+            Some(CausalUnit::Type) => "the accesses of",
+            _ => "the instructions of",
+        };
         lines.push(format!(
-            "no sample fell on the accesses of {} during their experiments, so no delay was \
-             inserted and their sped-up experiments are discarded",
+            "no sample fell on {what} {} during their experiments, so no delay was inserted \
+             and their sped-up experiments are discarded",
             unsampled.join(", ")
+        ));
+    }
+    for t in report.types.iter().filter(|t| t.functions_left_out > 0) {
+        lines.push(format!(
+            "{} was sped up in its {} most sampled functions only: {} more of its functions in \
+             scope did not fit in the {} instructions one entry takes",
+            t.label(),
+            t.functions.len(),
+            t.functions_left_out,
+            dprof_abi::MAX_CAUSAL_TYPE_IPS
         ));
     }
     let out = report.discarded_experiments();
@@ -706,9 +734,10 @@ fn why_empty(report: &CausalReport) -> Option<EmptyCausal> {
                 format!("{} {}{whose}", g.experiments.len(), g.reason.describe())
             })
             .collect();
-        let remedy = groups
-            .first()
-            .map_or("run the session for longer", |g| discard_remedy(g.reason));
+        let remedy = groups.first().map_or_else(
+            || "run the session for longer".to_owned(),
+            |g| discard_remedy(g.reason, report.units_plural()),
+        );
         return Some(EmptyCausal {
             reason: EmptyCausalReason::NoUsableExperiment,
             message: format!(
@@ -730,7 +759,7 @@ fn why_empty(report: &CausalReport) -> Option<EmptyCausal> {
                     distinct_speedups,
                 } if reason != NoSlope::NeverSelected => Some(format!(
                     "{} for {}: {}",
-                    t.name,
+                    report.label_of(t.type_index),
                     a.name,
                     reason.describe(distinct_speedups)
                 )),
@@ -741,25 +770,33 @@ fn why_empty(report: &CausalReport) -> Option<EmptyCausal> {
     Some(EmptyCausal {
         reason: EmptyCausalReason::NoSlope,
         message: format!(
-            "no type has a slope ({}), so there is nothing to rank: a slope needs a 0% \
+            "no {} has a slope ({}), so there is nothing to rank: a slope needs a 0% \
              baseline and {MIN_DISTINCT_SPEEDUPS} distinct virtual speedups (run the session \
              for longer)",
+            report.unit_word(),
             why.join("; ")
         ),
     })
 }
 
-/// What would avoid discarding experiments for `reason`, in a few words.
-fn discard_remedy(reason: Discard) -> &'static str {
+/// What would avoid discarding experiments for `reason`, in a few words; `units` names the
+/// table's entries (`types`, `functions`, ...).
+fn discard_remedy(reason: Discard, units: &str) -> String {
     match reason {
-        Discard::NoDelayInserted => {
-            "no sample fell on the types' instructions during their experiments; speed up \
-             types the workload touches while it runs, or sample more often (--period)"
-        }
+        Discard::NoDelayInserted => format!(
+            "no sample fell on the {units}' instructions during their experiments; speed up \
+             {units} the workload {} while it runs, or sample more often (--period)",
+            if units == "types" {
+                "touches"
+            } else {
+                "executes"
+            }
+        ),
         Discard::ZeroVisits | Discard::NoRequestsInFlight => {
             "the workload did not reach the progress point during the experiments; check that \
              it runs the point's code, or lengthen the experiments (--experiment)"
+                .to_owned()
         }
-        _ => "run the session for longer",
+        _ => "run the session for longer".to_owned(),
     }
 }

@@ -24,6 +24,8 @@ fn example_dir() -> tempfile::TempDir {
         ),
         ("dp.dprof", dprof_fixtures::data_profile::profile()),
         ("empty.dprof", example::nothing_to_rank_profile()),
+        ("functions.dprof", example::functions_profile()),
+        ("modules.dprof", example::modules_profile()),
     ])
 }
 
@@ -241,4 +243,192 @@ fn nothing_to_rank_is_said_in_every_format_with_exit_status_3() {
     assert_eq!(ranked.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&ranked.stdout).expect("valid JSON");
     assert!(v.get("why_empty").is_none(), "{v}");
+}
+
+/// `dprof causal --units functions`: the view ranks functions and names them as kallsyms
+/// does (`name [module]` for a module's), and so does Coz's format's `selected`.
+#[test]
+fn causal_of_functions_names_the_functions() {
+    let dir = example_dir();
+    let text = stdout_of(&dprof(
+        dir.path(),
+        &["report", "functions.dprof", "--view", "causal"],
+    ));
+    let squeezed = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        text.contains("3 functions in the table")
+            && text.contains("functions ranked by slope")
+            && text.contains("of the function's instructions"),
+        "{text}"
+    );
+    assert!(
+        squeezed(&text).contains("3 ext4_da_write_begin [ext4] -0.405 [-0.436, -0.374] hurts"),
+        "{text}"
+    );
+    assert!(squeezed(&text).contains("sample rank"), "{text}");
+    golden("causal_functions.txt", &text);
+
+    let coz = stdout_of(&dprof(
+        dir.path(),
+        &[
+            "report",
+            "functions.dprof",
+            "--view",
+            "causal",
+            "--format",
+            "coz",
+        ],
+    ));
+    assert!(coz.contains("experiment\tselected=tcp_sendmsg\t"), "{coz}");
+    assert!(
+        coz.contains("experiment\tselected=ext4_da_write_begin [ext4]\t"),
+        "{coz}"
+    );
+    assert!(coz.contains("samples\tlocation=copy_user_generic\tcount=900"));
+    golden("causal_functions.coz", &coz);
+
+    // One function, by its name or as the view writes it.
+    for name in ["ext4_da_write_begin", "ext4_da_write_begin [ext4]"] {
+        let text = stdout_of(&dprof(
+            dir.path(),
+            &[
+                "report",
+                "functions.dprof",
+                "--view",
+                "causal",
+                "--type",
+                name,
+            ],
+        ));
+        assert!(
+            text.contains("function ext4_da_write_begin [ext4] (slope -0.405"),
+            "{text}"
+        );
+    }
+
+    let json = stdout_of(&dprof(
+        dir.path(),
+        &["report", "functions.dprof", "--view", "causal", "--json"],
+    ));
+    let v: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
+    assert_eq!(v["types"][0]["unit"], "function");
+    assert_eq!(v["types"][0]["name"], "tcp_sendmsg");
+    assert_eq!(v["types"][2]["module"], "ext4");
+}
+
+/// `dprof causal --units modules`: modules in brackets, and what each entry sped up.
+#[test]
+fn causal_of_modules_says_which_functions_were_sped_up() {
+    let dir = example_dir();
+    let text = stdout_of(&dprof(
+        dir.path(),
+        &["report", "modules.dprof", "--view", "causal"],
+    ));
+    assert!(text.contains("modules ranked by slope"), "{text}");
+    assert!(
+        text.contains(
+            "module [vmlinux]: 3 functions sped up, most sampled first (tcp_sendmsg, \
+             copy_user_generic, __alloc_skb); 31000 more in scope left out by the 16384 \
+             instructions one entry takes"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("module [nf_tables]: 1 functions sped up, most sampled first (nft_do_chain); every function in scope"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[vmlinux] was sped up in its 3 most sampled functions only"),
+        "{text}"
+    );
+    let coz = stdout_of(&dprof(
+        dir.path(),
+        &[
+            "report",
+            "modules.dprof",
+            "--view",
+            "causal",
+            "--format",
+            "coz",
+        ],
+    ));
+    assert!(coz.contains("experiment\tselected=[ext4]\t"), "{coz}");
+    let json = stdout_of(&dprof(
+        dir.path(),
+        &["report", "modules.dprof", "--view", "causal", "--json"],
+    ));
+    let v: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
+    assert_eq!(v["types"][0]["unit"], "module");
+    assert_eq!(v["types"][0]["functions"][2], "__alloc_skb");
+    assert_eq!(v["types"][0]["functions_left_out"], 31_000);
+    // A type table has no unit field: what older readers expect.
+    let json = stdout_of(&dprof(
+        dir.path(),
+        &["report", "c.dprof", "--view", "causal", "--json"],
+    ));
+    let v: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
+    assert!(v["types"][0].get("unit").is_none(), "{}", v["types"][0]);
+}
+
+/// The units' arguments: each mistake refused before anything is opened, in one sentence,
+/// with clap's usage status (2), and no profile left behind.
+#[test]
+fn bad_unit_arguments_are_refused_clearly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = [
+        "causal",
+        "-o",
+        "bad.dprof",
+        "--progress",
+        "user:x",
+        "--duration",
+        "1s",
+    ];
+    for (args, needle) in [
+        (
+            &["--units", "lines"][..],
+            "invalid value 'lines' for '--units <UNIT>'",
+        ),
+        (
+            &["--units", "modules", "--functions", "tcp_sendmsg"],
+            "--units modules contradicts --functions: give one of them",
+        ),
+        (
+            &["--types", "TCP", "--functions", "tcp_sendmsg"],
+            "'--types <TYPES>' cannot be used with '--functions <FUNCTIONS>'",
+        ),
+        (
+            &["--units", "functions", "--scope", "tcp_[a-z]*"],
+            "`[` cannot be in a glob",
+        ),
+        (
+            &["--units", "functions", "--scope", "[ext4"],
+            "a module pattern is [GLOB], closed by `]`",
+        ),
+        (
+            &["--scope", "tcp_*"],
+            "--scope `tcp_*` limits functions and modules, not types",
+        ),
+        (
+            &["--units", "functions", "--scope", "no_such_prefix_xyz_*"],
+            "--scope `no_such_prefix_xyz_*` matches no kernel function in /proc/kallsyms",
+        ),
+        (
+            &["--functions", "no_such_function_xyz"],
+            "no kernel function named `no_such_function_xyz` in /proc/kallsyms",
+        ),
+        (
+            &["--modules", "no_such_module_xyz"],
+            "no module named `no_such_module_xyz` in /proc/kallsyms",
+        ),
+    ] {
+        let mut all: Vec<&str> = base.to_vec();
+        all.extend_from_slice(args);
+        let out = dprof(dir.path(), &all);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert!(!dir.path().join("bad.dprof").exists());
+        assert!(!dir.path().join("bad.dprof.partial").exists());
+    }
 }

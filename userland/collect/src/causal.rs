@@ -1,5 +1,7 @@
 //! The `dprof causal` driver: experiments that rank data types by what speeding up their accesses would
-//! do to the workload (Coz's virtual speedups, with a data type as the unit sped up).
+//! do to the workload (Coz's virtual speedups, with a data type as the unit sped up), or,
+//! with `--units functions|modules`, kernel functions or modules by what speeding up their
+//! code would do ([`code_units`]).
 //!
 //! 1. A profiling phase (`--plan-time`) samples like `dprof collect` and analyses the samples
 //!    in place: which types were touched, and by which instructions. The software sampler
@@ -14,13 +16,18 @@
 //!    delay and progress visits. An experiment with fewer than `--min-visits` visits of a
 //!    progress point doubles the length of the following ones (Coz's rule).
 //!
+//! With code as the unit, step 1 counts the profiling phase's samples per function instead,
+//! and an entry's instructions are all those of its functions (see [`code_units`]).
+//!
 //! The profile holds the profiling phase's records (so `dprof report` shows its data
-//! profile) and the experiments' records; its header names the types and progress points
-//! they refer to by index.
+//! profile) and the experiments' records; its header names the types (or functions, or
+//! modules) and progress points they refer to by index.
 
 //!
 //! A run goes [`check`] (nothing opened yet) → [`Checked::open`] (the device configured, no
 //! file yet) → [`Experiments::run`] (the command, the phases, the file).
+
+mod code_units;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -31,7 +38,7 @@ use dprof_analysis::pipeline::{Analyzer, Options, SampledAccesses};
 use dprof_analysis::resolve::pseudo_type;
 use dprof_analysis::symbols::Kallsyms;
 use dprof_format::{
-    CausalCollectConfig, CausalTypeSpec, CollectConfig, DeviceCounters, ProfileHeader,
+    CausalCollectConfig, CausalTypeSpec, CausalUnit, CollectConfig, DeviceCounters, ProfileHeader,
     ProfileWriter, ProgressPointSpec, StopInfo, StopReason, Target,
 };
 use dprof_model::units::{self, format_ns};
@@ -40,8 +47,9 @@ use dprof_model::Report;
 use crate::backend::Backend;
 use crate::device::Device;
 use crate::error::{backend, CollectError};
+use crate::kcore::Kcore;
 use crate::observer::{Interrupt, Observer, Progress};
-use crate::options::{BackendChoice, CausalOptions, CollectOptions, Event, TypeChoice};
+use crate::options::{BackendChoice, CausalOptions, CollectOptions, Event, Selection};
 use crate::reading::{drain_into, read_some, IDLE_SLEEP, PROGRESS_EVERY, READ_BUFFER};
 use crate::record::{
     create_profile, memory_layout, merging_warning, now_unix_s, open_and_configure, target_of,
@@ -50,6 +58,8 @@ use crate::samplers::{self, HardwareSamplers};
 use crate::sampling::{plan, Sampling};
 use crate::system;
 use crate::workload::{Ending, Workload};
+pub use code_units::instruction_starts;
+use code_units::{ChosenUnit, MIN_PLAN_SAMPLES};
 
 /// Returns a [`CollectError::CausalTypes`] with the sentence given.
 macro_rules! bail {
@@ -73,13 +83,14 @@ pub struct Checked<'o> {
     labels: Vec<String>,
 }
 
-/// Checks `options`: what ends the run, the sampler, and the progress points against
-/// /proc/kallsyms.
+/// Checks `options`: what ends the run, the sampler, and the progress points, the scope and
+/// the named functions or modules against /proc/kallsyms.
 ///
 /// # Errors
-/// [`CollectError::Usage`] for options that contradict each other or a point the kernel does
-/// not have, [`CollectError::Sampler`] for a sampler this machine cannot give, or why
-/// /proc/kallsyms cannot be read.
+/// [`CollectError::Usage`] for options that contradict each other, a point, function or
+/// module the kernel does not have or a scope that holds no function,
+/// [`CollectError::Sampler`] for a sampler this machine cannot give, or why /proc/kallsyms
+/// cannot be read.
 pub fn check(options: &CausalOptions) -> Result<Checked<'_>, CollectError> {
     let collect = collect_options(options);
     let target = target_of(&collect)?;
@@ -89,6 +100,7 @@ pub fn check(options: &CausalOptions) -> Result<Checked<'_>, CollectError> {
     let symbols = Kallsyms::parse(&kallsyms);
     let (points, latency) = points_of(options);
     check_points(&points, &symbols)?;
+    code_units::check_units(options.unit, &options.selection, &options.scope, &symbols)?;
     let labels: Vec<String> = points.iter().map(ProgressPointSpec::label).collect();
     Ok(Checked {
         options,
@@ -211,8 +223,10 @@ pub struct CausalOutcome {
     pub stop: StopInfo,
     /// Records written.
     pub records: u64,
-    /// How many types were experimented on.
-    pub types: usize,
+    /// How many types (or functions, or modules) were experimented on.
+    pub units: usize,
+    /// What they were.
+    pub unit: CausalUnit,
     /// The experiments.
     pub tally: Tally,
     /// The command, if one ran.
@@ -305,33 +319,54 @@ fn collect_options(options: &CausalOptions) -> CollectOptions {
         history_timeout_ms: 1,
         history_max_hits: 1,
         plan_time: options.plan_time,
-        kcore: PathBuf::from("/proc/kcore"),
+        kcore: PathBuf::from(KCORE),
         device: options.device.clone(),
         backend: BackendChoice::Module,
         command: options.command.clone(),
     }
 }
 
-/// Parses a type list: `auto`, or names separated by commas.
+/// Parses a list of types, functions or modules: `auto`, or names separated by commas.
 ///
 /// # Errors
-/// A sentence saying why `s` is not a type list.
-pub fn parse_types(s: &str) -> Result<TypeChoice, String> {
+/// A sentence saying why `s` is not such a list.
+pub fn parse_selection(s: &str) -> Result<Selection, String> {
     if s == "auto" {
-        return Ok(TypeChoice::Auto);
+        return Ok(Selection::Auto);
     }
     let names: Vec<String> = s.split(',').map(|n| n.trim().to_owned()).collect();
     if names.iter().any(String::is_empty) {
-        return Err("an empty type name (give `auto` or names separated by commas)".to_owned());
+        return Err("an empty name (give `auto` or names separated by commas)".to_owned());
     }
     if names.len() > dprof_abi::MAX_CAUSAL_TYPES {
         return Err(format!(
-            "{} types; the module takes at most {}",
+            "{} names; the module takes at most {}",
             names.len(),
             dprof_abi::MAX_CAUSAL_TYPES
         ));
     }
-    Ok(TypeChoice::Named(names))
+    Ok(Selection::Named(names))
+}
+
+/// The unit and the selection that `--units` and one of `--types`, `--functions` and
+/// `--modules` (`named`: the unit each names, and its list) ask for together: the unit named
+/// by either, `types` when neither says, and `auto` without a list.
+///
+/// # Errors
+/// A sentence when `--units` and the list name different units.
+pub fn unit_selection(
+    units: Option<CausalUnit>,
+    named: Option<(CausalUnit, Selection)>,
+) -> Result<(CausalUnit, Selection), String> {
+    match (units, named) {
+        (Some(unit), Some((listed, _))) if unit != listed => Err(format!(
+            "--units {} contradicts --{}: give one of them",
+            unit.plural(),
+            listed.plural()
+        )),
+        (_, Some((unit, selection))) => Ok((unit, selection)),
+        (unit, None) => Ok((unit.unwrap_or_default(), Selection::Auto)),
+    }
 }
 
 /// Parses a progress point: `kprobe:FUNCTION`, `tracepoint:SYSTEM:EVENT` (or
@@ -422,8 +457,6 @@ fn module_point(spec: &ProgressPointSpec) -> ProgressPoint {
 const MIN_EXPERIMENT: Duration = Duration::from_millis(10);
 /// Coz's doubling rule stops here.
 const MAX_EXPERIMENT: Duration = Duration::from_secs(20);
-/// A type needs this many samples in the profiling phase for `--types auto` to pick it.
-const MIN_PLAN_SAMPLES: u64 = 20;
 /// Largest profiling phase kept in memory before the file is written.
 const MAX_PLAN_BYTES: usize = 512 << 20;
 /// How long to wait for an experiment's end record after `IOC_EXPERIMENT_END`.
@@ -493,24 +526,17 @@ fn causal_plan(points: &[ProgressPointSpec], flags: u32) -> CausalPlan {
     plan
 }
 
-/// A type chosen for experiments, with the instructions the module tests samples against.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct ChosenType {
-    spec: CausalTypeSpec,
-    ips: Vec<u64>,
-}
-
 /// Picks the types and gives each the instructions that mostly touch it.
 fn choose_types(
-    choice: &TypeChoice,
+    choice: &Selection,
     top: usize,
     report: &Report,
     accesses: &SampledAccesses,
-) -> Result<(Vec<ChosenType>, Vec<String>), CollectError> {
+) -> Result<(Vec<ChosenUnit>, Vec<String>), CollectError> {
     let profile = &report.data_profile.types;
     let mut notes = Vec::new();
     let names: Vec<&str> = match choice {
-        TypeChoice::Auto => {
+        Selection::Auto => {
             // The most sampled data types; the pseudo-types ranked among them are skipped,
             // and named in a note.
             let mut names = Vec::new();
@@ -546,7 +572,7 @@ fn choose_types(
             }
             names
         }
-        TypeChoice::Named(names) => {
+        Selection::Named(names) => {
             for name in names {
                 if !profile.iter().any(|t| &t.name == name) {
                     let known: Vec<&str> =
@@ -597,14 +623,10 @@ fn choose_types(
         ips.truncate(dprof_abi::MAX_CAUSAL_TYPE_IPS as usize);
         let mut ips: Vec<u64> = ips.into_iter().map(|(ip, _)| ip).collect();
         ips.sort_unstable();
-        chosen.push(ChosenType {
-            spec: CausalTypeSpec {
-                name: t.name.clone(),
-                // A type split by allocation site shares its cache with other sites.
-                cache: t.cache.clone().filter(|_| t.site.is_none()),
-                ips: ips.len() as u32,
-                plan_samples: t.samples,
-            },
+        // A type split by allocation site shares its cache with other sites.
+        let cache = t.cache.clone().filter(|_| t.site.is_none());
+        chosen.push(ChosenUnit {
+            spec: CausalTypeSpec::data_type(&t.name, cache, ips.len() as u32, t.samples),
             ips,
         });
     }
@@ -613,6 +635,55 @@ fn choose_types(
     }
     Ok((chosen, notes))
 }
+
+/// Chooses what the experiments speed up from the profiling phase's records (`plan_bytes`):
+/// types by the data profile's analysis, functions and modules by their samples and their
+/// code, read from /proc/kcore. Returns them and notes for the person.
+fn choose_units(
+    args: &CausalOptions,
+    header: &ProfileHeader,
+    symbols: &Kallsyms,
+    plan_bytes: &[u8],
+) -> Result<(Vec<ChosenUnit>, Vec<String>), CollectError> {
+    let top = args.top as usize;
+    if args.unit == CausalUnit::Type {
+        let mut analyzer = Analyzer::new(header, symbols, &Options::default());
+        let mut pos = 0;
+        while let Some(rest) = plan_bytes.get(pos..).filter(|r| !r.is_empty()) {
+            let (h, record) = Record::decode(rest).map_err(CollectError::BadRecord)?;
+            analyzer.push(&h, &record);
+            pos += usize::from(h.size).max(dprof_abi::RECORD_ALIGN);
+        }
+        let (report, accesses) = analyzer.finish_with_accesses();
+        return choose_types(&args.selection, top, &report, &accesses);
+    }
+    let samples = code_units::samples_by_function(plan_bytes, symbols)?;
+    let kcore = Kcore::open(Path::new(KCORE)).map_err(|e| {
+        CollectError::CausalTypes(format!(
+            "{e}: experiments on {} read the functions' live code there",
+            args.unit.plural()
+        ))
+    })?;
+    let read = |address: u64, len: usize| kcore.read(address, len);
+    let (chosen, notes) = if args.unit == CausalUnit::Function {
+        code_units::choose_functions(&args.selection, top, &args.scope, symbols, &samples, &read)?
+    } else {
+        code_units::choose_modules(&args.selection, top, &args.scope, symbols, &samples, &read)?
+    };
+    // Static functions that share a name are one entry each: named ones may be more.
+    if chosen.len() > dprof_abi::MAX_CAUSAL_TYPES {
+        bail!(
+            "{} functions go by the names given (static functions share names); the module \
+             takes at most {} entries: name fewer",
+            chosen.len(),
+            dprof_abi::MAX_CAUSAL_TYPES
+        );
+    }
+    Ok((chosen, notes))
+}
+
+/// Where the kernel's live code is read.
+const KCORE: &str = "/proc/kcore";
 
 /// The experiment end records among whole records.
 fn experiment_ends(bytes: &[u8], out: &mut Vec<ExperimentEnd>) {
@@ -705,15 +776,7 @@ fn run_phases<B: Backend>(
     drain_into(dev, &mut buf, &mut keep, observer)?;
     let plan_ns = duration_ns(ending.start.elapsed());
 
-    let mut analyzer = Analyzer::new(header, inputs.symbols, &Options::default());
-    let mut pos = 0;
-    while let Some(rest) = plan_bytes.get(pos..).filter(|r| !r.is_empty()) {
-        let (h, record) = Record::decode(rest).map_err(CollectError::BadRecord)?;
-        analyzer.push(&h, &record);
-        pos += usize::from(h.size).max(dprof_abi::RECORD_ALIGN);
-    }
-    let (report, accesses) = analyzer.finish_with_accesses();
-    let (types, notes) = choose_types(&args.types, args.top as usize, &report, &accesses)?;
+    let (types, notes) = choose_units(args, header, inputs.symbols, &plan_bytes)?;
     for note in &notes {
         observer.warn(note);
     }
@@ -721,8 +784,13 @@ fn run_phases<B: Backend>(
         .iter()
         .map(|t| {
             format!(
-                "{} ({} samples, {} instructions)",
-                t.spec.name,
+                "{}{} ({} samples, {} instructions)",
+                match t.spec.unit {
+                    CausalUnit::Type => "",
+                    CausalUnit::Function => "function ",
+                    CausalUnit::Module => "module ",
+                },
+                t.spec.label(),
                 t.spec.plan_samples,
                 t.ips.len()
             )
@@ -744,7 +812,7 @@ fn run_phases<B: Backend>(
     for (index, t) in types.iter().enumerate() {
         dev.causal_type(
             index as u32,
-            &t.spec.name,
+            &t.spec.label(),
             t.spec.cache.as_deref().unwrap_or(""),
             &t.ips,
         )
@@ -754,6 +822,7 @@ fn run_phases<B: Backend>(
         points: inputs.points.to_vec(),
         latency: inputs.latency,
         types: types.iter().map(|t| t.spec.clone()).collect(),
+        scope: args.scope.patterns(),
         plan_ns: Some(plan_ns),
         experiment_ns: duration_ns(args.experiment),
         cooloff_ns: duration_ns(args.cooloff),
@@ -814,7 +883,8 @@ fn run_phases<B: Backend>(
         path,
         stop,
         records,
-        types: types.len(),
+        units: types.len(),
+        unit: args.unit,
         tally,
         workload: None,
     })
@@ -832,7 +902,7 @@ fn experiments<B: Backend>(
     writer: &mut ProfileWriter,
     plan_bytes: &[u8],
     ending: &Ending,
-    types: &[ChosenType],
+    types: &[ChosenUnit],
     observer: &mut dyn Observer,
     workload: &mut Option<Workload>,
 ) -> Result<(StopReason, Tally), CollectError> {
@@ -943,7 +1013,7 @@ fn experiments<B: Backend>(
             last_progress = Instant::now();
             observer.progress(&Progress::Experiment {
                 done: tally.done,
-                type_name: &types[type_index].spec.name,
+                type_name: &types[type_index].spec.label(),
                 speedup_percent,
                 length,
                 fewest_visits: fewest,

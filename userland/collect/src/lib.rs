@@ -24,6 +24,7 @@ mod reading;
 pub mod record;
 pub mod samplers;
 pub mod sampling;
+pub mod scope;
 pub mod system;
 mod tap;
 pub mod workload;

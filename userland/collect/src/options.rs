@@ -5,10 +5,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use dprof_abi::{MAX_RING_BYTES, MIN_RING_BYTES};
-use dprof_format::ProgressPointSpec;
+use dprof_format::{CausalUnit, ProgressPointSpec};
 use dprof_model::units::{self, format_ns};
 
 use crate::histories::HistorySpec;
+use crate::scope::Scope;
 
 /// What `dprof collect` collects, and how.
 #[derive(Clone, Debug)]
@@ -192,10 +193,14 @@ pub struct CausalOptions {
     pub progress: Vec<ProgressPointSpec>,
     /// Latency mode: the begin and end points.
     pub latency: Option<(ProgressPointSpec, ProgressPointSpec)>,
-    /// Types to speed up.
-    pub types: TypeChoice,
-    /// With [`TypeChoice::Auto`]: how many of the most sampled types.
+    /// What experiments speed up: data types, functions or modules.
+    pub unit: CausalUnit,
+    /// Which of them.
+    pub selection: Selection,
+    /// With [`Selection::Auto`]: how many of the most sampled.
     pub top: u32,
+    /// Functions and modules: which functions are candidates.
+    pub scope: Scope,
     /// Length of the profiling phase.
     pub plan_time: Duration,
     /// Length of the first experiment.
@@ -218,10 +223,10 @@ pub struct CausalOptions {
     pub command: Vec<OsString>,
 }
 
-/// Which types causal experiments speed up.
+/// Which types, functions or modules causal experiments speed up.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TypeChoice {
-    /// The most sampled types.
+pub enum Selection {
+    /// The most sampled ones of the profiling phase.
     Auto,
     /// These, by name.
     Named(Vec<String>),

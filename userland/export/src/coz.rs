@@ -9,7 +9,10 @@
 //! and `difference` as integers, combines experiments of one (selected, point, speedup) by
 //! summing, and plots each against the one at speedup 0.
 //!
-//! Here `selected` is the type's name. Exactly the experiments the analysis used are written,
+//! Here `selected` is the table entry as every front end names it
+//! ([`dprof_model::causal::CausalType::label`]): a type's name, a function's (`name [module]`
+//! for a loadable module's), or a module's in brackets (`[vmlinux]`, `[ext4]`), so that the
+//! viewer's legend says what was sped up. Exactly the experiments the analysis used are written,
 //! each with the point lines of the analyses that used it, so the viewer sees the data the
 //! causal view ranked. Two things differ by construction, and the viewer's plot shows them:
 //! - Coz's viewer plots `1 - period_s / period_0` for throughput, where the causal view says
@@ -54,7 +57,7 @@ pub fn write_coz(report: &CausalReport, out: &mut dyn Write) -> io::Result<()> {
         writeln!(
             out,
             "experiment\tselected={}\tspeedup={}\tduration={}\tselected-samples={}",
-            field(&t.name),
+            field(&t.label()),
             f64::from(e.speedup_percent) / 100.0,
             m.effective_ns().max(0),
             m.type_samples
@@ -84,13 +87,13 @@ pub fn write_coz(report: &CausalReport, out: &mut dyn Write) -> io::Result<()> {
             }
         }
     }
-    // Coz's samples per source line; here the planning phase's samples per type, the basis
-    // of the data-profile rank.
+    // Coz's samples per source line; here the planning phase's samples per table entry, the
+    // basis of the data-profile rank.
     for t in report.types.iter().filter(|t| t.plan_samples > 0) {
         writeln!(
             out,
             "samples\tlocation={}\tcount={}",
-            field(&t.name),
+            field(&t.label()),
             t.plan_samples
         )?;
     }

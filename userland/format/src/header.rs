@@ -158,8 +158,13 @@ pub struct CausalCollectConfig {
     /// Latency mode: indices in `points` of the begin and the end point.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<(usize, usize)>,
-    /// The type table (`ExperimentControl.type_index` is an index in it).
+    /// The type table (`ExperimentControl.type_index` is an index in it): data types, or
+    /// with `dprof causal --units functions|modules`, code units.
     pub types: Vec<CausalTypeSpec>,
+    /// `--scope` as given: the function and module globs that limited which code units
+    /// were candidates; empty when there was none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scope: Vec<String>,
     /// Length of the profiling phase that chose the types and their instructions (ns); `None`
     /// when none ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -188,19 +193,106 @@ impl ProgressPointSpec {
     }
 }
 
+/// What one entry of the causal type table speeds up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CausalUnit {
+    /// The accesses to a data type (the instructions that touched it in the profiling
+    /// phase); what profiles written before there was a choice hold.
+    #[default]
+    Type,
+    /// Every instruction of a kernel function.
+    Function,
+    /// The instructions of a module's functions (`vmlinux`: the core kernel).
+    Module,
+}
+
+impl CausalUnit {
+    /// Whether this is [`CausalUnit::Type`] (by reference: serde's `skip_serializing_if`
+    /// passes one).
+    #[must_use]
+    pub fn is_type(&self) -> bool {
+        *self == Self::Type
+    }
+
+    /// The plural, as `--units` takes it: `types`, `functions`, `modules`.
+    #[must_use]
+    pub const fn plural(self) -> &'static str {
+        match self {
+            Self::Type => "types",
+            Self::Function => "functions",
+            Self::Module => "modules",
+        }
+    }
+}
+
 /// One entry of the causal type table.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CausalTypeSpec {
-    /// The type's name as the data profile names it (e.g. `kmalloc-1k@__alloc_skb`).
+    /// What the entry is; absent for a data type.
+    #[serde(default, skip_serializing_if = "CausalUnit::is_type")]
+    pub unit: CausalUnit,
+    /// The type's name as the data profile names it (e.g. `kmalloc-1k@__alloc_skb`), the
+    /// function's name as kallsyms lists it, or the module's (`vmlinux` for the core kernel).
     pub name: String,
+    /// A function's loadable module; absent for the core kernel's functions and other units.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
+    /// A module's functions whose instructions the entry lists, most sampled first (the
+    /// module takes at most `MAX_CAUSAL_TYPE_IPS` instructions per entry); empty for other
+    /// units.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub functions: Vec<String>,
+    /// A module's functions in scope that the instruction cap left out.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub functions_left_out: u32,
     /// The slab cache the module tests hardware data addresses against; `None` for types that
     /// are not a whole cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<String>,
     /// Instruction addresses the module's software type test matches.
     pub ips: u32,
-    /// Samples of the type in the profiling phase (its data-profile rank's basis).
+    /// Samples of the type in the profiling phase (its data-profile rank's basis); of a code
+    /// unit, the samples on its instructions.
     pub plan_samples: u64,
+}
+
+impl CausalTypeSpec {
+    /// The entry of a data type: `ips` instructions, `plan_samples` samples in the profiling
+    /// phase, and the slab cache the module tests hardware data addresses against, if any.
+    #[must_use]
+    pub fn data_type(name: &str, cache: Option<String>, ips: u32, plan_samples: u64) -> Self {
+        Self {
+            unit: CausalUnit::Type,
+            name: name.to_owned(),
+            module: None,
+            functions: Vec::new(),
+            functions_left_out: 0,
+            cache,
+            ips,
+            plan_samples,
+        }
+    }
+
+    /// The entry as people read it (as the causal report's `CausalType::label` writes it): a
+    /// type's or a core-kernel function's name, `name [module]` for a module's function,
+    /// `[module]` for a module.
+    #[must_use]
+    pub fn label(&self) -> String {
+        match (self.unit, &self.module) {
+            (CausalUnit::Module, _) => format!("[{}]", self.name),
+            (CausalUnit::Function, Some(module)) => format!("{} [{module}]", self.name),
+            _ => self.name.clone(),
+        }
+    }
+}
+
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// What `dprof collect --histories` asked for.

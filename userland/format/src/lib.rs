@@ -74,8 +74,8 @@ pub use codec::{BlockProblem, BLOCK_HEADER_SIZE, MAX_BLOCK, WRITTEN_BLOCK};
 pub use error::{ProfileError, RecordProblem, WriteError};
 pub use experiment::ExperimentRecord;
 pub use header::{
-    CacheGeometry, CausalCollectConfig, CausalTypeSpec, CollectConfig, CpuCounters, CpuId,
-    DeviceCounters, FullCoveragePlan, HistoryCollectConfig, HistoryCounters, MemoryLayout,
+    CacheGeometry, CausalCollectConfig, CausalTypeSpec, CausalUnit, CollectConfig, CpuCounters,
+    CpuId, DeviceCounters, FullCoveragePlan, HistoryCollectConfig, HistoryCounters, MemoryLayout,
     MergedCache, ModuleInfo, PeriodEvents, PmuEvent, ProfileHeader, ProgressPointSpec,
     SampleRegisters, SamplingConfig, StopInfo, StopReason, Target,
 };

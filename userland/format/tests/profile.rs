@@ -115,6 +115,33 @@ fn headers_from_before_sampling_still_load() {
     assert_eq!(old.config.sampling, None);
 }
 
+/// Causal tables of code units round trip; a table of types writes no unit, scope or module
+/// lists, so a profile of types reads as before, and one written before units existed reads
+/// as types.
+#[test]
+fn causal_units_round_trip_and_old_tables_are_types() {
+    use dprof_fixtures::causal;
+    let mut header = example_header();
+    header.config.causal = Some(causal::modules_config());
+    let json = serde_json::to_value(&header).expect("json");
+    let back: ProfileHeader = serde_json::from_value(json).expect("loads");
+    assert_eq!(back, header);
+    let functions = causal::functions_config();
+    let json = serde_json::to_value(&functions).expect("json");
+    assert_eq!(json["types"][2]["unit"], "function");
+    assert_eq!(json["types"][2]["module"], "ext4");
+    assert_eq!(json["scope"][2], "[ext4]");
+    assert_eq!(functions.types[2].label(), "ext4_da_write_begin [ext4]");
+    let types = serde_json::to_value(causal::example_config()).expect("json");
+    assert!(types.get("scope").is_none(), "{types}");
+    for key in ["unit", "module", "functions", "functions_left_out"] {
+        assert!(types["types"][0].get(key).is_none(), "{key}: {types}");
+    }
+    let old: dprof_format::CausalCollectConfig = serde_json::from_value(types).expect("loads");
+    assert_eq!(old.types[0].unit, CausalUnit::Type);
+    assert_eq!(old, causal::example_config());
+}
+
 #[test]
 fn merged_caches_round_trip_and_are_optional() {
     let mut header = example_header();

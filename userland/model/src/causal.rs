@@ -53,13 +53,70 @@ pub struct EmptyCausal {
     pub message: String,
 }
 
+/// What an entry of the type table speeds up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CausalUnit {
+    /// The accesses to a data type.
+    #[default]
+    Type,
+    /// Every instruction of a kernel function.
+    Function,
+    /// The instructions of a module's functions (`vmlinux`: the core kernel).
+    Module,
+}
+
+impl CausalUnit {
+    /// The unit in one word: `type`, `function`, `module`.
+    #[must_use]
+    pub const fn word(self) -> &'static str {
+        match self {
+            Self::Type => "type",
+            Self::Function => "function",
+            Self::Module => "module",
+        }
+    }
+
+    /// The plural: `types`, `functions`, `modules`.
+    #[must_use]
+    pub const fn plural(self) -> &'static str {
+        match self {
+            Self::Type => "types",
+            Self::Function => "functions",
+            Self::Module => "modules",
+        }
+    }
+
+    #[expect(
+        clippy::trivially_copy_pass_by_ref,
+        reason = "serde's skip_serializing_if passes a reference"
+    )]
+    fn is_type(&self) -> bool {
+        *self == Self::Type
+    }
+}
+
 /// One entry of the type table.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CausalType {
     /// Index in the table (`ExperimentControl.type_index`).
     pub index: usize,
-    /// The type's name as the data profile names it.
+    /// What the entry speeds up; absent for a data type.
+    #[serde(default, skip_serializing_if = "CausalUnit::is_type")]
+    pub unit: CausalUnit,
+    /// The type's name as the data profile names it, the function's as kallsyms lists it, or
+    /// the module's (`vmlinux` for the core kernel).
     pub name: String,
+    /// A function's loadable module; absent for the core kernel's functions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
+    /// A module's functions whose instructions were sped up, most sampled first (up to the
+    /// instructions one entry takes); empty for other units.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub functions: Vec<String>,
+    /// A module's functions in scope left out by that cap.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub functions_left_out: usize,
     /// Samples of the type in the profiling phase that chose the types.
     pub plan_samples: u64,
     /// Rank by `plan_samples` among the table's types (1: most sampled); `None` for a type
@@ -71,6 +128,28 @@ pub struct CausalType {
     /// delay inserted, so its sped-up experiments are discarded
     /// ([`Discard::NoDelayInserted`]).
     pub experiment_samples: u64,
+}
+
+impl CausalType {
+    /// The entry as people read it, the same in every front end and in Coz's format: a
+    /// type's or a core-kernel function's name, `name [module]` for a module's function (as
+    /// kallsyms writes it), `[module]` for a module (`[vmlinux]`: the core kernel).
+    #[must_use]
+    pub fn label(&self) -> String {
+        match (self.unit, &self.module) {
+            (CausalUnit::Module, _) => format!("[{}]", self.name),
+            (CausalUnit::Function, Some(module)) => format!("{} [{module}]", self.name),
+            _ => self.name.clone(),
+        }
+    }
+}
+
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// One experiment, as its records say.
@@ -474,5 +553,35 @@ impl CausalReport {
     #[must_use]
     pub fn causal_type(&self, index: usize) -> Option<&CausalType> {
         self.types.get(index)
+    }
+
+    /// What the table's entries are: their unit when they share one (every table
+    /// `dprof causal` writes), else `None`.
+    #[must_use]
+    pub fn unit(&self) -> Option<CausalUnit> {
+        let first = self.types.first().map_or(CausalUnit::Type, |t| t.unit);
+        self.types.iter().all(|t| t.unit == first).then_some(first)
+    }
+
+    /// The entries in one word, plural: `types`, `functions`, `modules`, or `units` for a
+    /// mixed table.
+    #[must_use]
+    pub fn units_plural(&self) -> &'static str {
+        self.unit().map_or("units", CausalUnit::plural)
+    }
+
+    /// The entries in one word: `type`, `function`, `module`, or `unit`.
+    #[must_use]
+    pub fn unit_word(&self) -> &'static str {
+        self.unit().map_or("unit", CausalUnit::word)
+    }
+
+    /// [`CausalType::label`] of entry `index`, or its index in brackets when the table has
+    /// no such entry.
+    #[must_use]
+    pub fn label_of(&self, index: usize) -> String {
+        self.types
+            .get(index)
+            .map_or_else(|| format!("#{index}"), CausalType::label)
     }
 }

@@ -247,6 +247,8 @@ impl App {
             .causal
             .selected_type_index(causal)
             .and_then(|i| causal.types.get(i))
+            // A function or module is no data type: the data profile has nothing to select.
+            .filter(|t| t.unit == dprof_model::causal::CausalUnit::Type)
             .map(|t| t.name.clone());
         let index = self.report.as_ref().and_then(|r| {
             r.data_profile

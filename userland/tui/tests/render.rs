@@ -7,9 +7,9 @@ mod fixture;
 
 use dprof_tui::{App, Event, LoadEvent, View, MIN_HEIGHT, MIN_WIDTH};
 use fixture::{
-    causal_report, draw, freed_elsewhere_report, full_history_report, history_report, ibs_report,
-    nothing_to_rank_report, press, report, screen, shared_sets_report, timed_out_report,
-    views_report, views_report_without_geometry, SOURCE,
+    causal_report, draw, freed_elsewhere_report, full_history_report, functions_report,
+    history_report, ibs_report, nothing_to_rank_report, press, report, screen, shared_sets_report,
+    timed_out_report, views_report, views_report_without_geometry, SOURCE,
 };
 use ratatui::crossterm::event::KeyCode;
 
@@ -234,6 +234,27 @@ fn no_size_panics() {
     for (w, h) in sizes {
         let _ = screen(&loading, w, h);
     }
+}
+
+/// A causal session on functions ranks functions, named as kallsyms writes them, beside
+/// their rank by samples; Enter on one opens nothing, as no data type is a function.
+#[test]
+fn causal_of_functions_ranks_functions() {
+    let mut app = App::with_report(SOURCE, functions_report());
+    press(&mut app, [KeyCode::Char('6')]);
+    let s = screen(&app, 160, 48);
+    for needle in [
+        "function ",
+        "ext4_da_write_begin",
+        "sampled",
+        "the function's instructions",
+        "tcp_sendmsg: slope +0.496",
+        "sample rank 2",
+    ] {
+        assert!(s.contains(needle), "{needle}: {s}");
+    }
+    press(&mut app, [KeyCode::Enter]);
+    assert_eq!(screen(&app, 160, 48), s);
 }
 
 /// A causal session whose every experiment was discarded says why above the empty ranking.

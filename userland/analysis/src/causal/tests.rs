@@ -898,3 +898,103 @@ fn a_ranking_has_no_why_empty() {
     );
     assert_eq!(report.why_empty, None);
 }
+
+/// A table of functions: each entry says it is one, with its module, and the report's words
+/// follow (no slope, nothing sampled, nothing usable) with the names as kallsyms writes them.
+#[test]
+fn code_units_are_named_as_functions_and_modules() {
+    let config = example::functions_config();
+    let report = analyze(&config, &example::records(&example::example_planned()));
+    let labels: Vec<String> = report.types.iter().map(CausalType::label).collect();
+    assert_eq!(
+        labels,
+        [
+            "tcp_sendmsg",
+            "copy_user_generic",
+            "ext4_da_write_begin [ext4]"
+        ]
+    );
+    assert_eq!(report.unit(), Some(CausalUnit::Function));
+    assert_eq!(report.units_plural(), "functions");
+    assert_eq!(report.types[2].module.as_deref(), Some("ext4"));
+    // The ranking is the types' example's: the analysis does not depend on the unit.
+    let slope = only_slope(&report, 0, "ext4_da_write_begin");
+    assert!(slope.hurts, "{slope:?}");
+
+    // Nothing usable: the remedy speaks of functions.
+    let empty = analyze(
+        &config,
+        &example::records(&example::nothing_to_rank_planned()),
+    )
+    .why_empty
+    .expect("nothing to rank");
+    assert!(
+        empty.message.ends_with(
+            "no sample fell on the functions' instructions during their experiments; speed up \
+             functions the workload executes while it runs, or sample more often (--period)"
+        ),
+        "{}",
+        empty.message
+    );
+
+    // No sample on a function: said of its instructions, by its label.
+    let mut planned = linear_experiments(1, 2, &[0, 50, 0, 100], 0.0, 0.0, &mut Noise::new(6));
+    for p in &mut planned {
+        p.type_samples = 0;
+        p.wall_ns -= p.delay_ns;
+        p.delay_ns = 0;
+    }
+    let report = analyze(&config, &example::records(&planned));
+    assert!(
+        report.unseen.iter().any(|l| l.starts_with(
+            "no sample fell on the instructions of ext4_da_write_begin [ext4] during their \
+             experiments"
+        )),
+        "{:?}",
+        report.unseen
+    );
+    assert!(
+        report
+            .unseen
+            .iter()
+            .any(|l| l.starts_with("2 of 3 functions were never selected")),
+        "{:?}",
+        report.unseen
+    );
+    let empty = report.why_empty.expect("no slope");
+    assert!(
+        empty.message.starts_with(
+            "no function has a slope (ext4_da_write_begin [ext4] for kprobe:tcp_sendmsg:"
+        ),
+        "{}",
+        empty.message
+    );
+
+    // Modules: in brackets, with what the instruction cap left out.
+    let report = analyze(
+        &example::modules_config(),
+        &example::records(&example::example_planned()),
+    );
+    assert_eq!(report.label_of(0), "[vmlinux]");
+    assert_eq!(report.types[0].functions.len(), 3);
+    assert!(
+        report.unseen.contains(
+            &"[vmlinux] was sped up in its 3 most sampled functions only: 31000 more of its \
+              functions in scope did not fit in the 16384 instructions one entry takes"
+                .to_owned()
+        ),
+        "{:?}",
+        report.unseen
+    );
+    let mut out = Vec::new();
+    write_coz(&report, &mut out).expect("writes");
+    let text = String::from_utf8(out).expect("utf-8");
+    assert!(
+        text.contains("experiment\tselected=[nf_tables]\t"),
+        "{text}"
+    );
+    assert!(
+        text.contains("samples\tlocation=[vmlinux]\tcount=900"),
+        "{text}"
+    );
+}

@@ -6,21 +6,37 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use dprof_collect::causal::{self, parse_experiment_time, parse_latency, parse_point, parse_types};
+use dprof_collect::causal::{
+    self, parse_experiment_time, parse_latency, parse_point, parse_selection, unit_selection,
+};
 use dprof_collect::observer::Observer;
-use dprof_collect::options::{parse_period, CausalOptions, Period, TypeChoice};
-use dprof_format::ProgressPointSpec;
+use dprof_collect::options::{parse_period, CausalOptions, Period, Selection};
+use dprof_collect::scope::{parse_scope, Scope};
+use dprof_format::{CausalUnit, ProgressPointSpec};
 use dprof_model::units::{self, format_ns};
 
-use super::record::{cli_error, exit_code_of, SamplerChoice, Signals, Terminal};
+use super::record::{cli_error, exit_code_of, SamplerChoice, Signals, Terminal, UsageError};
 
-/// Run causal experiments on the kernel's data types while a workload runs.
+/// Run causal experiments on the kernel's data types (or functions, or modules) while a
+/// workload runs.
 ///
 /// A profiling phase (--plan-time) finds the most sampled types and the instructions that
 /// touch them; then experiments pick a type and a virtual speedup at random (0% half of the
 /// time) and delay every other CPU whenever a sample lands on that type's accesses, as if
 /// those accesses had become faster. Progress points measure what that does to the
 /// workload's throughput (or, with --latency, to the time between two points).
+///
+/// Units (--units): `types` (the default), `functions` (every instruction of a kernel
+/// function: a sample anywhere in it counts) or `modules` (the instructions of a module's
+/// functions in scope, most sampled first, up to the 16384 one experiment entry takes).
+/// Name them with --types, --functions or --modules (each implies its unit), or let the
+/// profiling phase pick the --top most sampled.
+///
+/// Scope (--scope, functions and modules only), patterns separated by commas; a function is
+/// a candidate when one of them matches:
+///   GLOB                      functions by name (tcp_*, *_sendmsg); * any run, ? one char
+///   [GLOB]                    every function of the modules whose name matches ([ext4],
+///                             [nf_*]); [vmlinux] is the core kernel
 ///
 /// Progress points:
 ///   kprobe:FUNCTION           a kernel function's entry (e.g. kprobe:udp_sendmsg)
@@ -31,6 +47,8 @@ use super::record::{cli_error, exit_code_of, SamplerChoice, Signals, Terminal};
 /// Examples:
 ///   dprof causal -o c.dprof --progress kprobe:udp_sendmsg -- ./udp-bench
 ///   dprof causal -o c.dprof --types TCP,skbuff_head_cache --progress user:req --duration 5m
+///   dprof causal -o c.dprof --units functions --scope 'tcp_*,[vmlinux]' --progress user:req
+///   dprof causal -o c.dprof --functions tcp_sendmsg,tcp_write_xmit --progress user:req
 ///   dprof report --view causal c.dprof            (the ranking; --format coz for Coz's viewer)
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
@@ -51,13 +69,31 @@ pub struct CausalArgs {
     /// Latency mode: the mean time from the BEGIN point to the END point (Little's law).
     #[arg(long, value_name = "BEGIN,END", value_parser = parse_latency)]
     latency: Option<(ProgressPointSpec, ProgressPointSpec)>,
+    /// What experiments speed up: types, functions or modules [default: types, or what
+    /// --functions or --modules names].
+    #[arg(long, value_name = "UNIT", value_enum)]
+    units: Option<Units>,
     /// Types to speed up: `auto` (the --top most sampled data types of the profiling phase,
     /// skipping pseudo-types: the kernel stacks, regions such as `user memory`, `struct page`
     /// and `vmalloc`, per-CPU memory no symbol names, the stack protector's canary), or names
-    /// as `dprof report` shows them, comma-separated (pseudo-types included).
-    #[arg(long, value_name = "TYPES", default_value = "auto", value_parser = parse_types)]
-    types: TypeChoice,
-    /// With --types auto: how many of the most sampled types.
+    /// as `dprof report` shows them, comma-separated (pseudo-types included) [default: auto].
+    #[arg(long, value_name = "TYPES", value_parser = parse_selection,
+          conflicts_with_all = ["functions", "modules"])]
+    types: Option<Selection>,
+    /// Kernel functions to speed up, as kallsyms names them, comma-separated (implies
+    /// --units functions); `auto`: the --top most sampled in --scope.
+    #[arg(long, value_name = "FUNCTIONS", value_parser = parse_selection,
+          conflicts_with = "modules")]
+    functions: Option<Selection>,
+    /// Modules to speed up, comma-separated, `vmlinux` for the core kernel (implies --units
+    /// modules); `auto`: the --top most sampled in --scope.
+    #[arg(long, value_name = "MODULES", value_parser = parse_selection)]
+    modules: Option<Selection>,
+    /// Functions and modules: which functions are candidates, GLOB or [MODULE-GLOB] patterns
+    /// separated by commas (see above) [default: every function].
+    #[arg(long, value_name = "PATTERNS", value_parser = parse_scope)]
+    scope: Option<Scope>,
+    /// With `auto`: how many of the most sampled types (functions, modules).
     #[arg(long, value_name = "N", default_value = "6",
           value_parser = clap::value_parser!(u32).range(1..=dprof_abi::MAX_CAUSAL_TYPES as i64))]
     top: u32,
@@ -96,16 +132,51 @@ pub struct CausalArgs {
     command: Vec<OsString>,
 }
 
+/// What `--units` takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Units {
+    /// Data types: the instructions that touched each type in the profiling phase.
+    Types,
+    /// Kernel functions: every instruction of each.
+    Functions,
+    /// Modules (`vmlinux`: the core kernel): the instructions of their functions in scope.
+    Modules,
+}
+
+impl From<Units> for CausalUnit {
+    fn from(units: Units) -> Self {
+        match units {
+            Units::Types => Self::Type,
+            Units::Functions => Self::Function,
+            Units::Modules => Self::Module,
+        }
+    }
+}
+
 impl CausalArgs {
     /// What the experiments are asked to do.
-    fn options(&self) -> CausalOptions {
-        CausalOptions {
+    ///
+    /// # Errors
+    /// A [`UsageError`] when `--units` contradicts the list given.
+    fn options(&self) -> Result<CausalOptions, UsageError> {
+        let named = [
+            (CausalUnit::Type, &self.types),
+            (CausalUnit::Function, &self.functions),
+            (CausalUnit::Module, &self.modules),
+        ]
+        .into_iter()
+        .find_map(|(unit, list)| Some((unit, list.clone()?)));
+        let (unit, selection) =
+            unit_selection(self.units.map(CausalUnit::from), named).map_err(UsageError)?;
+        Ok(CausalOptions {
             output: self.output.clone(),
             duration: self.duration,
             progress: self.progress.clone(),
             latency: self.latency.clone(),
-            types: self.types.clone(),
+            unit,
+            selection,
             top: self.top,
+            scope: self.scope.clone().unwrap_or_default(),
             plan_time: self.plan_time,
             experiment: self.experiment,
             min_visits: self.min_visits,
@@ -116,12 +187,12 @@ impl CausalArgs {
             ring_size: self.ring_size,
             device: self.device.clone(),
             command: self.command.clone(),
-        }
+        })
     }
 }
 
 pub fn run(args: &CausalArgs) -> anyhow::Result<ExitCode> {
-    let options = args.options();
+    let options = args.options()?;
     let checked = causal::check(&options).map_err(cli_error)?;
     let mut terminal = Terminal::new();
     let experiments = checked.open(&mut terminal).map_err(cli_error)?;
@@ -131,11 +202,12 @@ pub fn run(args: &CausalArgs) -> anyhow::Result<ExitCode> {
         .map_err(cli_error)?;
     let tally = outcome.tally;
     eprintln!(
-        "dprof: {} experiments ({} at 0%) on {} types, {} with too few visits, {} records \
+        "dprof: {} experiments ({} at 0%) on {} {}, {} with too few visits, {} records \
          in {} ({}, {})",
         tally.done,
         tally.baselines,
-        outcome.types,
+        outcome.units,
+        outcome.unit.plural(),
         tally.too_few_visits,
         outcome.records,
         outcome.path.display(),

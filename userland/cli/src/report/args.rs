@@ -124,7 +124,8 @@ pub struct ReportArgs {
     /// Print the report model as JSON.
     #[arg(long)]
     pub(super) json: bool,
-    /// Show one type in detail: fields, functions, CPUs.
+    /// Show one type in detail: fields, functions, CPUs. With --view causal, one entry of the
+    /// causal table: a type, or a function or module when the experiments sped up code.
     #[arg(long = "type", value_name = "NAME")]
     pub(super) type_name: Option<String>,
     /// Which view.

@@ -1,7 +1,8 @@
-//! `dprof report --view causal`: the types ranked by their causal effect on each progress
-//! point (slope of program speedup against virtual speedup, with its 95% interval and flags,
-//! beside the data-profile rank), the experiments left out by reason, and what the view could
-//! not see; `--json` prints the causal report, `--format coz` Coz's profile format.
+//! `dprof report --view causal`: the types (or functions, or modules: the table's unit)
+//! ranked by their causal effect on each progress point (slope of program speedup against
+//! virtual speedup, with its 95% interval and flags, beside the rank by samples in the
+//! profiling phase), the experiments left out by reason, and what the view could not see;
+//! `--json` prints the causal report, `--format coz` Coz's profile format.
 //!
 //! Only the experiment records are read: the view needs neither samples nor symbols.
 
@@ -10,7 +11,7 @@ use std::process::ExitCode;
 
 use dprof_analysis::causal;
 use dprof_format::Profile;
-use dprof_model::causal::{Analysis, CausalReport, Fit, Target, TypeSlope};
+use dprof_model::causal::{Analysis, CausalReport, CausalType, CausalUnit, Fit, Target, TypeSlope};
 
 use super::args::{Format, ReportArgs, DEFAULT_TOP};
 use super::output::{more, no_such_type, notes_text, to_stdout, Table};
@@ -36,14 +37,15 @@ pub(super) fn run(args: &ReportArgs, profile: &Profile) -> anyhow::Result<ExitCo
             return writeln!(out);
         }
         summary(&report, out)?;
+        modules(&report, out)?;
         if let Some(empty) = &report.why_empty {
             writeln!(out, "nothing to rank: {}", empty.message)?;
         }
         for analysis in &report.analyses {
             writeln!(out)?;
             match selected {
-                Some(index) => type_points(analysis, index, out)?,
-                None => ranking(analysis, top, out)?,
+                Some(index) => type_points(&report, analysis, index, out)?,
+                None => ranking(&report, analysis, top, out)?,
             }
         }
         writeln!(out)?;
@@ -52,7 +54,8 @@ pub(super) fn run(args: &ReportArgs, profile: &Profile) -> anyhow::Result<ExitCo
         if report.unseen.is_empty() {
             writeln!(
                 out,
-                "could not see: nothing left out (every type selected, every experiment used)"
+                "could not see: nothing left out (every {} selected, every experiment used)",
+                report.unit_word()
             )
         } else {
             notes_text(&report.unseen, out)
@@ -69,14 +72,16 @@ pub(super) fn run(args: &ReportArgs, profile: &Profile) -> anyhow::Result<ExitCo
 /// a script tells it from a failure.
 const EXIT_NOTHING_TO_RANK: u8 = 3;
 
-/// The index of the type `name` in the type table.
+/// The index of the entry `name` in the type table: a type, function or module by its name
+/// or as the report writes it (`[ext4]`).
 fn find_type(report: &CausalReport, name: &str) -> anyhow::Result<usize> {
     report
         .types
         .iter()
-        .position(|t| t.name == name)
+        .position(|t| t.name == name || t.label() == name)
         .ok_or_else(|| {
-            let names: Vec<&str> = report.types.iter().map(|t| t.name.as_str()).collect();
+            let names: Vec<String> = report.types.iter().map(CausalType::label).collect();
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
             no_such_type(name, "causal type table", &names)
         })
 }
@@ -85,19 +90,53 @@ fn summary(report: &CausalReport, out: &mut impl Write) -> io::Result<()> {
     let used = report.experiments.len() - report.discarded_experiments();
     writeln!(
         out,
-        "Causal experiments: {} ({used} usable), {} types in the table, progress points: {}; \
+        "Causal experiments: {} ({used} usable), {} {} in the table, progress points: {}; \
          experiments of {} ms",
         report.experiments.len(),
         report.types.len(),
+        report.units_plural(),
         report.points.join(", "),
         report.experiment_ns / 1_000_000
     )?;
+    let sped_up = match report.unit() {
+        Some(CausalUnit::Type) => "the type's accesses".to_owned(),
+        _ => format!("the {}'s instructions", report.unit_word()),
+    };
     writeln!(
         out,
-        "slope: program speedup per unit of virtual speedup of the type's accesses, least \
-         squares over its sped-up experiments (each against the 0% experiments just before and \
-         after it), with an intercept, 95% interval (Student t)"
+        "slope: program speedup per unit of virtual speedup of {sped_up}, least squares over \
+         its sped-up experiments (each against the 0% experiments just before and after it), \
+         with an intercept, 95% interval (Student t)"
     )
+}
+
+/// What each module entry sped up: its functions, and those the instruction cap left out.
+fn modules(report: &CausalReport, out: &mut impl Write) -> io::Result<()> {
+    /// Functions named per module; the JSON has them all.
+    const SHOWN: usize = 5;
+    for t in report.types.iter().filter(|t| t.unit == CausalUnit::Module) {
+        let mut shown: Vec<&str> = t.functions.iter().take(SHOWN).map(String::as_str).collect();
+        if t.functions.len() > SHOWN {
+            shown.push("...");
+        }
+        let left_out = if t.functions_left_out == 0 {
+            "every function in scope".to_owned()
+        } else {
+            format!(
+                "{} more in scope left out by the {} instructions one entry takes",
+                t.functions_left_out,
+                dprof_abi::MAX_CAUSAL_TYPE_IPS
+            )
+        };
+        writeln!(
+            out,
+            "module {}: {} functions sped up, most sampled first ({}); {left_out}",
+            t.label(),
+            t.functions.len(),
+            shown.join(", ")
+        )?;
+    }
+    Ok(())
 }
 
 /// "+0.487".
@@ -135,18 +174,28 @@ fn flags(t: &TypeSlope) -> String {
     }
 }
 
-fn ranking(analysis: &Analysis, top: usize, out: &mut impl Write) -> io::Result<()> {
-    writeln!(out, "{}: types ranked by slope", what(analysis))?;
+fn ranking(
+    report: &CausalReport,
+    analysis: &Analysis,
+    top: usize,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "{}: {} ranked by slope",
+        what(analysis),
+        report.units_plural()
+    )?;
     let mut table = Table::new(&[
         ("rank", true),
-        ("type", false),
+        (report.unit_word(), false),
         ("slope", true),
         ("95% interval", false),
         ("flags", false),
         ("experiments", true),
         ("speedups", true),
         ("baseline", true),
-        ("data rank", true),
+        (sample_rank_heading(report), true),
     ]);
     for t in analysis.types.iter().take(top) {
         let (slope, interval) = match t.fit.slope() {
@@ -163,7 +212,7 @@ fn ranking(analysis: &Analysis, top: usize, out: &mut impl Write) -> io::Result<
         };
         table.row(vec![
             rank(t.rank),
-            t.name.clone(),
+            report.label_of(t.type_index),
             slope,
             interval,
             flags(t),
@@ -175,11 +224,25 @@ fn ranking(analysis: &Analysis, top: usize, out: &mut impl Write) -> io::Result<
         ]);
     }
     table.write(out)?;
-    more(out, analysis.types.len(), top, "types")
+    more(out, analysis.types.len(), top, report.units_plural())
 }
 
-/// One type's pooled points per virtual speedup (`--type`).
-fn type_points(analysis: &Analysis, index: usize, out: &mut impl Write) -> io::Result<()> {
+/// The heading of the rank by samples in the profiling phase: the data profile's for types,
+/// the samples' on the code for functions and modules.
+fn sample_rank_heading(report: &CausalReport) -> &'static str {
+    match report.unit() {
+        Some(CausalUnit::Type) => "data rank",
+        _ => "sample rank",
+    }
+}
+
+/// One entry's pooled points per virtual speedup (`--type`).
+fn type_points(
+    report: &CausalReport,
+    analysis: &Analysis,
+    index: usize,
+    out: &mut impl Write,
+) -> io::Result<()> {
     let Some(t) = analysis.types.iter().find(|t| t.type_index == index) else {
         return Ok(());
     };
@@ -193,11 +256,15 @@ fn type_points(analysis: &Analysis, index: usize, out: &mut impl Write) -> io::R
         ),
         None => flags(t),
     };
+    let described = match report.causal_type(index).map(|t| t.unit) {
+        Some(CausalUnit::Type) | None => report.label_of(index),
+        Some(unit) => format!("{} {}", unit.word(), report.label_of(index)),
+    };
     writeln!(
         out,
-        "{}: {} ({verdict}; data rank {})",
+        "{}: {described} ({verdict}; {} {})",
         what(analysis),
-        t.name,
+        sample_rank_heading(report),
         rank(t.data_profile_rank)
     )?;
     let mut table = Table::new(&[

@@ -55,17 +55,17 @@ fn latency_takes_two_different_points_and_adds_them_to_the_plan() {
 
 #[test]
 fn type_lists_parse_and_are_bounded() {
-    assert_eq!(parse_types("auto"), Ok(TypeChoice::Auto));
+    assert_eq!(parse_selection("auto"), Ok(Selection::Auto));
     assert_eq!(
-        parse_types("TCP, skbuff_head_cache"),
-        Ok(TypeChoice::Named(vec![
+        parse_selection("TCP, skbuff_head_cache"),
+        Ok(Selection::Named(vec![
             "TCP".to_owned(),
             "skbuff_head_cache".to_owned()
         ]))
     );
-    assert!(parse_types("TCP,,UDP").is_err());
+    assert!(parse_selection("TCP,,UDP").is_err());
     let many = vec!["t"; dprof_abi::MAX_CAUSAL_TYPES + 1].join(",");
-    assert!(parse_types(&many)
+    assert!(parse_selection(&many)
         .expect_err("too many")
         .contains("at most"));
 }
@@ -117,7 +117,7 @@ fn instructions_go_to_the_type_most_of_their_samples_touched() {
     accesses.insert(a, 0x30, 0, samples(1));
     accesses.insert(b, 0x30, 0, samples(1));
     accesses.insert(c, 0x30, 0, samples(1));
-    let choice = TypeChoice::Named(vec![a.to_owned(), b.to_owned(), c.to_owned()]);
+    let choice = Selection::Named(vec![a.to_owned(), b.to_owned(), c.to_owned()]);
     let (chosen, notes) = choose_types(&choice, 6, &report, &accesses).expect("a and b");
     let ips: Vec<(&str, &[u64])> = chosen
         .iter()
@@ -138,7 +138,7 @@ fn a_type_never_sampled_or_no_type_at_all_is_a_clear_error() {
     let (report, names) = example_report();
     let accesses = SampledAccesses::default();
     let err = choose_types(
-        &TypeChoice::Named(vec!["no_such_type".to_owned()]),
+        &Selection::Named(vec!["no_such_type".to_owned()]),
         6,
         &report,
         &accesses,
@@ -148,7 +148,7 @@ fn a_type_never_sampled_or_no_type_at_all_is_a_clear_error() {
     assert!(text.contains("`no_such_type` was never sampled"), "{text}");
     assert!(text.contains(&names[0]), "names the sampled types: {text}");
     // The example's types have fewer than MIN_PLAN_SAMPLES samples each.
-    let err = choose_types(&TypeChoice::Auto, 6, &report, &accesses).expect_err("too few");
+    let err = choose_types(&Selection::Auto, 6, &report, &accesses).expect_err("too few");
     assert!(
         err.to_string().contains("no data type had 20 samples"),
         "{err}"
@@ -156,7 +156,7 @@ fn a_type_never_sampled_or_no_type_at_all_is_a_clear_error() {
     // A named type whose instructions are all unknown is left out, and with nothing left
     // that is an error too.
     let err = choose_types(
-        &TypeChoice::Named(vec![names[0].clone()]),
+        &Selection::Named(vec![names[0].clone()]),
         6,
         &report,
         &accesses,
@@ -200,7 +200,7 @@ fn the_automatic_plan_skips_pseudo_types_unless_named() {
         accesses.insert(name, 0x100 * (i as u64 + 1), 0, samples(n));
     }
     let (chosen, notes) =
-        choose_types(&TypeChoice::Auto, 2, &report, &accesses).expect("two data types");
+        choose_types(&Selection::Auto, 2, &report, &accesses).expect("two data types");
     let names: Vec<&str> = chosen.iter().map(|t| t.spec.name.as_str()).collect();
     assert_eq!(names, ["skbuff_head_cache", "global:jiffies"]);
     assert_eq!(
@@ -215,14 +215,14 @@ fn the_automatic_plan_skips_pseudo_types_unless_named() {
     );
     // With room for more, every data type is taken, and only data types.
     let (chosen, _) =
-        choose_types(&TypeChoice::Auto, 32, &report, &accesses).expect("three data types");
+        choose_types(&Selection::Auto, 32, &report, &accesses).expect("three data types");
     let names: Vec<&str> = chosen.iter().map(|t| t.spec.name.as_str()).collect();
     assert_eq!(
         names,
         ["skbuff_head_cache", "global:jiffies", "percpu:runqueues"]
     );
     // Named, a pseudo-type is taken, with its instructions.
-    let asked = TypeChoice::Named(vec!["stack".to_owned(), "user memory".to_owned()]);
+    let asked = Selection::Named(vec!["stack".to_owned(), "user memory".to_owned()]);
     let (chosen, notes) = choose_types(&asked, 6, &report, &accesses).expect("named");
     let ips: Vec<(&str, &[u64])> = chosen
         .iter()
@@ -235,7 +235,7 @@ fn the_automatic_plan_skips_pseudo_types_unless_named() {
     assert!(notes.is_empty(), "{notes:?}");
     // Only pseudo-types sampled enough: a clear error that names them.
     report.data_profile.types.retain(|t| t.name == "stack");
-    let err = choose_types(&TypeChoice::Auto, 6, &report, &accesses).expect_err("none left");
+    let err = choose_types(&Selection::Auto, 6, &report, &accesses).expect_err("none left");
     assert!(
         err.to_string()
             .contains("no data type had 20 samples or more in the profiling phase"),
@@ -257,4 +257,37 @@ fn plans_list_each_point_once_in_order() {
     let decoded = CausalPlan::decode(&buf).expect("a valid plan");
     assert_eq!(decoded.used_points().len(), 2);
     assert_eq!(decoded.used_points()[1].name_bytes(), b"done");
+}
+
+/// `--units` and the lists: a list implies its unit, `--units` alone means `auto`, and the
+/// two must agree.
+#[test]
+fn units_and_lists_agree_or_are_refused() {
+    let functions = Selection::Named(vec!["tcp_sendmsg".to_owned()]);
+    assert_eq!(
+        unit_selection(None, None),
+        Ok((CausalUnit::Type, Selection::Auto))
+    );
+    assert_eq!(
+        unit_selection(Some(CausalUnit::Module), None),
+        Ok((CausalUnit::Module, Selection::Auto))
+    );
+    assert_eq!(
+        unit_selection(None, Some((CausalUnit::Function, functions.clone()))),
+        Ok((CausalUnit::Function, functions.clone()))
+    );
+    assert_eq!(
+        unit_selection(
+            Some(CausalUnit::Function),
+            Some((CausalUnit::Function, functions.clone()))
+        ),
+        Ok((CausalUnit::Function, functions.clone()))
+    );
+    assert_eq!(
+        unit_selection(
+            Some(CausalUnit::Module),
+            Some((CausalUnit::Function, functions))
+        ),
+        Err("--units modules contradicts --functions: give one of them".to_owned())
+    );
 }

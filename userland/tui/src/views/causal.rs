@@ -4,7 +4,7 @@
 //! against virtual speedup) with the fitted line; then the experiments left out and what the
 //! view could not see. A report that ranks no type says why at the top.
 
-use dprof_model::causal::{Analysis, CausalReport, Fit, TypeSlope};
+use dprof_model::causal::{Analysis, CausalReport, CausalUnit, Fit, TypeSlope};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
@@ -81,9 +81,9 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
             Constraint::Fill(1),
         ])
         .areas(left);
-        render_ranking(app, analysis, table_area, buf);
+        render_ranking(app, causal, analysis, table_area, buf);
         render_notes(causal, notes_area, buf);
-        render_selected(analysis, selected, right, buf);
+        render_selected(causal, analysis, selected, right, buf);
     } else {
         let table_height = rows.min(rest.height / 3).max(2);
         // The chart and its lines first; the notes get what is left, a few lines at most.
@@ -98,8 +98,8 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
             Constraint::Length(notes_height),
         ])
         .areas(rest);
-        render_ranking(app, analysis, table_area, buf);
-        render_selected(analysis, selected, detail_area, buf);
+        render_ranking(app, causal, analysis, table_area, buf);
+        render_selected(causal, analysis, selected, detail_area, buf);
         render_notes(causal, notes_area, buf);
     }
 }
@@ -112,9 +112,13 @@ fn summary(causal: &CausalReport, analysis: &Analysis) -> String {
         dprof_model::causal::Target::Throughput { .. } => "throughput",
         dprof_model::causal::Target::Latency { .. } => "latency (Little's law)",
     };
+    let sped_up = match causal.unit() {
+        Some(CausalUnit::Type) => "the type's accesses".to_owned(),
+        _ => format!("the {}'s instructions", causal.unit_word()),
+    };
     format!(
         "{all} experiments, {} usable · {measure} · slope: program speedup per unit of \
-         virtual speedup of the type's accesses (least squares, 95% interval)",
+         virtual speedup of {sped_up} (least squares, 95% interval)",
         all - causal.discarded_experiments()
     )
 }
@@ -132,7 +136,13 @@ fn rank(r: Option<usize>) -> String {
     r.map_or_else(|| "-".to_owned(), |r| r.to_string())
 }
 
-fn render_ranking(app: &App, analysis: &Analysis, area: Rect, buf: &mut Buffer) {
+fn render_ranking(
+    app: &App,
+    causal: &CausalReport,
+    analysis: &Analysis,
+    area: Rect,
+    buf: &mut Buffer,
+) {
     let rows = analysis
         .types
         .iter()
@@ -145,7 +155,7 @@ fn render_ranking(app: &App, analysis: &Analysis, area: Rect, buf: &mut Buffer) 
                 None => ("-".to_owned(), "-".to_owned()),
             };
             vec![
-                t.name.clone(),
+                causal.label_of(t.type_index),
                 rank(t.rank),
                 slope,
                 interval,
@@ -156,12 +166,19 @@ fn render_ranking(app: &App, analysis: &Analysis, area: Rect, buf: &mut Buffer) 
         .collect();
     type_table(
         &[
-            ("type", false),
+            (causal.unit_word(), false),
             ("rank", true),
             ("slope", true),
             ("95% interval", false),
             ("flag", false),
-            ("data", true),
+            // The rank by samples: the data profile's, or the code's.
+            (
+                match causal.unit() {
+                    Some(CausalUnit::Type) => "data",
+                    _ => "sampled",
+                },
+                true,
+            ),
         ],
         rows,
         app.causal().list(),
@@ -171,14 +188,20 @@ fn render_ranking(app: &App, analysis: &Analysis, area: Rect, buf: &mut Buffer) 
 }
 
 /// The selected type's chart and the line that explains it.
-fn render_selected(analysis: &Analysis, t: Option<&TypeSlope>, area: Rect, buf: &mut Buffer) {
+fn render_selected(
+    causal: &CausalReport,
+    analysis: &Analysis,
+    t: Option<&TypeSlope>,
+    area: Rect,
+    buf: &mut Buffer,
+) {
     let Some(t) = t else {
         return;
     };
     let width = usize::from(area.width);
     let mut lines = vec![Line::raw("")];
     lines.extend(
-        wrap_at_most(&verdict(analysis, t), width, 2)
+        wrap_at_most(&verdict(causal, analysis, t), width, 2)
             .into_iter()
             .map(|l| Line::styled(l, HEADING)),
     );
@@ -216,7 +239,7 @@ fn render_selected(analysis: &Analysis, t: Option<&TypeSlope>, area: Rect, buf: 
 
 /// `skbuff_head_cache: slope +0.487 [+0.474, +0.500], rank 1 · data rank 2 · 10 experiments
 /// (5 at 0%) at 6 speedups · baseline 200442 visits/s`.
-fn verdict(analysis: &Analysis, t: &TypeSlope) -> String {
+fn verdict(causal: &CausalReport, analysis: &Analysis, t: &TypeSlope) -> String {
     let fit = match &t.fit {
         Fit::Slope(s) => format!(
             "slope {:+.3} [{:+.3}, {:+.3}], rank {}",
@@ -234,8 +257,12 @@ fn verdict(analysis: &Analysis, t: &TypeSlope) -> String {
         format!(" · baseline {b:.0} {}", analysis.target.unit())
     });
     format!(
-        "{}: {fit} · data rank {} · {} experiments ({} at 0%) at {} speedups{baseline}",
-        t.name,
+        "{}: {fit} · {} {} · {} experiments ({} at 0%) at {} speedups{baseline}",
+        causal.label_of(t.type_index),
+        match causal.unit() {
+            Some(CausalUnit::Type) => "data rank",
+            _ => "sample rank",
+        },
         rank(t.data_profile_rank),
         t.experiments,
         t.baseline_experiments,

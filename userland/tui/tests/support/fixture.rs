@@ -97,6 +97,18 @@ pub fn nothing_to_rank_report() -> Report {
     report
 }
 
+/// The causal report of `dprof_fixtures::causal::functions_config` (a session of `dprof
+/// causal --units functions`), in place of the causal example's.
+pub fn functions_report() -> Report {
+    use dprof_fixtures::causal as causal_example;
+    let mut report = causal_report();
+    report.causal = Some(dprof_analysis::causal::analyze(
+        &causal_example::functions_config(),
+        &causal_example::records(&causal_example::example_planned()),
+    ));
+    report
+}
+
 /// The views example (`dprof_fixtures::views`, the QEMU guest's caches): four slab types
 /// whose miss classes and working sets are known from how it was built, analyzed with the
 /// miss classification and working-set views.

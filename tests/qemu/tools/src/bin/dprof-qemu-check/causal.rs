@@ -27,6 +27,16 @@
 //!   in the same boot, before the profiles and after the ranking run.
 //! - **Zero visits**: with a progress point nobody signals, every experiment that is usable
 //!   at all is discarded for zero visits and no type gets a slope.
+//! - **Functions** (`--units functions --scope 'dprof_selftest_causal_*' --top 2`): the table
+//!   holds the two most sampled functions of the workload, the chain's computation and the
+//!   worker's Y accesses, each with every one of its instructions (at least
+//!   [`MIN_FUNCTION_IPS`]); at least [`MIN_DELAYED_SHARE`] of each one's sped-up experiments
+//!   inserted delay; the causal view ranks functions and names them; and the computation,
+//!   on the critical path, ranks above the Y accesses. Only the order is checked: from 60
+//!   experiments each the intervals are wide on a loaded host (measured, two runs: the
+//!   computation +1.18 [+0.69, +1.66] and +0.34 [-0.17, +0.86], the Y accesses -0.20
+//!   [-0.59, +0.18] and -0.08 [-0.27, +0.11]). Its slope can exceed 1: speeding up two
+//!   thirds of the chain's round by s shortens it by up to 1 / (1 - 2s/3).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -62,6 +72,15 @@ const MIN_BASELINE_SHARE: f64 = 0.5;
 /// window (as when the module read the visits after the grace period that ends an
 /// experiment: 117-142%).
 const MAX_BASELINE_SHARE: f64 = 1.2;
+/// The chain's computation: about four fifths of CPU 0's round, on the critical path.
+const COMPUTE: &str = "dprof_selftest_causal_compute";
+/// The worker's Y accesses: about three fifths of CPU 1's round, off the critical path.
+const Y_TOUCH: &str = "dprof_selftest_causal_y_touch";
+/// Instructions of each: 64 repetitions of two instructions, each followed by a jump.
+const MIN_FUNCTION_IPS: u32 = 256;
+/// Share of a function's sped-up experiments (not cut short) that must have inserted delay:
+/// a sample every 1 ms lands on each function a hundred times in a 200 ms experiment.
+const MIN_DELAYED_SHARE: f64 = 0.9;
 const X: &str = "dprof_selftest_causal_x";
 const Y: &str = "dprof_selftest_causal_y";
 const ROUND_POINT: &str = "kprobe:dprof_selftest_causal_round";
@@ -153,6 +172,7 @@ pub(crate) fn check(dir: &Path) -> Result<String> {
     check_counts(dir, &mut report, &mut failures)?;
     check_ranking(dir, uninstrumented_rates, &mut report, &mut failures)?;
     check_no_visits(dir, &mut report, &mut failures)?;
+    check_functions(dir, &mut report, &mut failures)?;
 
     if failures.is_empty() {
         writeln!(report, "selftest-causal: all checks passed")?;
@@ -467,6 +487,118 @@ fn check_no_visits(dir: &Path, report: &mut String, failures: &mut Vec<String>) 
         failures.push(format!(
             "{zero_visits} of the zero-visit run's {usable} usable experiments were discarded for \
              zero visits, want all"
+        ));
+    }
+    Ok(())
+}
+
+/// `dprof report --view causal` as text, as the user reads it.
+fn causal_view_text(profile: &Path) -> Result<String> {
+    let dprof = std::env::var("DPROF").unwrap_or_else(|_| "dprof".to_string());
+    let output = std::process::Command::new(&dprof)
+        .args(["report", "--view", "causal"])
+        .arg(profile)
+        .output()
+        .with_context(|| format!("running {dprof}"))?;
+    ensure!(
+        output.status.success(),
+        "dprof report --view causal exited with {:?}: {}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// The run on functions: the two most sampled of the workload chosen, delay inserted in
+/// their experiments, and the view naming them.
+fn check_functions(dir: &Path, report: &mut String, failures: &mut Vec<String>) -> Result<()> {
+    let path = dir.join("functions.dprof");
+    let Experiments { config, ends, .. } = experiments(&path)?;
+    let mut names: Vec<&str> = config.types.iter().map(|t| t.name.as_str()).collect();
+    names.sort_unstable();
+    if names != [COMPUTE, Y_TOUCH] {
+        failures.push(format!(
+            "--units functions --top 2 chose {names:?}, want the workload's two most sampled \
+             functions {COMPUTE} and {Y_TOUCH}"
+        ));
+    }
+    for (index, spec) in config.types.iter().enumerate() {
+        if spec.unit != dprof_format::CausalUnit::Function {
+            failures.push(format!(
+                "{} is a {:?}, not a function",
+                spec.name, spec.unit
+            ));
+        }
+        if spec.ips < MIN_FUNCTION_IPS {
+            failures.push(format!(
+                "{} lists {} instructions, want its every instruction (>= {MIN_FUNCTION_IPS})",
+                spec.name, spec.ips
+            ));
+        }
+        let sped_up: Vec<_> = ends
+            .iter()
+            .filter(|e| {
+                e.control.type_index as usize == index
+                    && e.control.speedup_percent > 0
+                    && e.flags == 0
+            })
+            .collect();
+        let delayed = sped_up.iter().filter(|e| e.delay_ns > 0).count();
+        let delay_ns: u64 = sped_up.iter().map(|e| e.delay_ns).sum();
+        let samples: u64 = sped_up.iter().map(|e| e.type_samples).sum();
+        writeln!(
+            report,
+            "functions: {} ({} instructions, {} samples in the profiling phase): {} sped-up \
+             experiments, {delayed} inserted delay, {:.3} s in all, {samples} samples on it",
+            spec.name,
+            spec.ips,
+            spec.plan_samples,
+            sped_up.len(),
+            delay_ns as f64 / 1e9
+        )?;
+        if sped_up.is_empty() || (delayed as f64) < MIN_DELAYED_SHARE * sped_up.len() as f64 {
+            failures.push(format!(
+                "{}: {delayed} of its {} sped-up experiments inserted delay, want >= {:.0}%",
+                spec.name,
+                sped_up.len(),
+                100.0 * MIN_DELAYED_SHARE
+            ));
+        }
+    }
+    let view = report_json(&path, &["--view", "causal"])?;
+    let analysis = view["analyses"]
+        .as_array()
+        .and_then(|a| a.iter().find(|a| a["name"] == ROUND_POINT))
+        .with_context(|| format!("the functions run has no analysis of {ROUND_POINT}"))?;
+    let (compute, y_touch) = (
+        causal_entry(analysis, COMPUTE)?,
+        causal_entry(analysis, Y_TOUCH)?,
+    );
+    writeln!(
+        report,
+        "functions: causal {COMPUTE}: {}",
+        describe_fit(compute)
+    )?;
+    writeln!(
+        report,
+        "functions: causal {Y_TOUCH}: {}",
+        describe_fit(y_touch)
+    )?;
+    let slope = |entry: &Value| entry["fit"]["slope"].as_f64().unwrap_or(f64::NAN);
+    if slope(compute).is_nan() || slope(compute) <= slope(y_touch) {
+        failures.push(format!(
+            "the computation on the critical path is not ranked above the Y accesses: \
+             {COMPUTE} {}; {Y_TOUCH} {}",
+            describe_fit(compute),
+            describe_fit(y_touch)
+        ));
+    }
+    let text = causal_view_text(&path)?;
+    let ranked_by_name = text.contains("functions ranked by slope")
+        && [COMPUTE, Y_TOUCH].iter().all(|name| text.contains(name));
+    if !ranked_by_name {
+        failures.push(format!(
+            "the functions run's causal view does not rank functions by name:\n{text}"
         ));
     }
     Ok(())
