@@ -182,6 +182,7 @@ impl<'o> Checked<'o> {
             histories: None,
             causal: None,
             sample_registers: dprof_format::SampleRegisters::Address,
+            history_registers: dprof_format::HistoryRegisters::All,
         };
         let root = Path::new("/");
         let mut header = system::gather_header(root, collect_config, version.into(), now_unix_s())

@@ -114,6 +114,7 @@ impl<'o> Checked<'o> {
             histories: history_header(options),
             causal: None,
             sample_registers: dprof_format::SampleRegisters::Address,
+            history_registers: dprof_format::HistoryRegisters::All,
         };
         let mut header = system::gather_header(root, collect_config, version.into(), now_unix_s())
             .map_err(CollectError::Header)?;
