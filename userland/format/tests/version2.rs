@@ -258,11 +258,7 @@ fn the_hit_register_filter_zeroes_what_it_does_not_keep_and_is_asked_once_per_tr
                 assert_eq!(h.regs[r], expected, "register {r} at {time}");
             }
         } else {
-            assert_eq!(
-                h.regs,
-                std::array::from_fn(|r| set(r)),
-                "all kept at {time}"
-            );
+            assert_eq!(h.regs, std::array::from_fn(set), "all kept at {time}");
         }
         // Nothing else of the hit changes.
         assert_eq!((h.pid, h.tid, h.range), (10, 11, 1));

@@ -61,8 +61,7 @@ fn a_known_instruction_before_the_trap_gives_its_address_registers_read_from_kco
         assert_eq!(
             finder.registers(trap_ip),
             registers,
-            "trap at {trap_ip:#x}: {:#06x} expected",
-            registers
+            "trap at {trap_ip:#x}: {registers:#06x} expected"
         );
     }
 }
