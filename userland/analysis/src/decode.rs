@@ -563,6 +563,23 @@ impl DecodedInsn {
         self.template.apply(regs, gs_base)
     }
 
+    /// The registers (a bit per `dprof_abi::reg` index) [`DecodedInsn::access`] reads: the
+    /// base and index registers of every location it accesses, implicit ones included; 0
+    /// when it accesses none.
+    #[must_use]
+    pub fn address_registers(&self) -> u16 {
+        let operands: &[Operand] = match &self.template {
+            Template::None(_) => &[],
+            Template::One(op) => std::slice::from_ref(op),
+            Template::Two(ops) => ops,
+        };
+        operands
+            .iter()
+            .flat_map(|op| [op.base, op.index])
+            .flatten()
+            .fold(0, |mask, r| mask | (1 << r.index))
+    }
+
     /// True when the instruction overwrites a base or index register of its memory operand
     /// (`mov 0x8(%rax),%rax`): registers captured *after* it executed (a debug-register trap,
     /// PEBS) no longer give the address it accessed.

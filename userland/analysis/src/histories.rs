@@ -39,6 +39,7 @@ mod tests;
 pub use assemble::{assemble, has_histories, Histories, History, HistoryEnding, Hit};
 pub(crate) use assemble::{assemble_from, Collected};
 pub use by_type::{analyze, report};
+pub use code::hit_registers;
 
 /// The data profile's bounce flag from the histories too: a history with a CPU change is an
 /// object that moved between CPUs within its lifetime, whether or not samples caught it. Each

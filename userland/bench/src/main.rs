@@ -26,6 +26,9 @@
 //! the answer (mean lines resident per level of the types holding most) against the largest
 //! cap's, to show how many simulated objects the answer needs.
 //!
+//! `--transcode IN OUT` writes a profile anew with its history hits reduced to the registers
+//! their check reads, and prints the bytes per record of each kind before and after.
+//!
 //! Run it from a release build: `cargo run --release -p dprof-bench`.
 
 use std::io::{BufWriter, Write as _};
@@ -52,6 +55,8 @@ macro_rules! say {
         let _ = writeln!(std::io::stdout(), $($t)*);
     }};
 }
+
+mod transcode;
 
 /// Benchmark of the data-profile analysis on a synthetic profile.
 #[derive(Debug, Parser)]
@@ -97,6 +102,11 @@ struct Args {
     /// cache simulation's throughput.
     #[arg(long)]
     views: bool,
+    /// Write the profile IN anew as OUT with its history hits reduced to the registers their
+    /// check reads (from the profile's own code), print the bytes per record of each kind of
+    /// both, and check that their histories reports are identical; nothing else runs.
+    #[arg(long, num_args = 2, value_names = ["IN", "OUT"])]
+    transcode: Vec<PathBuf>,
     /// With --views: recompute the views with each of these --sim-objects caps
     /// (comma-separated) and print the answer for each, against the largest cap's.
     #[arg(long, value_name = "N,...", value_delimiter = ',', requires = "views")]
@@ -105,6 +115,9 @@ struct Args {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if let [input, output] = args.transcode.as_slice() {
+        return transcode::run(input, output);
+    }
     let (path, temporary) = match (&args.profile, &args.keep) {
         (Some(p), _) | (None, Some(p)) => (p.clone(), false),
         (None, None) => (

@@ -53,6 +53,7 @@ use crate::options::{BackendChoice, CausalOptions, CollectOptions, Event, Select
 use crate::reading::{drain_into, read_some, IDLE_SLEEP, PROGRESS_EVERY, READ_BUFFER};
 use crate::record::{
     create_profile, memory_layout, merging_warning, now_unix_s, open_and_configure, target_of,
+    Snapshot,
 };
 use crate::samplers::{self, HardwareSamplers};
 use crate::sampling::{plan, Sampling};
@@ -182,6 +183,7 @@ impl<'o> Checked<'o> {
             histories: None,
             causal: None,
             sample_registers: dprof_format::SampleRegisters::Address,
+            history_registers: dprof_format::HistoryRegisters::All,
         };
         let root = Path::new("/");
         let mut header = system::gather_header(root, collect_config, version.into(), now_unix_s())
@@ -830,9 +832,14 @@ fn run_phases<B: Backend>(
     let mut writer = create_profile(
         &args.output,
         header,
-        inputs.kallsyms,
-        inputs.modules,
-        inputs.btf,
+        &Snapshot {
+            kallsyms: inputs.kallsyms,
+            symbols: inputs.symbols,
+            modules: inputs.modules,
+            btf: inputs.btf,
+            // No histories: the code is not read.
+            kcore: Path::new("/proc/kcore"),
+        },
     )?;
     let outcome = experiments(
         args,

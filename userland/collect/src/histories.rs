@@ -560,6 +560,17 @@ impl TrapIps {
 /// Longest function copied: anything longer is not one function.
 const MAX_FUNCTION_BYTES: u64 = 256 << 10;
 
+/// The code copied for a trap at `ip` (start, end): its function, and at least 16 bytes past
+/// `ip`; `None` when kallsyms knows no function there.
+#[must_use]
+pub fn function_range(kallsyms: &Kallsyms, ip: u64) -> Option<(u64, u64)> {
+    let loc = kallsyms.lookup(ip)?;
+    let start = loc.symbol.address;
+    // The trap ip is after the access: the code up to it is what is decoded.
+    let size = loc.symbol.size.max(loc.offset + 16).min(MAX_FUNCTION_BYTES);
+    Some((start, start + size))
+}
+
 /// The code of the functions the traps landed in, read from `kcore`; with a sentence for
 /// what could not be read.
 #[must_use]
@@ -571,12 +582,9 @@ pub fn capture_text(
     let mut functions: BTreeSet<(u64, u64)> = BTreeSet::new();
     let mut unknown = 0usize;
     for &ip in &traps.0 {
-        match kallsyms.lookup(ip) {
-            Some(loc) => {
-                let start = loc.symbol.address;
-                // The trap ip is after the access: the code up to it is what is decoded.
-                let size = loc.symbol.size.max(loc.offset + 16).min(MAX_FUNCTION_BYTES);
-                functions.insert((start, start + size));
+        match function_range(kallsyms, ip) {
+            Some(range) => {
+                functions.insert(range);
             }
             None => unknown += 1,
         }

@@ -11,8 +11,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use dprof_abi::{Config, VersionInfo};
 use dprof_analysis::symbols::Kallsyms;
 use dprof_format::{
-    CollectConfig, DeviceCounters, HistoryCollectConfig, KernelText, PageOwners, ProfileHeader,
-    ProfileWriter, SampleRegisters, StopInfo, StopReason, Target,
+    CollectConfig, DeviceCounters, HistoryCollectConfig, HistoryRegisters, KernelText, PageOwners,
+    ProfileHeader, ProfileWriter, SampleRegisters, StopInfo, StopReason, Target,
 };
 use dprof_model::units::{self, format_bytes};
 
@@ -114,6 +114,11 @@ impl<'o> Checked<'o> {
             histories: history_header(options),
             causal: None,
             sample_registers: dprof_format::SampleRegisters::Address,
+            history_registers: if options.histories.is_some() {
+                HistoryRegisters::Address
+            } else {
+                HistoryRegisters::All
+            },
         };
         let mut header = system::gather_header(root, collect_config, version.into(), now_unix_s())
             .map_err(CollectError::Header)?;
@@ -183,9 +188,13 @@ impl<B: Backend> Collection<'_, B> {
         let mut writer = create_profile(
             &options.output,
             &header,
-            &kallsyms,
-            &modules,
-            btf.as_deref(),
+            &Snapshot {
+                kallsyms: &kallsyms,
+                symbols: &symbols,
+                modules: &modules,
+                btf: btf.as_deref(),
+                kcore: &options.kcore,
+            },
         )?;
         let mut workload = None;
         let analysis = dprof_analysis::pipeline::Options::default();
@@ -271,21 +280,37 @@ pub(crate) fn merging_warning(header: &ProfileHeader) -> Option<String> {
     })
 }
 
+/// The snapshot of the system a profile starts with: kallsyms (as read and parsed), the
+/// modules, the kernel's BTF when it has one, and where its live code is read.
+pub(crate) struct Snapshot<'a> {
+    pub kallsyms: &'a [u8],
+    pub symbols: &'a Kallsyms,
+    pub modules: &'a [u8],
+    pub btf: Option<&'a [u8]>,
+    pub kcore: &'a Path,
+}
+
 /// Creates the profile (as its `.partial`) with the system snapshot: the header, kallsyms,
-/// modules and, when the kernel has it, its BTF. Nothing is left behind on failure.
+/// modules and, when the kernel has it, its BTF; with the register filters the header asks
+/// for. Nothing is left behind on failure.
 pub(crate) fn create_profile(
     output: &Path,
     header: &ProfileHeader,
-    kallsyms: &[u8],
-    modules: &[u8],
-    btf: Option<&[u8]>,
+    snapshot: &Snapshot<'_>,
 ) -> Result<ProfileWriter, CollectError> {
-    let mut writer = ProfileWriter::create(output, header, kallsyms, modules)?;
+    let mut writer = ProfileWriter::create(output, header, snapshot.kallsyms, snapshot.modules)?;
     if header.config.sample_registers == SampleRegisters::Address {
         writer.set_register_filter(Box::new(|ip, insn| {
             dprof_analysis::decode::address_registers(insn, ip)
         }));
     }
+    if header.config.history_registers == HistoryRegisters::Address {
+        writer.set_hit_register_filter(crate::hit_registers::live_filter(
+            snapshot.symbols.clone(),
+            snapshot.kcore,
+        ));
+    }
+    let btf = snapshot.btf;
     if let Some(btf) = btf {
         if let Err(e) = writer.write_btf(btf) {
             let _ = writer.abandon();

@@ -14,8 +14,43 @@ use crate::codec::CodeKey;
 /// given its address and bytes. The writer asks once per distinct instruction.
 pub type RegisterFilter = Box<dyn FnMut(u64, &[u8]) -> u16 + Send>;
 
+/// Which of a history hit's registers to keep (a bit per `dprof_abi::reg` index), given its
+/// trap ip. The writer asks once per distinct trap ip.
+pub type HitRegisterFilter = Box<dyn FnMut(u64) -> u16 + Send>;
+
 /// Keeps every register: what the writer does unless told otherwise.
 pub const ALL_REGISTERS: u16 = u16::MAX;
+
+/// The writer's answers of a [`HitRegisterFilter`], by trap ip: a hit costs one lookup.
+#[derive(Default)]
+pub(crate) struct HitRegisters {
+    keep: rustc_hash::FxHashMap<u64, u16>,
+    filter: Option<HitRegisterFilter>,
+}
+
+impl std::fmt::Debug for HitRegisters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HitRegisters")
+            .field("trap_ips", &self.keep.len())
+            .field("filter", &self.filter.is_some())
+            .finish()
+    }
+}
+
+impl HitRegisters {
+    pub(crate) fn set_filter(&mut self, filter: HitRegisterFilter) {
+        self.filter = Some(filter);
+        self.keep.clear();
+    }
+
+    /// The registers a hit trapping at `trap_ip` keeps.
+    pub(crate) fn keep(&mut self, trap_ip: u64) -> u16 {
+        let Some(filter) = self.filter.as_mut() else {
+            return ALL_REGISTERS;
+        };
+        *self.keep.entry(trap_ip).or_insert_with(|| filter(trap_ip))
+    }
+}
 
 /// The writer's table: numbers instructions and remembers which registers each keeps.
 pub(crate) struct CodeInterner {

@@ -21,7 +21,8 @@
 //! bytes are stored once per distinct instruction, and the registers the writer was told not
 //! to keep are zeroed. The IBS registers that repeat other fields (the op's address, the data
 //! addresses) are stored as their exclusive or with those, so that they cost nothing when
-//! they agree.
+//! they agree. A history hit's registers the writer was told not to keep (by its trap ip) are
+//! zeroed too; nothing else of it changes, so it decodes as any other record.
 //!
 //! The state starts from zero in every block, so that blocks decode independently.
 
@@ -261,13 +262,15 @@ impl BlockHeader {
 
 /// Encodes the wire record `record` (header and payload, checked) at the end of `out`.
 /// `code_index` interns an instruction and says which registers to keep (a bit per
-/// [`dprof_abi::reg`] index).
+/// [`dprof_abi::reg`] index); `hit_registers` says which registers a history hit keeps,
+/// given its trap ip.
 pub(crate) fn encode_record(
     state: &mut StreamState,
     header: &RecordHeader,
     kind: RecordKind,
     record: &[u8],
     code_index: &mut dyn FnMut(CodeKey) -> (u64, u16),
+    hit_registers: &mut dyn FnMut(u64) -> u16,
     out: &mut Vec<u8>,
 ) {
     let payload = &record[RECORD_HEADER_SIZE..usize::from(header.size)];
@@ -278,6 +281,9 @@ pub(crate) fn encode_record(
     }
     if matches!(kind, RecordKind::AccessSample | RecordKind::IbsSample) {
         transform_sample(&mut words, payload, code_index);
+    } else if kind == RecordKind::HistoryHit {
+        let keep = hit_registers(words[HIT_IP_WORD]);
+        keep_registers(&mut words[HIT_REGS_WORD..][..SAMPLE_REGS], keep);
     }
     out.push(kind as u8);
     put_varint(out, zigzag(header.time_ns.wrapping_sub(state.time)));
@@ -326,6 +332,21 @@ const PHYS_ADDR_WORD: usize = DATA_ADDR_WORD + 1;
 const IBS_REGS_WORD: usize = AccessSample::SIZE / 8 + 1;
 const _: () = assert!(IBS_REGS_WORD + IbsRegs::SIZE / 8 - 1 == MAX_WORDS);
 
+/// `HistoryHit` payload words: the history, the trap ip, then the registers.
+const HIT_IP_WORD: usize = 1;
+const HIT_REGS_WORD: usize = 2;
+const _: () = assert!(HIT_REGS_WORD + SAMPLE_REGS + 2 == dprof_abi::HistoryHit::SIZE / 8);
+
+/// Zeroes the registers `keep` has no bit for: a zero word, the same in every record, is not
+/// coded at all after the first, and decodes as zero.
+fn keep_registers(regs: &mut [u64], keep: u16) {
+    for (r, word) in regs.iter_mut().enumerate() {
+        if keep & (1 << r) == 0 {
+            *word = 0;
+        }
+    }
+}
+
 fn transform_sample(
     words: &mut [u64; MAX_WORDS],
     payload: &[u8],
@@ -341,11 +362,7 @@ fn transform_sample(
     words[IP_WORD] = index;
     words[INSN_WORD..INSN_LEN_WORD].fill(0);
     words[INSN_LEN_WORD] &= !0xff;
-    for (r, word) in words[REGS_WORD..][..SAMPLE_REGS].iter_mut().enumerate() {
-        if keep & (1 << r) == 0 {
-            *word = 0;
-        }
-    }
+    keep_registers(&mut words[REGS_WORD..][..SAMPLE_REGS], keep);
     if payload.len() > AccessSample::SIZE {
         words[IBS_REGS_WORD + IBS_OP_RIP] ^= ip;
         words[IBS_REGS_WORD + IBS_DC_LIN_AD] ^= words[DATA_ADDR_WORD];

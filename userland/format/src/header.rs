@@ -124,6 +124,9 @@ pub struct CollectConfig {
     /// Which registers of each access sample the profile keeps; absent: all of them.
     #[serde(default, skip_serializing_if = "SampleRegisters::is_all")]
     pub sample_registers: SampleRegisters,
+    /// Which registers of each history hit the profile keeps; absent: all of them.
+    #[serde(default, skip_serializing_if = "HistoryRegisters::is_all")]
+    pub history_registers: HistoryRegisters,
 }
 
 /// Which registers of each access sample a profile keeps.
@@ -140,6 +143,30 @@ pub enum SampleRegisters {
 }
 
 impl SampleRegisters {
+    #[expect(
+        clippy::trivially_copy_pass_by_ref,
+        reason = "serde's skip_serializing_if passes a reference"
+    )]
+    fn is_all(&self) -> bool {
+        *self == Self::All
+    }
+}
+
+/// Which registers of each history hit (`HistoryHit.regs`) a profile keeps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HistoryRegisters {
+    /// Every register, as the trap left them.
+    #[default]
+    All,
+    /// Those the memory operands of the instruction before the trap (the accessing one,
+    /// found in the kernel's code from the trap ip) are addressed through, the others read
+    /// as 0: what the analysis's cross-check of a hit reads. A hit whose instruction the
+    /// collector could not find or decode keeps every register.
+    Address,
+}
+
+impl HistoryRegisters {
     #[expect(
         clippy::trivially_copy_pass_by_ref,
         reason = "serde's skip_serializing_if passes a reference"

@@ -28,7 +28,7 @@
 //! module), so a sample takes 10-20 bytes where its ABI record takes 224, and every block
 //! decodes on its own. Samples name their instruction by its number in the code table, so its
 //! bytes are stored once; the collector keeps only the registers the analysis reads
-//! ([`SampleRegisters::Address`]).
+//! ([`SampleRegisters::Address`]; for history hits, [`HistoryRegisters::Address`]).
 //!
 //! The stop reason is only known at the end, so it has its own section (kind 6) just before
 //! End, rather than living in the Header, which is written before collection starts so that a
@@ -69,15 +69,15 @@ mod sections;
 mod text;
 mod writer;
 
-pub use code::{RegisterFilter, ALL_REGISTERS};
+pub use code::{HitRegisterFilter, RegisterFilter, ALL_REGISTERS};
 pub use codec::{BlockProblem, BLOCK_HEADER_SIZE, MAX_BLOCK, WRITTEN_BLOCK};
 pub use error::{ProfileError, RecordProblem, WriteError};
 pub use experiment::ExperimentRecord;
 pub use header::{
     CacheGeometry, CausalCollectConfig, CausalTypeSpec, CausalUnit, CollectConfig, CpuCounters,
-    CpuId, DeviceCounters, FullCoveragePlan, HistoryCollectConfig, HistoryCounters, MemoryLayout,
-    MergedCache, ModuleInfo, PeriodEvents, PmuEvent, ProfileHeader, ProgressPointSpec,
-    SampleRegisters, SamplingConfig, StopInfo, StopReason, Target,
+    CpuId, DeviceCounters, FullCoveragePlan, HistoryCollectConfig, HistoryCounters,
+    HistoryRegisters, MemoryLayout, MergedCache, ModuleInfo, PeriodEvents, PmuEvent, ProfileHeader,
+    ProgressPointSpec, SampleRegisters, SamplingConfig, StopInfo, StopReason, Target,
 };
 pub use page_owners::{OwnedPage, PageOwners, PageUsage, SlabPages};
 pub use reader::{Profile, Records};

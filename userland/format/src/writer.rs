@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use dprof_abi::RecordKind;
 
-use crate::code::{CodeInterner, RegisterFilter};
+use crate::code::{CodeInterner, HitRegisterFilter, HitRegisters, RegisterFilter};
 use crate::codec::{encode_record, BlockHeader, StreamState, BLOCK_HEADER_SIZE, WRITTEN_BLOCK};
 use crate::error::WriteError;
 use crate::header::{ProfileHeader, StopInfo};
@@ -37,6 +37,8 @@ pub struct ProfileEncoder<W: Write> {
     /// Whether the Btf section is written: the format allows one.
     btf_written: bool,
     code: CodeInterner,
+    /// Which registers history hits keep, by trap ip.
+    hit_registers: HitRegisters,
     /// Each CPU's block being filled, by CPU number.
     blocks: Vec<Option<BlockBuilder>>,
     /// Encoded bytes of each record kind, by kind number, blocks not yet written included.
@@ -86,6 +88,7 @@ impl<W: Write> ProfileEncoder<W> {
             chunks: 0,
             btf_written: false,
             code: CodeInterner::new(),
+            hit_registers: HitRegisters::default(),
             blocks: Vec::new(),
             kind_bytes: [0; 16],
             kind_records: [0; 16],
@@ -104,6 +107,14 @@ impl<W: Write> ProfileEncoder<W> {
     /// kept. Set it before the first records: samples written before keep every register.
     pub fn set_register_filter(&mut self, filter: RegisterFilter) {
         self.code.set_filter(filter);
+    }
+
+    /// Keeps only the registers `filter` names for each history hit, by its trap ip (it is
+    /// asked once per distinct trap ip); the others are stored as 0. By default every
+    /// register is kept. Set it before the first records: hits written before keep every
+    /// register.
+    pub fn set_hit_register_filter(&mut self, filter: HitRegisterFilter) {
+        self.hit_registers.set_filter(filter);
     }
 
     /// Writes the Btf section: `bytes` are the kernel's BTF (`/sys/kernel/btf/vmlinux`), kept
@@ -189,13 +200,14 @@ impl<W: Write> ProfileEncoder<W> {
             block.first_time = header.time_ns;
         }
         let before = block.bytes.len();
-        let code = &mut self.code;
+        let (code, hits) = (&mut self.code, &mut self.hit_registers);
         encode_record(
             &mut block.state,
             header,
             kind,
             record,
             &mut |key| code.intern(key),
+            &mut |trap_ip| hits.keep(trap_ip),
             &mut block.bytes,
         );
         self.kind_bytes[kind as usize] += (block.bytes.len() - before) as u64;
@@ -407,6 +419,11 @@ impl ProfileWriter {
     /// See [`ProfileEncoder::set_register_filter`].
     pub fn set_register_filter(&mut self, filter: RegisterFilter) {
         self.encoder.set_register_filter(filter);
+    }
+
+    /// See [`ProfileEncoder::set_hit_register_filter`].
+    pub fn set_hit_register_filter(&mut self, filter: HitRegisterFilter) {
+        self.encoder.set_hit_register_filter(filter);
     }
 
     /// See [`ProfileEncoder::set_page_owners`].

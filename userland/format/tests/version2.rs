@@ -1,5 +1,6 @@
 //! Format version 2: version 1 files still read, their records survive being written as
-//! version 2, the code table and the register filter, and corrupt blocks give errors.
+//! version 2, the code table and the register filters (samples' and history hits'), and
+//! corrupt blocks give errors.
 
 mod support;
 use support::sections_of;
@@ -196,6 +197,108 @@ fn the_register_filter_keeps_only_what_it_names() {
         assert_eq!(s.regs[reg::RSP], 0xffff_c900_0001_3e80);
         assert_eq!((s.pid, s.tid), (10, 11));
     }
+}
+
+/// A history hit of history `history` trapping at `ip`, every register set (`r + 1` in the
+/// upper half, so that no two are alike).
+fn hit(cpu: u32, time: u64, history: u64, ip: u64, seq: u32) -> Vec<u8> {
+    let hit = dprof_abi::HistoryHit {
+        history,
+        ip,
+        regs: std::array::from_fn(|r| ((r as u64 + 1) << 32) | time),
+        pid: 10,
+        tid: 11,
+        range: 1,
+        seq,
+        ..dprof_abi::HistoryHit::default()
+    };
+    encode_record(cpu, time, &Record::HistoryHit(hit))
+}
+
+#[test]
+fn the_hit_register_filter_zeroes_what_it_does_not_keep_and_is_asked_once_per_trap_ip() {
+    let mut enc = ProfileEncoder::new(Vec::new(), &example_header(), b"", b"").expect("vec");
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    let (kept_ip, all_ip) = (0xffff_ffff_8120_0064, 0xffff_ffff_8130_0000);
+    enc.set_hit_register_filter(Box::new(move |ip| {
+        seen.lock().expect("not poisoned").push(ip);
+        if ip == kept_ip {
+            (1 << reg::RDI) | (1 << reg::R8)
+        } else {
+            ALL_REGISTERS
+        }
+    }));
+    let records: Vec<u8> = (0..100u32)
+        .flat_map(|i| {
+            let ip = if i % 2 == 0 { kept_ip } else { all_ip };
+            hit(i % 2, 1000 + u64::from(i), u64::from(i / 4), ip, i)
+        })
+        .collect();
+    enc.records(&records).expect("valid");
+    let profile = Profile::from_vec(enc.finish(&stop()).expect("vec")).expect("valid");
+    let mut asked = asked.lock().expect("not poisoned").clone();
+    asked.sort_unstable();
+    assert_eq!(asked, [kept_ip, all_ip], "once per trap ip");
+    let read = records_of(&profile);
+    assert_eq!(read.len(), 100);
+    for (header, record) in read {
+        let Record::HistoryHit(h) = record else {
+            panic!("a hit")
+        };
+        let time = header.time_ns;
+        let set = |r: usize| ((r as u64 + 1) << 32) | time;
+        if h.ip == kept_ip {
+            for r in 0..dprof_abi::SAMPLE_REGS {
+                let expected = if r == reg::RDI || r == reg::R8 {
+                    set(r)
+                } else {
+                    0
+                };
+                assert_eq!(h.regs[r], expected, "register {r} at {time}");
+            }
+        } else {
+            assert_eq!(h.regs, std::array::from_fn(set), "all kept at {time}");
+        }
+        // Nothing else of the hit changes.
+        assert_eq!((h.pid, h.tid, h.range), (10, 11, 1));
+        assert_eq!(u64::from(h.seq), time - 1000);
+        assert_eq!(h.history, (time - 1000) / 4);
+    }
+}
+
+#[test]
+fn hits_keep_every_register_without_a_filter() {
+    let mut enc = ProfileEncoder::new(Vec::new(), &example_header(), b"", b"").expect("vec");
+    enc.records(&hit(0, 5, 1, 0xffff_ffff_8120_0064, 0))
+        .expect("valid");
+    let profile = Profile::from_vec(enc.finish(&stop()).expect("vec")).expect("valid");
+    let Record::HistoryHit(h) = records_of(&profile)[0].1 else {
+        panic!("a hit")
+    };
+    assert_eq!(h.regs, std::array::from_fn(|r| ((r as u64 + 1) << 32) | 5));
+}
+
+#[test]
+fn the_history_registers_header_field_round_trips_and_old_headers_read_as_all() {
+    let mut header = example_header();
+    assert_eq!(header.config.history_registers, HistoryRegisters::All);
+    let json = serde_json::to_string(&header).expect("json");
+    assert!(
+        !json.contains("history_registers"),
+        "all, the default, is not written: {json}"
+    );
+    let old: ProfileHeader = serde_json::from_str(&json).expect("a header without the field");
+    assert_eq!(old.config.history_registers, HistoryRegisters::All);
+    header.config.history_registers = HistoryRegisters::Address;
+    let json = serde_json::to_string(&header).expect("json");
+    assert!(json.contains(r#""history_registers":"address""#), "{json}");
+    let enc = ProfileEncoder::new(Vec::new(), &header, b"", b"").expect("vec");
+    let profile = Profile::from_vec(enc.finish(&stop()).expect("vec")).expect("valid");
+    assert_eq!(
+        profile.header().config.history_registers,
+        HistoryRegisters::Address
+    );
 }
 
 fn small_profile() -> Vec<u8> {

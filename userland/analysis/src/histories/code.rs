@@ -10,6 +10,16 @@ use crate::resolve::SymbolSource;
 use dprof_format::KernelText;
 use dprof_model::histories::NoCode;
 
+/// The registers (a bit per `dprof_abi::reg` index) the cross-check of a hit trapping at
+/// `trap_ip` reads: the address registers of the instruction the analysis finds before the
+/// trap in `text`; `None` when it finds none (then the check reads no register, but a
+/// collector that asks before it has all the code keeps every register). What `dprof collect`
+/// keeps of each hit ([`dprof_format::HistoryRegisters::Address`]).
+#[must_use]
+pub fn hit_registers(text: &KernelText, symbols: &dyn SymbolSource, trap_ip: u64) -> Option<u16> {
+    CodeIndex::new(text, symbols).hit_registers(trap_ip)
+}
+
 /// Decoded functions and instructions, by address: each function is decoded once.
 pub(super) struct CodeIndex<'a> {
     text: &'a KernelText,
@@ -55,18 +65,46 @@ impl<'a> CodeIndex<'a> {
         match self.symbols.function(trap_ip) {
             // A trap at a function's first byte follows the last instruction of the function
             // before, or is a `rep` string instruction trapping on itself.
-            Some((_, 0)) => {
-                let before = self
-                    .symbols
-                    .function(trap_ip.wrapping_sub(1))
-                    .map(|(_, off)| trap_ip.wrapping_sub(1).wrapping_sub(off));
-                match before.map(|start| self.find_in(start, trap_ip)) {
-                    Some(Ok(insn)) => Ok(insn),
-                    _ => self.find_in(trap_ip, trap_ip),
-                }
-            }
+            Some((_, 0)) => match self.ending_before(trap_ip) {
+                Some(Ok(insn)) => Ok(insn),
+                _ => self.find_in(trap_ip, trap_ip),
+            },
             Some((_, off)) => self.find_in(trap_ip.wrapping_sub(off), trap_ip),
             None => Err(NoCode::NoSymbol),
+        }
+    }
+
+    /// For a trap at a function's first byte: the instruction that ends the function before
+    /// there; `None` when no function is before it.
+    fn ending_before(&mut self, trap_ip: u64) -> Option<Result<DecodedInsn, NoCode>> {
+        let before = self
+            .symbols
+            .function(trap_ip.wrapping_sub(1))
+            .map(|(_, off)| trap_ip.wrapping_sub(1).wrapping_sub(off))?;
+        Some(self.find_in(before, trap_ip))
+    }
+
+    /// The registers (a bit per `dprof_abi::reg` index) the cross-check of a hit trapping at
+    /// `trap_ip` reads ([`DecodedInsn::address_registers`] of its accessing instruction),
+    /// with the code the text holds now; `None` when no accessing instruction is found.
+    ///
+    /// The collector asks while the code it will keep is still growing: at a function's
+    /// first byte, [`CodeIndex::accessing_instruction`] takes the instruction ending the
+    /// function before when the text has that function's code, else a string instruction at
+    /// the trap ip, so the registers of both are kept.
+    pub(super) fn hit_registers(&mut self, trap_ip: u64) -> Option<u16> {
+        let registers =
+            |found: Result<DecodedInsn, NoCode>| found.ok().map(|i| i.address_registers());
+        match self.symbols.function(trap_ip) {
+            Some((_, 0)) => {
+                let before = self.ending_before(trap_ip).and_then(registers);
+                let here = registers(self.find_in(trap_ip, trap_ip));
+                match (before, here) {
+                    (None, None) => None,
+                    (a, b) => Some(a.unwrap_or(0) | b.unwrap_or(0)),
+                }
+            }
+            _ => registers(self.accessing_instruction(trap_ip)),
         }
     }
 

@@ -132,6 +132,40 @@ fn trap_ips_between_instructions_or_without_symbols_are_no_code() {
 }
 
 #[test]
+fn a_hit_keeps_the_address_registers_of_its_accessing_instruction_and_none_without_one() {
+    use dprof_abi::reg;
+    let text = example::text();
+    let kallsyms = Kallsyms::parse(example::KALLSYMS.as_bytes());
+    let at = |trap_ip| hit_registers(&text, &kallsyms, trap_ip);
+    // After `mov 0x18(%rdi),%ecx` and `mov 0x18(%rdi),%rdi` (which overwrote %rdi).
+    assert_eq!(at(ST_PRODUCER + 0xb), Some(1 << reg::RDI));
+    assert_eq!(at(ST_CONSUMER + 9), Some(1 << reg::RDI));
+    // After `push %rbp`: the stack.
+    assert_eq!(at(ST_ALLOC + 1), Some(1 << reg::RSP));
+    // After `mov %rsp,%rbp`: no memory, no register read.
+    assert_eq!(at(ST_ALLOC + 4), Some(0));
+    // Inside an instruction, without code, without a symbol: no instruction.
+    assert_eq!(at(ST_PRODUCER + 6), None);
+    assert_eq!(at(ST_UNTRACED + 0x10), None);
+    assert_eq!(at(0x1000), None);
+}
+
+#[test]
+fn at_a_function_s_first_byte_a_hit_keeps_the_registers_of_both_candidates() {
+    use dprof_abi::reg;
+    // `f`: mov (%r8),%al ending at `g`, which starts with rep movsb.
+    let mut text = KernelText::new();
+    text.insert(ST_ALLOC, &[0x41, 0x8a, 0x00, 0xf3, 0xa4, 0xc3]);
+    let kallsyms = Kallsyms::parse(b"ffffffff81a00000 T f\nffffffff81a00003 T g\n");
+    let both = (1 << reg::R8) | (1 << reg::RSI) | (1 << reg::RDI);
+    assert_eq!(hit_registers(&text, &kallsyms, ST_ALLOC + 3), Some(both));
+    // The analysis takes `f`'s instruction: its registers are among those kept.
+    let mut code = code::CodeIndex::new(&text, &kallsyms);
+    let insn = code.accessing_instruction(ST_ALLOC + 3).expect("found");
+    assert_eq!(insn.address_registers(), 1 << reg::R8);
+}
+
+#[test]
 fn a_rep_string_op_trapping_on_itself_is_found_and_unverifiable() {
     // rep movsb at the start of a function: a trap mid-copy reports the instruction itself.
     let mut text = KernelText::new();

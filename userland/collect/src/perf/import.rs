@@ -614,6 +614,7 @@ fn header_of(
             histories: None,
             causal: None,
             sample_registers: dprof_format::SampleRegisters::All,
+            history_registers: dprof_format::HistoryRegisters::All,
         },
         module: ModuleInfo {
             abi_version: ABI_VERSION,

@@ -179,6 +179,7 @@ fn gathers_a_whole_header() {
         histories: None,
         causal: None,
         sample_registers: dprof_format::SampleRegisters::All,
+        history_registers: dprof_format::HistoryRegisters::All,
     };
     let module = ModuleInfo::from(dprof_abi::VersionInfo {
         abi_version: 1,
