@@ -253,6 +253,22 @@ fn function_label(name: &str, module: Option<&str>) -> String {
     module.map_or_else(|| name.to_owned(), |m| format!("{name} [{m}]"))
 }
 
+/// No `unit` (function, module) in `scope` had enough samples in the profiling phase, of
+/// `total` kernel samples; `ranked`: the sampled ones, most first.
+fn too_few_samples(
+    unit: &str,
+    scope: impl std::fmt::Display,
+    total: u64,
+    ranked: &[(String, u64)],
+) -> CollectError {
+    CollectError::CausalTypes(format!(
+        "no {unit} in --scope `{scope}` had {MIN_PLAN_SAMPLES} samples or more in the \
+         profiling phase ({total} kernel samples; most sampled in scope: {}): make --plan-time \
+         longer, --period shorter, or widen --scope",
+        most_sampled(ranked)
+    ))
+}
+
 /// The most sampled names of `ranked`, for an error message.
 fn most_sampled(ranked: &[(String, u64)]) -> String {
     if ranked.is_empty() {
@@ -299,13 +315,12 @@ pub(crate) fn choose_functions(
                     .filter(|f| f.samples > 0)
                     .map(|f| (function_label(f.name, f.module), f.samples))
                     .collect();
-                bail!(
-                    "no function in --scope `{scope}` had {MIN_PLAN_SAMPLES} samples or more in \
-                     the profiling phase ({} kernel samples; most sampled in scope: {}): make \
-                     --plan-time longer, --period shorter, or widen --scope",
-                    samples.values().sum::<u64>(),
-                    most_sampled(&ranked)
-                );
+                return Err(too_few_samples(
+                    "function",
+                    scope,
+                    samples.values().sum(),
+                    &ranked,
+                ));
             }
             picked
         }
@@ -401,13 +416,12 @@ pub(crate) fn choose_modules(
                     .filter(|&&(_, n)| n > 0)
                     .map(|&(name, n)| (format!("[{name}]"), n))
                     .collect();
-                bail!(
-                    "no module in --scope `{scope}` had {MIN_PLAN_SAMPLES} samples or more in \
-                     the profiling phase ({} kernel samples; most sampled in scope: {}): make \
-                     --plan-time longer, --period shorter, or widen --scope",
-                    samples.values().sum::<u64>(),
-                    most_sampled(&sampled_modules)
-                );
+                return Err(too_few_samples(
+                    "module",
+                    scope,
+                    samples.values().sum(),
+                    &sampled_modules,
+                ));
             }
             names
         }
