@@ -849,9 +849,9 @@ impl<'s> Analyzer<'s> {
     #[inline]
     fn reorder_event(&mut self, time: u64, cpu: u32, event: Event) {
         if self.in_time_order {
-            // Batched: the replay prefetches ahead within a batch. Cache infos and %gs bases
-            // take effect as they are read, ahead of the batch, as they do ahead of the
-            // reorder buffer.
+            // Batched: the replay prefetches ahead within a batch. %gs bases take effect as
+            // they are read, ahead of the batch, as they do ahead of the reorder buffer; a
+            // cache's description replays the batch first (see `push_other`).
             self.reorder.pass(time);
             self.batch.push((time, cpu, event));
             if self.batch.len() >= MAX_BATCH {

@@ -40,7 +40,7 @@ struct Stream {
     /// What went wrong reading this CPU's next block or record: yielded when its turn comes,
     /// so that the other CPUs' earlier records come first, as in a version 1 file.
     failed: Option<ProfileError>,
-    /// The CPU's next record, decoded ahead (its time is in the tree), as wire bytes: the
+    /// The CPU's next record, decoded ahead (its time is on the heap), as wire bytes: the
     /// last record of its kind.
     out: WireRecords,
     /// Its kind, the file offset of its coded bytes, and how many they are.
