@@ -8,7 +8,10 @@
 //!
 //! Only what needs time order goes through the reorder buffer: allocations, frees and samples
 //! with a data address. Cache infos (metadata) and lost counts apply at once; samples that have
-//! no data address (user mode, no memory operand, ...) are counted at once.
+//! no data address (user mode, no memory operand, ...) are counted at once. A version 2 or 3
+//! profile's records are read already merged in time order: they skip the buffer
+//! ([`Analyzer::records_in_time_order`]), and are replayed in batches as they come. The same
+//! pass keeps the history records for [`crate::histories`], so the records are read once.
 //!
 //! Samples from a hardware sampler (IBS, PEBS) bring their own data address and say whether
 //! the access missed L1, where the data came from and its latency ([`crate::hardware`]); the
