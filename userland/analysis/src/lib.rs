@@ -23,6 +23,7 @@ pub mod decode;
 pub mod hardware;
 pub mod histories;
 pub mod instruction_types;
+pub mod kernel_debugging;
 pub mod pipeline;
 pub mod report;
 pub mod resolve;

@@ -50,6 +50,7 @@ use dprof_abi::{
 
 use crate::decode::{DecodeOutcome, Decoder, MemAccess, SampleFields};
 use crate::hardware::HwAccess;
+use crate::kernel_debugging::DebuggingCode;
 use crate::resolve::{Resolution, Resolver, SampleContext, SymbolSource, Touch, TypeId};
 use crate::table::{Table, TableKey};
 use dprof_format::{Profile, ProfileError, ProfileHeader};
@@ -235,6 +236,7 @@ fn replay_in_two_threads(
     // The front counts samples in buckets, the profiler's among them, and collects the
     // history records when asked to.
     let profiler = analyzer.profiler.clone();
+    let debugging = analyzer.debugging.clone();
     let collect_histories = analyzer.state.histories.is_some();
     let front = std::thread::scope(|scope| {
         let reader = scope.spawn(move || -> Result<(State, Decoder), ProfileError> {
@@ -242,6 +244,7 @@ fn replay_in_two_threads(
             let mut front = Analyzer::new(header, &crate::resolve::NoSymbols, options);
             front.forward = Some(Forward::default());
             front.profiler = profiler;
+            front.debugging = debugging;
             if collect_histories {
                 front.state.histories = Some(Box::default());
             }
@@ -627,6 +630,9 @@ pub struct Analyzer<'s> {
     forward: Option<Forward>,
     /// The code of dprof.ko: samples there are the profiler's own ([`Bucket::Profiler`]).
     profiler: Option<std::ops::Range<u64>>,
+    /// The kernel's debugging code: samples there are no workload's data accesses
+    /// ([`Bucket::KernelDebugging`]). It also gives the kernel's stack size.
+    debugging: DebuggingCode,
 }
 
 /// What the front of a two-thread analysis (reading, decoding, counting) hands the replay
@@ -713,6 +719,7 @@ impl<'s> Analyzer<'s> {
     #[must_use]
     pub fn new(header: &ProfileHeader, symbols: &'s dyn SymbolSource, options: &Options) -> Self {
         let mut resolver = Resolver::new(symbols);
+        let debugging = resolver.debugging_code().clone();
         resolver.set_merged_caches(&header.merged_caches);
         resolver.set_memory_layout(header.memory_layout);
         Self {
@@ -730,6 +737,7 @@ impl<'s> Analyzer<'s> {
             state: State::default(),
             forward: None,
             profiler: symbols.profiler_text(),
+            debugging,
             amd_cpu: header
                 .cpu_id
                 .as_ref()
@@ -972,6 +980,11 @@ impl<'s> Analyzer<'s> {
             self.state.buckets[Bucket::Profiler.index()] += 1;
             return (None, None);
         }
+        // Sanitizers and lock checking: the kernel checking itself, not the workload.
+        if !self.debugging.is_empty() && self.debugging.contains(sample.ip()) {
+            self.state.buckets[Bucket::KernelDebugging.index()] += 1;
+            return (None, None);
+        }
         let gs_base = sample.gs_base();
         match &mut self.forward {
             Some(forward) => forward.gs_base(cpu, gs_base),
@@ -1021,7 +1034,7 @@ impl<'s> Analyzer<'s> {
             self.state.gs_relative_samples += 1;
         }
         let rsp = sample.reg(dprof_abi::reg::RSP);
-        let region = !(crate::resolve::THREAD_SIZE - 1);
+        let region = !(self.debugging.thread_size() - 1);
         let (hw, latency) = hw_bits(hw.as_ref());
         let event = |access: MemAccess, part: u8| {
             let on_stack = rsp != 0 && access.addr & region == rsp & region;

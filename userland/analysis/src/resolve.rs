@@ -53,15 +53,13 @@ pub use address_set::{
 };
 use dprof_model::TypeKind;
 use rustc_hash::FxHashMap;
+
+use crate::kernel_debugging::DebuggingCode;
 pub use types::{
     demangled_site, demangled_site_with_hash, is_generic_kmalloc, is_rust_allocator,
     is_site_symbol, kmalloc_type_name, rust_allocation_site, site_function, TypeId, TypeInfo,
     TypeTable, KMALLOC_LARGE,
 };
-
-/// Bytes of a kernel stack (`THREAD_SIZE` on x86-64 without KASAN), to which stacks are
-/// aligned.
-pub const THREAD_SIZE: u64 = 16 * 1024;
 
 /// Name of the type of kernel stacks.
 pub const STACK_TYPE: &str = "stack";
@@ -90,6 +88,9 @@ pub const fn page_region(usage: PageUsage) -> &'static str {
     }
 }
 
+/// Name of the region of KASAN's shadow memory, which instrumented code reads before the
+/// accesses it checks.
+pub const KASAN_SHADOW_TYPE: &str = "KASAN shadow";
 /// Name of the region of the vmalloc space.
 pub const VMALLOC_TYPE: &str = "vmalloc";
 /// Bytes of the vmemmap and of the vmalloc space the resolver names, at most (x86-64 with
@@ -165,6 +166,12 @@ pub trait SymbolSource {
         None
     }
 
+    /// The kernel's debugging code (sanitizers, lockdep, ...): see
+    /// [`crate::kernel_debugging`]; none when the symbols are unknown.
+    fn debugging_code(&self) -> DebuggingCode {
+        DebuggingCode::default()
+    }
+
     /// Whether [`Self::pointer_target`] can answer (debug info with DWARF was given).
     fn types_instructions(&self) -> bool {
         false
@@ -203,6 +210,9 @@ impl SymbolSource for crate::symbols::Kallsyms {
     }
     fn profiler_text(&self) -> Option<Range<u64>> {
         self.module_text(crate::symbols::PROFILER_MODULE)
+    }
+    fn debugging_code(&self) -> DebuggingCode {
+        DebuggingCode::from_text_symbols(self.text_symbols())
     }
 }
 
@@ -256,6 +266,9 @@ impl SymbolSource for WithDebugInfo<'_> {
     }
     fn profiler_text(&self) -> Option<Range<u64>> {
         self.kallsyms.profiler_text()
+    }
+    fn debugging_code(&self) -> DebuggingCode {
+        self.kallsyms.debugging_code()
     }
     fn types_instructions(&self) -> bool {
         true
@@ -428,6 +441,8 @@ pub struct Resolver<'s> {
     /// The region types met, by name.
     region_types: Vec<(&'static str, TypeId)>,
     layout: Option<MemoryLayout>,
+    /// The kernel's debugging code; here for its KASAN shadow and stack size.
+    debugging: DebuggingCode,
     /// Slabs whose pages samples touched, by first object.
     untraced_slabs: Vec<UntracedSlab>,
     /// Pages no slab held, by direct-map address, and their use.
@@ -478,10 +493,17 @@ impl<'s> Resolver<'s> {
             stack_type: None,
             region_types: Vec::new(),
             layout: None,
+            debugging: symbols.debugging_code(),
             untraced_slabs: Vec::new(),
             owned_pages: FxHashMap::default(),
             counts: ReplayCounts::default(),
         }
+    }
+
+    /// The kernel's debugging code, as the symbols told at [`Resolver::new`].
+    #[must_use]
+    pub fn debugging_code(&self) -> &DebuggingCode {
+        &self.debugging
     }
 
     /// Says where the kernel put its `struct page` array and vmalloc space (the profile
@@ -823,8 +845,9 @@ impl<'s> Resolver<'s> {
 
     /// Resolution of an address outside the address set.
     fn resolve_rest(&mut self, addr: u64, ctx: &SampleContext) -> Resolution {
-        if ctx.rsp != 0 && addr & !(THREAD_SIZE - 1) == ctx.rsp & !(THREAD_SIZE - 1) {
-            let base = addr & !(THREAD_SIZE - 1);
+        let stack_mask = !(self.debugging.thread_size() - 1);
+        if ctx.rsp != 0 && addr & stack_mask == ctx.rsp & stack_mask {
+            let base = addr & stack_mask;
             let type_id = self.stack_type();
             return Resolution::Stack {
                 type_id,
@@ -862,6 +885,9 @@ impl<'s> Resolver<'s> {
             if in_vmalloc < VMALLOC_BYTES && addr < layout.vmemmap_base {
                 return self.region_page(VMALLOC_TYPE, addr);
             }
+        }
+        if self.debugging.is_kasan_shadow(addr) {
+            return self.region_page(KASAN_SHADOW_TYPE, addr);
         }
         if let Some(owned) = self.page_owner_at(addr) {
             return owned;

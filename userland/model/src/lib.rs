@@ -362,6 +362,11 @@ pub enum Bucket {
     /// The sample ran in the profiler's own module, dprof.ko (its probes, its rings): not the
     /// workload's work, and not resolved.
     Profiler,
+    /// The sample ran in the kernel's own debugging code: sanitizers (KASAN, KFENCE, UBSAN),
+    /// lockdep and the other lock and atomic-sleep checks, kmemleak, debugobjects, and the
+    /// stack walks they record. The kernel checking itself, not the workload's data accesses:
+    /// not resolved, so rankings of types leave it out.
+    KernelDebugging,
     /// The instruction has no memory operand.
     NoMemoryOperand,
     /// More memory locations than two, or one per vector element (gathers, scatters, `enter`
@@ -380,7 +385,7 @@ pub enum Bucket {
 
 impl Bucket {
     /// Every bucket, in report order.
-    pub const ALL: [Self; 15] = [
+    pub const ALL: [Self; 16] = [
         Self::Slab,
         Self::UntracedSlab,
         Self::Global,
@@ -390,6 +395,7 @@ impl Bucket {
         Self::UnknownAddress,
         Self::UserMode,
         Self::Profiler,
+        Self::KernelDebugging,
         Self::NoMemoryOperand,
         Self::MultipleMemoryOperands,
         Self::AddressOnly,
@@ -411,6 +417,7 @@ impl Bucket {
             Self::UnknownAddress => "unknown address",
             Self::UserMode => "user mode",
             Self::Profiler => "profiler (dprof.ko)",
+            Self::KernelDebugging => "kernel debugging (sanitizers, lockdep)",
             Self::NoMemoryOperand => "no memory operand",
             Self::MultipleMemoryOperands => "more than two memory locations",
             Self::AddressOnly => "address only",

@@ -358,10 +358,7 @@ fn globals_percpu_and_stack_resolve() {
     assert_eq!(offsets, [(0, 2), (8, 1)]);
     let stack = ty(&r, "stack");
     assert_eq!((stack.kind, stack.samples), (TypeKind::Stack, 1));
-    assert_eq!(
-        stack.fields[0].offset,
-        (RSP + 0x10) & (crate::resolve::THREAD_SIZE - 1)
-    );
+    assert_eq!(stack.fields[0].offset, (RSP + 0x10) & (16 * 1024 - 1));
 }
 
 #[test]
@@ -1193,6 +1190,48 @@ fn samples_in_dprof_ko_are_the_profilers_own() {
     // One thread counts as two do.
     let one = report_of(
         example::profile_with_profiler_samples(),
+        &Options {
+            two_threads: false,
+            ..Options::default()
+        },
+    );
+    assert_eq!(one.coverage, r.coverage);
+}
+
+#[test]
+fn samples_in_the_kernel_s_debugging_code_are_left_out_and_kasan_shadow_is_a_region() {
+    let plain = example_report();
+    let r = report_of(example::profile_on_a_debug_kernel(), &Options::default());
+    let c = &r.coverage;
+    assert_eq!(c.total_samples, plain.coverage.total_samples + 4);
+    // Lockdep's two samples and the unwinder's (lockdep and KASAN walk stacks).
+    assert_eq!(c.count(Bucket::KernelDebugging), 3);
+    assert_eq!(plain.coverage.count(Bucket::KernelDebugging), 0);
+    // Lockdep reading an sk_buff does not count for it: the types are the workload's.
+    assert_eq!(
+        ty(&r, "skbuff_head_cache").samples,
+        ty(&plain, "skbuff_head_cache").samples
+    );
+    assert_eq!(
+        c.count(Bucket::UnknownAddress),
+        plain.coverage.count(Bucket::UnknownAddress),
+        "nothing in the debugging code is unknown"
+    );
+    // Instrumented code reading KASAN's shadow: a named region, not an unknown address.
+    let shadow = ty(&r, crate::resolve::KASAN_SHADOW_TYPE);
+    assert_eq!((shadow.kind, shadow.samples), (TypeKind::Region, 1));
+    assert_eq!(
+        c.count(Bucket::Region),
+        plain.coverage.count(Bucket::Region) + 1
+    );
+    assert!(
+        c.summary
+            .contains("kernel debugging (sanitizers, lockdep) 10.0%"),
+        "{}",
+        c.summary
+    );
+    let one = report_of(
+        example::profile_on_a_debug_kernel(),
         &Options {
             two_threads: false,
             ..Options::default()
