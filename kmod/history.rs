@@ -424,6 +424,18 @@ impl Histories {
         self.state.store(ACTIVE, Ordering::Release);
     }
 
+    /// `cache` is being destroyed: its targets never start a history again. A cache created
+    /// later may take its address, and its objects are not what the plan named. A history
+    /// running on one of its objects has ended already: every object is freed before
+    /// `kmem_cache_destroy`. Process context.
+    pub(crate) fn forget_cache(&self, cache: u64) {
+        for (target, next) in self.targets.iter().zip(self.target_next_ns.iter()) {
+            if target.cache == cache {
+                next.store(u64::MAX, Ordering::Release);
+            }
+        }
+    }
+
     /// Starts a history of target `t` on object `ptr`. The caller holds BUSY.
     fn begin(&self, t: usize, ptr: u64, cache: u64, call_site: u64, now: u64) {
         let Some(&target) = self.targets.get(t) else {
@@ -505,7 +517,10 @@ impl Histories {
         self.next_start_ns
             .store(now.wrapping_add(self.gap_ns), Ordering::Relaxed);
         if let Some(next) = self.target_next_ns.get(t) {
-            next.store(now.wrapping_add(self.target_gap_ns), Ordering::Relaxed);
+            // A target whose cache was destroyed stays stopped (see `forget_cache`).
+            let _ = next.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |at| {
+                (at != u64::MAX).then_some(now.wrapping_add(self.target_gap_ns))
+            });
         }
         self.state.store(IDLE, Ordering::Release);
     }

@@ -553,7 +553,8 @@ unsafe extern "C" fn probe_kmem_cache_free(
 }
 
 /// The `kmem_cache_destroy` probe: the cache is forgotten, so that a cache created later at
-/// its address gets its own CacheInfo. Process context (the function may sleep).
+/// its address gets its own CacheInfo and is no history target of the plan. Process context
+/// (the function may sleep).
 ///
 /// # Safety
 /// `data` must be the live [`Session`] the probe was registered with.
@@ -563,5 +564,8 @@ unsafe extern "C" fn dprof_rs_cache_destroy(data: *mut c_void, cache: *const Kme
     let session = unsafe { &*data.cast::<Session>() };
     if !cache.is_null() {
         session.seen.forget(cache as u64);
+        if let Some(histories) = session.histories() {
+            histories.forget_cache(cache as u64);
+        }
     }
 }

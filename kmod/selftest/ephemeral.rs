@@ -7,6 +7,10 @@
 //! at the address the last one had, so a profiler that keeps naming caches by address must
 //! notice the destruction.
 //!
+//! `ephemeral-hold 1` creates a `dprof_selftest_eph_a` ahead of a run, which the run's first eph_a
+//! round then uses: a cache that exists when a collection starts, so that a history plan can
+//! name it, and that is destroyed while the plan runs.
+//!
 //! `ephemeral_objects` in the debugfs directory reads the objects of each cache since load, as
 //! `A B`, so that a test compares the profile with exact counts.
 
@@ -24,6 +28,9 @@ extern "C" {
     /// Creates cache `b` (or `a`), allocates and frees `objects` objects, destroys it:
     /// objects allocated (all freed), or a negative errno.
     fn dprof_selftest_shim_ephemeral_round(b: bool, objects: c_int) -> c_int;
+    /// Creates the `dprof_selftest_eph_a` the next eph_a round uses: 0, or a negative errno
+    /// (EBUSY when one is held already).
+    fn dprof_selftest_shim_ephemeral_hold() -> c_int;
 }
 
 /// Objects of `dprof_selftest_eph_a` and `_b` allocated (and freed) since load.
@@ -66,4 +73,19 @@ unsafe extern "C" fn ephemeral_worker(arg: *mut c_void) -> c_int {
 pub(crate) fn ephemeral(ms: u64) -> Result {
     let deadline_ns = now_ns() + ms * 1_000_000;
     run_threads(&deadline_ns, &[0], &[ephemeral_worker])
+}
+
+/// The thread of `ephemeral-hold`: on CPU 0, as the rounds are, so that SLUB usually hands the
+/// held cache's `kmem_cache`, freed by the first round, to the next round's cache.
+///
+/// # Safety
+/// Process context; the argument is not used.
+unsafe extern "C" fn hold_worker(_arg: *mut c_void) -> c_int {
+    // SAFETY: process context.
+    unsafe { dprof_selftest_shim_ephemeral_hold() }
+}
+
+/// `ephemeral-hold`: see the module's documentation.
+pub(crate) fn hold() -> Result {
+    run_threads(&(), &[0], &[hold_worker])
 }

@@ -160,6 +160,7 @@ void dprof_selftest_shim_free_bulk(struct dprof_selftest_bulk **objects, size_t 
 int dprof_selftest_shim_kmalloc_64(void **objects, size_t n);
 void dprof_selftest_shim_kfree_bulk(void **objects, size_t n);
 int dprof_selftest_shim_ephemeral_round(bool b, int objects);
+int dprof_selftest_shim_ephemeral_hold(void);
 struct dprof_selftest_pair *dprof_selftest_shim_alloc_pair(void);
 void dprof_selftest_shim_free_pair(struct dprof_selftest_pair *obj);
 struct dprof_selftest_shared *dprof_selftest_shim_alloc_shared(void);

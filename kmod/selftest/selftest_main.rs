@@ -28,7 +28,7 @@
 //!   the same debugfs directory reads how many of each since load.
 //! - `ephemeral MS`: caches created, used and destroyed round after round, the next one
 //!   usually at the last one's address (ephemeral.rs); `ephemeral_objects` reads how many
-//!   objects of each since load.
+//!   objects of each since load. `ephemeral-hold 1` creates the first one ahead of a run.
 //!
 //! New workloads are new commands beside these.
 //!
@@ -466,6 +466,7 @@ extern "C" fn dprof_selftest_rs_run(cmd: *const c_char, len: usize) -> c_int {
         b"relay" => relay::relay(ms),
         b"bulk" => bulk::bulk(ms),
         b"ephemeral" => ephemeral::ephemeral(ms),
+        b"ephemeral-hold" => ephemeral::hold(),
         _ => Err(EINVAL),
     };
     match result {

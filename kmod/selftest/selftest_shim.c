@@ -314,14 +314,40 @@ static const struct file_operations bulk_objects_fops = {
  * objects) or `_a` (96-byte ones), allocates and frees `objects` objects of it one by one, and
  * destroys it. Returns the objects allocated, or a negative errno.
  */
+static struct kmem_cache *ephemeral_create(bool b)
+{
+	return kmem_cache_create(b ? "dprof_selftest_eph_b" : "dprof_selftest_eph_a", b ? 200 : 96,
+				 8, 0, NULL);
+}
+
+/*
+ * The `dprof_selftest_eph_a` cache that `ephemeral-hold` created ahead of a run, which the run's
+ * first eph_a round uses instead of creating one: a cache that exists when a collection starts,
+ * so that a history plan can name it.
+ */
+static struct kmem_cache *held_eph_a;
+
+int dprof_selftest_shim_ephemeral_hold(void)
+{
+	struct kmem_cache *cache = ephemeral_create(false);
+
+	if (!cache)
+		return -ENOMEM;
+	if (cmpxchg(&held_eph_a, NULL, cache)) {
+		kmem_cache_destroy(cache);
+		return -EBUSY;
+	}
+	return 0;
+}
+
 int dprof_selftest_shim_ephemeral_round(bool b, int objects)
 {
-	struct kmem_cache *cache = kmem_cache_create(b ? "dprof_selftest_eph_b" :
-							 "dprof_selftest_eph_a",
-						     b ? 200 : 96, 8, 0, NULL);
+	struct kmem_cache *cache = b ? NULL : xchg(&held_eph_a, NULL);
 	void *held[16];
 	int i, n = 0;
 
+	if (!cache)
+		cache = ephemeral_create(b);
 	if (!cache)
 		return -ENOMEM;
 	objects = min_t(int, objects, ARRAY_SIZE(held));
@@ -389,6 +415,7 @@ void dprof_selftest_shim_exit(void)
 	kmem_cache_destroy(local_cache);
 	kmem_cache_destroy(relay_cache);
 	kmem_cache_destroy(bulk_cache);
+	kmem_cache_destroy(xchg(&held_eph_a, NULL));
 	misses_caches_destroy();
 	causal_caches_destroy();
 }

@@ -6,7 +6,10 @@
 //! - some `kmem_cache` address carried both names in turn (else the run tested nothing);
 //! - every allocation and free is counted under the name its cache had then, as many of each
 //!   as the workload counted: a module that kept naming caches by address would give the
-//!   second cache's objects the first one's name.
+//!   second cache's objects the first one's name;
+//! - with histories planned on the `eph_a` that existed when collection started, every
+//!   history watches an object of that very cache: none of the caches created later at its
+//!   address (a module that kept the target's address would watch them).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -83,5 +86,63 @@ pub(crate) fn check(dir: &Path) -> Result<String> {
         reused > 0,
         "no kmem_cache address was reused by the other cache: the run tested nothing"
     );
+    check_histories(dir, &mut report)?;
     Ok(report)
+}
+
+/// The histories run: each history's cache, by how many caches that `kmem_cache` address
+/// had described before it (1: the planned cache itself).
+fn check_histories(dir: &Path, report: &mut String) -> Result<()> {
+    let path = dir.join("ephemeral-histories.dprof");
+    let profile = Profile::open(&path).context("opening ephemeral-histories.dprof")?;
+    // CacheInfos of each address so far, and the name of the latest.
+    let mut described: BTreeMap<u64, (u32, String)> = BTreeMap::new();
+    let (mut on_planned, mut on_later) = (0u64, Vec::new());
+    let mut planned = BTreeSet::new();
+    for item in profile.records() {
+        let (_, record) = item.context("reading ephemeral-histories.dprof")?;
+        match &record {
+            Record::CacheInfo(info) => {
+                let entry = described.entry(info.cache).or_insert((0, String::new()));
+                entry.0 += 1;
+                entry.1 = String::from_utf8_lossy(info.name_bytes()).into_owned();
+            }
+            Record::HistoryStart(h) => match described.get(&h.cache) {
+                Some((1, name)) if name == NAMES[0] => {
+                    on_planned += 1;
+                    planned.insert(h.cache);
+                }
+                other => on_later.push(format!("history {} on {other:?}", h.history)),
+            },
+            _ => {}
+        }
+    }
+    // How many caches the planned `kmem_cache` address described in all.
+    let reused = planned
+        .iter()
+        .filter_map(|c| described.get(c))
+        .map(|&(n, _)| n)
+        .max()
+        .unwrap_or(0);
+    writeln!(
+        report,
+        "histories of {}: {on_planned} on the planned cache, {} on caches created later; its \
+         kmem_cache address described {reused} caches in turn",
+        NAMES[0],
+        on_later.len()
+    )?;
+    ensure!(
+        on_later.is_empty(),
+        "histories watched caches created after the planned one was destroyed: {:?}",
+        &on_later[..on_later.len().min(5)]
+    );
+    ensure!(
+        on_planned > 0,
+        "no history of the planned cache: the run tested nothing"
+    );
+    ensure!(
+        reused > 1,
+        "the planned cache's address described no other cache: the run tested nothing"
+    );
+    Ok(())
 }
