@@ -30,11 +30,15 @@ if dprof-slabinfo-sample no_such_cache 20 /tmp/none.samples 2> /tmp/sampler.err;
 fi
 grep -q "no slab cache named no_such_cache" /tmp/sampler.err || { echo "FAIL: unclear error:"; cat /tmp/sampler.err; exit 1; }
 [ ! -e /tmp/none.samples ] || { echo "FAIL: the sampler left a file"; exit 1; }
+# KFENCE (debug kernels) serves some allocations from its pool, which slabinfo does not count.
+kfence=/sys/kernel/debug/kfence/stats
+[ -r $kfence ] && cp $kfence "$OUT/kfence.before"
 dprof-slabinfo-sample dprof_selftest_sweep 20 /tmp/slabinfo.samples &
 sampler=$!
 collect capacity -- sh -c "echo 'capacity 8000' > $run"
 kill -TERM "$sampler"
 wait "$sampler"
+[ -r $kfence ] && cp $kfence "$OUT/kfence.after"
 cp /tmp/slabinfo.samples "$OUT/"
 # The module's DWARF, for field names on the host.
 cp /lib/dprof/dprof_selftest.ko "$OUT/"

@@ -22,6 +22,11 @@ snapshot() {
     printf '%s %s %s %s %s %s\n' "${dir##*/}" "$af" "$as" "$ff" "$fs" "$cp"
   done > "$OUT/slubstats.$1"
   while read -r line; do echo "$line"; done < /proc/slabinfo > "$OUT/slabinfo.$1"
+  # KFENCE (debug kernels, some distributions) serves a sampled allocation from its own pool:
+  # the slab tracepoints fire, SLUB's counters and slabinfo never see it.
+  if [ -r /sys/kernel/debug/kfence/stats ]; then
+    while read -r line; do echo "$line"; done < /sys/kernel/debug/kfence/stats > "$OUT/kfence.$1"
+  fi
   read -r up _ < /proc/uptime
   echo "$up" > "$OUT/uptime.$1.end"
 }

@@ -242,6 +242,23 @@ fn check_slab_workload(dir: &Path) -> Result<String> {
 
     let before = read_slubstats(&dir.join("slubstats.before"))?;
     let after = read_slubstats(&dir.join("slubstats.after"))?;
+    // Objects KFENCE served between the snapshots (any cache): traced, but in none of SLUB's
+    // counters, so each comparison with SLUB allows that many more.
+    let kfence = match (
+        read_kfence_counts(&dir.join("kfence.before"))?,
+        read_kfence_counts(&dir.join("kfence.after"))?,
+    ) {
+        (Some(b), Some(a)) => KfenceCounts {
+            allocs: a.allocs.saturating_sub(b.allocs),
+            frees: a.frees.saturating_sub(b.frees),
+        },
+        _ => KfenceCounts::default(),
+    };
+    writeln!(
+        report,
+        "KFENCE served {} allocations and {} frees between the snapshots",
+        kfence.allocs, kfence.frees
+    )?;
     let up = |name: &str| read_uptime_ns(&dir.join(format!("uptime.{name}")));
     let (b0, b1, a0, a1) = (
         up("before.begin")?,
@@ -331,7 +348,7 @@ fn check_slab_workload(dir: &Path) -> Result<String> {
         total_free_delta += free_delta;
         total_free_untraced += free_untraced;
         // Never more traced events than happened: that would be a duplicate or a misnamed cache.
-        if t.allocs_inner > alloc_delta {
+        if t.allocs_inner > alloc_delta + kfence.allocs {
             failures.push(format!(
                 "{name}: {} allocs traced in the inner window, SLUB counted {alloc_delta}",
                 t.allocs_inner
@@ -340,7 +357,7 @@ fn check_slab_workload(dir: &Path) -> Result<String> {
         // SLUB counts a bulk free that takes its slow path once per slab, not per object
         // (`__slab_free`'s one FREE_SLOWPATH): only the other frees are bounded by its count.
         let single_frees = t.frees_inner - t.bulk_frees_inner;
-        if single_frees > free_delta {
+        if single_frees > free_delta + kfence.frees {
             failures.push(format!(
                 "{name}: {single_frees} frees (not bulk) traced in the inner window, SLUB \
                  counted {free_delta}"
@@ -407,7 +424,8 @@ fn check_slab_workload(dir: &Path) -> Result<String> {
         let cpu_partial = before.get(name).map_or(0, |c| c.cpu_partial) as i64;
         let per_slab = a.objs_per_slab.max(1);
         let cpu_partial_slabs = (cpu_partial * 2 + per_slab - 1) / per_slab;
-        let slack = cpus * per_slab * (1 + cpu_partial_slabs);
+        let slack = cpus * per_slab * (1 + cpu_partial_slabs)
+            + i64::try_from(kfence.allocs.max(kfence.frees))?;
         writeln!(
             report,
             "slabinfo {name}: active objects {delta_active:+}, traced net {net_traced:+} (bulk frees included), tolerance +/-{slack}"
@@ -425,6 +443,34 @@ fn check_slab_workload(dir: &Path) -> Result<String> {
     } else {
         bail!("{report}\nFAILED:\n  {}", failures.join("\n  "))
     }
+}
+
+/// KFENCE's running totals (`/sys/kernel/debug/kfence/stats`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct KfenceCounts {
+    pub(crate) allocs: u64,
+    pub(crate) frees: u64,
+}
+
+/// The totals of a snapshot of KFENCE's stats; `None` when the kernel has no KFENCE (no
+/// snapshot).
+pub(crate) fn read_kfence_counts(path: &Path) -> Result<Option<KfenceCounts>> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(None);
+    };
+    let total = |key: &str| -> Result<u64> {
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .with_context(|| format!("{}: no {key:?}", path.display()))?;
+        line.trim()
+            .parse()
+            .with_context(|| format!("{}: {key:?} {line:?}", path.display()))
+    };
+    Ok(Some(KfenceCounts {
+        allocs: total("total allocations:")?,
+        frees: total("total frees:")?,
+    }))
 }
 
 /// Where a computed data address lies, by the x86-64 kernel memory layouts
