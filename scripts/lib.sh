@@ -66,6 +66,24 @@ kmod_out_dir() {
 # The guest initramfs of the chosen variant.
 guest_initramfs() { echo "$CARGO_TARGET_DIR/guest/initramfs${DPROF_KERNEL_VARIANT:+-$DPROF_KERNEL_VARIANT}.gz"; }
 
+# Extracts the kernel source tarball into kernel_src_dir unless done already; prints the
+# directory. The kernel build and perf's build (scripts/build-perf) share it.
+ensure_kernel_source() {
+  local src
+  src=$(kernel_src_dir)
+  if [ ! -f "$src/.dprof-extracted" ]; then
+    [ -f "$KERNEL_TARBALL" ] || die "$KERNEL_TARBALL is missing (package linux-source-6.12): run scripts/setup"
+    log "kernel: extracting $KERNEL_TARBALL"
+    rm -rf "$src" "$src.tmp"
+    mkdir -p "$src.tmp"
+    tar -C "$src.tmp" -xf "$KERNEL_TARBALL"
+    mv "$src.tmp/linux-source-6.12" "$src"
+    rmdir "$src.tmp"
+    touch "$src/.dprof-extracted"
+  fi
+  echo "$src"
+}
+
 # make arguments every kernel and module build uses.
 kernel_make_args() {
   echo "LLVM=1 RUSTC=$KERNEL_RUSTC BINDGEN=$BINDGEN RUST_LIB_SRC=$KERNEL_RUST_LIB_SRC"
