@@ -66,6 +66,7 @@ use dprof_analysis::symbols::Kallsyms;
 use dprof_format::Profile;
 
 use json_report::{field_name_at, find_type, percent, report_json, type_samples_in};
+use kfence::{read_kfence_counts, KfenceCounts};
 
 // A binary's modules sit beside it in src/bin, where Cargo would take them for binaries.
 #[path = "dprof-qemu-check/backends.rs"]
@@ -80,6 +81,8 @@ mod ephemeral;
 mod hotplug;
 #[path = "dprof-qemu-check/json_report.rs"]
 mod json_report;
+#[path = "dprof-qemu-check/kfence.rs"]
+mod kfence;
 #[path = "dprof-qemu-check/misses.rs"]
 mod misses;
 
@@ -443,34 +446,6 @@ fn check_slab_workload(dir: &Path) -> Result<String> {
     } else {
         bail!("{report}\nFAILED:\n  {}", failures.join("\n  "))
     }
-}
-
-/// KFENCE's running totals (`/sys/kernel/debug/kfence/stats`).
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct KfenceCounts {
-    pub(crate) allocs: u64,
-    pub(crate) frees: u64,
-}
-
-/// The totals of a snapshot of KFENCE's stats; `None` when the kernel has no KFENCE (no
-/// snapshot).
-pub(crate) fn read_kfence_counts(path: &Path) -> Result<Option<KfenceCounts>> {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Ok(None);
-    };
-    let total = |key: &str| -> Result<u64> {
-        let line = text
-            .lines()
-            .find_map(|l| l.strip_prefix(key))
-            .with_context(|| format!("{}: no {key:?}", path.display()))?;
-        line.trim()
-            .parse()
-            .with_context(|| format!("{}: {key:?} {line:?}", path.display()))
-    };
-    Ok(Some(KfenceCounts {
-        allocs: total("total allocations:")?,
-        frees: total("total frees:")?,
-    }))
 }
 
 /// Where a computed data address lies, by the x86-64 kernel memory layouts

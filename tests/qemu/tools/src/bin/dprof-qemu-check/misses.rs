@@ -1103,8 +1103,8 @@ fn check_slabinfo(
     // Objects KFENCE served during the run (debug kernels): traced, so live here, but never
     // active in slabinfo. At most that many fewer active objects than live ones.
     let kfence_allocs = match (
-        super::read_kfence_counts(&dir.join("kfence.before"))?,
-        super::read_kfence_counts(&dir.join("kfence.after"))?,
+        super::kfence::read_kfence_counts(&dir.join("kfence.before"))?,
+        super::kfence::read_kfence_counts(&dir.join("kfence.after"))?,
     ) {
         (Some(b), Some(a)) => i64::try_from(a.allocs.saturating_sub(b.allocs))?,
         _ => 0,
