@@ -231,6 +231,9 @@ pub struct CausalOutcome {
     pub unit: CausalUnit,
     /// The experiments.
     pub tally: Tally,
+    /// Time from the start to the experiments: the profiling phase, choosing and setting
+    /// the units, creating the file (ns).
+    pub startup_ns: u64,
     /// The command, if one ran.
     pub workload: Option<Workload>,
 }
@@ -766,6 +769,27 @@ pub struct Tally {
     pub too_few_visits: u32,
     /// Experiments whose end record did not arrive in time.
     pub lost_ends: u32,
+    /// Delay the experiments whose end arrived inserted (ns): what each CPU that did not
+    /// run the sped-up code owed, the time the virtual speedups cost the workload.
+    pub delay_ns: u64,
+}
+
+/// Coz's overhead split for the summary: the time before the first experiment (the
+/// profiling phase and the planning after it) and the delays the experiments inserted,
+/// each against the run's wall time `elapsed_ns`. The sampling's own cost is not apart: it
+/// is in every phase, and the 0% experiments against an uninstrumented run measure it.
+#[must_use]
+pub fn overhead_summary(startup_ns: u64, delay_ns: u64, elapsed_ns: u64) -> String {
+    let share = |ns: u64| 100.0 * ns as f64 / elapsed_ns.max(1) as f64;
+    format!(
+        "overhead: startup (profiling phase and planning) {} = {:.1}% and delays inserted {} \
+         = {:.1}% of {} wall time",
+        format_ns(startup_ns),
+        share(startup_ns),
+        format_ns(delay_ns),
+        share(delay_ns),
+        format_ns(elapsed_ns)
+    )
 }
 
 /// What the phases need besides the device and the run's state.
@@ -898,6 +922,8 @@ fn run_phases<B: Backend>(
             kcore: Path::new("/proc/kcore"),
         },
     )?;
+    // Startup: the profiling phase, choosing the units, setting them, creating the file.
+    let startup_ns = duration_ns(ending.start.elapsed());
     let outcome = experiments(
         args,
         dev,
@@ -950,6 +976,7 @@ fn run_phases<B: Backend>(
         units: types.len(),
         unit: args.unit,
         tally,
+        startup_ns,
         workload: None,
     })
 }
@@ -1059,6 +1086,7 @@ fn experiments<B: Backend>(
             continue;
         };
         tally.done += 1;
+        tally.delay_ns = tally.delay_ns.saturating_add(end.delay_ns);
         if speedup_percent == 0 {
             tally.baselines += 1;
         }

@@ -218,6 +218,10 @@ pub fn run(args: &CausalArgs) -> anyhow::Result<ExitCode> {
         outcome.stop.reason,
         format_ns(outcome.stop.elapsed_ns)
     );
+    eprintln!(
+        "dprof: {}",
+        causal::overhead_summary(outcome.startup_ns, tally.delay_ns, outcome.stop.elapsed_ns)
+    );
     if tally.lost_ends > 0 {
         terminal.warn(&format!(
             "{} experiments' end records did not arrive in time (they are read at the end)",

@@ -353,3 +353,17 @@ fn units_and_lists_agree_or_are_refused() {
         Err("--units modules contradicts --functions: give one of them".to_owned())
     );
 }
+
+/// The summary's overhead line: startup and delays, each as a share of the wall time.
+#[test]
+fn overhead_is_split_into_startup_and_delays_against_wall_time() {
+    let line = overhead_summary(3_000_000_000, 1_500_000_000, 30_000_000_000);
+    assert!(
+        line.contains("startup (profiling phase and planning) 3"),
+        "{line}"
+    );
+    assert!(line.contains("= 10.0%"), "{line}");
+    assert!(line.contains("= 5.0% of 30"), "{line}");
+    // A run stopped at once divides by nothing without a panic.
+    assert!(overhead_summary(0, 0, 0).contains("= 0.0%"));
+}
