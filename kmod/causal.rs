@@ -38,7 +38,10 @@
 //! # Progress points
 //! Per point: an atomic visit count and an atomic sum of `(visit time - origin)`, both since
 //! the plan was set. The kprobe pre-handler and the tracepoint probe do one add each (plus a
-//! clock read); user points are counted by write() on /dev/dprof. An experiment's visits and
+//! clock read); user points are counted by write() on /dev/dprof. A sampled point (Coz's
+//! sampled progress point) is a function's code range: the sampler's handler counts a
+//! visit for each sample whose ip lies in it, a range test per sampled point (at most
+//! [`abi::MAX_PROGRESS_POINTS`]), with the clock it has already read. An experiment's visits and
 //! time sum are differences of snapshots taken at its start and end.
 
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
@@ -71,6 +74,9 @@ const PAUSE_SPINS_PER_CLOCK_READ: u32 = 512;
 struct Point {
     kind: u32,
     name: [u8; abi::PROGRESS_NAME_BYTES],
+    /// A sampled point's code range, `[start, end)`; empty for the other kinds.
+    start: u64,
+    end: u64,
     /// Visits since the plan was set.
     visits: AtomicU64,
     /// Sum over those visits of (visit time - `Causal::origin_ns`), wrapping.
@@ -175,6 +181,8 @@ struct CpuState {
 pub(crate) struct Causal {
     points: [Point; abi::MAX_PROGRESS_POINTS],
     point_count: usize,
+    /// Whether any point is sampled: the handler skips the range tests otherwise.
+    has_sampled_points: bool,
     record_samples: bool,
     /// The time sums' origin: when the plan was set.
     origin_ns: u64,
@@ -204,11 +212,28 @@ impl Causal {
     }
 
     fn visit(&self, point: &Point) {
+        self.visit_at(point, ffi::now_ns());
+    }
+
+    fn visit_at(&self, point: &Point, now: u64) {
         point.visits.fetch_add(1, Ordering::Relaxed);
-        point.time_sum.fetch_add(
-            ffi::now_ns().wrapping_sub(self.origin_ns),
-            Ordering::Relaxed,
-        );
+        point
+            .time_sum
+            .fetch_add(now.wrapping_sub(self.origin_ns), Ordering::Relaxed);
+    }
+
+    /// A visit of every sampled point whose range holds `ip`. Counted whether or not an
+    /// experiment runs, like the probes' visits: the session total counts them all.
+    fn visit_sampled(&self, ip: u64, now: u64) {
+        if !self.has_sampled_points {
+            return;
+        }
+        for point in self.points.iter().take(self.point_count) {
+            // Other kinds' ranges are empty (start == end == 0), so they never hold ip.
+            if (point.start..point.end).contains(&ip) {
+                self.visit_at(point, now);
+            }
+        }
     }
 
     /// Counts a visit of the user point `name`; false when the plan has none of that name.
@@ -231,6 +256,7 @@ impl Causal {
             return;
         };
         let prev = cpu.last_ns.swap(now, Ordering::Relaxed);
+        self.visit_sampled(ip, now);
         if !self.running.load(Ordering::Acquire) {
             return;
         }
@@ -462,6 +488,8 @@ impl CausalSession {
             Point {
                 kind: p.kind,
                 name: p.name,
+                start: p.start,
+                end: p.end,
                 visits: AtomicU64::new(0),
                 time_sum: AtomicU64::new(0),
             }
@@ -470,6 +498,10 @@ impl CausalSession {
             Causal {
                 points,
                 point_count: plan.used_points().len(),
+                has_sampled_points: plan
+                    .used_points()
+                    .iter()
+                    .any(|p| p.kind == abi::PROGRESS_SAMPLED),
                 record_samples: plan.flags & abi::CAUSAL_RECORD_SAMPLES != 0,
                 origin_ns: ffi::now_ns(),
                 period_ns: period_ns.max(1),
@@ -513,7 +545,8 @@ impl CausalSession {
         }
         // Dropping `session` on an error below unregisters what was registered.
         for (index, point) in plan.used_points().iter().enumerate() {
-            if point.kind == abi::PROGRESS_USER {
+            // User points are counted by write(), sampled ones by the sampler's handler.
+            if point.kind == abi::PROGRESS_USER || point.kind == abi::PROGRESS_SAMPLED {
                 continue;
             }
             let data = KBox::new(

@@ -911,7 +911,16 @@ fn causal_plan_round_trips_and_rejects_every_bad_field() {
         with(&|p| p.point_count = MAX_PROGRESS_POINTS as u32 + 1),
         with(&|p| p.flags = 2),
         with(&|p| p.points[0].kind = 0),
-        with(&|p| p.points[0].kind = 4),
+        with(&|p| p.points[0].kind = 5),
+        // A sampled point needs its range; other kinds have none.
+        with(&|p| p.points[1] = ProgressPoint::sampled(b"f", 0..0x10)),
+        with(&|p| p.points[1] = ProgressPoint::sampled(b"f", 0x20..0x20)),
+        // Reversed: its start after its end.
+        with(&|p| {
+            p.points[1] = ProgressPoint::sampled(b"f", 0x10..0x20);
+            p.points[1].start = 0x30;
+        }),
+        with(&|p| p.points[0].end = 0x10),
         with(&|p| p.points[1] = ProgressPoint::new(PROGRESS_USER, b"")),
         with(&|p| p.points[1] = ProgressPoint::new(PROGRESS_USER, b"has space")),
         with(&|p| p.points[1].name[40] = b'x'),
@@ -922,6 +931,9 @@ fn causal_plan_round_trips_and_rejects_every_bad_field() {
         p.encode(&mut buf);
         assert_eq!(CausalPlan::decode(&buf), Err(AbiError::OutOfRange), "{p:?}");
     }
+    let p = with(&|p| p.points[1] = ProgressPoint::sampled(b"udp_sendmsg", 0x10..0x20));
+    p.encode(&mut buf);
+    assert_eq!(CausalPlan::decode(&buf), Ok(p));
     // The same name for two kinds is two points.
     let p = with(&|p| p.points[1] = ProgressPoint::new(PROGRESS_USER, b"udp_sendmsg"));
     p.encode(&mut buf);
@@ -1330,7 +1342,8 @@ fn encoded_vectors(mut out: impl FnMut(&'static str, &[u8])) {
         flags: 3,
         ..CausalPlan::default()
     };
-    causal.points[MAX_PROGRESS_POINTS - 1] = ProgressPoint::new(PROGRESS_USER, b"requests");
+    causal.points[MAX_PROGRESS_POINTS - 1] =
+        ProgressPoint::sampled(b"requests", 0x0102_0304_0506_0708..0x1112_1314_1516_1718);
     emit!(CausalPlan, causal);
     emit!(
         CausalType,
@@ -1449,7 +1462,8 @@ const VECTORS: [(&str, &str); 22] = [
     ),
     (
         "CausalPlan",
-        "0100000002000000 03 0*511 0300000000000000 7265717565737473 0*56",
+        "0100000002000000 03 0*623 0400000000000000 7265717565737473 0*56 0807060504030201 \
+         1817161514131211",
     ),
     (
         "CausalType",

@@ -63,7 +63,7 @@
 use core::marker::PhantomData;
 
 /// Version of this ABI; bumped on any incompatible change.
-pub const ABI_VERSION: u32 = 7;
+pub const ABI_VERSION: u32 = 8;
 /// Path of the device the module creates.
 pub const DEVICE_PATH: &str = "/dev/dprof";
 /// Every record size is a multiple of this.
@@ -1730,6 +1730,9 @@ pub const PROGRESS_KPROBE: u32 = 1;
 pub const PROGRESS_TRACEPOINT: u32 = 2;
 /// `ProgressPoint.kind`: user programs write `name` to `/dev/dprof`.
 pub const PROGRESS_USER: u32 = 3;
+/// `ProgressPoint.kind`: a sampled point (Coz's): every sampler sample whose ip lies in
+/// `[start, end)` (the function `name`, resolved by the collector) is one visit.
+pub const PROGRESS_SAMPLED: u32 = 4;
 /// Most entries in the causal type table.
 pub const MAX_CAUSAL_TYPES: usize = 32;
 /// Most instruction addresses one [`CausalType`] may list.
@@ -1744,12 +1747,16 @@ wire! {
     /// One progress point of a [`CausalPlan`]: its index in the plan is its index in
     /// [`ExperimentEnd::points`].
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub struct ProgressPoint(8 + PROGRESS_NAME_BYTES) {
+    pub struct ProgressPoint(24 + PROGRESS_NAME_BYTES) {
         /// `PROGRESS_*`.
         pub kind: u32,
         _: u32,
         /// The function, tracepoint or user point name, NUL-padded.
         pub name: [u8; PROGRESS_NAME_BYTES],
+        /// [`PROGRESS_SAMPLED`]: the first byte of the function's code; 0 for other kinds.
+        pub start: u64,
+        /// [`PROGRESS_SAMPLED`]: the byte after the function's code; 0 for other kinds.
+        pub end: u64,
     }
     default;
 }
@@ -1761,6 +1768,19 @@ impl ProgressPoint {
         Self {
             kind,
             name: nul_padded(name),
+            start: 0,
+            end: 0,
+        }
+    }
+
+    /// A [`PROGRESS_SAMPLED`] point: the function `name`, whose code is `range`.
+    #[must_use]
+    pub fn sampled(name: &[u8], range: core::ops::Range<u64>) -> Self {
+        Self {
+            kind: PROGRESS_SAMPLED,
+            name: nul_padded(name),
+            start: range.start,
+            end: range.end,
         }
     }
 
@@ -1771,10 +1791,16 @@ impl ProgressPoint {
     }
 
     /// A known kind, a non-empty name of printable ASCII without spaces, NUL-padded with at
-    /// least one NUL.
+    /// least one NUL; a non-empty range above 0 for a sampled point, none for the others.
     fn is_valid(&self) -> bool {
         let name = self.name_bytes();
-        (PROGRESS_KPROBE..=PROGRESS_USER).contains(&self.kind)
+        let range_ok = if self.kind == PROGRESS_SAMPLED {
+            0 < self.start && self.start < self.end
+        } else {
+            self.start == 0 && self.end == 0
+        };
+        (PROGRESS_KPROBE..=PROGRESS_SAMPLED).contains(&self.kind)
+            && range_ok
             && !name.is_empty()
             && name.len() < PROGRESS_NAME_BYTES
             && name.iter().all(u8::is_ascii_graphic)

@@ -4,7 +4,8 @@
 # dprof_selftest_causal_round once per round. First the workload alone (its uninstrumented
 # rate), then the plain data profile, which must rank Y above X; then `dprof causal`: a count
 # run (kprobe and user progress points against the workload's own counter), the ranking run
-# (X above Y), a run on functions (--units functions), and the bad inputs. Checked on the host
+# (X above Y), a run on functions (--units functions), a run with a sampled progress point
+# (the chain's computation), and the bad inputs. Checked on the host
 # by selftest-causal.check.
 # qemu-timeout: 1200
 set -eu
@@ -87,6 +88,16 @@ cat /tmp/functions.err
 cp /tmp/functions.err "$OUT/functions.err"
 cp /tmp/functions.dprof "$OUT/"; rm /tmp/functions.dprof
 
+# A sampled progress point: the samples in the chain's computation (on the critical path,
+# most of CPU 0's round), no probe; the round's kprobe beside it for comparison. 30 s of
+# workload: about 70 experiments in all.
+"$DPROF" causal -o /tmp/sampled.dprof --types dprof_selftest_causal_x,dprof_selftest_causal_y \
+  --progress sampled:dprof_selftest_causal_compute --progress kprobe:dprof_selftest_causal_round \
+  --plan-time 2s --experiment 200ms --period 1ms --seed 4 -- sh -c "echo 'causal 30000' > $run" \
+  2> /tmp/sampled.err || { cat /tmp/sampled.err; exit 1; }
+cat /tmp/sampled.err
+cp /tmp/sampled.dprof "$OUT/"; rm /tmp/sampled.dprof
+
 # Zero visits: a user point nobody signals. Every experiment is kept in the file, and the
 # analysis must discard each with its reason. Experiments without visits double in length, and
 # the profiling phase took from 1.2 to 2.4 s of the guest's time in CI runs: 8 s of workload
@@ -114,6 +125,11 @@ refused unknown-tracepoint "does not exist in this kernel" \
 refused never-sampled "type .no_such_type. was never sampled" \
   "$DPROF" causal -o /tmp/bad.dprof --types no_such_type --progress user:x --plan-time 1s \
   -- sh -c "echo 'causal 2000' > $run"
+refused unknown-sampled "no kernel function named .no_such_function_xyz." \
+  "$DPROF" causal -o /tmp/bad.dprof --progress sampled:no_such_function_xyz --duration 5s
+refused sampled-latency "counts samples, not arrivals" \
+  "$DPROF" causal -o /tmp/bad.dprof --latency sampled:dprof_selftest_causal_compute,user:x \
+  --duration 5s
 refused no-progress-point "give --progress" "$DPROF" causal -o /tmp/bad.dprof --duration 5s
 refused unknown-function "no kernel function named .no_such_function_xyz." \
   "$DPROF" causal -o /tmp/bad.dprof --functions no_such_function_xyz --progress user:x --duration 5s

@@ -167,7 +167,7 @@ impl<'o> Checked<'o> {
         // The plan is set in the profiling phase too, so that a point the kernel does not
         // have fails now; its samples are recorded.
         dev.causal_plan(
-            &causal_plan(&points, dprof_abi::CAUSAL_RECORD_SAMPLES),
+            &causal_plan(&points, &symbols, dprof_abi::CAUSAL_RECORD_SAMPLES),
             &labels,
         )?;
         let collect_config = CollectConfig {
@@ -231,6 +231,9 @@ pub struct CausalOutcome {
     pub unit: CausalUnit,
     /// The experiments.
     pub tally: Tally,
+    /// Time from the start to the experiments: the profiling phase, choosing and setting
+    /// the units, creating the file (ns).
+    pub startup_ns: u64,
     /// The command, if one ran.
     pub workload: Option<Workload>,
 }
@@ -372,17 +375,20 @@ pub fn unit_selection(
 }
 
 /// Parses a progress point: `kprobe:FUNCTION`, `tracepoint:SYSTEM:EVENT` (or
-/// `tracepoint:EVENT`) or `user:NAME`.
+/// `tracepoint:EVENT`), `user:NAME` or `sampled:FUNCTION`.
 ///
 /// # Errors
 /// A sentence saying why `s` is not a progress point.
 pub fn parse_point(s: &str) -> Result<ProgressPointSpec, String> {
     let (kind, name) = s.split_once(':').ok_or_else(|| {
-        format!("`{s}` is not KIND:NAME (kprobe:FUNCTION, tracepoint:SYSTEM:EVENT or user:NAME)")
+        format!(
+            "`{s}` is not KIND:NAME (kprobe:FUNCTION, tracepoint:SYSTEM:EVENT, user:NAME or \
+             sampled:FUNCTION)"
+        )
     })?;
-    if !matches!(kind, "kprobe" | "tracepoint" | "user") {
+    if !matches!(kind, "kprobe" | "tracepoint" | "user" | "sampled") {
         return Err(format!(
-            "unknown progress point kind `{kind}` (kprobe, tracepoint or user)"
+            "unknown progress point kind `{kind}` (kprobe, tracepoint, user or sampled)"
         ));
     }
     let module_name = module_point_name(kind, name);
@@ -406,7 +412,7 @@ pub fn parse_point(s: &str) -> Result<ProgressPointSpec, String> {
     })
 }
 
-/// Parses a latency pair: `BEGIN,END`, two different progress points.
+/// Parses a latency pair: `BEGIN,END`, two different progress points, neither sampled.
 ///
 /// # Errors
 /// A sentence saying why `s` is not such a pair.
@@ -415,6 +421,13 @@ pub fn parse_latency(s: &str) -> Result<(ProgressPointSpec, ProgressPointSpec), 
         .split_once(',')
         .ok_or_else(|| format!("`{s}` is not BEGIN,END (two progress points)"))?;
     let (begin, end) = (parse_point(begin)?, parse_point(end)?);
+    if begin.kind == "sampled" || end.kind == "sampled" {
+        return Err(
+            "a latency pair needs counted points (kprobe, tracepoint or user): a sampled point \
+             counts samples, not arrivals"
+                .to_owned(),
+        );
+    }
     if begin == end {
         return Err("the begin and end points are the same point".to_owned());
     }
@@ -446,13 +459,52 @@ fn module_point_name<'a>(kind: &str, name: &'a str) -> &'a str {
     }
 }
 
-fn module_point(spec: &ProgressPointSpec) -> ProgressPoint {
+/// The point as the module takes it; `None` for a sampled point whose function `symbols`
+/// does not resolve (see [`sampled_range`]; [`check`] refused it already).
+fn module_point(spec: &ProgressPointSpec, symbols: &Kallsyms) -> Option<ProgressPoint> {
     let kind = match spec.kind.as_str() {
         "kprobe" => dprof_abi::PROGRESS_KPROBE,
         "tracepoint" => dprof_abi::PROGRESS_TRACEPOINT,
+        "sampled" => {
+            let range = sampled_range(&spec.name, symbols).ok()?;
+            return Some(ProgressPoint::sampled(spec.name.as_bytes(), range));
+        }
         _ => dprof_abi::PROGRESS_USER,
     };
-    ProgressPoint::new(kind, module_point_name(&spec.kind, &spec.name).as_bytes())
+    Some(ProgressPoint::new(
+        kind,
+        module_point_name(&spec.kind, &spec.name).as_bytes(),
+    ))
+}
+
+/// The code of the kernel function `name` (core kernel or module) that a sampled point
+/// counts the samples of: from its kallsyms address to the next symbol's.
+///
+/// # Errors
+/// A sentence when kallsyms has no such function, several functions of that name (a sample
+/// could not tell which one is meant), or no next symbol to end it.
+fn sampled_range(name: &str, symbols: &Kallsyms) -> Result<std::ops::Range<u64>, String> {
+    let mut found = symbols.text_symbols().iter().filter(|s| s.name == name);
+    let Some(function) = found.next() else {
+        return Err(format!(
+            "no kernel function named `{name}` in /proc/kallsyms (progress point sampled:{name})"
+        ));
+    };
+    let others = found.filter(|s| s.address != function.address).count();
+    if others > 0 {
+        return Err(format!(
+            "{} kernel functions are named `{name}` (progress point sampled:{name}); a sampled \
+             point needs a function whose name is unique",
+            others + 1
+        ));
+    }
+    if function.size == 0 || function.address == 0 {
+        return Err(format!(
+            "the end of `{name}` is unknown (no symbol follows it in /proc/kallsyms, or its \
+             address is hidden: run as root); progress point sampled:{name}"
+        ));
+    }
+    Ok(function.address..function.address.saturating_add(function.size))
 }
 
 /// Shortest experiment `--experiment` accepts.
@@ -512,10 +564,14 @@ fn check_points(points: &[ProgressPointSpec], symbols: &Kallsyms) -> Result<(), 
             )));
         }
     }
+    for p in points.iter().filter(|p| p.kind == "sampled") {
+        sampled_range(&p.name, symbols).map_err(|why| usage(&why))?;
+    }
     Ok(())
 }
 
-fn causal_plan(points: &[ProgressPointSpec], flags: u32) -> CausalPlan {
+/// The module's plan for `points`, which [`check_points`] accepted against `symbols`.
+fn causal_plan(points: &[ProgressPointSpec], symbols: &Kallsyms, flags: u32) -> CausalPlan {
     let mut plan = CausalPlan {
         struct_size: CausalPlan::SIZE as u32,
         point_count: points.len() as u32,
@@ -523,7 +579,8 @@ fn causal_plan(points: &[ProgressPointSpec], flags: u32) -> CausalPlan {
         ..CausalPlan::default()
     };
     for (slot, spec) in plan.points.iter_mut().zip(points) {
-        *slot = module_point(spec);
+        // A point that no longer resolves is left unset, so the module refuses the plan.
+        *slot = module_point(spec, symbols).unwrap_or_default();
     }
     plan
 }
@@ -712,6 +769,27 @@ pub struct Tally {
     pub too_few_visits: u32,
     /// Experiments whose end record did not arrive in time.
     pub lost_ends: u32,
+    /// Delay the experiments whose end arrived inserted (ns): what each CPU that did not
+    /// run the sped-up code owed, the time the virtual speedups cost the workload.
+    pub delay_ns: u64,
+}
+
+/// Coz's overhead split for the summary: the time before the first experiment (the
+/// profiling phase and the planning after it) and the delays the experiments inserted,
+/// each against the run's wall time `elapsed_ns`. The sampling's own cost is not apart: it
+/// is in every phase, and the 0% experiments against an uninstrumented run measure it.
+#[must_use]
+pub fn overhead_summary(startup_ns: u64, delay_ns: u64, elapsed_ns: u64) -> String {
+    let share = |ns: u64| 100.0 * ns as f64 / elapsed_ns.max(1) as f64;
+    format!(
+        "overhead: startup (profiling phase and planning) {} = {:.1}% and delays inserted {} \
+         = {:.1}% of {} wall time",
+        format_ns(startup_ns),
+        share(startup_ns),
+        format_ns(delay_ns),
+        share(delay_ns),
+        format_ns(elapsed_ns)
+    )
 }
 
 /// What the phases need besides the device and the run's state.
@@ -809,8 +887,11 @@ fn run_phases<B: Backend>(
     let mut config = inputs.config;
     config.events = dprof_abi::EVENT_SAMPLES;
     dev.configure(&config).map_err(backend)?;
-    dev.causal_plan(&causal_plan(inputs.points, 0), inputs.labels)
-        .map_err(backend)?;
+    dev.causal_plan(
+        &causal_plan(inputs.points, inputs.symbols, 0),
+        inputs.labels,
+    )
+    .map_err(backend)?;
     for (index, t) in types.iter().enumerate() {
         dev.causal_type(
             index as u32,
@@ -841,6 +922,8 @@ fn run_phases<B: Backend>(
             kcore: Path::new("/proc/kcore"),
         },
     )?;
+    // Startup: the profiling phase, choosing the units, setting them, creating the file.
+    let startup_ns = duration_ns(ending.start.elapsed());
     let outcome = experiments(
         args,
         dev,
@@ -893,6 +976,7 @@ fn run_phases<B: Backend>(
         units: types.len(),
         unit: args.unit,
         tally,
+        startup_ns,
         workload: None,
     })
 }
@@ -1002,6 +1086,7 @@ fn experiments<B: Backend>(
             continue;
         };
         tally.done += 1;
+        tally.delay_ns = tally.delay_ns.saturating_add(end.delay_ns);
         if speedup_percent == 0 {
             tally.baselines += 1;
         }

@@ -339,6 +339,20 @@ pub struct Analysis {
     pub discarded: Vec<Discarded>,
 }
 
+impl Analysis {
+    /// For the throughput of a sampled point (`sampled:FUNCTION`), the sentence that says how
+    /// to read its visits; `None` for counted points and latency.
+    #[must_use]
+    pub fn sampled_note(&self) -> Option<&'static str> {
+        (matches!(self.target, Target::Throughput { .. }) && self.name.starts_with("sampled:"))
+            .then_some(
+                "sampled point: its visits are the samples whose ip lay in the function, one \
+                 per sampling period spent there, not calls; a noisy measure that needs \
+                 longer experiments than a counted point",
+            )
+    }
+}
+
 /// An experiment an analysis left out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Discarded {

@@ -67,6 +67,25 @@ fn a_linear_effect_is_recovered_within_its_interval() {
     assert!((full.program_speedup - 0.5).abs() < 0.03, "{full:?}");
 }
 
+/// A sampled point's visits are sample counts: the analysis is the same (the slope is found
+/// from them as from counted visits, here with the +-10% noise of a few hundred samples per
+/// experiment), and its throughput analysis says it is sampled.
+#[test]
+fn a_sampled_point_is_analysed_like_a_counted_one_and_says_so() {
+    let config = example::config(&[("on_path", 10)], &["sampled:tcp_sendmsg"], None);
+    let planned = linear_experiments(1, 0, &coz_mix(), 0.5, 0.10, &mut Noise::new(3));
+    let report = analyze(&config, &example::records(&planned));
+    assert_eq!(report.points, ["sampled:tcp_sendmsg"]);
+    let s = only_slope(&report, 0, "on_path");
+    assert!(s.low <= 0.5 && 0.5 <= s.high, "{s:?}");
+    assert!(!s.within_noise, "{s:?}");
+    let note = report.analyses[0].sampled_note().expect("a sampled point");
+    assert!(note.contains("not calls"), "{note}");
+    // Counted points say nothing.
+    let counted = analyze(&one_point(&[("on_path", 10)]), &example::records(&planned));
+    assert_eq!(counted.analyses[0].sampled_note(), None);
+}
+
 /// No effect: the interval contains 0 and the type is flagged within noise.
 #[test]
 fn no_effect_is_within_noise() {

@@ -43,6 +43,9 @@ use super::record::{cli_error, exit_code_of, SamplerChoice, Signals, Terminal, U
 ///   tracepoint:SYSTEM:EVENT   a kernel tracepoint (e.g. tracepoint:net:net_dev_xmit)
 ///   user:NAME                 a program runs `dprof progress NAME` (or writes NAME to
 ///                             /dev/dprof through a write-only open) at each unit of work
+///   sampled:FUNCTION          the samples whose ip lies in a kernel function (core kernel or
+///                             module; Coz's sampled point): no probe, any function, but
+///                             visits are sample counts at the sampling period, not calls
 ///
 /// Examples:
 ///   dprof causal -o c.dprof --progress kprobe:udp_sendmsg -- ./udp-bench
@@ -66,7 +69,8 @@ pub struct CausalArgs {
     /// A progress point (see above); repeat for several. At least one, or --latency.
     #[arg(long = "progress", value_name = "POINT", value_parser = parse_point)]
     progress: Vec<ProgressPointSpec>,
-    /// Latency mode: the mean time from the BEGIN point to the END point (Little's law).
+    /// Latency mode: the mean time from the BEGIN point to the END point (Little's law);
+    /// counted points only (not sampled:).
     #[arg(long, value_name = "BEGIN,END", value_parser = parse_latency)]
     latency: Option<(ProgressPointSpec, ProgressPointSpec)>,
     /// What experiments speed up: types, functions or modules [default: types, or what
@@ -213,6 +217,10 @@ pub fn run(args: &CausalArgs) -> anyhow::Result<ExitCode> {
         outcome.path.display(),
         outcome.stop.reason,
         format_ns(outcome.stop.elapsed_ns)
+    );
+    eprintln!(
+        "dprof: {}",
+        causal::overhead_summary(outcome.startup_ns, tally.delay_ns, outcome.stop.elapsed_ns)
     );
     if tally.lost_ends > 0 {
         terminal.warn(&format!(

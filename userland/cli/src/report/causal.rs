@@ -155,7 +155,10 @@ fn measure(analysis: &Analysis, v: f64) -> String {
 
 fn what(analysis: &Analysis) -> String {
     match analysis.target {
-        Target::Throughput { .. } => format!("Throughput of {}", analysis.name),
+        Target::Throughput { .. } => match analysis.sampled_note() {
+            Some(note) => format!("Throughput of {} ({note})", analysis.name),
+            None => format!("Throughput of {}", analysis.name),
+        },
         Target::Latency { .. } => {
             format!("Latency of {} (Little's law)", analysis.name)
         }

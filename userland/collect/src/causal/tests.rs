@@ -21,14 +21,19 @@ fn progress_points_parse_by_kind_and_refuse_the_rest() {
     let tp = parse_point("tracepoint:net:net_dev_xmit").expect("a tracepoint");
     assert_eq!(tp, point("tracepoint", "net:net_dev_xmit"));
     // The module looks tracepoints up by event name.
-    assert_eq!(module_point(&tp).name_bytes(), b"net_dev_xmit");
-    assert_eq!(module_point(&tp).kind, dprof_abi::PROGRESS_TRACEPOINT);
+    let symbols = Kallsyms::parse(example::KALLSYMS.as_bytes());
+    let module = |spec: &ProgressPointSpec| module_point(spec, &symbols).expect("resolves");
+    assert_eq!(module(&tp).name_bytes(), b"net_dev_xmit");
+    assert_eq!(module(&tp).kind, dprof_abi::PROGRESS_TRACEPOINT);
+    assert_eq!(module(&point("user", "req")).kind, dprof_abi::PROGRESS_USER);
     assert_eq!(
-        module_point(&point("user", "req")).kind,
-        dprof_abi::PROGRESS_USER
+        parse_point("sampled:tcp_sendmsg"),
+        Ok(point("sampled", "tcp_sendmsg"))
     );
     for (bad, why) in [
         ("udp_sendmsg", "is not KIND:NAME"),
+        ("sampled", "sampled:FUNCTION"),
+        ("sampled:", "printable ASCII"),
         ("uprobe:foo", "unknown progress point kind `uprobe`"),
         ("user:", "printable ASCII"),
         ("user:two words", "printable ASCII"),
@@ -43,12 +48,68 @@ fn progress_points_parse_by_kind_and_refuse_the_rest() {
         .contains("longer than 63"));
 }
 
+/// A sampled point is its function's code, up to the next symbol, in the core kernel or a
+/// module; a function kallsyms lacks, or has twice, is refused before anything is opened.
+#[test]
+fn sampled_points_resolve_to_their_function_or_are_refused() {
+    let text = format!(
+        "{}ffffffff81700000 t tcp_sendmsg\nffffffff81701000 T _etext\n",
+        example::profiler_kallsyms()
+    );
+    let symbols = Kallsyms::parse(text.as_bytes());
+    let sampled = module_point(&point("sampled", "tcp_recvmsg"), &symbols).expect("resolves");
+    assert_eq!(sampled.kind, dprof_abi::PROGRESS_SAMPLED);
+    assert_eq!(sampled.name_bytes(), b"tcp_recvmsg");
+    assert_eq!(
+        (sampled.start, sampled.end),
+        (0xffff_ffff_8110_1000, 0xffff_ffff_8120_0000)
+    );
+    let in_module = module_point(&point("sampled", "dprof_selftest_produce"), &symbols)
+        .expect("a module's function");
+    assert_eq!(
+        (in_module.start, in_module.end),
+        (0xffff_ffff_c001_0000, 0xffff_ffff_c001_0400)
+    );
+    for (name, why) in [
+        (
+            "no_such_function",
+            "no kernel function named `no_such_function`",
+        ),
+        ("tcp_sendmsg", "2 kernel functions are named `tcp_sendmsg`"),
+        // The last symbol: nothing ends it.
+        (
+            "dprof_selftest_consume",
+            "the end of `dprof_selftest_consume` is unknown",
+        ),
+    ] {
+        let err = check_points(&[point("sampled", name)], &symbols).expect_err(name);
+        assert!(err.to_string().contains(why), "{name}: {err}");
+        assert!(module_point(&point("sampled", name), &symbols).is_none());
+    }
+    let plan = causal_plan(
+        &[
+            point("sampled", "tcp_recvmsg"),
+            point("kprobe", "tcp_recvmsg"),
+        ],
+        &symbols,
+        0,
+    );
+    let mut buf = [0u8; CausalPlan::SIZE];
+    plan.encode(&mut buf);
+    let decoded = CausalPlan::decode(&buf).expect("the module takes it");
+    assert_eq!(decoded.used_points()[0], sampled);
+    assert_eq!(decoded.used_points()[1].start, 0);
+}
+
 #[test]
 fn latency_takes_two_different_points_and_adds_them_to_the_plan() {
     assert!(parse_latency("user:a").is_err());
     assert!(parse_latency("user:a,user:a")
         .expect_err("same point")
         .contains("same point"));
+    assert!(parse_latency("sampled:f,user:done")
+        .expect_err("sampled")
+        .contains("counts samples, not arrivals"));
     let (begin, end) = parse_latency("kprobe:f,user:done").expect("two points");
     assert_eq!((begin.kind.as_str(), end.name.as_str()), ("kprobe", "done"));
 }
@@ -251,7 +312,8 @@ fn the_automatic_plan_skips_pseudo_types_unless_named() {
 #[test]
 fn plans_list_each_point_once_in_order() {
     let points = [point("kprobe", "f"), point("user", "done")];
-    let plan = causal_plan(&points, dprof_abi::CAUSAL_RECORD_SAMPLES);
+    let symbols = Kallsyms::parse(example::KALLSYMS.as_bytes());
+    let plan = causal_plan(&points, &symbols, dprof_abi::CAUSAL_RECORD_SAMPLES);
     let mut buf = [0u8; CausalPlan::SIZE];
     plan.encode(&mut buf);
     let decoded = CausalPlan::decode(&buf).expect("a valid plan");
@@ -290,4 +352,18 @@ fn units_and_lists_agree_or_are_refused() {
         ),
         Err("--units modules contradicts --functions: give one of them".to_owned())
     );
+}
+
+/// The summary's overhead line: startup and delays, each as a share of the wall time.
+#[test]
+fn overhead_is_split_into_startup_and_delays_against_wall_time() {
+    let line = overhead_summary(3_000_000_000, 1_500_000_000, 30_000_000_000);
+    assert!(
+        line.contains("startup (profiling phase and planning) 3"),
+        "{line}"
+    );
+    assert!(line.contains("= 10.0%"), "{line}");
+    assert!(line.contains("= 5.0% of 30"), "{line}");
+    // A run stopped at once divides by nothing without a panic.
+    assert!(overhead_summary(0, 0, 0).contains("= 0.0%"));
 }

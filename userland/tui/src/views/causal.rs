@@ -116,9 +116,12 @@ fn summary(causal: &CausalReport, analysis: &Analysis) -> String {
         Some(CausalUnit::Type) => "the type's accesses".to_owned(),
         _ => format!("the {}'s instructions", causal.unit_word()),
     };
+    let sampled = analysis
+        .sampled_note()
+        .map_or_else(String::new, |note| format!(" · {note}"));
     format!(
         "{all} experiments, {} usable · {measure} · slope: program speedup per unit of \
-         virtual speedup of {sped_up} (least squares, 95% interval)",
+         virtual speedup of {sped_up} (least squares, 95% interval){sampled}",
         all - causal.discarded_experiments()
     )
 }
