@@ -932,6 +932,12 @@ impl<'a> AccessSampleView<'a> {
         Fields::<AccessSample>::sampler.read(self.payload)
     }
 
+    /// See [`AccessSample::pid`].
+    #[must_use]
+    pub fn pid(&self) -> u32 {
+        Fields::<AccessSample>::pid.read(self.payload)
+    }
+
     /// The whole sample, copied.
     #[must_use]
     pub fn to_sample(&self) -> AccessSample {

@@ -47,6 +47,8 @@ pub trait SampleFields {
     fn insn(&self) -> [u8; SAMPLE_INSN_BYTES];
     /// General-purpose register `index` (see `dprof_abi::reg`); 0 past the last.
     fn reg(&self, index: usize) -> u64;
+    /// The process (thread group) the sampled CPU was running.
+    fn pid(&self) -> u32;
 }
 
 impl SampleFields for AccessSample {
@@ -78,6 +80,10 @@ impl SampleFields for AccessSample {
     fn reg(&self, index: usize) -> u64 {
         self.regs.get(index).copied().unwrap_or(0)
     }
+    #[inline]
+    fn pid(&self) -> u32 {
+        self.pid
+    }
 }
 
 impl SampleFields for AccessSampleView<'_> {
@@ -108,6 +114,10 @@ impl SampleFields for AccessSampleView<'_> {
     #[inline]
     fn reg(&self, index: usize) -> u64 {
         AccessSampleView::reg(self, index)
+    }
+    #[inline]
+    fn pid(&self) -> u32 {
+        AccessSampleView::pid(self)
     }
 }
 

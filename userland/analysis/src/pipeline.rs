@@ -628,7 +628,8 @@ pub struct Analyzer<'s> {
     /// When this analyzer is the front of a two-thread analysis ([`analyze_inner`]): what
     /// the replay needs, in record order, instead of replaying it here.
     forward: Option<Forward>,
-    /// The code of dprof.ko: samples there are the profiler's own ([`Bucket::Profiler`]).
+    /// The code of dprof.ko: samples there are the profiler's own ([`Bucket::Profiler`]), as
+    /// are those of the collector's process (the header's `collector_pid`).
     profiler: Option<std::ops::Range<u64>>,
     /// The kernel's debugging code: samples there are no workload's data accesses
     /// ([`Bucket::KernelDebugging`]). It also gives the kernel's stack size.
@@ -971,11 +972,13 @@ impl<'s> Analyzer<'s> {
             self.state.buckets[Bucket::UserMode.index()] += 1;
             return (None, None);
         }
-        // dprof.ko's own work (its probes, draining its rings) is not the workload's.
+        // dprof's own work is not the workload's: dprof.ko's probes and rings, and the
+        // kernel working for the collector (its reads, its perf system calls).
         if self
             .profiler
             .as_ref()
             .is_some_and(|code| code.contains(&sample.ip()))
+            || self.header.config.collector_pid == Some(sample.pid())
         {
             self.state.buckets[Bucket::Profiler.index()] += 1;
             return (None, None);

@@ -184,6 +184,7 @@ impl<'o> Checked<'o> {
             causal: None,
             sample_registers: dprof_format::SampleRegisters::Address,
             history_registers: dprof_format::HistoryRegisters::All,
+            collector_pid: Some(std::process::id()),
         };
         let root = Path::new("/");
         let mut header = system::gather_header(root, collect_config, version.into(), now_unix_s())

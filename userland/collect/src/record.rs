@@ -119,6 +119,7 @@ impl<'o> Checked<'o> {
             } else {
                 HistoryRegisters::All
             },
+            collector_pid: Some(std::process::id()),
         };
         let mut header = system::gather_header(root, collect_config, version.into(), now_unix_s())
             .map_err(CollectError::Header)?;

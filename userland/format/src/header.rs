@@ -127,6 +127,11 @@ pub struct CollectConfig {
     /// Which registers of each history hit the profile keeps; absent: all of them.
     #[serde(default, skip_serializing_if = "HistoryRegisters::is_all")]
     pub history_registers: HistoryRegisters,
+    /// The process id of the `dprof` that collected: kernel samples of it (its reads of the
+    /// rings, of `/proc/kcore`, its perf system calls) are the profiler's own work, not the
+    /// workload's. Absent in profiles from before it was recorded and in imported ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collector_pid: Option<u32>,
 }
 
 /// Which registers of each access sample a profile keeps.

@@ -359,7 +359,8 @@ pub enum Bucket {
     UnknownAddress,
     /// The sample ran in user mode.
     UserMode,
-    /// The sample ran in the profiler's own module, dprof.ko (its probes, its rings): not the
+    /// The sample ran in the profiler's own module, dprof.ko (its probes, its rings), or in
+    /// the kernel for the collector's process (its reads, its perf system calls): not the
     /// workload's work, and not resolved.
     Profiler,
     /// The sample ran in the kernel's own debugging code: sanitizers (KASAN, KFENCE, UBSAN),
@@ -416,7 +417,7 @@ impl Bucket {
             Self::Region => "region",
             Self::UnknownAddress => "unknown address",
             Self::UserMode => "user mode",
-            Self::Profiler => "profiler (dprof.ko)",
+            Self::Profiler => "profiler (dprof)",
             Self::KernelDebugging => "kernel debugging (sanitizers, lockdep)",
             Self::NoMemoryOperand => "no memory operand",
             Self::MultipleMemoryOperands => "more than two memory locations",

@@ -1150,6 +1150,34 @@ fn objects_from_before_collection_and_page_memory_resolve_through_page_owners() 
 }
 
 #[test]
+fn kernel_samples_of_the_collector_s_process_are_the_profilers_own() {
+    let plain = example_report();
+    let r = report_of(
+        example::profile_of_the_collector_s_own_work(),
+        &Options::default(),
+    );
+    let c = &r.coverage;
+    assert_eq!(c.total_samples, plain.coverage.total_samples + 2);
+    assert_eq!(c.count(Bucket::Profiler), 1);
+    // The other process's sample is the workload's: one more on the sk_buff, and no more.
+    assert_eq!(c.resolved_samples, plain.coverage.resolved_samples + 1);
+    assert_eq!(
+        ty(&r, "skbuff_head_cache").samples,
+        ty(&plain, "skbuff_head_cache").samples + 1
+    );
+    // One thread counts as two do.
+    let one = report_of(
+        example::profile_of_the_collector_s_own_work(),
+        &Options {
+            two_threads: false,
+            ..Options::default()
+        },
+    );
+    assert_eq!(one.coverage.count(Bucket::Profiler), 1);
+    assert_eq!(one.coverage.resolved_samples, c.resolved_samples);
+}
+
+#[test]
 fn samples_in_dprof_ko_are_the_profilers_own() {
     let plain = example_report();
     let r = report_of(
@@ -1180,11 +1208,7 @@ fn samples_in_dprof_ko_are_the_profilers_own() {
         !unknown.iter().any(|f| f.contains("Session")),
         "{unknown:?}"
     );
-    assert!(
-        c.summary.contains("profiler (dprof.ko) 6.9%"),
-        "{}",
-        c.summary
-    );
+    assert!(c.summary.contains("profiler (dprof) 6.9%"), "{}", c.summary);
     // Without dprof.ko (the perf backend) there is no such bucket's samples.
     assert_eq!(plain.coverage.count(Bucket::Profiler), 0);
     // One thread counts as two do.

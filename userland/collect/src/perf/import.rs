@@ -615,6 +615,7 @@ fn header_of(
             causal: None,
             sample_registers: dprof_format::SampleRegisters::All,
             history_registers: dprof_format::HistoryRegisters::All,
+            collector_pid: None,
         },
         module: ModuleInfo {
             abi_version: ABI_VERSION,

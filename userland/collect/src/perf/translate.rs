@@ -106,22 +106,31 @@ const GFP_DMA: u64 = 1 << 0;
 const GFP_RECLAIMABLE: u64 = 1 << 4;
 const GFP_ACCOUNT: u64 = 1 << 22;
 
-/// The generic cache a kmalloc of `bytes_alloc` with `gfp` came from, as the kernel names
-/// it (`kmalloc-64`, `kmalloc-cg-1k`, ...), when one of that name exists; `None` for a large
-/// kmalloc.
+/// The sizes of SLUB's generic kmalloc caches (`kmalloc_info`), as their names write them.
+const KMALLOC_SIZES: [&str; 13] = [
+    "8", "16", "32", "64", "96", "128", "192", "256", "512", "1k", "2k", "4k", "8k",
+];
+
+/// The generic cache a kmalloc of `bytes_req` bytes with `gfp` came from, as the kernel
+/// names it (`kmalloc-64`, `kmalloc-cg-1k`, ...), from the tracepoint's `bytes_alloc`: the
+/// cache's slot size (`s->size`). `geometry_of` gives a cache's geometry, `None` for no such
+/// cache.
+///
+/// The cache whose slot is `bytes_alloc` bytes is the one, as the object's slab would tell;
+/// where several have such slots, the smallest that holds `bytes_req` bytes, as `kmalloc`
+/// chooses. On most kernels the slot of `kmalloc-N` is N bytes; KASAN's redzones and
+/// metadata, and SLUB's debugging, make it larger (kmalloc-16's slot is 32 bytes on a KASAN
+/// kernel, which the size alone would call kmalloc-32). Without such a cache the size names
+/// it; `None` for a large kmalloc, which the page allocator serves.
 pub(crate) fn kmalloc_cache(
+    bytes_req: u64,
     bytes_alloc: u64,
     gfp: u64,
-    exists: impl Fn(&str) -> bool,
+    geometry_of: impl Fn(&str) -> Option<Geometry>,
 ) -> Option<String> {
-    if bytes_alloc == 0 || bytes_alloc > KMALLOC_MAX_CACHE_SIZE {
+    if bytes_alloc == 0 {
         return None;
     }
-    let size = if bytes_alloc >= 1024 && bytes_alloc.is_multiple_of(1024) {
-        format!("{}k", bytes_alloc / 1024)
-    } else {
-        bytes_alloc.to_string()
-    };
     let prefix = if gfp & GFP_DMA != 0 {
         "dma-kmalloc-"
     } else if gfp & GFP_RECLAIMABLE != 0 {
@@ -131,12 +140,37 @@ pub(crate) fn kmalloc_cache(
     } else {
         "kmalloc-"
     };
-    let exact = format!("{prefix}{size}");
-    if exists(&exact) {
-        Some(exact)
+    // A kernel without the flag's caches (cgroup.memory=nokmem, no ZONE_DMA) serves such
+    // allocations from the plain ones.
+    let prefix = if KMALLOC_SIZES
+        .iter()
+        .any(|size| geometry_of(&format!("{prefix}{size}")).is_some())
+    {
+        prefix
     } else {
-        Some(format!("kmalloc-{size}"))
+        "kmalloc-"
+    };
+    let by_slot = KMALLOC_SIZES
+        .iter()
+        .filter_map(|size| {
+            let name = format!("{prefix}{size}");
+            let g = geometry_of(&name)?;
+            (u64::from(g.slot_size) == bytes_alloc && u64::from(g.object_size) >= bytes_req)
+                .then_some((g.object_size, name))
+        })
+        .min();
+    if let Some((_, name)) = by_slot {
+        return Some(name);
     }
+    if bytes_alloc > KMALLOC_MAX_CACHE_SIZE {
+        return None;
+    }
+    let size = if bytes_alloc >= 1024 && bytes_alloc.is_multiple_of(1024) {
+        format!("{}k", bytes_alloc / 1024)
+    } else {
+        bytes_alloc.to_string()
+    };
+    Some(format!("{prefix}{size}"))
 }
 
 /// Caches by name: their identifiers in records, and which have been described.
@@ -155,8 +189,9 @@ impl CacheTable {
         }
     }
 
-    pub(crate) fn exists(&self, name: &str) -> bool {
-        self.geometry.contains_key(name)
+    /// The geometry of cache `name`, when it is known.
+    pub(crate) fn geometry(&self, name: &str) -> Option<Geometry> {
+        self.geometry.get(name).copied()
     }
 
     /// The identifier of cache `name`, and its [`CacheInfo`] when it is described now.
@@ -331,10 +366,14 @@ impl Translator {
                 let kmalloc = fields.kind == Kmem::Kmalloc;
                 let cache = match (kmalloc, name) {
                     (false, Some(name)) => self.cache(cpu, time_ns, name),
-                    (true, _) => match kmalloc_cache(bytes_alloc, gfp, |n| self.caches.exists(n)) {
-                        Some(name) => self.cache(cpu, time_ns, name.as_bytes()),
-                        None => 0,
-                    },
+                    (true, _) => {
+                        match kmalloc_cache(opt(&fields.bytes_req), bytes_alloc, gfp, |n| {
+                            self.caches.geometry(n)
+                        }) {
+                            Some(name) => self.cache(cpu, time_ns, name.as_bytes()),
+                            None => 0,
+                        }
+                    }
                     // Older kernels do not name the cache of an allocation: the object's slab
                     // does, else only its size is known.
                     (false, None) => {

@@ -180,6 +180,7 @@ fn gathers_a_whole_header() {
         causal: None,
         sample_registers: dprof_format::SampleRegisters::All,
         history_registers: dprof_format::HistoryRegisters::All,
+        collector_pid: None,
     };
     let module = ModuleInfo::from(dprof_abi::VersionInfo {
         abi_version: 1,

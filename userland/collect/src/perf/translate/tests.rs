@@ -193,31 +193,100 @@ fn kmalloc_is_typed_by_its_size_class_and_large_ones_by_none() {
     assert_eq!(allocs[2].cache, 0, "a large kmalloc comes from no cache");
 }
 
+/// The size a generic kmalloc cache's name gives (`kmalloc-cg-2k`: 2048), for every prefix
+/// in `prefixes`; `None` for other names.
+fn named_size(prefixes: &[&str], name: &str) -> Option<u32> {
+    prefixes.iter().find_map(|p| {
+        let size = name.strip_prefix(p)?;
+        match size.strip_suffix('k') {
+            Some(k) => k.parse::<u32>().ok().map(|k| k * 1024),
+            None => size.parse().ok(),
+        }
+    })
+}
+
+/// Generic caches whose slots are their objects, as on most kernels.
+fn exact(prefixes: &[&str], name: &str) -> Option<Geometry> {
+    named_size(prefixes, name).map(|size| Geometry {
+        object_size: size,
+        slot_size: size,
+        align: 8,
+    })
+}
+
+const ALL_PREFIXES: [&str; 4] = ["kmalloc-", "kmalloc-cg-", "kmalloc-rcl-", "dma-kmalloc-"];
+
 #[test]
 fn kmalloc_cache_names_follow_the_kernel_s() {
-    let all = |_: &str| true;
-    let none = |_: &str| false;
-    assert_eq!(kmalloc_cache(96, 0, all).as_deref(), Some("kmalloc-96"));
+    let all = |n: &str| exact(&ALL_PREFIXES, n);
+    let plain = |n: &str| exact(&["kmalloc-"], n);
+    assert_eq!(kmalloc_cache(90, 96, 0, all).as_deref(), Some("kmalloc-96"));
     assert_eq!(
-        kmalloc_cache(2048, GFP_ACCOUNT, all).as_deref(),
+        kmalloc_cache(1500, 2048, GFP_ACCOUNT, all).as_deref(),
         Some("kmalloc-cg-2k")
     );
     assert_eq!(
-        kmalloc_cache(128, GFP_RECLAIMABLE, all).as_deref(),
+        kmalloc_cache(128, 128, GFP_RECLAIMABLE, all).as_deref(),
         Some("kmalloc-rcl-128")
     );
     assert_eq!(
-        kmalloc_cache(64, GFP_DMA, all).as_deref(),
+        kmalloc_cache(40, 64, GFP_DMA, all).as_deref(),
         Some("dma-kmalloc-64")
     );
     // A kernel without accounted caches (cgroup.memory=nokmem) serves them from the plain ones.
     assert_eq!(
-        kmalloc_cache(2048, GFP_ACCOUNT, none).as_deref(),
+        kmalloc_cache(2000, 2048, GFP_ACCOUNT, plain).as_deref(),
         Some("kmalloc-2k")
     );
-    assert_eq!(kmalloc_cache(8192, 0, all).as_deref(), Some("kmalloc-8k"));
-    assert_eq!(kmalloc_cache(8193, 0, all), None);
-    assert_eq!(kmalloc_cache(0, 0, all), None);
+    assert_eq!(
+        kmalloc_cache(8000, 8192, 0, all).as_deref(),
+        Some("kmalloc-8k")
+    );
+    assert_eq!(kmalloc_cache(8193, 8193, 0, all), None);
+    assert_eq!(kmalloc_cache(0, 0, 0, all), None);
+    // Without the caches' geometry, the size names the cache.
+    assert_eq!(
+        kmalloc_cache(500, 512, GFP_ACCOUNT, |_| None).as_deref(),
+        Some("kmalloc-512")
+    );
+}
+
+#[test]
+fn on_a_kasan_kernel_the_slot_size_names_the_kmalloc_cache() {
+    // KASAN's redzones and metadata: each generic cache's slot is larger than its objects,
+    // as large as a bigger cache's objects (kmalloc-16 holds its 16 bytes in a 32-byte slot),
+    // and small caches can share a slot size (kmalloc-8 and kmalloc-16 here).
+    let kasan = |n: &str| {
+        let object_size = named_size(&["kmalloc-", "kmalloc-cg-"], n)?;
+        let slot_size = match object_size {
+            0..=16 => 32,
+            17..=32 => 64,
+            512 => 2048,
+            4096 => 8192,
+            8192 => 12288,
+            other => other + 128,
+        };
+        Some(Geometry {
+            object_size,
+            slot_size,
+            align: 8,
+        })
+    };
+    for (bytes_req, bytes_alloc, gfp, cache) in [
+        (5, 32, 0, "kmalloc-8"),
+        (12, 32, 0, "kmalloc-16"),
+        (20, 64, 0, "kmalloc-32"),
+        (300, 2048, 0, "kmalloc-512"),
+        (4096, 8192, 0, "kmalloc-4k"),
+        (5000, 12288, 0, "kmalloc-8k"),
+        (24, 64, GFP_ACCOUNT, "kmalloc-cg-32"),
+    ] {
+        assert_eq!(
+            kmalloc_cache(bytes_req, bytes_alloc, gfp, kasan).as_deref(),
+            Some(cache),
+            "{bytes_req} bytes in a {bytes_alloc}-byte slot"
+        );
+    }
 }
 
 #[test]

@@ -7,10 +7,11 @@
 //!   allocations, frees and samples resolved to slab objects: a backend that writes no slab
 //!   records, or whose samples resolve to nothing, fails here with a sentence before any
 //!   figure is computed.
-//! - **Top types**: the top [`TOP`] slab types by samples of each report, `A` (module) and `B`
-//!   (perf). Three figures: the overlap `|A ∩ B| / TOP`; Spearman's rank correlation of the
-//!   sample counts of the types in `A ∩ B`; and the share of the samples of the module's top
-//!   [`TOP_HEAD`] types that fall on types in `B`. Their thresholds are below, with why.
+//! - **Top types**: the top [`TOP`] slab types by samples of the module's report, `A`, and
+//!   the top [`TOP_WIDE`] of perf's, `B`. Three figures: the overlap `|A ∩ B| / TOP`;
+//!   Spearman's rank correlation of the sample counts of the types in `A ∩ B`; and the share
+//!   of the samples of the module's top [`TOP_HEAD`] types that fall on perf's top [`TOP`].
+//!   Their thresholds are below, with why.
 //! - **Allocations**: per slab cache, the allocations each run replayed (the library's
 //!   `allocs`, summed over the cache's types) agree within [`ALLOC_FACTOR`] and
 //!   [`ALLOC_SLACK`], for every cache either run saw (a cache only one of them saw counts
@@ -30,6 +31,9 @@ use dprof_model::{Report, TypeKind, TypeProfile};
 
 /// Top types compared.
 const TOP: usize = 10;
+/// How far down perf's ranking a type of the module's top [`TOP`] may be found: the tail of
+/// both rankings is a plateau of types with about the same samples, ranked by chance.
+const TOP_WIDE: usize = 15;
 /// The head of the module's ranking that perf's top [`TOP`] must hold.
 const TOP_HEAD: usize = 5;
 
@@ -44,17 +48,30 @@ const TOP_HEAD: usize = 5;
 // registers or addresses land on whatever types objects happen to be near, which shares
 // with the module's ranking only its very largest types, if any.
 //
+// Later runs of the scenario had fewer slab samples (602 and 659 in a CI run: the
+// workload's stack and regions resolve now, and profiler samples are left out), with a
+// flatter ranking (202, 66, 42, 41, 27, then 21 to 15): ranks 5 to 10 are a plateau there.
+// Two things follow. Perf's top 10 held the kernel working for the perf collector
+// (`perf_event` 19 samples, `proc_dir_entry` 24 from its /proc/kcore reads) until samples of
+// the collector's own process went to the profiler's share. And an exact top-10 overlap is
+// noise-bound: with those means, the simulation above gives 0.5 at its 0.1% quantile (the
+// run failed with 0.5). Looking for the module's top 10 in perf's top [`TOP_WIDE`] instead
+// gives, at the 0.1% quantile: overlap 0.7 (median 1.0), Spearman 0.43 (median 0.85), share
+// 0.88; with the earlier means, 0.7, 0.68 and 0.95.
+//
 // Measured in this scenario (two boots, 887 to 1525 slab samples a run): the perf backend
 // names no cache of kmem_cache_alloc on 6.12, so the figures by name are 0.1, undefined
 // and 0.0 and the check fails; by slot size (the diagnostic line), which sets the naming
 // aside, they were overlap 0.8 and 1.0, Spearman 0.952 and 0.867, share 1.0 and 1.0.
 
-/// At least 6 of the 10 top types in common: the 0.1% quantile of honest agreement.
-const MIN_OVERLAP: f64 = 0.6;
-/// Spearman's rho over the common types: 0.5 is under the honest 0.1% quantile (0.54); a
-/// random order of 6 to 10 common types reaches it 15% to 7% of the time, so it adds to the
-/// overlap and the share a refusal of rankings that share members but not their order.
-const MIN_SPEARMAN: f64 = 0.5;
+/// At least 7 of the module's top 10 types in perf's top 15: the 0.1% quantile of honest
+/// agreement.
+const MIN_OVERLAP: f64 = 0.7;
+/// Spearman's rho over the common types: 0.4 is under the honest 0.1% quantile of the flat
+/// ranking (0.43); a random order of 7 to 10 common types reaches it 19% to 13% of the time,
+/// so it adds to the overlap and the share a refusal of rankings that share members but not
+/// their order, not a test of its own.
+const MIN_SPEARMAN: f64 = 0.4;
 /// The module's top 5 types carry over half of all slab samples; 80% of their samples must
 /// be on types perf also ranks in its top 10. Honest runs keep them all (the 1% quantile
 /// is 1.0 with 20% variation, 0.88 with 35%): losing one of the top 5 from the top 10
@@ -259,19 +276,25 @@ fn spearman(a: &[u64], b: &[u64]) -> Option<f64> {
 /// The three figures of agreement between two rankings (most sampled first).
 #[derive(Debug, PartialEq)]
 struct Agreement {
-    /// `|A ∩ B| / TOP`.
+    /// `|A ∩ B| / TOP`, with `B` perf's top [`TOP_WIDE`].
     overlap: f64,
     /// Spearman's rho of the common types' samples.
     spearman: Option<f64>,
-    /// Of the samples of `a`'s top `TOP_HEAD`, the share on types in `B`.
+    /// Of the samples of `a`'s top `TOP_HEAD`, the share on types in perf's top [`TOP`].
     head_share: f64,
     common: Vec<String>,
 }
 
 fn agreement(a: &[(String, u64)], b: &[(String, u64)]) -> Agreement {
     let top_a = &a[..a.len().min(TOP)];
-    let top_b = &b[..b.len().min(TOP)];
-    let in_b: BTreeMap<&str, u64> = top_b.iter().map(|(n, s)| (n.as_str(), *s)).collect();
+    let in_b: BTreeMap<&str, u64> = b[..b.len().min(TOP_WIDE)]
+        .iter()
+        .map(|(n, s)| (n.as_str(), *s))
+        .collect();
+    let in_top_b: BTreeSet<&str> = b[..b.len().min(TOP)]
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .collect();
     let common: Vec<(&str, u64, u64)> = top_a
         .iter()
         .filter_map(|(n, s)| in_b.get(n.as_str()).map(|&sb| (n.as_str(), *s, sb)))
@@ -282,7 +305,7 @@ fn agreement(a: &[(String, u64)], b: &[(String, u64)]) -> Agreement {
     let head_total: u64 = head.iter().map(|(_, s)| s).sum();
     let head_kept: u64 = head
         .iter()
-        .filter(|(n, _)| in_b.contains_key(n.as_str()))
+        .filter(|(n, _)| in_top_b.contains(n.as_str()))
         .map(|(_, s)| s)
         .sum();
     Agreement {
@@ -387,7 +410,8 @@ pub(super) fn check(dir: &Path) -> Result<String> {
         .map_or_else(|| "undefined".to_string(), |r| format!("{r:.3}"));
     writeln!(
         report,
-        "top-{TOP} overlap {:.1} ({} common: {}); Spearman {spearman_text} over them; \
+        "overlap of the module's top {TOP} with perf's top {TOP_WIDE} {:.1} ({} common: {}); \
+         Spearman {spearman_text} over them; \
          share of the module's top-{TOP_HEAD} samples in perf's top {TOP}: {:.3}",
         agree.overlap,
         agree.common.len(),
@@ -396,7 +420,7 @@ pub(super) fn check(dir: &Path) -> Result<String> {
     )?;
     if agree.overlap < MIN_OVERLAP {
         failures.push(format!(
-            "top-{TOP} overlap {:.1}, want >= {MIN_OVERLAP}",
+            "overlap of the module's top {TOP} with perf's top {TOP_WIDE} {:.1}, want >= {MIN_OVERLAP}",
             agree.overlap
         ));
     }
@@ -573,6 +597,19 @@ mod tests {
         assert!((agree.overlap - 0.3).abs() < 1e-9);
         assert!((agree.head_share - 0.76).abs() < 1e-9);
         assert_eq!(agree.spearman, Some(1.0));
+    }
+
+    #[test]
+    fn a_type_low_in_perf_s_ranking_counts_for_the_overlap_but_not_the_head_share() {
+        let a = ranking(&[("a", 60), ("b", 20), ("c", 10), ("d", 6), ("e", 4)]);
+        let mut b = ranking(&[("a", 50), ("c", 12), ("d", 5)]);
+        b.extend((0..8).map(|i| (format!("x{i}"), 4)));
+        b.extend(ranking(&[("b", 3), ("y", 2), ("e", 2), ("z", 1)]));
+        let agree = agreement(&a, &b);
+        // b is 12th and e 14th: within perf's top 15, not its top 10.
+        assert!((agree.overlap - 0.5).abs() < 1e-9, "{agree:?}");
+        assert!((agree.head_share - 0.76).abs() < 1e-9, "{agree:?}");
+        assert_eq!(agree.common, ["a", "b", "c", "d", "e"]);
     }
 
     #[test]
