@@ -9,9 +9,7 @@
 //! Also here: where KASAN keeps its shadow memory, which inline-instrumented code reads before
 //! each access it checks.
 
-use std::ops::Range;
-
-use crate::symbols::Symbol;
+use crate::symbols::{CodeRanges, Symbol};
 
 /// Function name prefixes of the kernel's debugging facilities, compared with a symbol's name
 /// without its compiler suffix (`lock_acquire.part.0`).
@@ -124,8 +122,8 @@ fn is_stack_walk(name: &str) -> bool {
 /// The debugging code of one kernel, found in its code symbols.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DebuggingCode {
-    /// Sorted, disjoint address ranges of the debugging functions.
-    ranges: Vec<Range<u64>>,
+    /// The debugging functions.
+    ranges: CodeRanges,
     /// Whether the kernel has KASAN: its shadow memory is then a region of its own (without
     /// KASAN, memory randomisation may put other things at those addresses).
     kasan: bool,
@@ -139,19 +137,9 @@ impl DebuggingCode {
             .iter()
             .any(|s| STACK_RECORDING_FACILITIES.contains(&s.name.as_str()));
         let kasan = text.iter().any(|s| s.name == "kasan_check_range");
-        let mut ranges: Vec<Range<u64>> = Vec::new();
-        for s in text {
-            if s.size == 0
-                || !(is_debugging_function(&s.name) || walks_stacks && is_stack_walk(&s.name))
-            {
-                continue;
-            }
-            let range = s.address..s.address.saturating_add(s.size);
-            match ranges.last_mut() {
-                Some(last) if last.end >= range.start => last.end = last.end.max(range.end),
-                _ => ranges.push(range),
-            }
-        }
+        let ranges = CodeRanges::of_functions(text, |s| {
+            is_debugging_function(&s.name) || walks_stacks && is_stack_walk(&s.name)
+        });
         Self { ranges, kasan }
     }
 
@@ -165,11 +153,7 @@ impl DebuggingCode {
     #[inline]
     #[must_use]
     pub fn contains(&self, ip: u64) -> bool {
-        let after = self.ranges.partition_point(|r| r.start <= ip);
-        after
-            .checked_sub(1)
-            .and_then(|i| self.ranges.get(i))
-            .is_some_and(|r| ip < r.end)
+        self.ranges.contains(ip)
     }
 
     /// Whether the kernel has KASAN.

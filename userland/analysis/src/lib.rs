@@ -25,6 +25,7 @@ pub mod histories;
 pub mod instruction_types;
 pub mod kernel_debugging;
 pub mod pipeline;
+pub mod profiler_code;
 pub mod report;
 pub mod resolve;
 pub mod sampled;

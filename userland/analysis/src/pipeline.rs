@@ -51,6 +51,7 @@ use dprof_abi::{
 use crate::decode::{DecodeOutcome, Decoder, MemAccess, SampleFields};
 use crate::hardware::HwAccess;
 use crate::kernel_debugging::DebuggingCode;
+use crate::profiler_code::ProfilerCode;
 use crate::resolve::{Resolution, Resolver, SampleContext, SymbolSource, Touch, TypeId};
 use crate::table::{Table, TableKey};
 use dprof_format::{Profile, ProfileError, ProfileHeader};
@@ -628,9 +629,10 @@ pub struct Analyzer<'s> {
     /// When this analyzer is the front of a two-thread analysis ([`analyze_inner`]): what
     /// the replay needs, in record order, instead of replaying it here.
     forward: Option<Forward>,
-    /// The code of dprof.ko: samples there are the profiler's own ([`Bucket::Profiler`]), as
-    /// are those of the collector's process (the header's `collector_pid`).
-    profiler: Option<std::ops::Range<u64>>,
+    /// The profiler's code (dprof.ko, the kernel's perf events): samples there are the
+    /// profiler's own ([`Bucket::Profiler`]), as are those of the collector's process (the
+    /// header's `collector_pid`).
+    profiler: ProfilerCode,
     /// The kernel's debugging code: samples there are no workload's data accesses
     /// ([`Bucket::KernelDebugging`]). It also gives the kernel's stack size.
     debugging: DebuggingCode,
@@ -737,7 +739,7 @@ impl<'s> Analyzer<'s> {
             batch: Vec::new(),
             state: State::default(),
             forward: None,
-            profiler: symbols.profiler_text(),
+            profiler: symbols.profiler_code(),
             debugging,
             amd_cpu: header
                 .cpu_id
@@ -972,12 +974,10 @@ impl<'s> Analyzer<'s> {
             self.state.buckets[Bucket::UserMode.index()] += 1;
             return (None, None);
         }
-        // dprof's own work is not the workload's: dprof.ko's probes and rings, and the
-        // kernel working for the collector (its reads, its perf system calls).
-        if self
-            .profiler
-            .as_ref()
-            .is_some_and(|code| code.contains(&sample.ip()))
+        // dprof's own work is not the workload's: dprof.ko's probes and rings, the perf
+        // events code its samplers and tracepoint events run, and the kernel working for the
+        // collector (its reads, its perf system calls).
+        if self.profiler.contains(sample.ip())
             || self.header.config.collector_pid == Some(sample.pid())
         {
             self.state.buckets[Bucket::Profiler.index()] += 1;

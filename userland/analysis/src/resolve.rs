@@ -55,6 +55,7 @@ use dprof_model::TypeKind;
 use rustc_hash::FxHashMap;
 
 use crate::kernel_debugging::DebuggingCode;
+use crate::profiler_code::ProfilerCode;
 pub use types::{
     demangled_site, demangled_site_with_hash, is_generic_kmalloc, is_rust_allocator,
     is_site_symbol, kmalloc_type_name, rust_allocation_site, site_function, TypeId, TypeInfo,
@@ -158,12 +159,10 @@ pub trait SymbolSource {
     /// Number of function symbols (0: functions can only be shown as addresses).
     fn function_count(&self) -> usize;
 
-    /// The code of the profiler's module, dprof.ko (see [`Kallsyms::module_text`]); `None`
-    /// when it was not loaded (the perf backend).
-    ///
-    /// [`Kallsyms::module_text`]: crate::symbols::Kallsyms::module_text
-    fn profiler_text(&self) -> Option<Range<u64>> {
-        None
+    /// The profiler's code: dprof.ko's, when it was loaded, and the kernel's perf events
+    /// code (see [`crate::profiler_code`]); none when the symbols are unknown.
+    fn profiler_code(&self) -> ProfilerCode {
+        ProfilerCode::default()
     }
 
     /// The kernel's debugging code (sanitizers, lockdep, ...): see
@@ -208,8 +207,11 @@ impl SymbolSource for crate::symbols::Kallsyms {
     fn function_count(&self) -> usize {
         self.len()
     }
-    fn profiler_text(&self) -> Option<Range<u64>> {
-        self.module_text(crate::symbols::PROFILER_MODULE)
+    fn profiler_code(&self) -> ProfilerCode {
+        ProfilerCode::new(
+            self.module_text(crate::symbols::PROFILER_MODULE),
+            self.text_symbols(),
+        )
     }
     fn debugging_code(&self) -> DebuggingCode {
         DebuggingCode::from_text_symbols(self.text_symbols())
@@ -264,8 +266,8 @@ impl SymbolSource for WithDebugInfo<'_> {
     fn function_count(&self) -> usize {
         self.kallsyms.function_count()
     }
-    fn profiler_text(&self) -> Option<Range<u64>> {
-        self.kallsyms.profiler_text()
+    fn profiler_code(&self) -> ProfilerCode {
+        self.kallsyms.profiler_code()
     }
     fn debugging_code(&self) -> DebuggingCode {
         self.kallsyms.debugging_code()

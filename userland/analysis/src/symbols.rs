@@ -411,6 +411,57 @@ impl Kallsyms {
     }
 }
 
+/// Sorted, disjoint address ranges of code: the functions some rule picked out, e.g. the
+/// kernel's debugging code or the profiler's.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CodeRanges(Vec<Range<u64>>);
+
+impl CodeRanges {
+    /// The ranges of the functions among `text` (code symbols sorted by address, sizes set)
+    /// that `pick` keeps; touching or overlapping ones become one.
+    #[must_use]
+    pub fn of_functions(text: &[Symbol], mut pick: impl FnMut(&Symbol) -> bool) -> Self {
+        let mut ranges = Self::default();
+        for s in text.iter().filter(|s| s.size != 0 && pick(s)) {
+            ranges.insert(s.address..s.address.saturating_add(s.size));
+        }
+        ranges
+    }
+
+    /// Adds `range`, merged with the ranges it touches.
+    pub fn insert(&mut self, range: Range<u64>) {
+        if range.is_empty() {
+            return;
+        }
+        let first = self.0.partition_point(|r| r.end < range.start);
+        let last = self.0.partition_point(|r| r.start <= range.end);
+        let merged = match self.0.get(first..last) {
+            Some(touched) if !touched.is_empty() => {
+                touched[0].start.min(range.start)..touched[touched.len() - 1].end.max(range.end)
+            }
+            _ => range,
+        };
+        self.0.splice(first..last, [merged]);
+    }
+
+    /// Whether no code is in the ranges.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether `ip` is in one of the ranges.
+    #[inline]
+    #[must_use]
+    pub fn contains(&self, ip: u64) -> bool {
+        let after = self.0.partition_point(|r| r.start <= ip);
+        after
+            .checked_sub(1)
+            .and_then(|i| self.0.get(i))
+            .is_some_and(|r| ip < r.end)
+    }
+}
+
 /// The symbol of `symbols` (sorted) whose `[address, address + size)` holds `address`.
 fn within(symbols: &[Symbol], address: u64) -> Option<(&Symbol, u64)> {
     let after = symbols.partition_point(|s| s.address <= address);
@@ -422,6 +473,23 @@ fn within(symbols: &[Symbol], address: u64) -> Option<(&Symbol, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn code_ranges_merge_what_they_touch_and_keep_the_rest_apart() {
+        let mut r = CodeRanges::default();
+        assert!(r.is_empty());
+        r.insert(0x300..0x400);
+        r.insert(0x100..0x200);
+        r.insert(0x500..0x500);
+        assert!(!r.contains(0x0ff) && r.contains(0x100) && !r.contains(0x200));
+        assert!(!r.contains(0x250) && r.contains(0x3ff) && !r.contains(0x400));
+        // Touching both: one range from 0x100 to 0x400.
+        r.insert(0x200..0x300);
+        assert_eq!(r, CodeRanges(vec![0x100..0x400]));
+        r.insert(0x380..0x480);
+        r.insert(0x050..0x060);
+        assert_eq!(r, CodeRanges(vec![0x050..0x060, 0x100..0x480]));
+    }
 
     const TEXT: &[u8] = b"\
 ffffffff81000000 T _stext

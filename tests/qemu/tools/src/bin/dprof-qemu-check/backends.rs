@@ -100,7 +100,16 @@ const ALLOC_SLACK: f64 = 50.0;
 /// against 152, 148 and 76 (2.7x to 6.1x), while the vmallocs themselves
 /// (`kmalloc-96@__get_vm_area_node`, compared with every other cache) were 215, 248 and 238
 /// against 198, 213 and 159.
-const ALLOC_LOOSE: [(&str, f64); 1] = [("vmap_area", f64::INFINITY)];
+/// `debug_objects_cache` (debug kernels): not compared either. debugobjects keeps a pool of
+/// tracking objects and refills it from the slab in batches whenever it runs low, so the
+/// count follows the peak of tracked timers, work items and RCU heads, the collector's own
+/// among them (perf's hrtimers and irq_work), not the workload's allocations. Measured on
+/// the debug kernel: 5216 in the module run, 7984 in the perf run (1.53x), while every
+/// other cache agreed (kmemleak_object 80624/80528, kmalloc-32 7602/7665).
+const ALLOC_LOOSE: [(&str, f64); 2] = [
+    ("vmap_area", f64::INFINITY),
+    ("debug_objects_cache", f64::INFINITY),
+];
 
 /// What `dprof collect` says when it falls back to perf events for lack of the module.
 const AUTO_LINE: &str = "backend: perf events (/dev/dprof does not exist: dprof.ko is not loaded)";
