@@ -103,9 +103,9 @@ const ALLOC_SLACK: f64 = 50.0;
 /// `debug_objects_cache` (debug kernels): not compared either. debugobjects keeps a pool of
 /// tracking objects and refills it from the slab in batches whenever it runs low, so the
 /// count follows the peak of tracked timers, work items and RCU heads, the collector's own
-/// among them (perf's hrtimers and irq_work), not the workload's allocations. Measured on
+/// among them (perf's hrtimers and `irq_work`), not the workload's allocations. Measured on
 /// the debug kernel: 5216 in the module run, 7984 in the perf run (1.53x), while every
-/// other cache agreed (kmemleak_object 80624/80528, kmalloc-32 7602/7665).
+/// other cache agreed (`kmemleak_object` 80624/80528, kmalloc-32 7602/7665).
 const ALLOC_LOOSE: [(&str, f64); 2] = [
     ("vmap_area", f64::INFINITY),
     ("debug_objects_cache", f64::INFINITY),
