@@ -4,9 +4,9 @@
 //! usually in the `kmem_cache` the last one freed:
 //!
 //! - some `kmem_cache` address carried both names in turn (else the run tested nothing),
-//!   except on the debug kernel: KASAN's quarantine holds every freed `kmem_cache` back
-//!   from reuse (it keeps up to 1/32 of memory), so no address comes back and the report
-//!   says that the reuse case holds on the default kernel only;
+//!   except on a KASAN kernel (the debug variant): its quarantine holds every freed
+//!   `kmem_cache` back from reuse (it keeps up to 1/32 of memory), so no address comes back
+//!   and the report says that the reuse case holds on the default kernel only;
 //! - every allocation and free is counted under the name its cache had then, as many of each
 //!   as the workload counted: a module that kept naming caches by address would give the
 //!   second cache's objects the first one's name;
@@ -85,7 +85,7 @@ pub(crate) fn check(dir: &Path) -> Result<String> {
         "{reused} kmem_cache addresses carried both names in turn ({} caches in all)",
         carried.len()
     )?;
-    let quarantined = kasan_quarantine(dir)?;
+    let quarantined = super::kasan::enabled(&profile);
     if quarantined && reused == 0 {
         writeln!(
             report,
@@ -157,13 +157,4 @@ fn check_histories(dir: &Path, quarantined: bool, report: &mut String) -> Result
         "the planned cache's address described no other cache: the run tested nothing"
     );
     Ok(())
-}
-
-/// Whether the guest ran the debug kernel, whose KASAN quarantines freed objects (the
-/// harness writes the kernel's kind beside the scenario's output).
-fn kasan_quarantine(dir: &Path) -> Result<bool> {
-    let path = dir.join("kernel.kind");
-    let kind =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(kind.trim() == "dprof-debug")
 }
