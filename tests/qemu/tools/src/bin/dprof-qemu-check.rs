@@ -98,6 +98,11 @@ mod soak;
 const UPTIME_RESOLUTION_NS: u64 = 10_000_000;
 const SKEW_NS: u64 = 1_000_000;
 
+/// Objects of `dprof_selftest_obj` expected to be sampled on both CPUs below which not seeing
+/// a bounce is chance, not a wrong answer: on a KASAN kernel the checks called from every
+/// access take most samples (one run: 81 and 50 samples over 14,000 objects, 0.3 expected).
+const MIN_EXPECTED_BOUNCED: f64 = 5.0;
+
 /// Caches the acceptance names, checked strictly; others are reported.
 const NAMED: [&str; 2] = ["skbuff_head_cache", "task_struct"];
 
@@ -622,8 +627,27 @@ fn check_selftest(dir: &Path) -> Result<String> {
         "bounce: dprof_selftest_obj {obj_bounce:?} ({} objects), dprof_selftest_local {local_bounce:?} ({} objects)",
         obj["bounced_objects"], local["bounced_objects"]
     )?;
+    // An object bounces when samples catch it on both CPUs in its lifetime: with P samples
+    // in the producer and C in the consumer spread over N objects, about P x C / N objects
+    // are caught on both.
+    let sampled = |f: &str| in_function.get(f).copied().unwrap_or(0) as f64;
+    let expected_bounced = sampled("dprof_selftest_produce") * sampled("dprof_selftest_consume")
+        / obj["allocs"].as_u64().unwrap_or(0).max(1) as f64;
+    writeln!(
+        report,
+        "objects expected to be sampled on both CPUs: {expected_bounced:.1} (samples in the \
+         producer x samples in the consumer / objects)"
+    )?;
     if obj_bounce != Some(true) {
-        failures.push("dprof_selftest_obj is not flagged as bouncing".to_string());
+        if expected_bounced >= MIN_EXPECTED_BOUNCED {
+            failures.push("dprof_selftest_obj is not flagged as bouncing".to_string());
+        } else {
+            writeln!(
+                report,
+                "too few samples per object to see a bounce here (want {MIN_EXPECTED_BOUNCED} \
+                 expected): the bounce is not checked in this run"
+            )?;
+        }
     }
     if local_bounce != Some(false) {
         failures.push("dprof_selftest_local is flagged as bouncing".to_string());

@@ -1,0 +1,35 @@
+# Guest stress, not a CI scenario: the kernel's own kprobes (tracefs kprobe_events, no dprof
+# code at all) registered, enabled, disabled and removed in a loop on a function every CPU
+# runs flat out, to tell whether the "Oops: int3" seen about once in 19 causal runs under TCG
+# comes from dprof's use of kprobes or from the emulator. The harness fails the run on any
+# kernel report. Half the rounds keep the probe long enough for the kprobe optimizer (5
+# jiffies) to turn its int3 into a jump, so both the int3 and the optimized paths come and go.
+#
+#   tests/qemu/run --timeout 1200 tests/qemu/stress/kprobe-churn.sh [ROUNDS] [FUNCTION]
+#   DPROF_QEMU_ACCEL=tcg,thread=single tests/qemu/run ...   (one host thread for all vCPUs)
+set -eu
+rounds=${1:-400}
+function=${2:-vfs_read}
+tracing=/sys/kernel/tracing
+[ -e "$tracing/kprobe_events" ] || mount -t tracefs nodev "$tracing"
+# One reader per CPU: dd with 1-byte blocks makes a read() per byte, so vfs_read runs
+# millions of times a second between them.
+for _ in $(seq "$(nproc)"); do
+  dd if=/dev/zero of=/dev/null bs=1 count=2000000000 2> /dev/null &
+done
+i=0
+hits=0
+while [ $i -lt "$rounds" ]; do
+  echo "p:churn $function" > "$tracing/kprobe_events"
+  echo 1 > "$tracing/events/kprobes/churn/enable"
+  if [ $((i % 2)) = 0 ]; then sleep 0.2; fi
+  echo 0 > "$tracing/events/kprobes/churn/enable"
+  read -r _ n _ < "$tracing/kprobe_profile" || n=0
+  hits=$((hits + n))
+  echo "-:churn" >> "$tracing/kprobe_events"
+  i=$((i + 1))
+done
+kill $(jobs -p) 2> /dev/null || true
+wait 2> /dev/null || true
+echo "kprobe-churn: $rounds rounds on $function, $hits probe hits, no kernel report"
+echo "$rounds $hits" > "$OUT/kprobe-churn"
