@@ -6,17 +6,28 @@
 # jiffies) to turn its int3 into a jump, so both the int3 and the optimized paths come and go.
 #
 #   tests/qemu/run --timeout 1200 tests/qemu/stress/kprobe-churn.sh [ROUNDS] [FUNCTION]
+#   (FUNCTION: vfs_read by default, which dd drives; or dprof_selftest_causal_round)
 #   DPROF_QEMU_ACCEL=tcg,thread=single tests/qemu/run ...   (one host thread for all vCPUs)
 set -eu
 rounds=${1:-400}
 function=${2:-vfs_read}
 tracing=/sys/kernel/tracing
 [ -e "$tracing/kprobe_events" ] || mount -t tracefs nodev "$tracing"
-# One reader per CPU: dd with 1-byte blocks makes a read() per byte, so vfs_read runs
-# millions of times a second between them.
-for _ in $(seq "$(nproc)"); do
-  dd if=/dev/zero of=/dev/null bs=1 count=2000000000 2> /dev/null &
-done
+case "$function" in
+  dprof_selftest_*)
+    # A function of dprof_selftest.ko (the causal scenario's progress point is
+    # dprof_selftest_causal_round): its causal workload calls it, one minute at a time.
+    insmod /lib/dprof/dprof_selftest.ko
+    (while [ ! -e /tmp/stop ]; do echo 'causal 60000' > /sys/kernel/debug/dprof_selftest/run; done) &
+    ;;
+  *)
+    # One reader per CPU: dd with 1-byte blocks makes a read() per byte, so vfs_read runs
+    # millions of times a second between them.
+    for _ in $(seq "$(nproc)"); do
+      dd if=/dev/zero of=/dev/null bs=1 count=2000000000 2> /dev/null &
+    done
+    ;;
+esac
 i=0
 hits=0
 while [ $i -lt "$rounds" ]; do
@@ -28,7 +39,9 @@ while [ $i -lt "$rounds" ]; do
   hits=$((hits + n))
   echo "-:churn" >> "$tracing/kprobe_events"
   i=$((i + 1))
+  if [ $((i % 100)) = 0 ]; then echo "kprobe-churn: $i rounds, $hits probe hits"; fi
 done
+touch /tmp/stop
 kill $(jobs -p) 2> /dev/null || true
 wait 2> /dev/null || true
 echo "kprobe-churn: $rounds rounds on $function, $hits probe hits, no kernel report"
