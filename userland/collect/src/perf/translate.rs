@@ -178,6 +178,8 @@ pub(crate) fn kmalloc_cache(
 pub(crate) struct CacheTable {
     geometry: HashMap<String, Geometry>,
     ids: HashMap<String, (u64, bool)>,
+    /// Answers of [`kmalloc_cache`], by (`bytes_req`, `bytes_alloc`, cache-family gfp bits).
+    kmalloc_names: HashMap<(u64, u64, u64), Option<String>>,
 }
 
 impl CacheTable {
@@ -186,7 +188,24 @@ impl CacheTable {
         Self {
             geometry,
             ids: HashMap::new(),
+            kmalloc_names: HashMap::new(),
         }
+    }
+
+    /// [`kmalloc_cache`] against the known geometry, remembered: every kmalloc asks, and
+    /// the answer depends only on the sizes and the gfp bits that choose a cache family.
+    fn kmalloc_name(&mut self, bytes_req: u64, bytes_alloc: u64, gfp: u64) -> Option<String> {
+        let key = (
+            bytes_req,
+            bytes_alloc,
+            gfp & (GFP_DMA | GFP_RECLAIMABLE | GFP_ACCOUNT),
+        );
+        if let Some(name) = self.kmalloc_names.get(&key) {
+            return name.clone();
+        }
+        let name = kmalloc_cache(bytes_req, bytes_alloc, gfp, |n| self.geometry(n));
+        self.kmalloc_names.insert(key, name.clone());
+        name
     }
 
     /// The geometry of cache `name`, when it is known.
@@ -367,9 +386,10 @@ impl Translator {
                 let cache = match (kmalloc, name) {
                     (false, Some(name)) => self.cache(cpu, time_ns, name),
                     (true, _) => {
-                        match kmalloc_cache(opt(&fields.bytes_req), bytes_alloc, gfp, |n| {
-                            self.caches.geometry(n)
-                        }) {
+                        match self
+                            .caches
+                            .kmalloc_name(opt(&fields.bytes_req), bytes_alloc, gfp)
+                        {
                             Some(name) => self.cache(cpu, time_ns, name.as_bytes()),
                             None => 0,
                         }
