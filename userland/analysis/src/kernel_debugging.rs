@@ -9,7 +9,7 @@
 //! Also here: where KASAN keeps its shadow memory, which inline-instrumented code reads before
 //! each access it checks.
 
-use crate::symbols::{CodeRanges, Symbol};
+use crate::symbols::{function_has_prefix, CodeRanges, Symbol};
 
 /// Function name prefixes of the kernel's debugging facilities, compared with a symbol's name
 /// without its compiler suffix (`lock_acquire.part.0`).
@@ -110,13 +110,11 @@ const KASAN_THREAD_SIZE: u64 = 32 * 1024;
 /// Whether `name` is a function of the kernel's debugging facilities (stack walks aside).
 #[must_use]
 pub fn is_debugging_function(name: &str) -> bool {
-    let base = name.split('.').next().unwrap_or(name);
-    DEBUGGING_PREFIXES.iter().any(|p| base.starts_with(p))
+    function_has_prefix(name, DEBUGGING_PREFIXES)
 }
 
 fn is_stack_walk(name: &str) -> bool {
-    let base = name.split('.').next().unwrap_or(name);
-    STACK_WALK_PREFIXES.iter().any(|p| base.starts_with(p))
+    function_has_prefix(name, STACK_WALK_PREFIXES)
 }
 
 /// The debugging code of one kernel, found in its code symbols.

@@ -7,7 +7,7 @@
 
 use std::ops::Range;
 
-use crate::symbols::{CodeRanges, Symbol};
+use crate::symbols::{function_has_prefix, CodeRanges, Symbol};
 
 /// Function name prefixes of the kernel's perf events code, compared with a symbol's name
 /// without its compiler suffix (`perf_event_output.part.0`).
@@ -16,8 +16,7 @@ const PERF_EVENTS_PREFIXES: &[&str] = &["perf_", "__perf_", "___perf_"];
 /// Whether `name` is a function of the kernel's perf events code.
 #[must_use]
 pub fn is_perf_events_function(name: &str) -> bool {
-    let base = name.split('.').next().unwrap_or(name);
-    PERF_EVENTS_PREFIXES.iter().any(|p| base.starts_with(p))
+    function_has_prefix(name, PERF_EVENTS_PREFIXES)
 }
 
 /// Where the profiler's code is in one kernel.

@@ -411,6 +411,14 @@ impl Kallsyms {
     }
 }
 
+/// Whether the function `name`, without its compiler suffix (`lock_acquire.part.0`), starts
+/// with one of `prefixes`.
+#[must_use]
+pub fn function_has_prefix(name: &str, prefixes: &[&str]) -> bool {
+    let base = name.split('.').next().unwrap_or(name);
+    prefixes.iter().any(|p| base.starts_with(p))
+}
+
 /// Sorted, disjoint address ranges of code: the functions some rule picked out, e.g. the
 /// kernel's debugging code or the profiler's.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -65,6 +65,7 @@ use std::path::Path;
 use anyhow::{bail, ensure, Context, Result};
 use dprof_abi::Record;
 use dprof_analysis::decode::{DecodeOutcome, Decoder};
+use dprof_analysis::kernel_debugging::DebuggingCode;
 use dprof_analysis::symbols::Kallsyms;
 use dprof_format::Profile;
 
@@ -489,8 +490,8 @@ enum AddressClass {
     Garbage,
 }
 
-/// Where `addr` lies; KASAN's shadow is the kernel's on a kernel with KASAN (`kasan`).
-fn classify_address(addr: u64, kasan: bool) -> AddressClass {
+/// Where `addr` lies; KASAN's shadow is the kernel's on a kernel with KASAN (`debugging`).
+fn classify_address(addr: u64, debugging: &DebuggingCode) -> AddressClass {
     const KERNEL_REGIONS: [(u64, u64); 8] = [
         // 4-level paging
         (0xffff_8880_0000_0000, 0xffff_c880_0000_0000), // direct map
@@ -507,7 +508,7 @@ fn classify_address(addr: u64, kasan: bool) -> AddressClass {
     if KERNEL_REGIONS
         .iter()
         .any(|&(lo, hi)| (lo..hi).contains(&addr))
-        || kasan && kasan::is_shadow(addr)
+        || debugging.is_kasan_shadow(addr)
     {
         AddressClass::Kernel
     } else if (0x1_0000..0x0000_8000_0000_0000).contains(&addr) {
@@ -522,7 +523,7 @@ fn classify_address(addr: u64, kasan: bool) -> AddressClass {
 /// mapped address in at least 99% of cases.
 fn check_effective_addresses(profile: &Profile, report: &mut String) -> Result<()> {
     let mut decoder = Decoder::new();
-    let kasan = kasan::enabled(profile);
+    let debugging = kasan::debugging_code(profile);
     let mut counts: BTreeMap<AddressClass, u64> = BTreeMap::new();
     let mut garbage_examples = Vec::new();
     for item in profile.records() {
@@ -531,7 +532,7 @@ fn check_effective_addresses(profile: &Profile, report: &mut String) -> Result<(
             continue;
         };
         if let DecodeOutcome::Access(access) = decoder.access(&sample) {
-            let class = classify_address(access.addr, kasan);
+            let class = classify_address(access.addr, &debugging);
             *counts.entry(class).or_default() += 1;
             if class == AddressClass::Garbage && garbage_examples.len() < 5 {
                 garbage_examples.push(format!("ip {:#x} -> {:#x}", sample.ip, access.addr));
@@ -1415,16 +1416,26 @@ fn check_kernel_histories(dir: &Path) -> Result<String> {
 mod tests {
     use super::*;
 
+    fn debugging_code(kallsyms: &str) -> DebuggingCode {
+        DebuggingCode::from_text_symbols(Kallsyms::parse(kallsyms.as_bytes()).text_symbols())
+    }
+
     #[test]
     fn kasan_shadow_is_the_kernel_s_only_on_a_kasan_kernel() {
+        let kasan =
+            debugging_code("ffffffff81000000 T kasan_check_range\nffffffff81000100 T kfree\n");
+        let plain = debugging_code("ffffffff81000000 T kfree\n");
         let shadow = 0xffff_ed10_0698_8089;
-        assert_eq!(classify_address(shadow, true), AddressClass::Kernel);
-        assert_eq!(classify_address(shadow, false), AddressClass::Garbage);
+        assert_eq!(classify_address(shadow, &kasan), AddressClass::Kernel);
+        assert_eq!(classify_address(shadow, &plain), AddressClass::Garbage);
         assert_eq!(
-            classify_address(0xffff_8880_0123_4567, false),
+            classify_address(0xffff_8880_0123_4567, &plain),
             AddressClass::Kernel
         );
-        assert_eq!(classify_address(0x7fff_1234_5678, true), AddressClass::User);
-        assert_eq!(classify_address(0x10, true), AddressClass::Garbage);
+        assert_eq!(
+            classify_address(0x7fff_1234_5678, &kasan),
+            AddressClass::User
+        );
+        assert_eq!(classify_address(0x10, &kasan), AddressClass::Garbage);
     }
 }

@@ -10,15 +10,14 @@ use dprof_analysis::kernel_debugging::DebuggingCode;
 use dprof_analysis::symbols::Kallsyms;
 use dprof_format::Profile;
 
-/// Whether the profiled kernel has KASAN, from the kallsyms snapshot the profile carries.
-pub(crate) fn enabled(profile: &Profile) -> bool {
+/// The profiled kernel's debugging code, from the kallsyms snapshot the profile carries: as
+/// the analysis sees it, whether it has KASAN and where its shadow is.
+pub(crate) fn debugging_code(profile: &Profile) -> DebuggingCode {
     let symbols = Kallsyms::parse(profile.kallsyms());
-    DebuggingCode::from_text_symbols(symbols.text_symbols()).has_kasan()
+    DebuggingCode::from_text_symbols(symbols.text_symbols())
 }
 
-/// Whether `addr` is in KASAN's shadow of the kernel half with 4-level paging, which the
-/// guest runs (`KASAN_SHADOW_START` to `KASAN_SHADOW_END`,
-/// `Documentation/arch/x86/x86_64/mm.rst`).
-pub(crate) fn is_shadow(addr: u64) -> bool {
-    (0xffff_ec00_0000_0000..0xffff_fc00_0000_0000).contains(&addr)
+/// Whether the profiled kernel has KASAN.
+pub(crate) fn enabled(profile: &Profile) -> bool {
+    debugging_code(profile).has_kasan()
 }
