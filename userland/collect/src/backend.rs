@@ -86,6 +86,12 @@ pub trait Backend {
     /// # Errors
     /// When reading fails (not for "nothing yet", which is [`ReadOutcome::Empty`]).
     fn read(&mut self, buf: &mut [u8]) -> Result<ReadOutcome, Self::Error>;
+
+    /// What the collector has to say about the collection, each note once (after the last
+    /// read: how the perf backend named allocations whose slabs it read too late).
+    fn take_notes(&mut self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// `impl Backend` for a collector whose inherent methods have the trait's names and
@@ -233,5 +239,12 @@ impl Backend for Collector {
 
     fn read(&mut self, buf: &mut [u8]) -> Result<ReadOutcome, CollectorError> {
         both!(self, c => c.read(buf))
+    }
+
+    fn take_notes(&mut self) -> Vec<String> {
+        match self {
+            Collector::Module(_) => Vec::new(),
+            Collector::Perf(perf) => perf.take_notes(),
+        }
     }
 }

@@ -245,6 +245,9 @@ impl<B: Backend> Collection<'_, B> {
             })?;
         let records = writer.record_count();
         let bytes = writer.record_bytes();
+        for note in dev.take_notes() {
+            observer.say(&format!("note: {note}"));
+        }
         if let Some(watch) = &tap.page_owners {
             writer.set_page_owners(page_owners_found(watch, observer));
         }

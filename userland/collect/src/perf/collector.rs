@@ -121,7 +121,8 @@ impl PerfCollector {
     }
 
     /// What the collector wants the person to know about how it collects (tracefs mounted,
-    /// where code bytes come from, what this kernel's tracepoints lack); taken once.
+    /// where code bytes come from, what this kernel's tracepoints lack), and, once the rings
+    /// are drained, how it named what its slabs no longer told; each note taken once.
     pub fn take_notes(&mut self) -> Vec<String> {
         std::mem::take(&mut self.notes)
     }
@@ -283,6 +284,14 @@ impl PerfCollector {
         let sources = &session.sources;
         for (cpu, ring, last_time) in &mut session.rings {
             ring.drain(|record| translate(&record, *cpu, last_time, sources, translator));
+        }
+        translator.drain_ended();
+        if self.state == STATE_STOPPED && self.rings_empty() {
+            if let Some(t) = &mut self.translator {
+                if let Some(note) = t.finish() {
+                    self.notes.push(note);
+                }
+            }
         }
     }
 

@@ -121,16 +121,22 @@ impl PageReader {
         (offset < DIRECT_MAP_BYTES).then_some(offset >> PAGE_SHIFT)
     }
 
-    /// The name of the cache whose slab holds direct-map address `ptr` now.
+    /// The name of the cache whose slab holds an object at direct-map address `ptr` now,
+    /// with slots of `slot_size` bytes (0: any).
+    ///
+    /// `None` when the page is no slab now, or its slab's slots are not where and as large as
+    /// the object's: the slab that held it has been freed since, and its page perhaps reused
+    /// by another cache, so the slab no longer tells whose the object was.
     pub(crate) fn cache_of(
         &self,
         ptr: u64,
+        slot_size: u64,
         memory: &mut KernelMemory,
         caches: &mut CachesRead,
     ) -> Option<String> {
         match self.owner(ptr, memory, caches)? {
-            Owner::Slab(slab) => Some(slab.cache),
-            Owner::Page(_) => None,
+            Owner::Slab(slab) if slab_holds(&slab, ptr, slot_size) => Some(slab.cache),
+            Owner::Slab(_) | Owner::Page(_) => None,
         }
     }
 
@@ -239,3 +245,16 @@ impl PageReader {
         })
     }
 }
+
+/// Whether `slab` has an object slot at `ptr`, `slot_size` bytes apart (0: any).
+fn slab_holds(slab: &SlabPages, ptr: u64, slot_size: u64) -> bool {
+    let Some(offset) = ptr.checked_sub(slab.first_object) else {
+        return false;
+    };
+    (slot_size == 0 || slab.stride == slot_size)
+        && offset % slab.stride == 0
+        && offset / slab.stride < u64::from(slab.objects)
+}
+
+#[cfg(test)]
+mod tests;

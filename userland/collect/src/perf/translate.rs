@@ -22,6 +22,10 @@ use super::memory::KernelMemory;
 use super::page_reader::{CachesRead, PageReader};
 use super::tracefs::{Field, Format, RawRecord};
 
+mod waiting;
+
+use waiting::{Held, Waiting, WaitingAlloc};
+
 /// Which kmem tracepoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kmem {
@@ -173,6 +177,11 @@ pub(crate) fn kmalloc_cache(
     Some(format!("{prefix}{size}"))
 }
 
+/// The name of a cache known only by its slot size.
+fn by_size(bytes_alloc: u64) -> Vec<u8> {
+    format!("slab-{bytes_alloc}").into_bytes()
+}
+
 /// Caches by name: their identifiers in records, and which have been described.
 #[derive(Debug, Default)]
 pub(crate) struct CacheTable {
@@ -252,6 +261,13 @@ impl CacheTable {
     }
 }
 
+/// Allocations whose slab was gone when read, by how they were named.
+#[derive(Clone, Copy, Debug, Default)]
+struct Late {
+    by_free: u64,
+    by_size: u64,
+}
+
 /// What a perf event is to the translator, by the id in its records.
 #[derive(Clone, Debug)]
 pub(crate) enum Source {
@@ -294,6 +310,10 @@ pub(crate) struct Translator {
     memory: Option<KernelMemory>,
     /// Finds an allocation's cache where the tracepoint does not name it: its slab.
     owner: Option<(PageReader, CachesRead)>,
+    /// Allocations whose slab was gone when read, waiting for their frees to name them.
+    waiting: Waiting,
+    /// How such allocations were named.
+    late: Late,
     /// Per-CPU offsets (`__per_cpu_offset`), by CPU; empty when unknown.
     gs_bases: Vec<u64>,
     /// Encoded records waiting to be read.
@@ -313,6 +333,8 @@ impl Translator {
             caches,
             memory,
             owner: None,
+            waiting: Waiting::default(),
+            late: Late::default(),
             gs_bases: Vec::new(),
             out: Vec::new(),
             written: vec![0; nr_cpus],
@@ -339,12 +361,78 @@ impl Translator {
             .collect();
     }
 
+    /// Appends `record` to the output, or holds it behind an allocation of its CPU that
+    /// waits for its cache's name. A cache's description is never held: it only names.
     fn emit(&mut self, cpu: u32, time_ns: u64, record: &Record) {
         let n = record.encode(cpu, time_ns, &mut self.scratch);
+        if !matches!(record, Record::CacheInfo(_)) && self.waiting.holds(cpu) {
+            self.waiting.hold(cpu, &self.scratch[..n]);
+            return;
+        }
         self.out.extend_from_slice(&self.scratch[..n]);
+        self.count_written(cpu);
+    }
+
+    fn count_written(&mut self, cpu: u32) {
         if let Some(w) = self.written.get_mut(cpu as usize) {
             *w += 1;
         }
+    }
+
+    /// Writes out what `cpu` held that may now go on.
+    fn release(&mut self, cpu: u32) {
+        while let Some(item) = self.waiting.next_ready(cpu) {
+            match item {
+                Held::Record(bytes) => {
+                    self.out.extend_from_slice(&bytes);
+                    self.count_written(cpu);
+                }
+                Held::Alloc(waited) => self.emit_waited(cpu, &waited),
+            }
+        }
+    }
+
+    fn emit_waited(&mut self, cpu: u32, waited: &WaitingAlloc) {
+        let cache = if let Some(cache) = waited.named_cache() {
+            self.late.by_free += 1;
+            cache
+        } else {
+            self.late.by_size += 1;
+            self.cache(cpu, waited.time_ns, &waited.by_size)
+        };
+        let alloc = Alloc {
+            cache,
+            ..waited.alloc
+        };
+        let n = Record::Alloc(alloc).encode(cpu, waited.time_ns, &mut self.scratch);
+        self.out.extend_from_slice(&self.scratch[..n]);
+        self.count_written(cpu);
+    }
+
+    /// One drain of every ring has ended: allocations that waited two drains for their
+    /// frees take their size's name, and what they held goes on.
+    pub(crate) fn drain_ended(&mut self) {
+        self.waiting.drain_ended();
+        for cpu in self.waiting.cpus_holding() {
+            self.release(cpu);
+        }
+    }
+
+    /// Collection has ended and every ring is drained: nothing waits any longer. Says how
+    /// the allocations whose slabs were gone when read were named, if there were any.
+    pub(crate) fn finish(&mut self) -> Option<String> {
+        self.waiting.give_up();
+        for cpu in self.waiting.cpus_holding() {
+            self.release(cpu);
+        }
+        let Late { by_free, by_size } = std::mem::take(&mut self.late);
+        (by_free + by_size > 0).then(|| {
+            format!(
+                "the slabs of {} allocations were gone when read: {by_free} were named by \
+                 their frees, {by_size} by their size only (slab-N)",
+                by_free + by_size
+            )
+        })
     }
 
     /// Describes every cache `/sys/kernel/slab` listed, as the module does when it starts.
@@ -383,30 +471,26 @@ impl Translator {
                 let bytes_alloc = opt(&fields.bytes_alloc);
                 let gfp = opt(&fields.gfp_flags);
                 let kmalloc = fields.kind == Kmem::Kmalloc;
+                // `None`: the allocation waits for its free to name its cache.
                 let cache = match (kmalloc, name) {
-                    (false, Some(name)) => self.cache(cpu, time_ns, name),
-                    (true, _) => {
+                    (false, Some(name)) => Some(self.cache(cpu, time_ns, name)),
+                    (true, _) => Some(
                         match self
                             .caches
                             .kmalloc_name(opt(&fields.bytes_req), bytes_alloc, gfp)
                         {
                             Some(name) => self.cache(cpu, time_ns, name.as_bytes()),
                             None => 0,
-                        }
-                    }
+                        },
+                    ),
                     // Older kernels do not name the cache of an allocation: the object's slab
-                    // does, else only its size is known.
-                    (false, None) => {
-                        let owner = match (&mut self.owner, &mut self.memory) {
-                            (Some((pages, caches)), Some(memory)) => {
-                                pages.cache_of(ptr, memory, caches).map(String::into_bytes)
-                            }
-                            _ => None,
-                        };
-                        let name =
-                            owner.unwrap_or_else(|| format!("slab-{bytes_alloc}").into_bytes());
-                        self.cache(cpu, time_ns, &name)
-                    }
+                    // does while it lasts, else its free, else only its size is known.
+                    (false, None) => match (&mut self.owner, &mut self.memory) {
+                        (Some((pages, caches)), Some(memory)) => pages
+                            .cache_of(ptr, bytes_alloc, memory, caches)
+                            .map(|name| self.cache(cpu, time_ns, name.as_bytes())),
+                        _ => Some(self.cache(cpu, time_ns, &by_size(bytes_alloc))),
+                    },
                 };
                 let node = fields
                     .node
@@ -416,21 +500,33 @@ impl Translator {
                 let alloc = Alloc {
                     ptr,
                     call_site,
-                    cache,
+                    cache: cache.unwrap_or(0),
                     bytes_req: u32::try_from(opt(&fields.bytes_req)).unwrap_or(u32::MAX),
                     bytes_alloc: u32::try_from(bytes_alloc).unwrap_or(u32::MAX),
                     gfp: gfp as u32,
                     node: node as i32,
                     flags: if kmalloc { ALLOC_KMALLOC } else { 0 },
                 };
-                self.emit(cpu, time_ns, &Record::Alloc(alloc));
                 self.counts.slab_events += 1;
+                if cache.is_some() {
+                    self.emit(cpu, time_ns, &Record::Alloc(alloc));
+                } else {
+                    let waiting = WaitingAlloc::new(time_ns, alloc, by_size(bytes_alloc));
+                    self.waiting.wait(cpu, waiting);
+                    self.release(cpu);
+                }
             }
             Kmem::CacheFree | Kmem::Kfree => {
                 let cache = match name {
                     Some(name) => self.cache(cpu, time_ns, name),
                     None => 0,
                 };
+                if self.owner.is_some() {
+                    let named = (cache != 0).then_some(cache);
+                    if let Some(waited_on) = self.waiting.freed(ptr, time_ns, named) {
+                        self.release(waited_on);
+                    }
+                }
                 let free = Free {
                     ptr,
                     call_site,

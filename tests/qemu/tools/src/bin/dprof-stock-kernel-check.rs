@@ -76,35 +76,41 @@ fn main() -> Result<()> {
         "Debian merges slab caches, but the header lists none"
     );
 
-    let report = json(dprof, &["report", "--json"], &profile)?;
-    let types = report["data_profile"]["types"]
+    // Every allocation, sampled or not: the report lists only types with samples.
+    let summary = json(dprof, &["dump", "--summary", "--json"], &profile)?;
+    let caches = summary["summary"]["caches"]
         .as_array()
-        .context("no types")?;
-    let allocs: u64 = types.iter().map(|t| count(t, "allocs")).sum();
-    let by_size: u64 = types
+        .context("no caches in the summary")?;
+    let allocs: u64 = caches.iter().map(|c| count(c, "allocs")).sum();
+    let by_size: u64 = caches
         .iter()
-        .filter(|t| t["cache"].as_str().is_some_and(|c| c.starts_with("slab-")))
-        .map(|t| count(t, "allocs"))
+        .filter(|c| c["name"].as_str().is_some_and(|n| n.starts_with("slab-")))
+        .map(|c| count(c, "allocs"))
         .sum();
     ensure!(allocs > 1000, "only {allocs} allocations");
     // The collector reads an object's struct slab when it drains the ring, not when the
-    // object was allocated. Seen: 0 in one run, 130 of 11,752 (1.1%, all on one slab page,
-    // cause not yet found) in another; most allocations must be named by their cache.
+    // object was allocated; a slab freed by then is named by the object's free instead.
+    // Before that, 3% to 8% of the allocations (dentry and filp, on slabs freed within
+    // milliseconds) were typed by size in one run in five.
     ensure!(
-        by_size * 20 <= allocs,
-        "{by_size} of {allocs} allocations were typed by size only (more than 5%)"
+        by_size * 100 <= allocs,
+        "{by_size} of {allocs} allocations were typed by size only (more than 1%)"
     );
     let cache_allocs = |prefix: &str| -> u64 {
-        types
+        caches
             .iter()
-            .filter(|t| t["cache"].as_str().is_some_and(|c| c.starts_with(prefix)))
-            .map(|t| count(t, "allocs"))
+            .filter(|c| c["name"].as_str().is_some_and(|n| n.starts_with(prefix)))
+            .map(|c| count(c, "allocs"))
             .sum()
     };
     let skb = cache_allocs("skbuff_head_cache");
     let dentry = cache_allocs("dentry");
     ensure!(skb >= 20, "{skb} socket buffers for 20 HTTP transfers");
     ensure!(dentry >= 500, "{dentry} dentries for 500 new files");
+    let report = json(dprof, &["report", "--json"], &profile)?;
+    let types = report["data_profile"]["types"]
+        .as_array()
+        .context("no types")?;
     let coverage = &report["coverage"];
     ensure!(
         count(coverage, "resolved_samples") > 0,
