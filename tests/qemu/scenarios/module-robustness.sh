@@ -1,7 +1,8 @@
 # Guest scenario: dprof.ko must survive abuse without an oops (the harness fails the run on
 # BUG/Oops/WARNING in the kernel log):
 #   1. load and unload 20 times;
-#   2. rmmod while a collector runs is refused, the collection finishes and is valid;
+#   2. rmmod while a collector runs, while histories are armed and while causal experiments
+#      run is refused, and each collection finishes and is valid;
 #   3. a collector killed with SIGKILL leaves no finished profile, and the next collect works;
 #   4. a second open of /dev/dprof gets EBUSY;
 #   5. the causal ioctls give their documented errnos in every state (bad plans, unknown
@@ -39,6 +40,32 @@ if rmmod dprof 2>/dev/null; then fail "rmmod succeeded while /dev/dprof was open
 wait $collector || fail "collector failed after the refused rmmod"
 "$DPROF" dump --summary /tmp/rm.dprof > /dev/null || fail "profile of the rmmod test unreadable"
 echo "rmmod refused while collecting; profile complete"
+# The same while debug registers watch objects (histories) and while experiments delay CPUs
+# through a kprobe progress point: the module must stay, and the session end cleanly.
+cat > /tmp/opens.sh <<'WORKLOAD'
+end=$(( $(awk '{ printf "%d\n", $1 }' /proc/uptime) + $1 ))
+while [ "$(awk '{ printf "%d\n", $1 }' /proc/uptime)" -lt "$end" ]; do
+  i=0
+  while [ $i -lt 50 ]; do cat /proc/version > /dev/null; i=$((i + 1)); done
+done
+WORKLOAD
+"$DPROF" collect -o /tmp/rm-hist.dprof --events slab --history-rate 1000 \
+  --histories filp:0+8 -- sh /tmp/opens.sh 5 &
+collector=$!
+sleep 3
+if rmmod dprof 2>/dev/null; then fail "rmmod succeeded while histories were armed"; fi
+wait $collector || fail "collector with histories failed after the refused rmmod"
+histories=$("$DPROF" dump --summary /tmp/rm-hist.dprof | sed -n 's/^kinds: .* history=\([0-9]*\) .*/\1/p')
+[ "${histories:-0}" -gt 0 ] || fail "no history records in the profile of the rmmod test"
+"$DPROF" causal -o /tmp/rm-causal.dprof --functions vfs_read --progress kprobe:vfs_read \
+  --plan-time 1s --experiment 200ms -- sh /tmp/opens.sh 6 &
+causal=$!
+sleep 4
+if rmmod dprof 2>/dev/null; then fail "rmmod succeeded while experiments ran"; fi
+wait $causal || fail "causal run failed after the refused rmmod"
+experiments=$("$DPROF" dump /tmp/rm-causal.dprof | grep -c " experiment=" || true)
+[ "$experiments" -gt 0 ] || fail "no experiment records in the profile of the rmmod test"
+echo "rmmod refused with $histories history records and $experiments experiment records; profiles complete"
 
 echo "== 3. SIGKILL mid-run"
 "$DPROF" collect -o /tmp/killed.dprof --duration 60s &
