@@ -18,6 +18,7 @@ use std::collections::HashMap;
 
 use btf_rs::{BtfType, Struct, Type};
 
+use crate::debuginfo::VariableType;
 use crate::report::FieldSource;
 
 /// Deepest nesting of types followed (typedef chains, nested structs, arrays): real kernel
@@ -73,10 +74,13 @@ pub enum BtfError {
 
 /// Struct layouts from one BTF blob, with an index from names to types built once.
 pub struct Btf {
-    btf: btf_rs::Btf,
+    raw: btf_rs::Btf,
     /// `struct NAME`, `union NAME` and typedef names to the type each names. Where a struct
     /// name has several types, the first with members wins.
     index: HashMap<String, u32>,
+    /// Variables (pahole encodes the per-CPU ones, and globals when asked) to their types;
+    /// `None` where variables of one name have different types.
+    variables: HashMap<String, Option<u32>>,
 }
 
 impl std::fmt::Debug for Btf {
@@ -132,11 +136,25 @@ impl Btf {
         check_header(bytes)?;
         let btf = btf_rs::Btf::from_bytes(bytes).map_err(|e| BtfError::Parse(e.to_string()))?;
         let mut index: HashMap<String, (u32, bool)> = HashMap::new();
+        let mut variables: HashMap<String, Option<u32>> = HashMap::new();
         let (first, last) = btf.base().type_id_range();
         for id in first..=last {
             let Ok(ty) = btf.resolve_type_by_id(id) else {
                 continue;
             };
+            if let Type::Var(v) = &ty {
+                if let (Ok(name), Some(type_id)) = (btf.resolve_name(v), v.get_type_id()) {
+                    variables
+                        .entry(name)
+                        .and_modify(|known| {
+                            if *known != Some(type_id) {
+                                *known = None;
+                            }
+                        })
+                        .or_insert(Some(type_id));
+                }
+                continue;
+            }
             let (key, has_members) = match &ty {
                 Type::Struct(s) | Type::Union(s) => {
                     let keyword = if matches!(ty, Type::Union(_)) {
@@ -165,8 +183,9 @@ impl Btf {
             }
         }
         Ok(Self {
-            btf,
+            raw: btf,
             index: index.into_iter().map(|(k, (id, _))| (k, id)).collect(),
+            variables,
         })
     }
 
@@ -210,6 +229,53 @@ impl Btf {
         }
     }
 
+    /// The type of variable `name`, as far as naming its bytes needs (`struct rq` for
+    /// `runqueues`); `None` for an array of structs, a variable the BTF does not list (pahole lists
+    /// the per-CPU ones, and globals when asked), or variables of one name whose types
+    /// differ.
+    #[must_use]
+    pub fn variable_type(&self, name: &str) -> Option<VariableType> {
+        let mut id = (*self.variables.get(name)?)?;
+        for _ in 0..MAX_DEPTH {
+            let ty = self.raw.resolve_type_by_id(id).ok()?;
+            let (keyword, named) = match &ty {
+                Type::Const(t) | Type::Volatile(t) | Type::Restrict(t) => {
+                    id = t.get_type_id()?;
+                    continue;
+                }
+                Type::TypeTag(t) => {
+                    id = t.get_type_id()?;
+                    continue;
+                }
+                Type::Struct(t) | Type::Union(t) => {
+                    let keyword = if matches!(ty, Type::Union(_)) {
+                        "union "
+                    } else {
+                        "struct "
+                    };
+                    (keyword, self.raw.resolve_name(t))
+                }
+                Type::Typedef(t) => ("", self.raw.resolve_name(t)),
+                _ => ("", Ok(String::new())),
+            };
+            let desc = self.describe(id, 0)?;
+            return match desc.inner {
+                Inner::Composite(_) => {
+                    let name = named.ok().filter(|n| !n.is_empty())?;
+                    Some(VariableType::Composite(format!("{keyword}{name}")))
+                }
+                Inner::Scalar if desc.size > 0 => Some(VariableType::Scalar { size: desc.size }),
+                Inner::Array {
+                    elem_size,
+                    count,
+                    elem: None,
+                } if elem_size > 0 => Some(VariableType::ScalarArray { elem_size, count }),
+                Inner::Scalar | Inner::Array { .. } => None,
+            };
+        }
+        None
+    }
+
     /// The byte offset of member `member` of struct `name`, looking through anonymous
     /// structs and unions (`slab_cache` of `struct slab` lies in one on some kernels).
     #[must_use]
@@ -225,10 +291,10 @@ impl Btf {
     /// walk over every type: for a few lookups when a collection starts, not per sample.
     #[must_use]
     pub fn enumerator(&self, name: &str) -> Option<i64> {
-        let (first, last) = self.btf.base().type_id_range();
-        (first..=last).find_map(|id| match self.btf.resolve_type_by_id(id).ok()? {
+        let (first, last) = self.raw.base().type_id_range();
+        (first..=last).find_map(|id| match self.raw.resolve_type_by_id(id).ok()? {
             Type::Enum(e) => e.members.iter().find_map(|m| {
-                (self.btf.resolve_name(m).ok()? == name).then(|| {
+                (self.raw.resolve_name(m).ok()? == name).then(|| {
                     if e.is_signed() {
                         i64::from(m.val() as i32)
                     } else {
@@ -239,7 +305,7 @@ impl Btf {
             Type::Enum64(e) => e
                 .members
                 .iter()
-                .find_map(|m| (self.btf.resolve_name(m).ok()? == name).then(|| m.val() as i64)),
+                .find_map(|m| (self.raw.resolve_name(m).ok()? == name).then(|| m.val() as i64)),
             _ => None,
         })
     }
@@ -251,7 +317,7 @@ impl Btf {
         for m in &s.members {
             *budget = budget.checked_sub(1)?;
             let start = u64::from(m.bit_offset() / 8);
-            let name = self.btf.resolve_name(m).unwrap_or_default();
+            let name = self.raw.resolve_name(m).unwrap_or_default();
             if name == member {
                 return Some(start);
             }
@@ -278,7 +344,7 @@ impl Btf {
         if depth > MAX_DEPTH {
             return None;
         }
-        let ty = self.btf.resolve_type_by_id(id).ok()?;
+        let ty = self.raw.resolve_type_by_id(id).ok()?;
         let size = |s: usize| s as u64;
         Some(match ty {
             Type::Struct(s) | Type::Union(s) => Desc {
@@ -299,7 +365,7 @@ impl Btf {
             Type::Fwd(f) => {
                 // A declaration: the definition of that name, as DWARF's are followed.
                 let keyword = if f.is_union() { "union" } else { "struct" };
-                let name = self.btf.resolve_name(&f).ok()?;
+                let name = self.raw.resolve_name(&f).ok()?;
                 match self.index.get(&format!("{keyword} {name}")) {
                     Some(&def) if def != id => self.describe(def, depth + 1)?,
                     _ => Desc::scalar(0),
@@ -384,7 +450,7 @@ impl Btf {
             if within >= size {
                 continue;
             }
-            let member = self.btf.resolve_name(m).unwrap_or_default();
+            let member = self.raw.resolve_name(m).unwrap_or_default();
             let named = !member.is_empty();
             let name = match (named, prefix.is_empty()) {
                 (false, _) => prefix.to_owned(),
@@ -467,5 +533,9 @@ impl FieldSource for Btf {
 
     fn field_at(&self, struct_name: &str, offset: u64) -> Option<String> {
         Self::field_at(self, struct_name, offset)
+    }
+
+    fn variable_type(&self, name: &str) -> Option<VariableType> {
+        Self::variable_type(self, name)
     }
 }

@@ -302,6 +302,42 @@ enum Inner {
     },
 }
 
+/// What a global or per-CPU variable is, for naming the bytes of it that samples touched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VariableType {
+    /// A struct or union, or a typedef of one, by the name [`crate::report::FieldSource::field_at`] takes
+    /// (`struct rq` for `runqueues`).
+    Composite(String),
+    /// A number, pointer or enum of `size` bytes: its bytes are the variable itself.
+    Scalar {
+        /// Bytes.
+        size: u64,
+    },
+    /// An array of numbers, pointers or enums: its bytes are its elements (`name[i]`).
+    ScalarArray {
+        /// Bytes per element.
+        elem_size: u64,
+        /// Elements; 0 when the declaration does not say (`extern long table[]`).
+        count: u64,
+    },
+}
+
+impl VariableType {
+    /// The name of the bytes at `offset` in variable `variable` of this type, unless they
+    /// are past it or the type is a struct (whose fields name them).
+    #[must_use]
+    pub fn scalar_at(&self, variable: &str, offset: u64) -> Option<String> {
+        match *self {
+            Self::Composite(_) => None,
+            Self::Scalar { size } => (offset < size).then(|| variable.to_owned()),
+            Self::ScalarArray { elem_size, count } => {
+                let index = offset.checked_div(elem_size)?;
+                (count == 0 || index < count).then(|| format!("{variable}[{index}]"))
+            }
+        }
+    }
+}
+
 /// A type as described by DWARF, resolved as far as layouts need.
 struct TypeDesc {
     name: String,
@@ -311,6 +347,9 @@ struct TypeDesc {
 
 /// Deepest nesting of struct members expanded (real kernel types stay far below).
 const MAX_DEPTH: usize = 24;
+
+/// Most qualifiers (const, volatile, ...) followed on one type: C stacks a few at most.
+const MAX_QUALIFIERS: usize = 8;
 
 /// A function's code range and DIE: `(begin, end, offset)`.
 type FunctionRange = (u64, u64, UnitOffset);
@@ -340,6 +379,9 @@ struct ElfDebug {
     units: OnceCell<Vec<gimli::Unit<R>>>,
     /// Struct, union and typedef names to their (unit index, offset).
     type_index: OnceCell<HashMap<String, (usize, UnitOffset)>>,
+    /// Variables at the top level of units, by name: every definition (statics of one name
+    /// in several units), else the first declaration.
+    variable_index: OnceCell<HashMap<String, Vec<(usize, UnitOffset)>>>,
     layouts: RefCell<HashMap<String, Option<Rc<Member>>>>,
     /// Each unit's code ranges, for [`DebugInfo::pointer_target`] (read on first use).
     unit_ranges: OnceCell<Vec<(u64, u64, usize)>>,
@@ -555,6 +597,7 @@ impl ElfDebug {
             lines,
             units: OnceCell::new(),
             type_index: OnceCell::new(),
+            variable_index: OnceCell::new(),
             layouts: RefCell::new(HashMap::new()),
             unit_ranges: OnceCell::new(),
             unit_functions: RefCell::new(HashMap::new()),
@@ -703,6 +746,142 @@ impl ElfDebug {
                 .or_insert((i, entry.offset()));
         }
         Ok(())
+    }
+
+    /// Variables by name, from the top level of every unit: every definition, else the
+    /// first declaration (of a variable the linker script defines).
+    fn variable_index(&self) -> &HashMap<String, Vec<(usize, UnitOffset)>> {
+        self.variable_index.get_or_init(|| {
+            let mut index: HashMap<String, Vec<(usize, UnitOffset)>> = HashMap::new();
+            let mut declared: HashMap<String, (usize, UnitOffset)> = HashMap::new();
+            for (i, unit) in self.units().iter().enumerate() {
+                let _ = self.index_unit_variables(i, unit, &mut index, &mut declared);
+            }
+            for (name, at) in declared {
+                index.entry(name).or_insert_with(|| vec![at]);
+            }
+            index
+        })
+    }
+
+    fn index_unit_variables(
+        &self,
+        i: usize,
+        unit: &gimli::Unit<R>,
+        index: &mut HashMap<String, Vec<(usize, UnitOffset)>>,
+        declared: &mut HashMap<String, (usize, UnitOffset)>,
+    ) -> gimli::Result<()> {
+        let mut tree = unit.entries_tree(None)?;
+        let root = tree.root()?;
+        let mut children = root.children();
+        while let Some(child) = children.next()? {
+            let entry = child.entry();
+            if entry.tag() != gimli::DW_TAG_variable {
+                continue;
+            }
+            if matches!(
+                entry.attr_value(gimli::DW_AT_declaration)?,
+                Some(AttributeValue::Flag(true))
+            ) {
+                if let Some(name) = self.name_of(unit, entry) {
+                    declared.entry(name).or_insert((i, entry.offset()));
+                }
+                continue;
+            }
+            // A definition that completes a declaration has its name there.
+            let named = match entry.attr_value(gimli::DW_AT_specification)? {
+                Some(spec) => self.type_ref(i, &spec).and_then(|(du, doff)| {
+                    let decl = self.units()[du].entry(doff).ok()?;
+                    self.name_of(&self.units()[du], &decl)
+                }),
+                None => self.name_of(unit, entry),
+            };
+            if let Some(name) = named {
+                index.entry(name).or_default().push((i, entry.offset()));
+            }
+        }
+        Ok(())
+    }
+
+    /// The type of the variable at (`u`, `offset`), or of the declaration it completes.
+    fn variable_type_ref(&self, u: usize, offset: UnitOffset) -> Option<(usize, UnitOffset)> {
+        let entry = self.units()[u].entry(offset).ok()?;
+        if let Some(ty) = entry.attr_value(gimli::DW_AT_type).ok()? {
+            return self.type_ref(u, &ty);
+        }
+        let spec = entry.attr_value(gimli::DW_AT_specification).ok()??;
+        let (du, doff) = self.type_ref(u, &spec)?;
+        let decl = self.units()[du].entry(doff).ok()?;
+        let ty = decl.attr_value(gimli::DW_AT_type).ok()??;
+        self.type_ref(du, &ty)
+    }
+
+    /// (`u`, `offset`) past const, volatile, restrict and _Atomic.
+    fn unqualified(&self, mut u: usize, mut offset: UnitOffset) -> Option<(usize, UnitOffset)> {
+        for _ in 0..MAX_QUALIFIERS {
+            let entry = self.units()[u].entry(offset).ok()?;
+            if !matches!(
+                entry.tag(),
+                gimli::DW_TAG_const_type
+                    | gimli::DW_TAG_volatile_type
+                    | gimli::DW_TAG_restrict_type
+                    | gimli::DW_TAG_atomic_type
+            ) {
+                return Some((u, offset));
+            }
+            let next = entry.attr_value(gimli::DW_AT_type).ok()??;
+            (u, offset) = self.type_ref(u, &next)?;
+        }
+        None
+    }
+
+    /// The type of variable `name`, as far as naming its bytes needs; `None` for an array of
+    /// structs, a variable no unit defines or declares, or statics of one name whose types
+    /// differ. Definitions first; a variable that only the linker script defines (`jiffies`)
+    /// by its first declaration.
+    fn variable_type(&self, name: &str) -> Option<VariableType> {
+        let mut found: Option<VariableType> = None;
+        for &(u, offset) in self.variable_index().get(name)? {
+            let (tu, toff) = self.variable_type_ref(u, offset)?;
+            let (tu, toff) = self.unqualified(tu, toff)?;
+            let unit = &self.units()[tu];
+            let entry = unit.entry(toff).ok()?;
+            let named = match entry.tag() {
+                gimli::DW_TAG_structure_type => {
+                    Some(format!("struct {}", self.name_of(unit, &entry)?))
+                }
+                gimli::DW_TAG_union_type => Some(format!("union {}", self.name_of(unit, &entry)?)),
+                gimli::DW_TAG_typedef => self.name_of(unit, &entry),
+                _ => None,
+            };
+            let this = match named {
+                Some(name) if self.layout(&name).is_some() => VariableType::Composite(name),
+                _ => match self.describe(tu, toff, 0).ok()? {
+                    TypeDesc {
+                        inner: Inner::Scalar,
+                        size: Some(size),
+                        ..
+                    } if size > 0 => VariableType::Scalar { size },
+                    TypeDesc {
+                        inner:
+                            Inner::Array {
+                                elem_size,
+                                count,
+                                elem,
+                            },
+                        ..
+                    } if elem.is_empty() && elem_size > 0 => {
+                        VariableType::ScalarArray { elem_size, count }
+                    }
+                    _ => return None,
+                },
+            };
+            match &found {
+                Some(other) if *other != this => return None,
+                _ => found = Some(this),
+            }
+        }
+        found
     }
 
     /// The unit index and offset an attribute's type reference points to.
@@ -1501,6 +1680,14 @@ impl DebugInfo {
         self.vmlinux
             .layout(name)
             .or_else(|| self.modules.iter().find_map(|(_, m)| m.layout(name)))
+    }
+
+    /// The type of the vmlinux's global or per-CPU variable `name`, as far as naming its
+    /// bytes needs (`struct rq` for `runqueues`); `None` for an array of structs, a variable
+    /// no unit defines or declares, or statics of one name whose types differ.
+    #[must_use]
+    pub fn variable_type(&self, name: &str) -> Option<VariableType> {
+        self.vmlinux.variable_type(name)
     }
 
     /// The size of struct or union `name` (also "struct NAME", "union NAME", or a typedef).

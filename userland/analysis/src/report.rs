@@ -8,8 +8,9 @@ mod struct_names;
 mod tests;
 
 use dprof_model::histories::{Span, TypeHistories};
-use dprof_model::{Report, TypeKind};
+use dprof_model::{FieldsNamed, Report, TypeKind, TypeProfile};
 
+use crate::debuginfo::VariableType;
 pub use struct_names::{FieldSource, StructNames, TypeMapError};
 
 /// Names struct types and fields in `report`: sets [`TypeProfile::struct_name`] of slab types from
@@ -23,6 +24,23 @@ pub fn annotate_fields(report: &mut Report, names: &StructNames, fields: Option<
         if t.kind == TypeKind::Region && t.name == crate::resolve::STRUCT_PAGE_TYPE {
             // The vmemmap is an array of one C struct.
             t.struct_name = Some(crate::resolve::STRUCT_PAGE_C_STRUCT.to_owned());
+        } else if matches!(t.kind, TypeKind::Global | TypeKind::Percpu) {
+            let Some((variable, fields)) = crate::resolve::variable_name(&t.name).zip(fields)
+            else {
+                continue;
+            };
+            match fields.variable_type(variable) {
+                // A struct: its fields, as a slab object's.
+                Some(VariableType::Composite(st)) => t.struct_name = Some(st),
+                // Numbers or pointers: their bytes are the variable or its elements.
+                Some(scalars) => {
+                    for f in &mut t.fields {
+                        f.field = scalars.scalar_at(variable, f.offset);
+                    }
+                    continue;
+                }
+                None => continue,
+            }
         } else if t.kind != TypeKind::Slab {
             continue;
         } else {
@@ -49,6 +67,9 @@ pub fn annotate_fields(report: &mut Report, names: &StructNames, fields: Option<
     let Some(fields) = fields else {
         return;
     };
+    report
+        .coverage
+        .set_fields_named(fields_named(&report.data_profile.types));
     if let Some(it) = &mut report.coverage.by_instruction {
         cross_check(it, &report.data_profile.types, fields);
     }
@@ -160,6 +181,25 @@ fn name_history_fields(t: &mut TypeHistories, st: &str, fields: &dyn FieldSource
     }
 }
 
+/// How many samples on data types (pseudo-types left out) fell in a named field.
+fn fields_named(types: &[TypeProfile]) -> FieldsNamed {
+    let mut named = FieldsNamed::default();
+    for t in types {
+        if !matches!(t.kind, TypeKind::Slab | TypeKind::Global | TypeKind::Percpu)
+            || crate::resolve::pseudo_type(t.kind, &t.name).is_some()
+        {
+            continue;
+        }
+        for f in &t.fields {
+            named.typed_samples += f.samples;
+            if f.field.is_some() {
+                named.named_samples += f.samples;
+            }
+        }
+    }
+    named
+}
+
 impl FieldSource for crate::debuginfo::DebugInfo {
     fn has_struct(&self, name: &str) -> bool {
         self.struct_size(name).is_some()
@@ -174,5 +214,8 @@ impl FieldSource for crate::debuginfo::DebugInfo {
             .filter(|f| f.offset <= offset && offset - f.offset < f.size)
             .map(|f| f.name)
             .collect()
+    }
+    fn variable_type(&self, name: &str) -> Option<VariableType> {
+        Self::variable_type(self, name)
     }
 }

@@ -112,6 +112,14 @@ pub const PERCPU_DYNAMIC_TYPE: &str = "percpu:(dynamic)";
 /// since), which every protected function reads on entry and exit.
 const STACK_CANARY_SYMBOLS: [&str; 2] = ["fixed_percpu_data", "__stack_chk_guard"];
 
+/// The symbol a global or per-CPU type is named after (`runqueues` for `percpu:runqueues`).
+#[must_use]
+pub fn variable_name(type_name: &str) -> Option<&str> {
+    type_name
+        .strip_prefix("percpu:")
+        .or_else(|| type_name.strip_prefix("global:"))
+}
+
 /// What a pseudo-type is, in a few words, or `None` for a data type: a type whose accesses a
 /// program can make faster by changing the type (slab objects, globals and per-CPU variables
 /// that a symbol names). The others are memory that is no one C type (the kernel stacks, the
@@ -120,9 +128,7 @@ const STACK_CANARY_SYMBOLS: [&str; 2] = ["fixed_percpu_data", "__stack_chk_guard
 /// still be named.
 #[must_use]
 pub fn pseudo_type(kind: TypeKind, name: &str) -> Option<&'static str> {
-    let symbol = name
-        .strip_prefix("percpu:")
-        .or_else(|| name.strip_prefix("global:"));
+    let symbol = variable_name(name);
     match kind {
         TypeKind::Stack => Some("the kernel stacks"),
         TypeKind::Region => Some("a region of memory, not one data type"),

@@ -480,9 +480,23 @@ pub struct Coverage {
     /// absent without debug info (`--vmlinux`). It moves no sample between buckets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by_instruction: Option<crate::instruction_types::InstructionTypes>,
+    /// How many samples on data types fell in a named field; absent without debug info.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fields_named: Option<FieldsNamed>,
     /// One line, like `perf report --type-stat`: `5000 samples: 3100 resolved (62.0%): slab
     /// 50.0%, ...; unresolved: unknown address 8.0%, ...` (buckets with samples only).
     pub summary: String,
+}
+
+/// Samples on data types (slab objects, global and per-CPU variables; pseudo-types left
+/// out) and how many fell in a named field: a struct's member, a number or pointer variable
+/// itself, an array's element.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldsNamed {
+    /// Samples on data types, by the offsets they touched.
+    pub typed_samples: u64,
+    /// Of those, samples at an offset that a field name covers.
+    pub named_samples: u64,
 }
 
 impl Coverage {
@@ -538,8 +552,24 @@ impl Coverage {
             buckets,
             two_location_samples: 0,
             by_instruction: None,
+            fields_named: None,
             summary,
         }
+    }
+
+    /// Adds how many samples on data types fell in a named field ([`Coverage::fields_named`])
+    /// and says so in the summary.
+    pub fn set_fields_named(&mut self, named: FieldsNamed) {
+        use std::fmt::Write as _;
+        // Said once, if fields are named twice.
+        if self.fields_named.is_none() && named.typed_samples > 0 {
+            let _ = write!(
+                self.summary,
+                "; fields named for {:.1}% of the samples on data types",
+                named.named_samples as f64 * 100.0 / named.typed_samples as f64
+            );
+        }
+        self.fields_named = Some(named);
     }
 
     /// Adds what typing by instruction found ([`Coverage::by_instruction`]) and says so in

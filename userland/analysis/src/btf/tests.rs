@@ -478,6 +478,16 @@ fn real_kernel_btf() {
     assert_eq!(btf.field_at("callback_head", 8).as_deref(), Some("func"));
     // atomic_t is a typedef of an anonymous struct.
     assert_eq!(btf.field_at("atomic_t", 0).as_deref(), Some("counter"));
+    // Per-CPU variables, which pahole always encodes.
+    assert_eq!(
+        btf.variable_type("runqueues"),
+        Some(VariableType::Composite("struct rq".to_owned()))
+    );
+    assert_eq!(
+        btf.variable_type("this_cpu_off"),
+        Some(VariableType::Scalar { size: 8 })
+    );
+    assert_eq!(btf.variable_type("no_such_variable_xyz"), None);
     assert_eq!(btf.field_at("inode", 0).as_deref(), Some("i_mode"));
     assert!(btf.struct_size("inode").is_some_and(|s| s > 256));
     // sk_buff starts with an anonymous union whose first member is an anonymous struct of

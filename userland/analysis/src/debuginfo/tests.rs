@@ -155,6 +155,43 @@ fn field_at_names_the_innermost_member() {
 }
 
 #[test]
+fn variables_have_their_types_for_naming_their_bytes() {
+    let built = build();
+    for path in [&built.object, &built.linked] {
+        let info = DebugInfo::load(path, None).expect("loads");
+        assert_eq!(
+            info.variable_type("global_obj"),
+            Some(VariableType::Composite("sample_t".to_owned())),
+            "a typedef of a struct, by the name field_at takes ({})",
+            path.display()
+        );
+        assert_eq!(
+            info.field_at("sample_t", 9).as_deref(),
+            Some("in.a"),
+            "{}",
+            path.display()
+        );
+        assert_eq!(
+            info.variable_type("counter"),
+            Some(VariableType::Scalar { size: 4 })
+        );
+        assert_eq!(
+            info.variable_type("pcpu_var"),
+            Some(VariableType::ScalarArray {
+                elem_size: 8,
+                count: 4
+            })
+        );
+        assert_eq!(info.variable_type("no_such_variable"), None);
+        assert_eq!(
+            info.variable_type("func"),
+            None,
+            "a function is no variable"
+        );
+    }
+}
+
+#[test]
 fn banner_and_build_id_validate_the_profile() {
     let built = build();
     let info = DebugInfo::load(&built.linked, None).expect("loads");

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::debuginfo::VariableType;
+
 /// Common caches whose name is not their struct's name (`None`: no struct, e.g. raw buffers).
 const BUILTIN: &[(&str, Option<&str>)] = &[
     ("skbuff_head_cache", Some("sk_buff")),
@@ -153,5 +155,11 @@ pub trait FieldSource {
     /// default the one [`Self::field_at`] names.
     fn fields_holding(&self, struct_name: &str, offset: u64) -> Vec<String> {
         self.field_at(struct_name, offset).into_iter().collect()
+    }
+    /// The type of global or per-CPU variable `name`, as far as naming its bytes needs;
+    /// `None` for an array of structs, an unknown variable, or variables of one name whose
+    /// types differ (by default every one).
+    fn variable_type(&self, _name: &str) -> Option<VariableType> {
+        None
     }
 }

@@ -1,7 +1,7 @@
 use super::*;
 use dprof_model::{
-    AddressSetStats, Bucket, Coverage, DataProfile, FieldCount, Metric, OrderingStats, ProfileInfo,
-    TypeProfile,
+    AddressSetStats, Bucket, Coverage, DataProfile, FieldCount, FieldsNamed, Metric, OrderingStats,
+    ProfileInfo, TypeProfile,
 };
 
 struct Dwarf;
@@ -30,6 +30,17 @@ impl FieldSource for Dwarf {
             // Flattened members name no array element.
             ("mm_struct", 0x328) => vec!["rss_stat".to_owned()],
             _ => self.field_at(struct_name, offset).into_iter().collect(),
+        }
+    }
+    fn variable_type(&self, name: &str) -> Option<VariableType> {
+        match name {
+            "init_skb" => Some(VariableType::Composite("sk_buff".to_owned())),
+            "jiffies_64" => Some(VariableType::Scalar { size: 8 }),
+            "pivots" => Some(VariableType::ScalarArray {
+                elem_size: 1,
+                count: 16,
+            }),
+            _ => None,
         }
     }
 }
@@ -306,4 +317,55 @@ fn the_two_resolvers_agree_on_an_embedded_member_and_generic_types_take_the_inst
     let generic = &r.data_profile.types[1];
     assert_eq!(generic.struct_name.as_deref(), Some("sk_buff"));
     assert_eq!(generic.fields[0].field.as_deref(), Some("len"));
+}
+
+#[test]
+fn global_and_per_cpu_variables_name_their_fields_or_themselves() {
+    let variable = |name: &str, kind: TypeKind, offsets: &[u64]| TypeProfile {
+        kind,
+        cache: None,
+        ..slab_type(name, None, offsets)
+    };
+    let mut r = report(vec![
+        variable("global:init_skb", TypeKind::Global, &[0x70, 0x200]),
+        variable("global:jiffies_64", TypeKind::Global, &[0, 8]),
+        variable("percpu:pivots", TypeKind::Percpu, &[3, 16]),
+        variable("global:unknown_var", TypeKind::Global, &[0]),
+    ]);
+    annotate_fields(&mut r, &StructNames::builtin(), Some(&Dwarf));
+    let named: Vec<(Option<&str>, Vec<Option<&str>>)> = r
+        .data_profile
+        .types
+        .iter()
+        .map(|t| {
+            (
+                t.struct_name.as_deref(),
+                t.fields.iter().map(|f| f.field.as_deref()).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        named,
+        [
+            (Some("sk_buff"), vec![Some("len"), None]),
+            (None, vec![Some("jiffies_64"), None]),
+            (None, vec![Some("pivots[3]"), None]),
+            (None, vec![None]),
+        ],
+        "a struct's fields; a scalar's own name within its size; an array's elements"
+    );
+    assert_eq!(
+        r.coverage.fields_named,
+        Some(FieldsNamed {
+            typed_samples: 7,
+            named_samples: 3
+        })
+    );
+    assert!(
+        r.coverage
+            .summary
+            .ends_with("; fields named for 42.9% of the samples on data types"),
+        "{}",
+        r.coverage.summary
+    );
 }

@@ -733,6 +733,30 @@ fn check_workload(dir: &Path) -> Result<String> {
         "only {} slab types have samples; want skbuff_head_cache and at least 5 others",
         with_samples.len()
     );
+    // Field names: from the profile's BTF alone (per-CPU variables only among the
+    // variables), then from the kernel's DWARF, which names globals too (issue 20's target).
+    let vmlinux =
+        std::env::var("VMLINUX").context("VMLINUX must name the guest kernel's vmlinux")?;
+    let with_dwarf = report_json(&path, &["--vmlinux", &vmlinux])?;
+    let named_share = |json: &serde_json::Value| -> Result<(u64, u64)> {
+        let named = &json["coverage"]["fields_named"];
+        Ok((
+            named["named_samples"].as_u64().context("no fields_named")?,
+            named["typed_samples"].as_u64().context("no fields_named")?,
+        ))
+    };
+    let (btf_named, btf_typed) = named_share(&json)?;
+    let (dwarf_named, dwarf_typed) = named_share(&with_dwarf)?;
+    writeln!(
+        report,
+        "fields named: {btf_named} of {btf_typed} samples on data types from the profile's \
+         BTF, {dwarf_named} of {dwarf_typed} ({:.1}%, want >= 80%) with the vmlinux's DWARF",
+        percent(dwarf_named, dwarf_typed)
+    )?;
+    ensure!(
+        dwarf_named * 5 >= dwarf_typed * 4,
+        "fields named for {dwarf_named} of {dwarf_typed} samples on data types, want >= 80%"
+    );
     writeln!(report, "workload-data-profile: all checks passed")?;
     Ok(report)
 }
