@@ -712,40 +712,53 @@ impl ElfDebug {
         })
     }
 
+    /// Calls `each` on every entry at the top level of `unit` (children of its root).
+    fn top_level(
+        unit: &gimli::Unit<R>,
+        mut each: impl FnMut(&gimli::DebuggingInformationEntry<'_, '_, R>) -> gimli::Result<()>,
+    ) -> gimli::Result<()> {
+        let mut tree = unit.entries_tree(None)?;
+        let root = tree.root()?;
+        let mut children = root.children();
+        while let Some(child) = children.next()? {
+            each(child.entry())?;
+        }
+        Ok(())
+    }
+
+    fn is_declaration(entry: &gimli::DebuggingInformationEntry<'_, '_, R>) -> gimli::Result<bool> {
+        Ok(matches!(
+            entry.attr_value(gimli::DW_AT_declaration)?,
+            Some(AttributeValue::Flag(true))
+        ))
+    }
+
     fn index_unit(
         &self,
         i: usize,
         unit: &gimli::Unit<R>,
         index: &mut HashMap<String, (usize, UnitOffset)>,
     ) -> gimli::Result<()> {
-        let mut tree = unit.entries_tree(None)?;
-        let root = tree.root()?;
-        let mut children = root.children();
-        while let Some(child) = children.next()? {
-            let entry = child.entry();
+        Self::top_level(unit, |entry| {
             let prefix = match entry.tag() {
                 gimli::DW_TAG_structure_type => "struct ",
                 gimli::DW_TAG_union_type => "union ",
                 gimli::DW_TAG_typedef => "",
-                _ => continue,
+                _ => return Ok(()),
             };
-            let declaration = matches!(
-                entry.attr_value(gimli::DW_AT_declaration)?,
-                Some(AttributeValue::Flag(true))
-            );
-            if declaration {
-                continue;
+            if Self::is_declaration(entry)? {
+                return Ok(());
             }
             let Some(name) = entry.attr_value(gimli::DW_AT_name)? else {
-                continue;
+                return Ok(());
             };
             let name = self.dwarf.attr_string(unit, name)?;
             let name = name.to_string_lossy()?;
             index
                 .entry(format!("{prefix}{name}"))
                 .or_insert((i, entry.offset()));
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Variables by name, from the top level of every unit: every definition, else the
@@ -771,22 +784,15 @@ impl ElfDebug {
         index: &mut HashMap<String, Vec<(usize, UnitOffset)>>,
         declared: &mut HashMap<String, (usize, UnitOffset)>,
     ) -> gimli::Result<()> {
-        let mut tree = unit.entries_tree(None)?;
-        let root = tree.root()?;
-        let mut children = root.children();
-        while let Some(child) = children.next()? {
-            let entry = child.entry();
+        Self::top_level(unit, |entry| {
             if entry.tag() != gimli::DW_TAG_variable {
-                continue;
+                return Ok(());
             }
-            if matches!(
-                entry.attr_value(gimli::DW_AT_declaration)?,
-                Some(AttributeValue::Flag(true))
-            ) {
+            if Self::is_declaration(entry)? {
                 if let Some(name) = self.name_of(unit, entry) {
                     declared.entry(name).or_insert((i, entry.offset()));
                 }
-                continue;
+                return Ok(());
             }
             // A definition that completes a declaration has its name there.
             let named = match entry.attr_value(gimli::DW_AT_specification)? {
@@ -799,8 +805,8 @@ impl ElfDebug {
             if let Some(name) = named {
                 index.entry(name).or_default().push((i, entry.offset()));
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// The type of the variable at (`u`, `offset`), or of the declaration it completes.
