@@ -64,6 +64,7 @@ impl WaitingAlloc {
 pub(super) enum Held {
     /// An encoded record.
     Record(Vec<u8>),
+    /// An allocation, named or still waiting for its name.
     Alloc(WaitingAlloc),
 }
 
