@@ -1051,10 +1051,7 @@ impl ElfDebug {
         };
         let full = format!("{keyword} {}", name.unwrap_or("{...}"));
         let byte_size = Self::attr_u64(entry, gimli::DW_AT_byte_size);
-        let declaration = matches!(
-            entry.attr_value(gimli::DW_AT_declaration)?,
-            Some(AttributeValue::Flag(true))
-        );
+        let declaration = Self::is_declaration(entry)?;
         if declaration && depth < MAX_DEPTH {
             // Another unit has the definition.
             if let Some(&(du, doff)) = self.type_index().get(&full) {

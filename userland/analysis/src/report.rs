@@ -185,9 +185,8 @@ fn name_history_fields(t: &mut TypeHistories, st: &str, fields: &dyn FieldSource
 fn fields_named(types: &[TypeProfile]) -> FieldsNamed {
     let mut named = FieldsNamed::default();
     for t in types {
-        if !matches!(t.kind, TypeKind::Slab | TypeKind::Global | TypeKind::Percpu)
-            || crate::resolve::pseudo_type(t.kind, &t.name).is_some()
-        {
+        // Stacks and regions are pseudo-types too.
+        if crate::resolve::pseudo_type(t.kind, &t.name).is_some() {
             continue;
         }
         for f in &t.fields {

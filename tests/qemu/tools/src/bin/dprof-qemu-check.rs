@@ -69,7 +69,7 @@ use dprof_analysis::kernel_debugging::DebuggingCode;
 use dprof_analysis::symbols::Kallsyms;
 use dprof_format::Profile;
 
-use json_report::{field_name_at, find_type, percent, report_json, type_samples_in};
+use json_report::{field_name_at, find_type, guest_vmlinux, percent, report_json, type_samples_in};
 use kfence::{read_kfence_counts, KfenceCounts};
 
 // A binary's modules sit beside it in src/bin, where Cargo would take them for binaries.
@@ -579,8 +579,7 @@ fn check_selftest(dir: &Path) -> Result<String> {
     writeln!(report, "samples in selftest functions: {in_function:?}")?;
 
     // Field names come from the DWARF of the guest kernel and of dprof_selftest.ko.
-    let vmlinux =
-        std::env::var("VMLINUX").context("VMLINUX must name the guest kernel's vmlinux")?;
+    let vmlinux = guest_vmlinux()?;
     let json = report_json(
         &path,
         &["--vmlinux", &vmlinux, "--debug-dir", &dir.to_string_lossy()],
@@ -735,8 +734,7 @@ fn check_workload(dir: &Path) -> Result<String> {
     );
     // Field names: from the profile's BTF alone (per-CPU variables only among the
     // variables), then from the kernel's DWARF, which names globals too (issue 20's target).
-    let vmlinux =
-        std::env::var("VMLINUX").context("VMLINUX must name the guest kernel's vmlinux")?;
+    let vmlinux = guest_vmlinux()?;
     let with_dwarf = report_json(&path, &["--vmlinux", &vmlinux])?;
     let named_share = |json: &serde_json::Value| -> Result<(u64, u64)> {
         let named = &json["coverage"]["fields_named"];

@@ -54,7 +54,9 @@ use dprof_abi::Record;
 use dprof_format::Profile;
 use serde_json::Value;
 
-use super::json_report::{causal_view_json, find_type, percent, report_json, type_samples_in};
+use super::json_report::{
+    causal_view_json, find_type, guest_vmlinux, percent, report_json, type_samples_in,
+};
 
 /// X's 95% interval should lie above this. By construction X takes about a fifth of the
 /// chain's round (the workload's summary line measures it), so its slope is near 0.2.
@@ -126,8 +128,7 @@ pub(crate) fn check(dir: &Path) -> Result<String> {
 
     // Type names come from the caches; field names from the DWARF of the guest kernel and of
     // dprof_selftest.ko.
-    let vmlinux =
-        std::env::var("VMLINUX").context("VMLINUX must name the guest kernel's vmlinux")?;
+    let vmlinux = guest_vmlinux()?;
     let json = report_json(
         &dir.join("causal-data.dprof"),
         &["--vmlinux", &vmlinux, "--debug-dir", &dir.to_string_lossy()],

@@ -15,6 +15,12 @@ pub(super) fn percent(part: u64, whole: u64) -> f64 {
     }
 }
 
+/// The guest kernel's vmlinux, for reports with its DWARF: `VMLINUX`, which the scenarios'
+/// `.check` scripts set.
+pub(super) fn guest_vmlinux() -> Result<String> {
+    std::env::var("VMLINUX").context("VMLINUX must name the guest kernel's vmlinux")
+}
+
 /// `dprof report --json` of a profile, as the user would get it.
 pub(super) fn report_json(profile: &Path, extra: &[&str]) -> Result<Value> {
     let (json, status) = report_json_with_status(profile, extra)?;

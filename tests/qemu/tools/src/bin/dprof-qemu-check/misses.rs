@@ -40,7 +40,9 @@ use dprof_format::Profile;
 use dprof_model::histories::HitCheck;
 use serde_json::Value;
 
-use super::json_report::{field_name_at, find_type, percent, report_json, type_samples_in};
+use super::json_report::{
+    field_name_at, find_type, guest_vmlinux, percent, report_json, type_samples_in,
+};
 
 /// Share of a function's decoded samples that must resolve to the type, as in
 /// selftest-data-profile.
@@ -160,8 +162,7 @@ const CAPACITY: Case = Case {
 
 /// Runs every check; failures are collected so that one report shows them all.
 pub(crate) fn check(dir: &Path) -> Result<String> {
-    let vmlinux =
-        std::env::var("VMLINUX").context("VMLINUX must name the guest kernel's vmlinux")?;
+    let vmlinux = guest_vmlinux()?;
     let mut report = String::new();
     let mut failures = Vec::new();
     if let Ok(timings) = std::fs::read_to_string(dir.join("timings")) {
