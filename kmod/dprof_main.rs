@@ -150,6 +150,18 @@ impl kernel::Module for Dprof {
                  puts that CPU's debug registers back on the dummy address until the next one\n"
             );
         }
+        // SAFETY: process context (module init).
+        match unsafe { ffi::dprof_shim_init_tcg_rewrite() } {
+            0 => {}
+            1 => pr_info!(
+                "running under QEMU TCG: each kprobe's bytes are written again before it is \
+                 removed, so that no vCPU keeps a stale int3 (see dprof_shim.c)\n"
+            ),
+            _ => pr_warn!(
+                "running under QEMU TCG, and text_poke was not found: removing a kprobe can \
+                 leave a stale int3 in another vCPU's translations (Oops: int3)\n"
+            ),
+        }
         let device = KBox::pin_init(
             kernel::new_mutex!(
                 DeviceState {

@@ -17,7 +17,8 @@
  *  - probes on the bulk slab functions, which fire no tracepoint: struct kprobe and
  *    struct kretprobe, and the registers that hold their arguments;
  *  - causal experiments (causal.rs): struct kprobe, irq_work (pauses deferred out of NMI),
- *    rcu_read_lock() and the file's access mode (static inlines and struct fields).
+ *    rcu_read_lock() and the file's access mode (static inlines and struct fields);
+ *  - kprobe removal under QEMU's multi-threaded TCG, which needs text_poke (not exported).
  *
  * All logic lives in Rust (dprof_main.rs).
  */
@@ -41,9 +42,11 @@
 #include <linux/smp.h>
 #include <linux/tracepoint.h>
 
+#include <asm/cpufeature.h>
 #include <asm/debugreg.h>
 #include <asm/hw_breakpoint.h>
 #include <asm/msr.h>
+#include <asm/processor.h>
 
 #include "dprof_shim.h"
 #include "slab.h" /* mm/slab.h: struct kmem_cache, virt_to_slab() */
@@ -154,7 +157,8 @@ static struct mutex *dprof_slab_mutex;
 static unsigned long dprof_lookup_name(const char *name)
 {
 	typedef unsigned long (*lookup_fn)(const char *);
-	struct kprobe kp = { .symbol_name = "kallsyms_lookup_name" };
+	/* Registered disabled: the address is resolved without writing an int3 into the text. */
+	struct kprobe kp = { .symbol_name = "kallsyms_lookup_name", .flags = KPROBE_FLAG_DISABLED };
 	lookup_fn lookup;
 
 	if (register_kprobe(&kp) < 0)
@@ -185,6 +189,87 @@ bool dprof_shim_init_cache_walk(void)
 	dprof_slab_caches = (struct list_head *)dprof_lookup_name("slab_caches");
 	dprof_slab_mutex = (struct mutex *)dprof_lookup_name("slab_mutex");
 	return dprof_slab_caches && dprof_slab_mutex;
+}
+
+/*
+ * Retiring a kprobe under QEMU's multi-threaded TCG. While one vCPU rewrites kernel text,
+ * another can translate the bytes from before the write and keep that translation (QEMU 7.2
+ * drops a page's translations before it stores, so one made in between keeps the old bytes).
+ * A kprobe's int3 then outlives its removal in that vCPU's translations, and once the kprobe
+ * is unregistered the kernel finds no owner for the trap: "Oops: int3" in the probed
+ * function, with the byte already restored in memory. The kernel's own kprobe events, with no
+ * dprof code loaded, die that way within 100 rounds (tests/qemu/stress/kprobe-churn.sh).
+ *
+ * Only a later store to the same bytes drops that translation. So under TCG a kprobe is
+ * retired in steps: disabled (the original bytes written back, the optimizer's jump undone),
+ * then an RCU grace period (every vCPU has finished any translation that raced the writes),
+ * then its bytes written again, unchanged, under text_mutex, and only then unregistered.
+ * Until the last step a stale int3 still finds its (disabled) kprobe, which single-steps the
+ * original instruction. A new kprobe gets the same rewrite once armed, or a vCPU can go on
+ * running the bytes from before its int3 and miss its visits. text_poke, text_mutex and
+ * wait_for_kprobe_optimizer are not exported; they are looked up once. On hardware nothing
+ * changes.
+ */
+#define DPROF_REWRITE_LEN 5 /* an optimized kprobe's jump (JMP32_INSN_SIZE) covers the most */
+
+static bool dprof_tcg_rewrite;
+static void *(*dprof_text_poke)(void *addr, const void *opcode, size_t len);
+static struct mutex *dprof_text_mutex;
+static void (*dprof_wait_for_optimizer)(void);
+
+static bool dprof_under_tcg(void)
+{
+	u32 eax, signature[3];
+
+	if (!boot_cpu_has(X86_FEATURE_HYPERVISOR))
+		return false;
+	cpuid(0x40000000, &eax, &signature[0], &signature[1], &signature[2]);
+	return !memcmp(signature, "TCGTCGTCGTCG", sizeof(signature));
+}
+
+/*
+ * Returns 0 when not under QEMU TCG, 1 when under it with the rewrite on, -ENOENT when under
+ * it but the kernel's text-poking functions cannot be found (kprobes are retired plainly).
+ */
+int dprof_shim_init_tcg_rewrite(void)
+{
+	if (!dprof_under_tcg())
+		return 0;
+	dprof_text_poke = (void *)dprof_lookup_name("text_poke");
+	dprof_text_mutex = (struct mutex *)dprof_lookup_name("text_mutex");
+	dprof_wait_for_optimizer = (void *)dprof_lookup_name("wait_for_kprobe_optimizer");
+	dprof_tcg_rewrite = dprof_text_poke && dprof_text_mutex && dprof_wait_for_optimizer;
+	return dprof_tcg_rewrite ? 1 : -ENOENT;
+}
+
+/* An RCU grace period, then the probed bytes written again, unchanged (under TCG only). */
+static void dprof_kprobe_rewrite(struct kprobe *kp)
+{
+	u8 bytes[DPROF_REWRITE_LEN];
+
+	synchronize_rcu();
+	mutex_lock(dprof_text_mutex);
+	/* Gone: the probed module was unloaded, and its text with it. */
+	if (!kprobe_gone(kp) && !copy_from_kernel_nofault(bytes, kp->addr, sizeof(bytes)))
+		dprof_text_poke(kp->addr, bytes, sizeof(bytes));
+	mutex_unlock(dprof_text_mutex);
+}
+
+/* Under TCG, the rewrite after a kprobe's registration (see above); nothing otherwise. */
+static void dprof_kprobe_armed(struct kprobe *kp)
+{
+	if (dprof_tcg_rewrite && !kprobe_disabled(kp))
+		dprof_kprobe_rewrite(kp);
+}
+
+/* Under TCG, the steps above before a kprobe's unregistration; nothing otherwise. */
+static void dprof_kprobe_settle(struct kprobe *kp)
+{
+	if (!dprof_tcg_rewrite || IS_ERR_OR_NULL(kp->addr))
+		return;
+	disable_kprobe(kp);
+	dprof_wait_for_optimizer();
+	dprof_kprobe_rewrite(kp);
 }
 
 /*
@@ -738,6 +823,7 @@ void *dprof_shim_bulk_free_register(void *data)
 		kfree(b);
 		return ERR_PTR(ret);
 	}
+	dprof_kprobe_armed(&b->free);
 	return b;
 }
 
@@ -756,6 +842,8 @@ int dprof_shim_bulk_alloc_register(void *probes)
 		b->alloc.data_size = sizeof(struct dprof_bulk_call);
 		ret = register_kretprobe(&b->alloc);
 	}
+	if (!ret)
+		dprof_kprobe_armed(&b->alloc.kp);
 	return ret;
 }
 
@@ -764,6 +852,7 @@ void dprof_shim_bulk_alloc_unregister(void *probes)
 {
 	struct dprof_bulk_probes *b = probes;
 
+	dprof_kprobe_settle(&b->alloc.kp);
 	unregister_kretprobe(&b->alloc);
 }
 
@@ -772,6 +861,7 @@ void dprof_shim_bulk_free_unregister(void *probes)
 {
 	struct dprof_bulk_probes *b = probes;
 
+	dprof_kprobe_settle(&b->free);
 	unregister_kprobe(&b->free);
 	kfree(b);
 }
@@ -812,6 +902,7 @@ void *dprof_shim_destroy_register(void *data)
 		kfree(d);
 		return ERR_PTR(ret);
 	}
+	dprof_kprobe_armed(&d->kp);
 	return d;
 }
 
@@ -820,6 +911,7 @@ void dprof_shim_destroy_unregister(void *probe)
 {
 	struct dprof_destroy_probe *d = probe;
 
+	dprof_kprobe_settle(&d->kp);
 	unregister_kprobe(&d->kp);
 	kfree(d);
 }
@@ -865,6 +957,7 @@ void *dprof_shim_kprobe_register(const char *name, void *data)
 		kfree(p);
 		return ERR_PTR(ret);
 	}
+	dprof_kprobe_armed(&p->kp);
 	return p;
 }
 
@@ -873,6 +966,7 @@ void dprof_shim_kprobe_unregister(void *kprobe)
 {
 	struct dprof_kprobe *p = kprobe;
 
+	dprof_kprobe_settle(&p->kp);
 	unregister_kprobe(&p->kp);
 	kfree(p);
 }

@@ -104,6 +104,7 @@ const char *dprof_shim_tracepoint_name(const struct tracepoint *tp);
 void dprof_shim_tracepoint_sync(void);
 bool dprof_shim_init_cache_walk(void);
 bool dprof_shim_init_debugreg_copy(void);
+int dprof_shim_init_tcg_rewrite(void);
 int dprof_shim_walk_caches(void (*fn)(const struct kmem_cache *s, void *data), void *data);
 bool dprof_shim_cpu_online(unsigned int cpu);
 struct perf_event *dprof_shim_sampler_create(int cpu, u64 period_ns, bool user, bool idle,

@@ -143,6 +143,7 @@ extern "C" {
     pub(crate) fn dprof_shim_tracepoint_sync();
     pub(crate) fn dprof_shim_init_cache_walk() -> bool;
     pub(crate) fn dprof_shim_init_debugreg_copy() -> bool;
+    pub(crate) fn dprof_shim_init_tcg_rewrite() -> c_int;
     pub(crate) fn dprof_shim_cpu_online(cpu: c_uint) -> bool;
     pub(crate) fn dprof_shim_sampler_create(
         cpu: c_int,
