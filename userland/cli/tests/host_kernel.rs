@@ -80,7 +80,11 @@ fn check_collect_messages(stderr: &str) {
     assert!(stderr.contains(" 0 lost"), "records were lost: {stderr}");
     // The summary counts the bytes of every block, the last ones included.
     assert!(
-        stderr.contains(" records, 0 lost, ") && !stderr.contains(", 0 B in "),
+        stderr.contains("), 0 lost; ") && !stderr.contains(" records (0 B)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(" with the kernel's symbols and types ("),
         "{stderr}"
     );
     assert!(stderr.contains(" µs per record)"), "{stderr}");

@@ -414,12 +414,15 @@ pub fn run(args: &CollectArgs) -> anyhow::Result<ExitCode> {
 
 /// The one-line summary, and a loud warning when records were lost.
 fn report(recorded: &Recorded, ring_bytes: u32) {
-    for line in report_lines(recorded, ring_bytes) {
+    // The whole file, header included: what the person will copy around, next to the
+    // records' share (the header holds kallsyms, BTF and module lists, often megabytes).
+    let file_bytes = std::fs::metadata(&recorded.path).ok().map(|m| m.len());
+    for line in report_lines(recorded, ring_bytes, file_bytes) {
         eprintln!("{line}");
     }
 }
 
-fn report_lines(recorded: &Recorded, ring_bytes: u32) -> Vec<String> {
+fn report_lines(recorded: &Recorded, ring_bytes: u32, file_bytes: Option<u64>) -> Vec<String> {
     let Recorded {
         path,
         records,
@@ -439,8 +442,11 @@ fn report_lines(recorded: &Recorded, ring_bytes: u32) -> Vec<String> {
         ),
         _ => String::new(),
     };
+    let file_text = file_bytes.map_or_else(String::new, |n| {
+        format!(": {} with the kernel's symbols and types", format_bytes(n))
+    });
     let mut lines = vec![format!(
-        "dprof: {records} records, {lost_text}, {} in {} ({}, {}){cpu_text}",
+        "dprof: {records} records ({}), {lost_text}; {}{file_text} ({}, {}){cpu_text}",
         format_bytes(*bytes),
         path.display(),
         stop.reason,

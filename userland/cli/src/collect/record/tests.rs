@@ -39,10 +39,27 @@ fn recorded(path: &str, records: u64, bytes: u64, stop: StopInfo) -> Recorded {
 
 #[test]
 fn summary_line_without_losses() {
-    let lines = report_lines(&recorded("out.dprof", 1000, 64_000, stop([0; 3])), 4 << 20);
+    let lines = report_lines(
+        &recorded("out.dprof", 1000, 64_000, stop([0; 3])),
+        4 << 20,
+        Some(10 << 20),
+    );
     assert_eq!(
         lines,
-        ["dprof: 1000 records, 0 lost, 62.5 KiB in out.dprof (duration elapsed, 2.500000000 s)"]
+        [
+            "dprof: 1000 records (62.5 KiB), 0 lost; out.dprof: 10 MiB with the kernel's \
+             symbols and types (duration elapsed, 2.500000000 s)"
+        ]
+    );
+    // A file that could not be measured is not given a size.
+    let unmeasured = report_lines(
+        &recorded("out.dprof", 1000, 64_000, stop([0; 3])),
+        4 << 20,
+        None,
+    );
+    assert_eq!(
+        unmeasured,
+        ["dprof: 1000 records (62.5 KiB), 0 lost; out.dprof (duration elapsed, 2.500000000 s)"]
     );
 }
 
@@ -53,9 +70,9 @@ fn summary_line_says_what_the_collector_cost_per_record() {
         ..recorded("out.dprof", 1_000_000, 64_000, stop([0; 3]))
     };
     assert_eq!(
-        report_lines(&run, 4 << 20),
+        report_lines(&run, 4 << 20, None),
         [
-            "dprof: 1000000 records, 0 lost, 62.5 KiB in out.dprof (duration elapsed, \
+            "dprof: 1000000 records (62.5 KiB), 0 lost; out.dprof (duration elapsed, \
              2.500000000 s); collector CPU 0.250000000 s (0.25 µs per record)"
         ]
     );
@@ -63,16 +80,16 @@ fn summary_line_says_what_the_collector_cost_per_record() {
 
 #[test]
 fn losses_are_loud_and_suggest_a_ring_size() {
-    let lines = report_lines(&recorded("o", 10, 640, stop([5, 0, 7])), 4 << 20);
+    let lines = report_lines(&recorded("o", 10, 640, stop([5, 0, 7])), 4 << 20, None);
     assert_eq!(lines.len(), 2);
-    assert!(lines[0].contains(" 12 lost,"), "{}", lines[0]);
+    assert!(lines[0].contains(" 12 lost;"), "{}", lines[0]);
     assert_eq!(
         lines[1],
         "dprof: WARNING: 12 RECORDS WERE LOST (cpu0=5 cpu2=7): the per-CPU rings filled \
          faster than dprof read them, so this profile is missing events; collect again with \
          a larger --ring-size (now 4 MiB per CPU; try --ring-size 16M)"
     );
-    let at_max = report_lines(&recorded("o", 10, 640, stop([1, 0, 0])), 256 << 20);
+    let at_max = report_lines(&recorded("o", 10, 640, stop([1, 0, 0])), 256 << 20, None);
     assert!(
         at_max[1].ends_with("collect fewer events or for a shorter time"),
         "{}",
