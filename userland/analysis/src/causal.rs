@@ -78,7 +78,7 @@ use dprof_model::causal::{
     EmptyCausalReason, Experiment, ExperimentPoint, Fit, Measurement, NoSlope, PointCount, Slope,
     SpeedupPoint, Target, TypeSlope, MIN_DISTINCT_SPEEDUPS,
 };
-pub use stats::{student_t_quantile, LineFit};
+pub use stats::{student_t_quantile, LineFit, MeanFit};
 
 /// The confidence of [`Slope`]'s interval.
 pub const CONFIDENCE: f64 = 0.95;
@@ -152,6 +152,7 @@ pub fn analyze(config: &CausalCollectConfig, records: &[ExperimentRecord]) -> Ca
         points: config.points.iter().map(ProgressPointSpec::label).collect(),
         latency: config.latency,
         experiment_ns: config.experiment_ns,
+        fixed_speedup_percent: config.fixed_speedup_percent,
         types,
         experiments,
         analyses,
@@ -461,7 +462,16 @@ fn analyze_target(
     let mut slopes: Vec<TypeSlope> = types
         .iter()
         .zip(&usable)
-        .map(|(t, used)| type_slope(t, used, &baselines, target, &mut discarded))
+        .map(|(t, used)| {
+            type_slope(
+                t,
+                used,
+                &baselines,
+                target,
+                config.fixed_speedup_percent.is_some(),
+                &mut discarded,
+            )
+        })
         .collect();
     slopes.sort_by(|a, b| match (a.fit.slope(), b.fit.slope()) {
         (Some(x), Some(y)) => y.slope.total_cmp(&x.slope),
@@ -496,12 +506,14 @@ fn analyze_target(
 
 /// One type's points and slope from the experiments `used` for `target`, each against its
 /// local baseline from `baselines` (every type's 0% experiments, in order); experiments left
-/// out for want of a baseline go to `discarded`.
+/// out for want of a baseline go to `discarded`. `fixed`: the session ran every sped-up
+/// experiment at one speedup (`--fixed-speedup`), so the slope is [`fit_fixed`]'s.
 fn type_slope(
     t: &CausalType,
     used: &[(&Experiment, Ratio)],
     baselines: &[(u32, Ratio)],
     target: Target,
+    fixed: bool,
     discarded: &mut Vec<Discarded>,
 ) -> TypeSlope {
     let mut slope = TypeSlope {
@@ -584,7 +596,11 @@ fn type_slope(
         .filter(|p| p.speedup_percent > 0)
         .copied()
         .collect();
-    slope.fit = fit(&sped_up, distinct_speedups);
+    slope.fit = if fixed {
+        fit_fixed(&sped_up, distinct_speedups)
+    } else {
+        fit(&sped_up, distinct_speedups)
+    };
     slope
 }
 
@@ -637,6 +653,49 @@ fn fit(points: &[ExperimentPoint], distinct_speedups: usize) -> Fit {
         std_error: line.slope_std_error,
         t_critical,
         points: line.points,
+        distinct_speedups,
+        hurts: high < 0.0,
+        within_noise: low <= 0.0 && high >= 0.0,
+    })
+}
+
+/// The slope of `points` taken at one virtual speedup (`--fixed-speedup`): their mean
+/// program speedup over that speedup, a line through the origin (each point is against its
+/// own 0% baselines, so 0% gives 0 by construction), with the mean's t interval over
+/// `points - 1` degrees of freedom. Nothing tests that the effect is linear in the speedup;
+/// the view says so.
+fn fit_fixed(points: &[ExperimentPoint], distinct_speedups: usize) -> Fit {
+    let Some(speedup) = points.first().map(|p| p.speedup_percent) else {
+        return Fit::NoSlope {
+            reason: NoSlope::TooFewExperiments,
+            distinct_speedups,
+        };
+    };
+    if points.iter().any(|p| p.speedup_percent != speedup) {
+        // Not a fixed-speedup session after all: the line over its speedups.
+        return fit(points, distinct_speedups);
+    }
+    let values: Vec<f64> = points.iter().map(|p| p.program_speedup).collect();
+    let Some(mean) = MeanFit::of(&values) else {
+        return Fit::NoSlope {
+            reason: NoSlope::TooFewExperiments,
+            distinct_speedups,
+        };
+    };
+    let x = f64::from(speedup) / 100.0;
+    let slope = mean.mean / x;
+    let std_error = mean.std_error / x;
+    let t_critical = student_t_quantile(0.5 + CONFIDENCE / 2.0, mean.degrees_of_freedom());
+    let half = t_critical * std_error;
+    let (low, high) = (slope - half, slope + half);
+    Fit::Slope(Slope {
+        slope,
+        intercept: 0.0,
+        low,
+        high,
+        std_error,
+        t_critical,
+        points: mean.points,
         distinct_speedups,
         hurts: high < 0.0,
         within_noise: low <= 0.0 && high >= 0.0,
@@ -767,12 +826,16 @@ fn why_empty(report: &CausalReport) -> Option<EmptyCausal> {
             })
         })
         .collect();
+    let needs = if report.fixed_speedup_percent.is_some() {
+        "2 sped-up experiments at the fixed speedup".to_owned()
+    } else {
+        format!("{MIN_DISTINCT_SPEEDUPS} distinct virtual speedups")
+    };
     Some(EmptyCausal {
         reason: EmptyCausalReason::NoSlope,
         message: format!(
             "no {} has a slope ({}), so there is nothing to rank: a slope needs a 0% \
-             baseline and {MIN_DISTINCT_SPEEDUPS} distinct virtual speedups (run the session \
-             for longer)",
+             baseline and {needs} (run the session for longer)",
             report.unit_word(),
             why.join("; ")
         ),

@@ -370,6 +370,46 @@ fn causal_of_modules_says_which_functions_were_sped_up() {
     assert!(v["types"][0].get("unit").is_none(), "{}", v["types"][0]);
 }
 
+/// A `--fixed-speedup 50` session: the view says how its slopes were found, and ranks the
+/// type with the effect above the one without.
+#[test]
+fn a_fixed_speedup_session_says_how_its_slopes_were_found() {
+    let mut config = example::config(&[("on_path", 10), ("off_path", 10)], &["user:req"], None);
+    config.fixed_speedup_percent = Some(50);
+    let pairs: Vec<u32> = (0..10).flat_map(|_| [0, 50]).chain([0]).collect();
+    let mut noise = example::Noise::new(7);
+    let mut planned = example::linear_experiments(1, 0, &pairs, 0.4, 0.01, &mut noise);
+    let next = planned.len() as u32 + 1;
+    planned.extend(example::linear_experiments(
+        next, 1, &pairs, 0.0, 0.01, &mut noise,
+    ));
+    let dir = dir_with(&[("fixed.dprof", example::profile_of(&config, &planned))]);
+    let text = stdout_of(&dprof(
+        dir.path(),
+        &["report", "fixed.dprof", "--view", "causal"],
+    ));
+    assert!(
+        text.contains(
+            "every sped-up experiment at 50% (--fixed-speedup): their mean program speedup"
+        ),
+        "{text}"
+    );
+    let rank_of = |name: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(name))
+            .and_then(|l| l.split_whitespace().next())
+            .map(str::to_owned)
+    };
+    assert_eq!(rank_of("on_path").as_deref(), Some("1"), "{text}");
+    assert_eq!(rank_of("off_path").as_deref(), Some("2"), "{text}");
+    let json = stdout_of(&dprof(
+        dir.path(),
+        &["report", "fixed.dprof", "--view", "causal", "--json"],
+    ));
+    let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+    assert_eq!(v["fixed_speedup_percent"], 50, "{json}");
+}
+
 /// The units' arguments: each mistake refused before anything is opened, in one sentence,
 /// with clap's usage status (2), and no profile left behind.
 #[test]
@@ -420,6 +460,14 @@ fn bad_unit_arguments_are_refused_clearly() {
         (
             &["--modules", "no_such_module_xyz"],
             "no module named `no_such_module_xyz` in /proc/kallsyms",
+        ),
+        (
+            &["--fixed-speedup", "0"],
+            "invalid value '0' for '--fixed-speedup <PERCENT>': 0 is not in 1..=100",
+        ),
+        (
+            &["--fixed-speedup", "101"],
+            "invalid value '101' for '--fixed-speedup <PERCENT>': 101 is not in 1..=100",
         ),
     ] {
         let mut all: Vec<&str> = base.to_vec();

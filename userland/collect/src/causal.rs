@@ -10,11 +10,12 @@
 //!    samples touched, when that type has at least half of them (an instruction shared by
 //!    many types, such as `memcpy`, belongs to none of them and is never sped up).
 //! 2. Experiments until the command exits or `--duration` ends, in pairs: one of the chosen
-//!    types at random and a virtual speedup of 5% to 100% in 5% steps, next to a 0%
-//!    experiment of the same type (so half are 0%, as in Coz), each running for the
-//!    experiment length, and the module writes its wall time, inserted
-//!    delay and progress visits. An experiment with fewer than `--min-visits` visits of a
-//!    progress point doubles the length of the following ones (Coz's rule).
+//!    types at random and a virtual speedup of 5% to 100% in 5% steps (or always
+//!    `--fixed-speedup`'s), next to a 0% experiment of the same type (so half are 0%, as
+//!    in Coz), each running for the experiment length, and the module writes its wall
+//!    time, inserted delay and progress visits. An experiment with fewer than
+//!    `--min-visits` visits of a progress point doubles the length of the following ones
+//!    (Coz's rule).
 //!
 //! With code as the unit, step 1 counts the profiling phase's samples per function instead,
 //! and an entry's instructions are all those of its functions (see [`code_units`]).
@@ -910,6 +911,7 @@ fn run_phases<B: Backend>(
         plan_ns: Some(plan_ns),
         experiment_ns: duration_ns(args.experiment),
         cooloff_ns: duration_ns(args.cooloff),
+        fixed_speedup_percent: args.fixed_speedup,
     });
     let mut writer = create_profile(
         &args.output,
@@ -982,6 +984,21 @@ fn run_phases<B: Backend>(
     })
 }
 
+/// The next two experiments, as (type index, speedup percent): one of `types` at random, at
+/// a speedup of 5% to 100% in 5% steps (or `fixed`), next to a 0% experiment of the same
+/// type, in random order. Half of the experiments are 0% (Coz), and each sped-up one has a
+/// baseline taken under the same conditions: the machine's speed drifts far more over a run
+/// than a type's effect.
+fn next_pair(rng: &mut fastrand::Rng, types: usize, fixed: Option<u32>) -> [(usize, u32); 2] {
+    let type_index = rng.usize(..types);
+    let speedup = fixed.unwrap_or_else(|| 5 * rng.u32(1..=20));
+    if rng.bool() {
+        [(type_index, 0), (type_index, speedup)]
+    } else {
+        [(type_index, speedup), (type_index, 0)]
+    }
+}
+
 /// Runs experiments until the run ends; the profiling phase's records go to the file first.
 #[expect(
     clippy::too_many_arguments,
@@ -1035,22 +1052,12 @@ fn experiments<B: Backend>(
                 std::thread::sleep(IDLE_SLEEP.min(args.cooloff));
             }
         }
-        // Pairs: a type and a speedup of 5% to 100% at random, run next to a 0% experiment of
-        // the same type in random order. Half of the experiments are 0% (Coz), and each
-        // sped-up one has a baseline taken under the same conditions: the machine's speed
-        // drifts far more over a run than a type's effect.
         let (type_index, speedup_percent) = if let Some(planned) = next.take() {
             planned
         } else {
-            let type_index = rng.usize(..types.len());
-            let speedup = 5 * rng.u32(1..=20);
-            let (first, second) = if rng.bool() {
-                (0, speedup)
-            } else {
-                (speedup, 0)
-            };
-            next = Some((type_index, second));
-            (type_index, first)
+            let [first, second] = next_pair(&mut rng, types.len(), args.fixed_speedup);
+            next = Some(second);
+            first
         };
         let control = ExperimentControl {
             experiment: tally.done + tally.lost_ends,

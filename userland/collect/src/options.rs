@@ -211,6 +211,9 @@ pub struct CausalOptions {
     pub cooloff: Duration,
     /// Seed of the random choice of types and speedups; `None` for the clock.
     pub seed: Option<u64>,
+    /// Every sped-up experiment at this virtual speedup (percent) instead of one drawn from
+    /// 5% to 100%.
+    pub fixed_speedup: Option<u32>,
     /// The sampler's period as given.
     pub period: Option<Period>,
     /// Which sampler.

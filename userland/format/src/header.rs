@@ -206,6 +206,10 @@ pub struct CausalCollectConfig {
     pub experiment_ns: u64,
     /// Pause between experiments (ns).
     pub cooloff_ns: u64,
+    /// `dprof causal --fixed-speedup`: every sped-up experiment ran at this virtual speedup
+    /// (percent), next to its 0% one; `None` when speedups were drawn at random.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixed_speedup_percent: Option<u32>,
 }
 
 /// A progress point as the user named it.

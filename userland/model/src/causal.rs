@@ -17,6 +17,10 @@ pub struct CausalReport {
     pub latency: Option<(usize, usize)>,
     /// Experiment length the collector aimed for at the start (ns).
     pub experiment_ns: u64,
+    /// `dprof causal --fixed-speedup`: every sped-up experiment ran at this speedup
+    /// (percent), and each slope is the mean program speedup there over it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixed_speedup_percent: Option<u32>,
     /// The type table, in table order.
     pub types: Vec<CausalType>,
     /// Every experiment seen, by experiment number.
@@ -458,6 +462,8 @@ pub enum NoSlope {
     NoBaseline,
     /// Fewer than [`MIN_DISTINCT_SPEEDUPS`] distinct virtual speedups.
     TooFewSpeedups,
+    /// `--fixed-speedup`: fewer than two sped-up experiments, too few for an interval.
+    TooFewExperiments,
 }
 
 impl NoSlope {
@@ -472,6 +478,7 @@ impl NoSlope {
                 "{distinct_speedups} distinct speedup{}, {MIN_DISTINCT_SPEEDUPS} needed",
                 if distinct_speedups == 1 { "" } else { "s" }
             ),
+            Self::TooFewExperiments => "fewer than 2 sped-up experiments".to_owned(),
         }
     }
 }

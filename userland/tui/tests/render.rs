@@ -296,6 +296,21 @@ fn causal_ranking_and_chart() {
     assert!(s.contains("nothing to plot: never selected"), "{s}");
 }
 
+/// A `--fixed-speedup` session's ranking says how its slopes were found.
+#[test]
+fn a_fixed_speedup_ranking_says_how_its_slopes_were_found() {
+    let mut report = causal_report();
+    report
+        .causal
+        .as_mut()
+        .expect("the example has a causal report")
+        .fixed_speedup_percent = Some(50);
+    let mut app = App::with_report(SOURCE, report);
+    press(&mut app, [KeyCode::Char('6'), KeyCode::Home]);
+    let s = screen(&app, 160, 48);
+    assert!(s.contains("(mean at the fixed 50% over 50%, 95%"), "{s}");
+}
+
 /// The data flow of an object freed on another CPU than its last access: the CPU change at
 /// the free is counted in the summary as on the step into `st_free`; `st_free`, which hands
 /// another object on to `st_consumer`, sits above it, its step out going down.

@@ -54,6 +54,43 @@ impl LineFit {
     }
 }
 
+/// A sample's mean with its standard error (`sd / sqrt(n)`, the sample's variance over
+/// `n - 1` degrees of freedom).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MeanFit {
+    /// The mean.
+    pub mean: f64,
+    /// Its standard error.
+    pub std_error: f64,
+    /// Values.
+    pub points: usize,
+}
+
+impl MeanFit {
+    /// The mean of `values`; `None` with fewer than 2 (no degree of freedom for the error).
+    #[must_use]
+    pub fn of(values: &[f64]) -> Option<Self> {
+        let n = values.len();
+        if n < 2 {
+            return None;
+        }
+        let count = n as f64;
+        let mean = values.iter().sum::<f64>() / count;
+        let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (count - 1.0);
+        Some(Self {
+            mean,
+            std_error: (variance / count).sqrt(),
+            points: n,
+        })
+    }
+
+    /// `points - 1`.
+    #[must_use]
+    pub fn degrees_of_freedom(&self) -> f64 {
+        self.points as f64 - 1.0
+    }
+}
+
 /// The `p` quantile (0 < p < 1) of Student's t distribution with `df` degrees of freedom:
 /// the `t` with `P(T <= t) = p`. Found by bisection on the distribution function, which is
 /// the regularized incomplete beta function: `P(T <= t) = 1 - I_x(df/2, 1/2) / 2` for

@@ -908,6 +908,86 @@ fn no_slope_says_why_the_report_is_empty() {
     );
 }
 
+/// `--fixed-speedup 20`: 20 pairs at 0% and 20%, program speedup 0.5 x virtual with +-2%
+/// noise. The slope is the mean program speedup at 20% over 20%, its interval the mean's t
+/// interval over 19 degrees of freedom, the line through the origin; the report says the
+/// speedup was fixed.
+#[test]
+fn a_fixed_speedup_gives_the_mean_effect_over_the_speedup() {
+    let mut config = one_point(&[("on_path", 10), ("off_path", 10)]);
+    config.fixed_speedup_percent = Some(20);
+    let pairs: Vec<u32> = (0..20).flat_map(|_| [0, 20]).chain([0]).collect();
+    // One noise sequence for both types, as in a session.
+    let mut noise = Noise::new(5);
+    let mut planned = linear_experiments(1, 0, &pairs, 0.5, 0.02, &mut noise);
+    let next = planned.len() as u32 + 1;
+    planned.extend(linear_experiments(next, 1, &pairs, 0.0, 0.02, &mut noise));
+    let report = analyze(&config, &example::records(&planned));
+    assert_eq!(report.fixed_speedup_percent, Some(20));
+    let on = only_slope(&report, 0, "on_path");
+    eprintln!(
+        "fixed 20%, effect 0.5: slope {:.4} [{:.4}, {:.4}]",
+        on.slope, on.low, on.high
+    );
+    assert!(on.low <= 0.5 && 0.5 <= on.high, "{on:?}");
+    assert!((on.slope - 0.5).abs() < 0.1, "{on:?}");
+    assert!(!on.within_noise && !on.hurts, "{on:?}");
+    assert_eq!(
+        (on.points, on.distinct_speedups, on.intercept),
+        (20, 2, 0.0)
+    );
+    // t at 19 degrees of freedom.
+    assert!((on.t_critical - 2.0930).abs() < 1e-3, "{on:?}");
+    // The slope is exactly the mean of the sped-up points' program speedups over 0.2.
+    let t = &report.analyses[0].types[0];
+    let at_20: Vec<f64> = t
+        .experiment_points
+        .iter()
+        .filter(|p| p.speedup_percent == 20)
+        .map(|p| p.program_speedup)
+        .collect();
+    let mean = at_20.iter().sum::<f64>() / at_20.len() as f64;
+    assert!(
+        (on.slope - mean / 0.2).abs() < 1e-12,
+        "{} vs {}",
+        on.slope,
+        mean / 0.2
+    );
+    let off = only_slope(&report, 0, "off_path");
+    eprintln!(
+        "fixed 20%, no effect: slope {:.4} [{:.4}, {:.4}]",
+        off.slope, off.low, off.high
+    );
+    assert!(off.within_noise, "{off:?}");
+    assert_eq!(report.analyses[0].types[0].name, "on_path");
+    assert_eq!(report.why_empty, None);
+}
+
+/// `--fixed-speedup` with one sped-up experiment: no interval, and the report says what a
+/// slope needs in that mode.
+#[test]
+fn a_fixed_speedup_needs_two_sped_up_experiments() {
+    let mut config = one_point(&[("short", 10)]);
+    config.fixed_speedup_percent = Some(50);
+    let planned = linear_experiments(1, 0, &[0, 50, 0], 0.5, 0.0, &mut Noise::new(3));
+    let report = analyze(&config, &example::records(&planned));
+    let t = &report.analyses[0].types[0];
+    assert_eq!(
+        t.fit,
+        Fit::NoSlope {
+            reason: NoSlope::TooFewExperiments,
+            distinct_speedups: 2
+        }
+    );
+    let empty = report.why_empty.clone().expect("nothing to rank");
+    assert_eq!(
+        empty.message,
+        "no type has a slope (short for kprobe:tcp_sendmsg: fewer than 2 sped-up \
+         experiments), so there is nothing to rank: a slope needs a 0% baseline and 2 sped-up \
+         experiments at the fixed speedup (run the session for longer)"
+    );
+}
+
 /// A report with a slope is not empty.
 #[test]
 fn a_ranking_has_no_why_empty() {

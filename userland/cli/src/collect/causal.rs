@@ -118,6 +118,13 @@ pub struct CausalArgs {
     /// Seed of the random choice of types and speedups [default: from the clock].
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
+    /// Run every sped-up experiment at this virtual speedup, in percent (1 to 100), instead
+    /// of one drawn from 5% to 100% (Coz's --fixed-speedup): all the experiments go to the
+    /// one speedup you ask about, and a type's slope is its mean program speedup there,
+    /// divided by it (no test of linearity).
+    #[arg(long, value_name = "PERCENT",
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    fixed_speedup: Option<u32>,
     /// Software sampler: time between samples on each CPU; IBS, PEBS: events (as for
     /// `dprof collect`). Each sample of the chosen type adds speedup x period of delay.
     #[arg(long, value_name = "PERIOD", value_parser = parse_period)]
@@ -186,6 +193,7 @@ impl CausalArgs {
             min_visits: self.min_visits,
             cooloff: self.cooloff,
             seed: self.seed,
+            fixed_speedup: self.fixed_speedup,
             period: self.period.clone(),
             sampler: self.sampler.into(),
             ring_size: self.ring_size,

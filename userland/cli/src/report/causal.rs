@@ -102,12 +102,21 @@ fn summary(report: &CausalReport, out: &mut impl Write) -> io::Result<()> {
         Some(CausalUnit::Type) => "the type's accesses".to_owned(),
         _ => format!("the {}'s instructions", report.unit_word()),
     };
-    writeln!(
-        out,
-        "slope: program speedup per unit of virtual speedup of {sped_up}, least squares over \
-         its sped-up experiments (each against the 0% experiments just before and after it), \
-         with an intercept, 95% interval (Student t)"
-    )
+    match report.fixed_speedup_percent {
+        Some(percent) => writeln!(
+            out,
+            "slope: program speedup per unit of virtual speedup of {sped_up}, every sped-up \
+             experiment at {percent}% (--fixed-speedup): their mean program speedup (each \
+             against the 0% experiments just before and after it) over {percent}%, 95% \
+             interval (Student t); one speedup, so the slope assumes the effect is linear"
+        ),
+        None => writeln!(
+            out,
+            "slope: program speedup per unit of virtual speedup of {sped_up}, least squares \
+             over its sped-up experiments (each against the 0% experiments just before and \
+             after it), with an intercept, 95% interval (Student t)"
+        ),
+    }
 }
 
 /// What each module entry sped up: its functions, and those the instruction cap left out.

@@ -367,3 +367,36 @@ fn overhead_is_split_into_startup_and_delays_against_wall_time() {
     // A run stopped at once divides by nothing without a panic.
     assert!(overhead_summary(0, 0, 0).contains("= 0.0%"));
 }
+
+/// Pairs: one type, one sped-up experiment and one at 0% in either order; the speedups in 5%
+/// steps from 5% to 100%, or always the fixed one.
+#[test]
+fn experiments_come_in_pairs_at_random_or_fixed_speedups() {
+    let mut rng = fastrand::Rng::with_seed(9);
+    let mut seen = std::collections::BTreeSet::new();
+    let mut zero_first = 0;
+    for _ in 0..2000 {
+        let [first, second] = next_pair(&mut rng, 3, None);
+        assert_eq!(first.0, second.0);
+        assert!(first.0 < 3);
+        let speedup = first.1.max(second.1);
+        assert_eq!(first.1.min(second.1), 0, "{first:?} {second:?}");
+        assert!(
+            speedup % 5 == 0 && (5..=100).contains(&speedup),
+            "{speedup}"
+        );
+        seen.insert(speedup);
+        zero_first += usize::from(first.1 == 0);
+    }
+    assert_eq!(seen.len(), 20, "every 5% step drawn: {seen:?}");
+    assert!(
+        (800..1200).contains(&zero_first),
+        "{zero_first} of 2000 pairs start at 0%"
+    );
+    for _ in 0..200 {
+        let [first, second] = next_pair(&mut rng, 3, Some(35));
+        let mut speedups = [first.1, second.1];
+        speedups.sort_unstable();
+        assert_eq!(speedups, [0, 35]);
+    }
+}

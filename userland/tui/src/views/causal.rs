@@ -119,9 +119,13 @@ fn summary(causal: &CausalReport, analysis: &Analysis) -> String {
     let sampled = analysis
         .sampled_note()
         .map_or_else(String::new, |note| format!(" · {note}"));
+    let method = causal.fixed_speedup_percent.map_or_else(
+        || "least squares".to_owned(),
+        |percent| format!("mean at the fixed {percent}% over {percent}%"),
+    );
     format!(
         "{all} experiments, {} usable · {measure} · slope: program speedup per unit of \
-         virtual speedup of {sped_up} (least squares, 95% interval){sampled}",
+         virtual speedup of {sped_up} ({method}, 95% interval){sampled}",
         all - causal.discarded_experiments()
     )
 }
