@@ -642,17 +642,38 @@ fn fit(points: &[ExperimentPoint], distinct_speedups: usize) -> Fit {
     let Some(line) = LineFit::of(&xy) else {
         return too_few;
     };
-    let t_critical = student_t_quantile(0.5 + CONFIDENCE / 2.0, line.degrees_of_freedom());
-    let half = t_critical * line.slope_std_error;
-    let (low, high) = (line.slope - half, line.slope + half);
+    with_interval(
+        line.slope,
+        line.intercept,
+        line.slope_std_error,
+        line.degrees_of_freedom(),
+        line.points,
+        distinct_speedups,
+    )
+}
+
+/// A fitted slope with its [`CONFIDENCE`] interval (Student's t over `degrees_of_freedom`)
+/// and the flags the interval gives: the one place both fits turn an estimate into a
+/// [`Slope`].
+fn with_interval(
+    slope: f64,
+    intercept: f64,
+    std_error: f64,
+    degrees_of_freedom: f64,
+    points: usize,
+    distinct_speedups: usize,
+) -> Fit {
+    let t_critical = student_t_quantile(0.5 + CONFIDENCE / 2.0, degrees_of_freedom);
+    let half = t_critical * std_error;
+    let (low, high) = (slope - half, slope + half);
     Fit::Slope(Slope {
-        slope: line.slope,
-        intercept: line.intercept,
+        slope,
+        intercept,
         low,
         high,
-        std_error: line.slope_std_error,
+        std_error,
         t_critical,
-        points: line.points,
+        points,
         distinct_speedups,
         hurts: high < 0.0,
         within_noise: low <= 0.0 && high >= 0.0,
@@ -665,11 +686,12 @@ fn fit(points: &[ExperimentPoint], distinct_speedups: usize) -> Fit {
 /// `points - 1` degrees of freedom. Nothing tests that the effect is linear in the speedup;
 /// the view says so.
 fn fit_fixed(points: &[ExperimentPoint], distinct_speedups: usize) -> Fit {
+    let too_few = Fit::NoSlope {
+        reason: NoSlope::TooFewExperiments,
+        distinct_speedups,
+    };
     let Some(speedup) = points.first().map(|p| p.speedup_percent) else {
-        return Fit::NoSlope {
-            reason: NoSlope::TooFewExperiments,
-            distinct_speedups,
-        };
+        return too_few;
     };
     if points.iter().any(|p| p.speedup_percent != speedup) {
         // Not a fixed-speedup session after all: the line over its speedups.
@@ -677,29 +699,17 @@ fn fit_fixed(points: &[ExperimentPoint], distinct_speedups: usize) -> Fit {
     }
     let values: Vec<f64> = points.iter().map(|p| p.program_speedup).collect();
     let Some(mean) = MeanFit::of(&values) else {
-        return Fit::NoSlope {
-            reason: NoSlope::TooFewExperiments,
-            distinct_speedups,
-        };
+        return too_few;
     };
     let x = f64::from(speedup) / 100.0;
-    let slope = mean.mean / x;
-    let std_error = mean.std_error / x;
-    let t_critical = student_t_quantile(0.5 + CONFIDENCE / 2.0, mean.degrees_of_freedom());
-    let half = t_critical * std_error;
-    let (low, high) = (slope - half, slope + half);
-    Fit::Slope(Slope {
-        slope,
-        intercept: 0.0,
-        low,
-        high,
-        std_error,
-        t_critical,
-        points: mean.points,
+    with_interval(
+        mean.mean / x,
+        0.0,
+        mean.std_error / x,
+        mean.degrees_of_freedom(),
+        mean.points,
         distinct_speedups,
-        hurts: high < 0.0,
-        within_noise: low <= 0.0 && high >= 0.0,
-    })
+    )
 }
 
 /// What the view could not see, one sentence each.
