@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use btf_rs::{BtfType, Struct, Type};
 
 use crate::debuginfo::VariableType;
+use crate::percpu_section::{PercpuLayout, PercpuVariable};
 use crate::report::FieldSource;
 
 /// Deepest nesting of types followed (typedef chains, nested structs, arrays): real kernel
@@ -29,6 +30,9 @@ const MAX_DEPTH: usize = 24;
 /// a union member with padding at the offset sends the search on to its siblings, which a
 /// malformed blob could make exponential.
 const MEMBER_BUDGET: u32 = 1 << 16;
+
+/// The name of the static per-CPU section's DATASEC.
+const PERCPU_SECTION: &str = ".data..percpu";
 
 /// Size of a pointer: BTF gives pointers no size, and dprof profiles x86-64 kernels.
 const POINTER_SIZE: u64 = 8;
@@ -81,6 +85,8 @@ pub struct Btf {
     /// Variables (pahole encodes the per-CPU ones, and globals when asked) to their types;
     /// `None` where variables of one name have different types.
     variables: HashMap<String, Option<u32>>,
+    /// The `.data..percpu` DATASEC: the per-CPU variables' offsets.
+    percpu_section: Option<u32>,
 }
 
 impl std::fmt::Debug for Btf {
@@ -137,6 +143,7 @@ impl Btf {
         let btf = btf_rs::Btf::from_bytes(bytes).map_err(|e| BtfError::Parse(e.to_string()))?;
         let mut index: HashMap<String, (u32, bool)> = HashMap::new();
         let mut variables: HashMap<String, Option<u32>> = HashMap::new();
+        let mut percpu_section = None;
         let (first, last) = btf.base().type_id_range();
         for id in first..=last {
             let Ok(ty) = btf.resolve_type_by_id(id) else {
@@ -152,6 +159,12 @@ impl Btf {
                             }
                         })
                         .or_insert(Some(type_id));
+                }
+                continue;
+            }
+            if let Type::Datasec(d) = &ty {
+                if btf.resolve_name(d).is_ok_and(|n| n == PERCPU_SECTION) {
+                    percpu_section = Some(id);
                 }
                 continue;
             }
@@ -186,7 +199,39 @@ impl Btf {
             raw: btf,
             index: index.into_iter().map(|(k, (id, _))| (k, id)).collect(),
             variables,
+            percpu_section,
         })
+    }
+
+    /// The static per-CPU section (`.data..percpu`): its size and its variables' offsets and
+    /// sizes, sorted by offset. Empty when the BTF has no such section.
+    #[must_use]
+    pub fn percpu_layout(&self) -> PercpuLayout {
+        let Some(Ok(Type::Datasec(section))) = self
+            .percpu_section
+            .map(|id| self.raw.resolve_type_by_id(id))
+        else {
+            return PercpuLayout::default();
+        };
+        let mut variables: Vec<PercpuVariable> = section
+            .variables
+            .iter()
+            .filter_map(|v| {
+                let Ok(Type::Var(var)) = self.raw.resolve_type_by_id(v.get_type_id()?) else {
+                    return None;
+                };
+                Some(PercpuVariable {
+                    name: self.raw.resolve_name(&var).ok()?,
+                    offset: u64::from(v.offset()),
+                    size: v.size() as u64,
+                })
+            })
+            .collect();
+        variables.sort_by(|a, b| a.offset.cmp(&b.offset).then_with(|| a.name.cmp(&b.name)));
+        PercpuLayout {
+            bytes: section.size() as u64,
+            variables,
+        }
     }
 
     /// The struct or union `name` ("sock", "struct sock", "union foo", or a typedef of one).

@@ -961,6 +961,32 @@ pub fn instruction_boundaries(code: &[u8], ip: u64) -> Vec<(u64, u8)> {
     out
 }
 
+/// The addresses of the `%gs:` memory operands with no base or index register in `code` (at
+/// address `ip`), decoded one instruction after the other; where bytes do not decode, the
+/// decoder moves on past them. On x86-64 these operands address static per-CPU variables
+/// (see [`crate::percpu_section`]); a RIP-relative one gives the address it computes.
+#[must_use]
+pub fn gs_operand_addresses(code: &[u8], ip: u64) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut decoder = iced_x86::Decoder::with_ip(64, code, ip, DecoderOptions::NONE);
+    let mut instr = Instruction::default();
+    while decoder.can_decode() {
+        decoder.decode_out(&mut instr);
+        if instr.is_invalid() || instr.memory_segment() != Register::GS {
+            continue;
+        }
+        let has_memory_operand =
+            (0..instr.op_count()).any(|op| instr.op_kind(op) == OpKind::Memory);
+        if has_memory_operand
+            && instr.memory_index() == Register::None
+            && matches!(instr.memory_base(), Register::None | Register::RIP)
+        {
+            out.push(instr.memory_displacement64());
+        }
+    }
+    out
+}
+
 /// Whether `instr` writes a general-purpose register its memory operand's address uses.
 fn writes_address_register(factory: &mut InstructionInfoFactory, instr: &Instruction) -> bool {
     let address_regs =

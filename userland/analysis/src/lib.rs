@@ -24,6 +24,7 @@ pub mod hardware;
 pub mod histories;
 pub mod instruction_types;
 pub mod kernel_debugging;
+pub mod percpu_section;
 pub mod pipeline;
 pub mod profiler_code;
 pub mod report;

@@ -93,8 +93,40 @@ impl Default for Options {
 /// records are read as they are analyzed, so a corrupt chunk ends the analysis without a
 /// report.
 pub fn analyze(profile: &Profile, options: &Options) -> Result<Report, ProfileError> {
-    let symbols = crate::symbols::Kallsyms::parse(profile.kallsyms());
+    let symbols = profile_kallsyms(profile);
     analyze_with(profile, &symbols, options)
+}
+
+/// The profile's kallsyms snapshot, with the per-CPU section its header places: see
+/// [`place_percpu_section`].
+#[must_use]
+pub fn profile_kallsyms(profile: &Profile) -> crate::symbols::Kallsyms {
+    let mut kallsyms = crate::symbols::Kallsyms::parse(profile.kallsyms());
+    place_percpu_section(&mut kallsyms, profile, None);
+    kallsyms
+}
+
+/// Places the per-CPU section the profile's header gives (see [`crate::percpu_section`]) in
+/// `kallsyms`, the profile's snapshot, where it lists none; its variables are named from
+/// `btf`, or from the profile's own BTF when `btf` is `None`. A BTF that does not parse
+/// leaves the section unnamed: its accesses count as `percpu:(static)`.
+pub fn place_percpu_section(
+    kallsyms: &mut crate::symbols::Kallsyms,
+    profile: &Profile,
+    btf: Option<&crate::btf::Btf>,
+) {
+    let Some(section) = profile.header().percpu_section else {
+        return;
+    };
+    let layout = match btf {
+        Some(btf) => btf.percpu_layout(),
+        None => profile
+            .btf()
+            .and_then(|bytes| crate::btf::Btf::parse(bytes).ok())
+            .map(|btf| btf.percpu_layout())
+            .unwrap_or_default(),
+    };
+    kallsyms.place_percpu_section(section.start..section.end, &layout);
 }
 
 /// Analyzes a whole profile with the given symbols.
@@ -2013,8 +2045,9 @@ fn warnings(
         warn(
             WarningCode::NoPercpuLayout,
             format!(
-                "{} samples accessed per-CPU data but the kallsyms snapshot does not give the \
-                 per-CPU area (__per_cpu_start/__per_cpu_end): they are counted as {}",
+                "{} samples accessed per-CPU data but the profile does not place the per-CPU \
+                 area (kallsyms lists no __per_cpu_start, and the collector did not find it \
+                 from the kernel's code): they are counted as {}",
                 a.state.gs_relative_samples,
                 crate::resolve::PERCPU_DYNAMIC_TYPE
             ),
@@ -2043,7 +2076,7 @@ fn warnings(
 /// # Errors
 /// The first problem found while reading the records.
 pub fn live_index(profile: &Profile) -> Result<crate::views::LiveIndex, ProfileError> {
-    let symbols = crate::symbols::Kallsyms::parse(profile.kallsyms());
+    let symbols = profile_kallsyms(profile);
     let mut analyzer = Analyzer::new(profile.header(), &symbols, &Options::default());
     analyzer.set_page_owners(profile.page_owners());
     analyzer.record_views();

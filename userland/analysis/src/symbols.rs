@@ -16,6 +16,8 @@
 
 use std::ops::Range;
 
+use crate::percpu_section::PercpuLayout;
+
 /// Code symbols, data symbols and per-CPU symbols, sorted by address.
 #[derive(Clone, Debug, Default)]
 pub struct Kallsyms {
@@ -340,6 +342,30 @@ impl Kallsyms {
         self.percpu_range.clone()
     }
 
+    /// Places the static per-CPU section at `section` (its link addresses, as a profile's
+    /// header gives them: see [`crate::percpu_section`]) with the variables of `layout`
+    /// (from the kernel's BTF), exact sizes included, where the snapshot lists no per-CPU
+    /// area of its own. Returns whether it did: a snapshot that has one keeps it.
+    pub fn place_percpu_section(&mut self, section: Range<u64>, layout: &PercpuLayout) -> bool {
+        if self.percpu_range.is_some() || section.is_empty() {
+            return false;
+        }
+        self.percpu = layout
+            .variables
+            .iter()
+            .filter(|v| v.offset < section.end - section.start)
+            .map(|v| Symbol {
+                address: section.start + v.offset,
+                name: v.name.clone(),
+                module: None,
+                kind: SymbolKind::Data,
+                size: v.size,
+            })
+            .collect();
+        self.percpu_range = Some(section);
+        true
+    }
+
     /// Index (for [`Kallsyms::symbol`]) of the code symbol `address` falls in.
     #[must_use]
     pub fn lookup_index(&self, address: u64) -> Option<usize> {
@@ -577,6 +603,46 @@ ffffffffc0100000 t mod_func\t[mymod]
 ffffffffc0102000 d mod_data\t[mymod]
 ffffffffc0102040 b mod_bss\t[mymod]
 ";
+
+    #[test]
+    fn a_percpu_section_from_btf_names_variables_where_kallsyms_lists_none() {
+        use crate::percpu_section::{PercpuLayout, PercpuVariable};
+        const START: u64 = 0xffff_ffff_83af_9000;
+        let layout = PercpuLayout {
+            bytes: 0x2000,
+            variables: [("cpu_number", 0x30, 4), ("runqueues", 0x1000, 0xc00)]
+                .map(|(name, offset, size)| PercpuVariable {
+                    name: name.to_owned(),
+                    offset,
+                    size,
+                })
+                .to_vec(),
+        };
+        // A kernel without CONFIG_KALLSYMS_ALL: code and section bounds only.
+        let mut syms =
+            Kallsyms::parse(b"ffffffff81000000 T _stext\nffffffff82400000 D __start_rodata\n");
+        assert_eq!(syms.percpu_range(), None);
+        assert!(syms.place_percpu_section(START..START + 0x2000, &layout));
+        assert_eq!(syms.percpu_range(), Some(START..START + 0x2000));
+        let at = |a| {
+            syms.lookup_percpu(a)
+                .map(|l| (l.symbol.name.clone(), l.offset, l.percpu))
+        };
+        assert_eq!(at(START + 0x30), Some(("cpu_number".to_owned(), 0, true)));
+        assert_eq!(
+            at(START + 0x1140),
+            Some(("runqueues".to_owned(), 0x140, true))
+        );
+        // BTF's exact sizes: past cpu_number's 4 bytes is no variable, not more of it.
+        assert_eq!(at(START + 0x34), None);
+        assert_eq!(at(START + 0x1c00), None);
+        // A snapshot that has its own per-CPU area keeps it.
+        let mut zero_based = Kallsyms::parse(REAL);
+        let own = zero_based.percpu_range();
+        assert!(own.is_some());
+        assert!(!zero_based.place_percpu_section(START..START + 0x2000, &layout));
+        assert_eq!(zero_based.percpu_range(), own);
+    }
 
     #[test]
     fn section_bounds_are_not_variables() {

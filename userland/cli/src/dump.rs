@@ -189,6 +189,13 @@ fn header_text(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
         )?,
         None => writeln!(out, "memory_layout: (not recorded)")?,
     }
+    if let Some(section) = &h.percpu_section {
+        writeln!(
+            out,
+            "percpu_section: {:#x}..{:#x} (found by the collector; kallsyms lists none)",
+            section.start, section.end
+        )?;
+    }
     for c in &h.caches {
         let opt = |v: Option<u64>| v.map_or_else(|| "?".to_owned(), |v| v.to_string());
         writeln!(

@@ -202,7 +202,7 @@ impl OpenedProfile {
             names,
             args,
         } = self;
-        let kallsyms = Kallsyms::parse(profile.kallsyms());
+        let mut kallsyms = Kallsyms::parse(profile.kallsyms());
         let debug = match &args.vmlinux {
             Some(path) => {
                 progress(Stage::DebugInfo);
@@ -225,6 +225,7 @@ impl OpenedProfile {
             }
             _ => None,
         };
+        pipeline::place_percpu_section(&mut kallsyms, &profile, btf.as_ref());
         let options = Options::default();
         let mut on_records = |p| progress(Stage::Records(p));
         // The records are read and checked during the analysis: a bad one is an error, and no

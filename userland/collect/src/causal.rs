@@ -53,8 +53,8 @@ use crate::observer::{Interrupt, Observer, Progress};
 use crate::options::{BackendChoice, CausalOptions, CollectOptions, Event, Selection};
 use crate::reading::{drain_into, read_some, IDLE_SLEEP, PROGRESS_EVERY, READ_BUFFER};
 use crate::record::{
-    create_profile, memory_layout, merging_warning, now_unix_s, open_and_configure, target_of,
-    Snapshot,
+    create_profile, memory_layout, merging_warning, now_unix_s, open_and_configure, percpu_section,
+    target_of, Snapshot,
 };
 use crate::samplers::{self, HardwareSamplers};
 use crate::sampling::{plan, Sampling};
@@ -196,6 +196,12 @@ impl<'o> Checked<'o> {
         let btf = system::kernel_btf(root);
         header.memory_layout = memory_layout(
             root,
+            &kallsyms,
+            btf.as_deref(),
+            Path::new("/proc/kcore"),
+            observer,
+        );
+        header.percpu_section = percpu_section(
             &kallsyms,
             btf.as_deref(),
             Path::new("/proc/kcore"),

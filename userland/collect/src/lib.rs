@@ -21,6 +21,7 @@ mod memory_layout;
 pub mod observer;
 pub mod options;
 mod page_owner;
+mod percpu_section;
 pub mod perf;
 pub mod plan;
 mod reading;

@@ -11,6 +11,7 @@ mod collector;
 mod data_file;
 mod error;
 mod events;
+mod gs_bases;
 mod hw_sample;
 mod import;
 mod layout_probe;

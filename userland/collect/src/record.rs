@@ -95,10 +95,12 @@ impl<'o> Checked<'o> {
             open_and_configure(dev, options, &hw, &symbols, observer)?;
         let btf = system::kernel_btf(root);
         let layout = memory_layout(root, &kallsyms, btf.as_deref(), &options.kcore, observer);
+        let percpu = percpu_section(&kallsyms, btf.as_deref(), &options.kcore, observer);
         let backend_name = match &mut dev {
             Collector::Module(_) => "module",
             Collector::Perf(perf) => {
                 perf.set_memory_layout(layout);
+                perf.set_percpu_section(percpu, btf.as_deref());
                 for note in perf.take_notes() {
                     observer.say(&format!("note: {note}"));
                 }
@@ -127,6 +129,7 @@ impl<'o> Checked<'o> {
             observer.warn(&warning);
         }
         header.memory_layout = layout;
+        header.percpu_section = percpu;
         let modules = system::modules(root)?;
         Ok(Collection {
             options,
@@ -388,6 +391,47 @@ pub(crate) fn memory_layout(
         ));
     })
     .ok()
+}
+
+/// Where the kernel linked its per-CPU section, for the header when kallsyms does not list it
+/// (see [`crate::percpu_section`]); `None` after saying why when it cannot be placed.
+pub(crate) fn percpu_section(
+    kallsyms: &[u8],
+    btf: Option<&[u8]>,
+    kcore: &Path,
+    observer: &mut dyn Observer,
+) -> Option<dprof_format::PercpuSection> {
+    let started = std::time::Instant::now();
+    match crate::percpu_section::find(kallsyms, btf, kcore) {
+        Ok(found) => {
+            if let crate::percpu_section::Found::Located {
+                located: l,
+                code_bytes,
+            } = &found
+            {
+                observer.say(&format!(
+                    "note: kallsyms does not list the per-CPU section; found it at {:#x} from \
+                     the kernel's code ({} of the {} distinct %gs: operands in its first {} \
+                     start a per-CPU variable there; {})",
+                    l.section.start,
+                    l.votes,
+                    l.operands,
+                    format_bytes(*code_bytes),
+                    units::format_ns(
+                        u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX)
+                    )
+                ));
+            }
+            crate::percpu_section::header_value(&found)
+        }
+        Err(why) => {
+            observer.say(&format!(
+                "note: per-CPU variables will not be named (their accesses count as {}): {why}",
+                dprof_analysis::resolve::PERCPU_DYNAMIC_TYPE
+            ));
+            None
+        }
+    }
 }
 
 pub(crate) fn now_unix_s() -> u64 {

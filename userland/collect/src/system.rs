@@ -337,6 +337,7 @@ pub fn gather_header(
         online_cpus: online_cpus(root)?,
         caches: cache_geometry(root),
         memory_layout: None,
+        percpu_section: None,
         config,
         module,
     })

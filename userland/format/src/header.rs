@@ -46,6 +46,11 @@ pub struct ProfileHeader {
     /// collector could read it. Absent otherwise, and in profiles from before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_layout: Option<MemoryLayout>,
+    /// Where the kernel linked its static per-CPU section, when kallsyms does not list it and
+    /// the collector found it from the kernel's code and BTF. Absent otherwise, and in
+    /// profiles from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percpu_section: Option<PercpuSection>,
     /// How the collection was configured.
     pub config: CollectConfig,
     /// What the module reported (`IOC_VERSION`).
@@ -65,6 +70,16 @@ pub struct MemoryLayout {
     pub vmemmap_base: u64,
     /// Bytes of a `struct page`.
     pub struct_page_size: u64,
+}
+
+/// The static per-CPU section's link addresses, `__per_cpu_start..__per_cpu_end`: on x86-64
+/// since Linux 6.15 a per-CPU variable's `%gs:` operand is its address inside this section.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PercpuSection {
+    /// `__per_cpu_start`.
+    pub start: u64,
+    /// `__per_cpu_end`.
+    pub end: u64,
 }
 
 /// A slab pool that several caches share: a `:`-named directory of `/sys/kernel/slab` and the

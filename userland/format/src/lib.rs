@@ -76,8 +76,9 @@ pub use experiment::ExperimentRecord;
 pub use header::{
     CacheGeometry, CausalCollectConfig, CausalTypeSpec, CausalUnit, CollectConfig, CpuCounters,
     CpuId, DeviceCounters, FullCoveragePlan, HistoryCollectConfig, HistoryCounters,
-    HistoryRegisters, MemoryLayout, MergedCache, ModuleInfo, PeriodEvents, PmuEvent, ProfileHeader,
-    ProgressPointSpec, SampleRegisters, SamplingConfig, StopInfo, StopReason, Target,
+    HistoryRegisters, MemoryLayout, MergedCache, ModuleInfo, PercpuSection, PeriodEvents, PmuEvent,
+    ProfileHeader, ProgressPointSpec, SampleRegisters, SamplingConfig, StopInfo, StopReason,
+    Target,
 };
 pub use page_owners::{OwnedPage, PageOwners, PageUsage, SlabPages};
 pub use reader::{Profile, Records};

@@ -478,6 +478,23 @@ fn real_kernel_btf() {
     assert_eq!(btf.field_at("callback_head", 8).as_deref(), Some("func"));
     // atomic_t is a typedef of an anonymous struct.
     assert_eq!(btf.field_at("atomic_t", 0).as_deref(), Some("counter"));
+    // Every kernel with per-CPU data has a .data..percpu DATASEC with runqueues in it, and
+    // its variables lie inside it.
+    let percpu = btf.percpu_layout();
+    let runqueues = percpu
+        .variables
+        .iter()
+        .find(|v| v.name == "runqueues")
+        .expect("runqueues is a per-CPU variable");
+    assert_eq!(Some(runqueues.size), btf.struct_size("rq"));
+    assert!(percpu
+        .variables
+        .iter()
+        .all(|v| v.offset + v.size <= percpu.bytes));
+    assert!(percpu
+        .variables
+        .windows(2)
+        .all(|w| w[0].offset <= w[1].offset));
     // Per-CPU variables, which pahole always encodes.
     assert_eq!(
         btf.variable_type("runqueues"),
@@ -522,4 +539,27 @@ fn real_kernel_btf() {
     let took = start.elapsed();
     assert!(named * 10 > size * 8, "{named} of {size} bytes named");
     eprintln!("task_struct: {named} of {size} bytes named in {took:?}");
+}
+
+#[test]
+fn the_percpu_section_lists_its_variables_by_offset() {
+    let mut b = BtfBuilder::new();
+    let int = b.int("int", 4);
+    let long = b.int("long", 8);
+    let counter = b.var("counter", int);
+    let offset = b.var("this_cpu_off", long);
+    let global = b.var("jiffies", long);
+    b.datasec(".data..percpu", 4096, &[(offset, 64, 8), (counter, 0, 4)]);
+    b.datasec(".data", 8, &[(global, 0, 8)]);
+    let btf = parse(&b.finish());
+    let layout = btf.percpu_layout();
+    assert_eq!(layout.bytes, 4096);
+    let listed: Vec<(&str, u64, u64)> = layout
+        .variables
+        .iter()
+        .map(|v| (v.name.as_str(), v.offset, v.size))
+        .collect();
+    assert_eq!(listed, [("counter", 0, 4), ("this_cpu_off", 64, 8)]);
+    // Without the section there is nothing to place.
+    assert_eq!(parse(&example()).percpu_layout(), PercpuLayout::default());
 }

@@ -628,3 +628,34 @@ fn base_operands_are_what_typing_by_instruction_reads() {
         assert_eq!(base_operand(&mut decoder, insn), None, "{insn:02x?}");
     }
 }
+
+#[test]
+fn gs_operands_without_base_or_index_give_their_addresses() {
+    const IP: u64 = 0xffff_ffff_8100_0000;
+    let code = [
+        // mov %gs:0xffffffff83b0e030,%rax: an absolute operand, sign-extended.
+        &[0x65, 0x48, 0x8b, 0x04, 0x25, 0x30, 0xe0, 0xb0, 0x83][..],
+        // decl %gs:0x100(%rip): the address of the next instruction plus 0x100.
+        &[0x65, 0xff, 0x0d, 0x00, 0x01, 0x00, 0x00],
+        // mov %gs:0x8(%rdi),%rax and mov %gs:(,%rax,8),%rcx: through registers, left out.
+        &[0x65, 0x48, 0x8b, 0x47, 0x08],
+        &[0x65, 0x48, 0x8b, 0x0c, 0xc5, 0x00, 0x00, 0x00, 0x00],
+        // mov 0x10(%rip),%rax: not %gs.
+        &[0x48, 0x8b, 0x05, 0x10, 0x00, 0x00, 0x00],
+        // Bytes that are no instruction are passed over.
+        &[0x0f, 0xff, 0xff],
+        // add %gs:0xffffffff83b0e040,%eax after them.
+        &[0x65, 0x03, 0x04, 0x25, 0x40, 0xe0, 0xb0, 0x83],
+    ]
+    .concat();
+    let decl_end = IP + 9 + 7;
+    assert_eq!(
+        gs_operand_addresses(&code, IP),
+        [
+            0xffff_ffff_83b0_e030,
+            decl_end + 0x100,
+            0xffff_ffff_83b0_e040
+        ]
+    );
+    assert_eq!(gs_operand_addresses(&[], IP), Vec::<u64>::new());
+}

@@ -24,6 +24,7 @@ const BPF_PROG_TYPE_SYSCALL: u32 = 31;
 const BPF_F_SLEEPABLE: u32 = 1 << 4;
 const BPF_PSEUDO_MAP_FD: u8 = 1;
 const HELPER_MAP_LOOKUP_ELEM: i32 = 1;
+const HELPER_GET_CURRENT_TASK: i32 = 35;
 const HELPER_PROBE_READ_KERNEL: i32 = 113;
 
 /// Why kernel memory cannot be read through BPF here.
@@ -90,6 +91,7 @@ const MOV64_IMM: u8 = 0x07 | 0xb0; // BPF_ALU64 | BPF_MOV | BPF_K
 const ADD64_IMM: u8 = 0x07; // BPF_ALU64 | BPF_ADD | BPF_K
 const LDX_DW: u8 = 0x01 | 0x18 | 0x60; // BPF_LDX | BPF_DW | BPF_MEM
 const ST_W: u8 = 0x02 | 0x60; // BPF_ST | BPF_W | BPF_MEM
+const STX_DW: u8 = 0x03 | 0x18 | 0x60; // BPF_STX | BPF_DW | BPF_MEM
 const LD_IMM64: u8 = 0x18; // BPF_LD | BPF_DW | BPF_IMM
 const JNE_IMM: u8 = 0x05 | 0x50; // BPF_JMP | BPF_JNE | BPF_K
 const CALL: u8 = 0x05 | 0x80; // BPF_JMP | BPF_CALL
@@ -205,47 +207,127 @@ pub(crate) struct BpfReader {
     page: Box<[u8; CHUNK]>,
 }
 
+/// A one-entry array map of `value_size`-byte values.
+fn array_map(value_size: u32) -> Result<OwnedFd, BpfError> {
+    let mut create = MapCreateAttr {
+        map_type: BPF_MAP_TYPE_ARRAY,
+        key_size: 4,
+        value_size,
+        max_entries: 1,
+        map_flags: 0,
+    };
+    Ok(owned_fd(bpf(
+        BPF_MAP_CREATE,
+        &mut create,
+        "BPF_MAP_CREATE",
+    )?))
+}
+
+/// Loads `program` as a sleepable syscall program; a refusal gives the verifier's last word.
+fn load_program(program: &[Insn]) -> Result<OwnedFd, BpfError> {
+    let insns: Vec<u64> = program.iter().map(|i| i.encode()).collect();
+    let mut log = vec![0u8; 64 * 1024];
+    let license = c"GPL";
+    let mut load = ProgLoadAttr {
+        prog_type: BPF_PROG_TYPE_SYSCALL,
+        insn_cnt: insns.len() as u32,
+        insns: insns.as_ptr() as u64,
+        license: license.as_ptr() as u64,
+        log_level: 1,
+        log_size: log.len() as u32,
+        log_buf: log.as_mut_ptr() as u64,
+        kern_version: 0,
+        prog_flags: BPF_F_SLEEPABLE,
+    };
+    match bpf(BPF_PROG_LOAD, &mut load, "BPF_PROG_LOAD") {
+        Ok(fd) => Ok(owned_fd(fd)),
+        Err(e) => {
+            let text =
+                String::from_utf8_lossy(log.split(|&b| b == 0).next().unwrap_or(&[])).into_owned();
+            match text.lines().rev().find(|l| !l.trim().is_empty()) {
+                Some(last) => Err(BpfError::Verifier {
+                    log: last.to_owned(),
+                }),
+                None => Err(e),
+            }
+        }
+    }
+}
+
+/// Runs `prog` once with `ctx`; returns the program's return value.
+fn test_run(prog: &OwnedFd, ctx: &mut [u64]) -> Result<u32, BpfError> {
+    let mut run = TestRunAttr {
+        prog_fd: prog.as_raw_fd() as u32,
+        retval: 0,
+        data_size_in: 0,
+        data_size_out: 0,
+        data_in: 0,
+        data_out: 0,
+        repeat: 0,
+        duration: 0,
+        ctx_size_in: std::mem::size_of_val(ctx) as u32,
+        ctx_size_out: 0,
+        ctx_in: ctx.as_mut_ptr() as u64,
+        ctx_out: 0,
+        flags: 0,
+        cpu: 0,
+        batch_size: 0,
+        _pad: 0,
+    };
+    bpf(BPF_PROG_TEST_RUN, &mut run, "BPF_PROG_TEST_RUN")?;
+    Ok(run.retval)
+}
+
+/// Copies entry 0 of `map` into `value`, which must be the map's value size.
+fn lookup(map: &OwnedFd, value: &mut [u8]) -> Result<(), BpfError> {
+    let key = 0u32;
+    let mut lookup = MapElemAttr {
+        map_fd: map.as_raw_fd() as u32,
+        _pad: 0,
+        key: std::ptr::from_ref(&key) as u64,
+        value: value.as_mut_ptr() as u64,
+        flags: 0,
+    };
+    bpf(BPF_MAP_LOOKUP_ELEM, &mut lookup, "BPF_MAP_LOOKUP_ELEM").map(|_| ())
+}
+
+/// The program behind [`current_task`]: `bpf_get_current_task()` into entry 0 of the map.
+fn current_task_program(map_fd: i32) -> [Insn; 14] {
+    [
+        Insn::new(ST_W, 10, 0, -4, 0), // key = 0, on the stack
+        Insn::new(LD_IMM64, 1, BPF_PSEUDO_MAP_FD, 0, map_fd), // r1 = &map
+        Insn::new(0, 0, 0, 0, 0),      //   (second half of the load)
+        Insn::new(MOV64_REG, 2, 10, 0, 0), // r2 = &key
+        Insn::new(ADD64_IMM, 2, 0, 0, -4),
+        Insn::new(CALL, 0, 0, 0, HELPER_MAP_LOOKUP_ELEM), // r0 = &map[0]
+        Insn::new(JNE_IMM, 0, 0, 2, 0),                   // found: go on
+        Insn::new(MOV64_IMM, 0, 0, 0, -2),
+        Insn::new(EXIT, 0, 0, 0, 0),
+        Insn::new(MOV64_REG, 6, 0, 0, 0), // r6 = &map[0], kept across the call
+        Insn::new(CALL, 0, 0, 0, HELPER_GET_CURRENT_TASK),
+        Insn::new(STX_DW, 6, 0, 0, 0), // map[0] = the task
+        Insn::new(MOV64_IMM, 0, 0, 0, 0),
+        Insn::new(EXIT, 0, 0, 0, 0),
+    ]
+}
+
+/// The address of the calling thread's `task_struct`, from a throwaway program run once
+/// (`bpf_get_current_task`, which syscall programs may call since they came, in 5.14).
+pub(crate) fn current_task() -> Result<u64, BpfError> {
+    let map = array_map(8)?;
+    let prog = load_program(&current_task_program(map.as_raw_fd()))?;
+    let mut ctx = [0u64; 2];
+    test_run(&prog, &mut ctx)?;
+    let mut value = [0u8; 8];
+    lookup(&map, &mut value)?;
+    Ok(u64::from_le_bytes(value))
+}
+
 impl BpfReader {
     /// Loads the reader (needs `CAP_BPF` and `CAP_PERFMON`, or root).
     pub(crate) fn load() -> Result<Self, BpfError> {
-        let mut create = MapCreateAttr {
-            map_type: BPF_MAP_TYPE_ARRAY,
-            key_size: 4,
-            value_size: CHUNK as u32,
-            max_entries: 1,
-            map_flags: 0,
-        };
-        let map = owned_fd(bpf(BPF_MAP_CREATE, &mut create, "BPF_MAP_CREATE")?);
-        let insns: Vec<u64> = program(map.as_raw_fd())
-            .iter()
-            .map(|i| i.encode())
-            .collect();
-        let mut log = vec![0u8; 64 * 1024];
-        let license = c"GPL";
-        let mut load = ProgLoadAttr {
-            prog_type: BPF_PROG_TYPE_SYSCALL,
-            insn_cnt: insns.len() as u32,
-            insns: insns.as_ptr() as u64,
-            license: license.as_ptr() as u64,
-            log_level: 1,
-            log_size: log.len() as u32,
-            log_buf: log.as_mut_ptr() as u64,
-            kern_version: 0,
-            prog_flags: BPF_F_SLEEPABLE,
-        };
-        let prog = match bpf(BPF_PROG_LOAD, &mut load, "BPF_PROG_LOAD") {
-            Ok(fd) => owned_fd(fd),
-            Err(e) => {
-                let text = String::from_utf8_lossy(log.split(|&b| b == 0).next().unwrap_or(&[]))
-                    .into_owned();
-                return match text.lines().rev().find(|l| !l.trim().is_empty()) {
-                    Some(last) => Err(BpfError::Verifier {
-                        log: last.to_owned(),
-                    }),
-                    None => Err(e),
-                };
-            }
-        };
+        let map = array_map(CHUNK as u32)?;
+        let prog = load_program(&program(map.as_raw_fd()))?;
         Ok(Self {
             map,
             prog,
@@ -257,37 +339,53 @@ impl BpfReader {
     /// cannot read them.
     pub(crate) fn read_chunk(&mut self, address: u64) -> Option<&[u8; CHUNK]> {
         let mut ctx = [address, 0u64];
-        let mut run = TestRunAttr {
-            prog_fd: self.prog.as_raw_fd() as u32,
-            retval: 0,
-            data_size_in: 0,
-            data_size_out: 0,
-            data_in: 0,
-            data_out: 0,
-            repeat: 0,
-            duration: 0,
-            ctx_size_in: std::mem::size_of_val(&ctx) as u32,
-            ctx_size_out: 0,
-            ctx_in: ctx.as_mut_ptr() as u64,
-            ctx_out: 0,
-            flags: 0,
-            cpu: 0,
-            batch_size: 0,
-            _pad: 0,
-        };
-        bpf(BPF_PROG_TEST_RUN, &mut run, "BPF_PROG_TEST_RUN").ok()?;
-        if run.retval != 0 {
+        if test_run(&self.prog, &mut ctx).ok()? != 0 {
             return None;
         }
-        let key = 0u32;
-        let mut lookup = MapElemAttr {
-            map_fd: self.map.as_raw_fd() as u32,
-            _pad: 0,
-            key: std::ptr::from_ref(&key) as u64,
-            value: self.page.as_mut_ptr() as u64,
-            flags: 0,
-        };
-        bpf(BPF_MAP_LOOKUP_ELEM, &mut lookup, "BPF_MAP_LOOKUP_ELEM").ok()?;
+        lookup(&self.map, &mut self.page[..]).ok()?;
         Some(&self.page)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether BPF may be used here; with `DPROF_TEST_REQUIRE_EXTERNAL` (scripts/test, as
+    /// root) it must be.
+    fn bpf_allowed() -> bool {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            return true;
+        }
+        assert!(
+            std::env::var_os("DPROF_TEST_REQUIRE_EXTERNAL").is_none(),
+            "the BPF tests need root"
+        );
+        eprintln!("skipped: the BPF tests need root");
+        false
+    }
+
+    #[test]
+    fn each_thread_has_its_own_task_and_the_reader_reads_it() {
+        if !bpf_allowed() {
+            return;
+        }
+        let task = current_task().expect("the task program runs");
+        assert_eq!(task >> 63, 1, "{task:#x} is no kernel address");
+        assert_eq!(current_task().expect("runs again"), task);
+        let other = std::thread::spawn(current_task)
+            .join()
+            .expect("the thread ends")
+            .expect("runs in another thread");
+        assert_ne!(other, task);
+        assert_eq!(other >> 63, 1, "{other:#x} is no kernel address");
+        let mut reader = BpfReader::load().expect("the reader loads");
+        let page = reader
+            .read_chunk(task & !(CHUNK as u64 - 1))
+            .expect("the task's page reads");
+        assert!(page.iter().any(|&b| b != 0));
+        // An address nothing maps is refused, not read.
+        assert!(reader.read_chunk(0x10_0000).is_none());
     }
 }

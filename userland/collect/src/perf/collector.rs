@@ -13,7 +13,8 @@ use dprof_abi::{
     RECORD_HEADER_SIZE, SAMPLER_IBS, SAMPLER_KIND_IBS, SAMPLER_KIND_PEBS, SAMPLER_KIND_SOFTWARE,
     SAMPLER_PEBS, SAMPLER_SOFTWARE, STATE_CONFIGURED, STATE_RUNNING, STATE_STOPPED,
 };
-use dprof_format::MemoryLayout;
+use dprof_analysis::btf::Btf;
+use dprof_format::{MemoryLayout, PercpuSection};
 use linux_perf_event_reader::{EventRecord, RawData, RawEventRecord, RecordParseInfo, RecordType};
 
 use super::error::PerfError;
@@ -62,6 +63,8 @@ pub struct PerfCollector {
     /// The kmem tracepoint does not name the cache of an allocation, and kernel memory can be
     /// read: the cache is looked up in the object's slab.
     unnamed_allocs: bool,
+    /// Access samples are collected.
+    sampling: bool,
 }
 
 impl PerfCollector {
@@ -102,6 +105,7 @@ impl PerfCollector {
             notes: Vec::new(),
             memory_layout: None,
             unnamed_allocs: false,
+            sampling: false,
         })
     }
 
@@ -117,6 +121,50 @@ impl PerfCollector {
         let owner = self.slab_owner();
         if let (Some(translator), Some(owner)) = (&mut self.translator, owner) {
             translator.set_slab_owner(owner);
+        }
+    }
+
+    /// Where the kernel linked its per-CPU section (see [`crate::percpu_section`]), with the
+    /// kernel's BTF: where kallsyms has no `__per_cpu_offset`, each CPU's per-CPU offset is
+    /// then found through its run queue (see [`super::gs_bases`]), so that accesses through
+    /// per-CPU pointers are typed. Call it after configuring, before starting; a note says
+    /// what was found.
+    pub fn set_percpu_section(&mut self, section: Option<PercpuSection>, btf: Option<&[u8]>) {
+        let Some(translator) = &mut self.translator else {
+            return;
+        };
+        if !self.sampling || translator.knows_gs_bases() {
+            return;
+        }
+        let found = section
+            .ok_or_else(|| "the per-CPU section was not found".to_owned())
+            .and_then(|section| {
+                let btf = btf
+                    .filter(|b| !b.is_empty())
+                    .ok_or("the kernel has no BTF")?;
+                let btf = Btf::parse(btf).map_err(|e| format!("the kernel's BTF: {e}"))?;
+                let path = super::gs_bases::RunqueuePath::from_btf(&btf, section)?;
+                let task = super::bpf::current_task()
+                    .map_err(|e| format!("the collector's task_struct: {e}"))?;
+                let mut memory = KernelMemory::open(&self.kcore).map_err(|e| e.to_string())?;
+                with_each_cpu(|move_to| {
+                    super::gs_bases::find(path, task, &self.cpus, &mut memory, move_to)
+                })
+            });
+        match found {
+            Ok(bases) => {
+                translator.set_gs_bases(&bases);
+                self.notes.push(format!(
+                    "kallsyms has no __per_cpu_offset (CONFIG_KALLSYMS_ALL is off): the \
+                     per-CPU offsets of {} CPUs were read from their run queues",
+                    bases.len()
+                ));
+            }
+            Err(why) => self.notes.push(format!(
+                "kallsyms has no __per_cpu_offset (CONFIG_KALLSYMS_ALL is off), and the \
+                 per-CPU offsets could not be read from the run queues ({why}): accesses \
+                 through per-CPU pointers are not typed"
+            )),
         }
     }
 
@@ -228,13 +276,8 @@ impl PerfCollector {
         let mut translator = Translator::new(caches, memory, self.nr_cpu_ids as usize);
         if let Some(address) = per_cpu_offset(&self.kallsyms) {
             translator.learn_gs_bases(address);
-        } else if sampling {
-            self.notes.push(
-                "kallsyms has no __per_cpu_offset (CONFIG_KALLSYMS_ALL is off): accesses \
-                 through per-CPU pointers are not typed"
-                    .to_owned(),
-            );
         }
+        self.sampling = sampling;
         self.translator = Some(translator);
         self.session = Some(session);
         Ok(())
@@ -366,6 +409,28 @@ fn sampler_of(config: &Config) -> (perf_event_open_sys::bindings::perf_event_att
         }
         _ => (events::cpu_clock(period, user), Source::Sampler),
     }
+}
+
+/// Runs `work` with a function that moves the calling thread to one CPU, then gives the
+/// thread back the CPUs it was allowed before.
+fn with_each_cpu<T>(
+    work: impl FnOnce(&mut dyn FnMut(u32) -> Result<(), String>) -> Result<T, String>,
+) -> Result<T, String> {
+    use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
+    use nix::unistd::Pid;
+    let allowed =
+        sched_getaffinity(Pid::from_raw(0)).map_err(|e| format!("sched_getaffinity: {e}"))?;
+    let mut move_to = |cpu: u32| {
+        let mut only = CpuSet::new();
+        only.set(cpu as usize)
+            .map_err(|e| format!("CPU {cpu}: {e}"))?;
+        // Returns once the thread runs there.
+        sched_setaffinity(Pid::from_raw(0), &only).map_err(|e| format!("moving to CPU {cpu}: {e}"))
+    };
+    let result = work(&mut move_to);
+    sched_setaffinity(Pid::from_raw(0), &allowed)
+        .map_err(|e| format!("giving the collector its CPUs back: {e}"))?;
+    result
 }
 
 /// The address of `__per_cpu_offset` in the text of `/proc/kallsyms`; `None` when it is not

@@ -598,6 +598,7 @@ fn header_of(
         slab_merging: system::slab_merging(&machine.boot_cmdline),
         merged_caches: machine.merged_caches.clone(),
         memory_layout: None,
+        percpu_section: None,
         config: CollectConfig {
             backend: Some(BACKEND.to_owned()),
             events: vec!["slab".to_owned(), "samples".to_owned()],

@@ -350,6 +350,25 @@ impl Translator {
         self.owner = Some((pages, CachesRead::default()));
     }
 
+    /// Whether each CPU's per-CPU offset is known.
+    pub(crate) fn knows_gs_bases(&self) -> bool {
+        self.gs_bases.iter().any(|&b| b != 0)
+    }
+
+    /// Takes each CPU's per-CPU offset from `bases` (CPU, offset).
+    pub(crate) fn set_gs_bases(&mut self, bases: &[(u32, u64)]) {
+        for &(cpu, base) in bases {
+            let cpu = cpu as usize;
+            if cpu >= self.written.len() {
+                continue;
+            }
+            if self.gs_bases.len() <= cpu {
+                self.gs_bases.resize(self.written.len(), 0);
+            }
+            self.gs_bases[cpu] = base;
+        }
+    }
+
     /// Reads each CPU's per-CPU offset from the `__per_cpu_offset` array at `address`: the
     /// %gs base the module's sampler reads from the CPU.
     pub(crate) fn learn_gs_bases(&mut self, address: u64) {
