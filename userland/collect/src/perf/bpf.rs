@@ -3,11 +3,13 @@
 //!
 //! A sleepable `BPF_PROG_TYPE_SYSCALL` program, run on demand with `BPF_PROG_TEST_RUN`, copies
 //! one page of kernel memory with `bpf_probe_read_kernel` into a one-entry array map, which
-//! userland then reads. The program is fifteen instructions, written out below rather than
+//! userland then reads. The program is sixteen instructions, written out below rather than
 //! compiled: the project cannot assume clang with a BPF target, and loaders such as libbpf or
 //! aya would bring an ELF object toolchain for a program this small. The kernel's verifier
 //! checks it like any other; `bpf_probe_read_kernel` never faults, so an unmapped address only
-//! gives an error code.
+//! gives an error code. A second program, run once, gives the calling thread's `task_struct`
+//! (`bpf_get_current_task`): where kallsyms lacks `__per_cpu_offset`, the perf backend finds
+//! each CPU's per-CPU offset from it (see [`super::gs_bases`]).
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
@@ -97,29 +99,40 @@ const JNE_IMM: u8 = 0x05 | 0x50; // BPF_JMP | BPF_JNE | BPF_K
 const CALL: u8 = 0x05 | 0x80; // BPF_JMP | BPF_CALL
 const EXIT: u8 = 0x05 | 0x90; // BPF_JMP | BPF_EXIT
 
-/// The reader: `ctx` holds the address; the page goes to entry 0 of the map; the program
-/// returns `bpf_probe_read_kernel`'s result (0, or a negative errno), or -2 when the map has
-/// no entry 0.
-fn program(map_fd: i32) -> [Insn; 16] {
-    let chunk = CHUNK as i32;
+/// `r0 = &map[0]` (key 0 on the stack), or the program ends returning -2 when the map has
+/// no entry 0. Clobbers r1 to r5, as any call does.
+fn entry_0(map_fd: i32) -> [Insn; 9] {
     [
-        Insn::new(MOV64_REG, 6, 1, 0, 0),                     // r6 = ctx
-        Insn::new(LDX_DW, 7, 6, 0, 0),                        // r7 = *(u64 *)ctx: the address
-        Insn::new(ST_W, 10, 0, -4, 0),                        // key = 0, on the stack
+        Insn::new(ST_W, 10, 0, -4, 0), // key = 0, on the stack
         Insn::new(LD_IMM64, 1, BPF_PSEUDO_MAP_FD, 0, map_fd), // r1 = &map
-        Insn::new(0, 0, 0, 0, 0),                             //   (second half of the load)
-        Insn::new(MOV64_REG, 2, 10, 0, 0),                    // r2 = &key
+        Insn::new(0, 0, 0, 0, 0),      //   (second half of the load)
+        Insn::new(MOV64_REG, 2, 10, 0, 0), // r2 = &key
         Insn::new(ADD64_IMM, 2, 0, 0, -4),
         Insn::new(CALL, 0, 0, 0, HELPER_MAP_LOOKUP_ELEM), // r0 = &map[0]
         Insn::new(JNE_IMM, 0, 0, 2, 0),                   // found: go on
         Insn::new(MOV64_IMM, 0, 0, 0, -2),
         Insn::new(EXIT, 0, 0, 0, 0),
+    ]
+}
+
+/// The reader: `ctx` holds the address; the page goes to entry 0 of the map; the program
+/// returns `bpf_probe_read_kernel`'s result (0, or a negative errno), or -2 when the map has
+/// no entry 0.
+fn program(map_fd: i32) -> Vec<Insn> {
+    let chunk = CHUNK as i32;
+    let mut insns = vec![
+        Insn::new(MOV64_REG, 6, 1, 0, 0), // r6 = ctx
+        Insn::new(LDX_DW, 7, 6, 0, 0),    // r7 = *(u64 *)ctx: the address
+    ];
+    insns.extend(entry_0(map_fd));
+    insns.extend([
         Insn::new(MOV64_REG, 1, 0, 0, 0),     // r1 = &map[0]
         Insn::new(MOV64_IMM, 2, 0, 0, chunk), // r2 = CHUNK
         Insn::new(MOV64_REG, 3, 7, 0, 0),     // r3 = the address
         Insn::new(CALL, 0, 0, 0, HELPER_PROBE_READ_KERNEL),
         Insn::new(EXIT, 0, 0, 0, 0),
-    ]
+    ]);
+    insns
 }
 
 #[repr(C)]
@@ -292,23 +305,16 @@ fn lookup(map: &OwnedFd, value: &mut [u8]) -> Result<(), BpfError> {
 }
 
 /// The program behind [`current_task`]: `bpf_get_current_task()` into entry 0 of the map.
-fn current_task_program(map_fd: i32) -> [Insn; 14] {
-    [
-        Insn::new(ST_W, 10, 0, -4, 0), // key = 0, on the stack
-        Insn::new(LD_IMM64, 1, BPF_PSEUDO_MAP_FD, 0, map_fd), // r1 = &map
-        Insn::new(0, 0, 0, 0, 0),      //   (second half of the load)
-        Insn::new(MOV64_REG, 2, 10, 0, 0), // r2 = &key
-        Insn::new(ADD64_IMM, 2, 0, 0, -4),
-        Insn::new(CALL, 0, 0, 0, HELPER_MAP_LOOKUP_ELEM), // r0 = &map[0]
-        Insn::new(JNE_IMM, 0, 0, 2, 0),                   // found: go on
-        Insn::new(MOV64_IMM, 0, 0, 0, -2),
-        Insn::new(EXIT, 0, 0, 0, 0),
+fn current_task_program(map_fd: i32) -> Vec<Insn> {
+    let mut insns = entry_0(map_fd).to_vec();
+    insns.extend([
         Insn::new(MOV64_REG, 6, 0, 0, 0), // r6 = &map[0], kept across the call
         Insn::new(CALL, 0, 0, 0, HELPER_GET_CURRENT_TASK),
         Insn::new(STX_DW, 6, 0, 0, 0), // map[0] = the task
         Insn::new(MOV64_IMM, 0, 0, 0, 0),
         Insn::new(EXIT, 0, 0, 0, 0),
-    ]
+    ]);
+    insns
 }
 
 /// The address of the calling thread's `task_struct`, from a throwaway program run once
