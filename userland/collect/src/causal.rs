@@ -49,6 +49,7 @@ use crate::backend::Backend;
 use crate::device::Device;
 use crate::error::{backend, CollectError};
 use crate::kcore::Kcore;
+use crate::kernel_btf::KernelBtf;
 use crate::observer::{Interrupt, Observer, Progress};
 use crate::options::{BackendChoice, CausalOptions, CollectOptions, Event, Selection};
 use crate::reading::{drain_into, read_some, IDLE_SLEEP, PROGRESS_EVERY, READ_BUFFER};
@@ -126,7 +127,7 @@ pub struct Experiments<'o, B = Device> {
     kallsyms: Vec<u8>,
     symbols: Kallsyms,
     modules: Vec<u8>,
-    btf: Option<Vec<u8>>,
+    btf: KernelBtf,
     points: Vec<ProgressPointSpec>,
     latency: Option<(usize, usize)>,
     labels: Vec<String>,
@@ -193,17 +194,17 @@ impl<'o> Checked<'o> {
         if let Some(warning) = merging_warning(&header) {
             observer.warn(&warning);
         }
-        let btf = system::kernel_btf(root);
+        let btf = KernelBtf::read(root);
         header.memory_layout = memory_layout(
             root,
             &kallsyms,
-            btf.as_deref(),
+            &btf,
             Path::new("/proc/kcore"),
             observer,
         );
         header.percpu_section = percpu_section(
             &kallsyms,
-            btf.as_deref(),
+            &btf,
             Path::new("/proc/kcore"),
             observer,
         );
@@ -281,7 +282,7 @@ impl<B: Backend> Experiments<'_, B> {
             Inputs {
                 kallsyms: &kallsyms,
                 modules: &modules,
-                btf: btf.as_deref(),
+                btf: btf.bytes(),
                 symbols: &symbols,
                 points: &points,
                 latency,

@@ -17,6 +17,7 @@ pub mod error;
 pub mod histories;
 pub mod hit_registers;
 pub mod kcore;
+pub mod kernel_btf;
 mod memory_layout;
 pub mod observer;
 pub mod options;

@@ -11,9 +11,9 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use dprof_analysis::btf::Btf;
 use dprof_format::MemoryLayout;
 
+use crate::kernel_btf::KernelBtf;
 use crate::perf::{KernelMemory, Sighting};
 
 /// The randomised regions start on a PUD boundary (`kernel_randomize_memory`).
@@ -28,15 +28,12 @@ const CODE_CHECKED: usize = 64;
 pub(crate) fn read(
     root: &Path,
     kallsyms: &[u8],
-    btf: Option<&[u8]>,
+    btf: &KernelBtf,
     kcore: &Path,
     watch: impl FnOnce(&Path) -> Result<Vec<Sighting>, String>,
 ) -> Result<MemoryLayout, String> {
-    let btf = btf
-        .filter(|b| !b.is_empty())
-        .ok_or("the kernel has no BTF (/sys/kernel/btf/vmlinux) to size a struct page")?;
-    let struct_page_size = Btf::parse(btf)
-        .map_err(|e| format!("the kernel's BTF does not parse: {e}"))?
+    let struct_page_size = btf
+        .types()?
         .struct_size("page")
         .filter(|&size| size > 0)
         .ok_or("the kernel's BTF has no struct page")?;
@@ -226,11 +223,11 @@ mod tests {
         Err("the tracepoints were not watched".to_owned())
     }
 
-    fn btf_with_page(size: u32) -> Vec<u8> {
+    fn btf_with_page(size: u32) -> KernelBtf {
         let mut b = BtfBuilder::new();
         let long = b.int("unsigned long", 8);
         b.struct_type("page", size, &[BtfMember::at("flags", long, 0)]);
-        b.finish()
+        KernelBtf::from_bytes(Some(b.finish()))
     }
 
     fn kcore_with(values: [u64; 3]) -> (tempfile::TempDir, std::path::PathBuf) {
@@ -251,7 +248,7 @@ mod tests {
         let layout = read(
             Path::new(ROOT),
             KALLSYMS,
-            Some(&btf_with_page(64)),
+            &btf_with_page(64),
             &kcore,
             not_watched,
         )
@@ -278,7 +275,7 @@ mod tests {
         let err = read(
             Path::new(ROOT),
             b"ffffffff81000000 T _text\n",
-            Some(&btf),
+            &btf,
             &kcore,
             not_watched,
         )
@@ -287,14 +284,20 @@ mod tests {
             err.contains("page_offset_base") && err.contains("KALLSYMS_ALL"),
             "{err}"
         );
-        let err = read(Path::new(ROOT), KALLSYMS, None, &kcore, not_watched).expect_err("no BTF");
+        let err = read(
+            Path::new(ROOT),
+            KALLSYMS,
+            &KernelBtf::from_bytes(None),
+            &kcore,
+            not_watched,
+        ).expect_err("no BTF");
         assert!(err.contains("BTF"), "{err}");
         let mut no_page = BtfBuilder::new();
         no_page.int("int", 4);
         let err = read(
             Path::new(ROOT),
             KALLSYMS,
-            Some(&no_page.finish()),
+            &KernelBtf::from_bytes(Some(no_page.finish())),
             &kcore,
             not_watched,
         )
@@ -306,7 +309,7 @@ mod tests {
             0xffff_8880_0000_0000,
             0xffff_ea00_0000_0000,
         ]);
-        let err = read(Path::new(ROOT), KALLSYMS, Some(&btf), &swapped, not_watched)
+        let err = read(Path::new(ROOT), KALLSYMS, &btf, &swapped, not_watched)
             .expect_err("out of order");
         assert!(err.contains("order"), "{err}");
     }
@@ -488,7 +491,7 @@ mod tests {
     fn without_the_variables_the_bases_come_from_the_tracepoints_and_are_checked() {
         let btf = btf_with_page(64);
         let machine = no_variables(&kernel_code());
-        let layout = read(&machine.root, CODE_ONLY, Some(&btf), &machine.kcore, |_| {
+        let layout = read(&machine.root, CODE_ONLY, &btf, &machine.kcore, |_| {
             Ok(sightings())
         })
         .expect("worked out");
@@ -503,7 +506,7 @@ mod tests {
         );
         // A direct map that does not hold the kernel's code where /proc/iomem says: refused.
         let machine = no_variables(&[0xcc; 4096]);
-        let err = read(&machine.root, CODE_ONLY, Some(&btf), &machine.kcore, |_| {
+        let err = read(&machine.root, CODE_ONLY, &btf, &machine.kcore, |_| {
             Ok(sightings())
         })
         .expect_err("check fails");
@@ -512,7 +515,7 @@ mod tests {
         let err = read(
             &machine.root,
             CODE_ONLY,
-            Some(&btf),
+            &btf,
             &machine.kcore,
             not_watched,
         )

@@ -14,6 +14,7 @@ use dprof_abi::{Record, SAMPLE_USER};
 use dprof_analysis::decode::Decoder;
 use dprof_format::{MemoryLayout, OwnedPage, PageOwners, PageUsage, SlabPages};
 
+use crate::kernel_btf::KernelBtf;
 use crate::perf::{CachesRead, KernelMemory, Owner, PageReader};
 
 /// Distinct pages looked up at most: a bound on the collector's memory and reads.
@@ -45,14 +46,11 @@ impl PageOwnerWatch {
     /// or why there can be none.
     pub(crate) fn new(
         layout: Option<MemoryLayout>,
-        btf: Option<&[u8]>,
+        btf: &KernelBtf,
         kcore: &Path,
     ) -> Result<Self, String> {
         let layout = layout.ok_or("the kernel's memory layout is unknown")?;
-        let btf = btf
-            .filter(|b| !b.is_empty())
-            .ok_or("the kernel has no BTF (/sys/kernel/btf/vmlinux)")?;
-        let reader = PageReader::new(btf, layout)?;
+        let reader = PageReader::new(btf.types()?, layout)?;
         let memory = KernelMemory::open(kcore).map_err(|e| e.to_string())?;
         Ok(Self::with(reader, memory))
     }

@@ -6,11 +6,11 @@
 
 use std::path::Path;
 
-use dprof_analysis::btf::Btf;
 use dprof_analysis::decode::gs_operand_addresses;
 use dprof_analysis::percpu_section::{locate, Located};
 use dprof_format::PercpuSection;
 
+use crate::kernel_btf::KernelBtf;
 use crate::perf::KernelMemory;
 use crate::system::kallsyms_address;
 
@@ -39,16 +39,11 @@ pub(crate) enum Found {
 }
 
 /// The per-CPU section of the running kernel, or why it cannot be placed.
-pub(crate) fn find(kallsyms: &[u8], btf: Option<&[u8]>, kcore: &Path) -> Result<Found, String> {
+pub(crate) fn find(kallsyms: &[u8], btf: &KernelBtf, kcore: &Path) -> Result<Found, String> {
     if kallsyms_address(kallsyms, "__per_cpu_start").is_some() {
         return Ok(Found::InKallsyms);
     }
-    let btf = btf
-        .filter(|b| !b.is_empty())
-        .ok_or("the kernel has no BTF (/sys/kernel/btf/vmlinux) listing per-CPU variables")?;
-    let layout = Btf::parse(btf)
-        .map_err(|e| format!("the kernel's BTF does not parse: {e}"))?
-        .percpu_layout();
+    let layout = btf.types()?.percpu_layout();
     let (Some(start), Some(end)) = (
         kallsyms_address(kallsyms, "_stext"),
         kallsyms_address(kallsyms, "_etext"),
@@ -113,14 +108,14 @@ mod tests {
     const START: u64 = 0xffff_ffff_83af_9000;
 
     /// BTF with twelve per-CPU counters 64 bytes apart.
-    fn btf() -> Vec<u8> {
+    fn btf() -> KernelBtf {
         let mut b = BtfBuilder::new();
         let long = b.int("long", 8);
         let vars: Vec<(u32, u32, u32)> = (0..12)
             .map(|i| (b.var(&format!("counter{i}"), long), 64 * i, 8))
             .collect();
         b.datasec(".data..percpu", 4096, &vars);
-        b.finish()
+        KernelBtf::from_bytes(Some(b.finish()))
     }
 
     /// A page of code that reads each counter as `mov %gs:ADDRESS,%rax`, then returns; int3
@@ -150,7 +145,7 @@ mod tests {
         let path = dir.path().join("kcore");
         let code = code();
         std::fs::write(&path, fake_kcore(TEXT, &code)).expect("write");
-        let found = find(kallsyms(code.len()).as_bytes(), Some(&btf()), &path).expect("found");
+        let found = find(kallsyms(code.len()).as_bytes(), &btf(), &path).expect("found");
         let Found::Located {
             located,
             code_bytes,
@@ -181,23 +176,23 @@ mod tests {
             "{}0000000000000000 D __per_cpu_start\n",
             kallsyms(code.len())
         );
-        let found = find(listed.as_bytes(), Some(&btf()), &path).expect("found");
+        let found = find(listed.as_bytes(), &btf(), &path).expect("found");
         assert_eq!(found, Found::InKallsyms);
         assert_eq!(header_value(&found), None);
 
-        let error = |kallsyms: &str, btf: Option<&[u8]>, kcore: &Path| {
+        let error = |kallsyms: &str, btf: &KernelBtf, kcore: &Path| {
             find(kallsyms.as_bytes(), btf, kcore).expect_err("fails")
         };
         let ok = kallsyms(code.len());
-        assert!(error(&ok, None, &path).contains("no BTF"));
-        assert!(error(&ok, Some(b"junk"), &path).contains("does not parse"));
-        assert!(error("", Some(&btf()), &path).contains("_stext"));
+        assert!(error(&ok, &KernelBtf::from_bytes(None), &path).contains("no BTF"));
+        assert!(error(&ok, &KernelBtf::from_bytes(Some(b"junk".to_vec())), &path).contains("does not parse"));
+        assert!(error("", &btf(), &path).contains("_stext"));
         // Code past what kcore maps.
         let longer = kallsyms(code.len() + 4096);
-        assert!(error(&longer, Some(&btf()), &path)
+        assert!(error(&longer, &btf(), &path)
             .contains("only 4096 of the 8192 bytes of the kernel's code"));
         // Code without per-CPU operands.
         std::fs::write(&path, fake_kcore(TEXT, &[0x90; 4096])).expect("write");
-        assert!(error(&kallsyms(4096), Some(&btf()), &path).contains("operands"));
+        assert!(error(&kallsyms(4096), &btf(), &path).contains("operands"));
     }
 }

@@ -20,6 +20,7 @@ use crate::backend::{Backend, Collector};
 use crate::device::{Device, ReadOutcome};
 use crate::error::{backend, CollectError};
 use crate::histories;
+use crate::kernel_btf::KernelBtf;
 use crate::observer::{Interrupt, Observer, Progress};
 use crate::options::{BackendChoice, CollectOptions, Event, SamplerChoice};
 use crate::page_owner::PageOwnerWatch;
@@ -70,7 +71,7 @@ pub struct Collection<'o, B = Collector> {
     kallsyms: Vec<u8>,
     symbols: Kallsyms,
     modules: Vec<u8>,
-    btf: Option<Vec<u8>>,
+    btf: KernelBtf,
     header: ProfileHeader,
 }
 
@@ -93,14 +94,14 @@ impl<'o> Checked<'o> {
         let dev = open_backend(options, root, &kallsyms, observer)?;
         let (mut dev, version, plan, config) =
             open_and_configure(dev, options, &hw, &symbols, observer)?;
-        let btf = system::kernel_btf(root);
-        let layout = memory_layout(root, &kallsyms, btf.as_deref(), &options.kcore, observer);
-        let percpu = percpu_section(&kallsyms, btf.as_deref(), &options.kcore, observer);
+        let btf = KernelBtf::read(root);
+        let layout = memory_layout(root, &kallsyms, &btf, &options.kcore, observer);
+        let percpu = percpu_section(&kallsyms, &btf, &options.kcore, observer);
         let backend_name = match &mut dev {
             Collector::Module(_) => "module",
             Collector::Perf(perf) => {
-                perf.set_memory_layout(layout);
-                perf.set_percpu_section(percpu, btf.as_deref());
+                perf.set_memory_layout(layout, &btf);
+                perf.set_percpu_section(percpu, &btf);
                 for note in perf.take_notes() {
                     observer.say(&format!("note: {note}"));
                 }
@@ -196,14 +197,14 @@ impl<B: Backend> Collection<'_, B> {
                 kallsyms: &kallsyms,
                 symbols: &symbols,
                 modules: &modules,
-                btf: btf.as_deref(),
+                btf: btf.bytes(),
                 kcore: &options.kcore,
             },
         )?;
         let mut workload = None;
         let analysis = dprof_analysis::pipeline::Options::default();
         let mut tap = Tap::new(options, &header, &symbols, &analysis, config);
-        tap.page_owners = page_owner_watch(&header, btf.as_deref(), &options.kcore, observer);
+        tap.page_owners = page_owner_watch(&header, &btf, &options.kcore, observer);
         let result = collect_loop(
             &mut dev,
             &mut writer,
@@ -331,7 +332,7 @@ pub(crate) fn create_profile(
 /// and the kernel's pages can be read; else `None`, after saying why.
 fn page_owner_watch(
     header: &ProfileHeader,
-    btf: Option<&[u8]>,
+    btf: &KernelBtf,
     kcore: &Path,
     observer: &mut dyn Observer,
 ) -> Option<PageOwnerWatch> {
@@ -366,7 +367,7 @@ fn page_owners_found(watch: &PageOwnerWatch, observer: &mut dyn Observer) -> Pag
 pub(crate) fn memory_layout(
     root: &Path,
     kallsyms: &[u8],
-    btf: Option<&[u8]>,
+    btf: &KernelBtf,
     kcore: &Path,
     observer: &mut dyn Observer,
 ) -> Option<dprof_format::MemoryLayout> {
@@ -397,7 +398,7 @@ pub(crate) fn memory_layout(
 /// (see [`crate::percpu_section`]); `None` after saying why when it cannot be placed.
 pub(crate) fn percpu_section(
     kallsyms: &[u8],
-    btf: Option<&[u8]>,
+    btf: &KernelBtf,
     kcore: &Path,
     observer: &mut dyn Observer,
 ) -> Option<dprof_format::PercpuSection> {

@@ -128,9 +128,13 @@ fn touching(addr: u64) -> Record {
     ))
 }
 
+fn parsed(bytes: &[u8]) -> dprof_analysis::btf::Btf {
+    dprof_analysis::btf::Btf::parse(bytes).expect("the test's BTF parses")
+}
+
 fn watch(page_types: bool) -> (tempfile::TempDir, PageOwnerWatch) {
     let (dir, memory) = kcore(page_types);
-    let reader = PageReader::new(&btf(page_types), LAYOUT).expect("reader");
+    let reader = PageReader::new(&parsed(&btf(page_types)), LAYOUT).expect("reader");
     (dir, PageOwnerWatch::with(reader, memory))
 }
 
@@ -205,15 +209,23 @@ fn a_kernel_whose_btf_lacks_what_is_needed_is_refused_with_the_reason() {
     let mut b = BtfBuilder::new();
     let long = b.int("unsigned long", 8);
     b.struct_type("page", 64, &[BtfMember::at("flags", long, 0)]);
-    let err = PageReader::new(&b.finish(), LAYOUT).expect_err("no slab mark");
+    let err = PageReader::new(&parsed(&b.finish()), LAYOUT).expect_err("no slab mark");
     assert!(
         err.contains("PGTY_slab") && err.contains("PG_slab"),
         "{err}"
     );
-    let err = PageOwnerWatch::new(None, Some(&btf(true)), Path::new("/nonexistent"))
+    let err = PageOwnerWatch::new(
+        None,
+        &KernelBtf::from_bytes(Some(btf(true))),
+        Path::new("/nonexistent"),
+    )
         .expect_err("no layout");
     assert!(err.contains("layout"), "{err}");
     let err =
-        PageOwnerWatch::new(Some(LAYOUT), None, Path::new("/nonexistent")).expect_err("no BTF");
+        PageOwnerWatch::new(
+        Some(LAYOUT),
+        &KernelBtf::from_bytes(None),
+        Path::new("/nonexistent"),
+    ).expect_err("no BTF");
     assert!(err.contains("BTF"), "{err}");
 }

@@ -13,7 +13,6 @@ use dprof_abi::{
     RECORD_HEADER_SIZE, SAMPLER_IBS, SAMPLER_KIND_IBS, SAMPLER_KIND_PEBS, SAMPLER_KIND_SOFTWARE,
     SAMPLER_PEBS, SAMPLER_SOFTWARE, STATE_CONFIGURED, STATE_RUNNING, STATE_STOPPED,
 };
-use dprof_analysis::btf::Btf;
 use dprof_format::{MemoryLayout, PercpuSection};
 use linux_perf_event_reader::{EventRecord, RawData, RawEventRecord, RecordParseInfo, RecordType};
 
@@ -26,6 +25,7 @@ use super::tracefs;
 use super::translate::{CacheTable, Geometry, Kmem, KmemFields, Source, Translator};
 use crate::device::ReadOutcome;
 use crate::histories::ModulePlan;
+use crate::kernel_btf::KernelBtf;
 
 /// Largest per-CPU ring: perf's buffers are kernel memory that root may lock.
 const MAX_RING_BYTES: u32 = 256 << 20;
@@ -113,12 +113,12 @@ impl PerfCollector {
     /// object's cache in its slab on kernels whose tracepoint does not name it. Set it after
     /// configuring (the layout is read only once the collector is known to work), before
     /// starting; a note says how allocations are typed.
-    pub fn set_memory_layout(&mut self, layout: Option<MemoryLayout>) {
+    pub fn set_memory_layout(&mut self, layout: Option<MemoryLayout>, btf: &KernelBtf) {
         self.memory_layout = layout;
         if !self.unnamed_allocs {
             return;
         }
-        let owner = self.slab_owner();
+        let owner = self.slab_owner(btf);
         if let (Some(translator), Some(owner)) = (&mut self.translator, owner) {
             translator.set_slab_owner(owner);
         }
@@ -129,7 +129,7 @@ impl PerfCollector {
     /// then found through its run queue (see [`super::gs_bases`]), so that accesses through
     /// per-CPU pointers are typed. Call it after configuring, before starting; a note says
     /// what was found.
-    pub fn set_percpu_section(&mut self, section: Option<PercpuSection>, btf: Option<&[u8]>) {
+    pub fn set_percpu_section(&mut self, section: Option<PercpuSection>, btf: &KernelBtf) {
         let Some(translator) = &mut self.translator else {
             return;
         };
@@ -139,11 +139,7 @@ impl PerfCollector {
         let found = section
             .ok_or_else(|| "the per-CPU section was not found".to_owned())
             .and_then(|section| {
-                let btf = btf
-                    .filter(|b| !b.is_empty())
-                    .ok_or("the kernel has no BTF")?;
-                let btf = Btf::parse(btf).map_err(|e| format!("the kernel's BTF: {e}"))?;
-                let path = super::gs_bases::RunqueuePath::from_btf(&btf, section)?;
+                let path = super::gs_bases::RunqueuePath::from_btf(btf.types()?, section)?;
                 let task = super::bpf::current_task()
                     .map_err(|e| format!("the collector's task_struct: {e}"))?;
                 let mut memory = KernelMemory::open(&self.kcore).map_err(|e| e.to_string())?;
@@ -285,12 +281,11 @@ impl PerfCollector {
 
     /// How to find an allocation's cache on a kernel whose tracepoint does not name it, said
     /// in a note either way.
-    fn slab_owner(&mut self) -> Option<PageReader> {
-        let btf = crate::system::kernel_btf(&self.root).unwrap_or_default();
+    fn slab_owner(&mut self, btf: &KernelBtf) -> Option<PageReader> {
         let reader = self
             .memory_layout
             .ok_or_else(|| "the kernel's memory layout is unknown".to_owned())
-            .and_then(|layout| PageReader::new(&btf, layout));
+            .and_then(|layout| PageReader::new(btf.types()?, layout));
         match reader {
             Ok(reader) => {
                 self.notes.push(

@@ -73,11 +73,7 @@ struct CacheRead {
 
 impl PageReader {
     /// The offsets from `btf` (the kernel's), or why this kernel's pages cannot be read.
-    pub(crate) fn new(btf: &[u8], layout: MemoryLayout) -> Result<Self, String> {
-        if btf.is_empty() {
-            return Err("the kernel has no BTF (/sys/kernel/btf/vmlinux)".to_owned());
-        }
-        let btf = Btf::parse(btf).map_err(|e| format!("the kernel's BTF does not parse: {e}"))?;
+    pub(crate) fn new(btf: &Btf, layout: MemoryLayout) -> Result<Self, String> {
         let member = |s: &str, m: &str| {
             btf.member_offset(s, m)
                 .ok_or_else(|| format!("the kernel's BTF has no {s}.{m}"))

@@ -350,7 +350,8 @@ impl Translator {
         self.owner = Some((pages, CachesRead::default()));
     }
 
-    /// Whether each CPU's per-CPU offset is known.
+    /// Whether any CPU's per-CPU offset is known: both sources (`__per_cpu_offset`, the run
+    /// queues) give every online CPU's at once, so one known means all were found.
     pub(crate) fn knows_gs_bases(&self) -> bool {
         self.gs_bases.iter().any(|&b| b != 0)
     }
