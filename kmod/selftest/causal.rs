@@ -45,7 +45,9 @@
 //!
 //! The chain ends the run at the first round end past the deadline; the worker stops then.
 //! Work is sized by call counts, never by time, so a round's work is the same whatever the
-//! sampler costs.
+//! sampler costs. `causal-rounds N` ends it after N rounds instead (a fixed amount of work,
+//! for end-to-end experiments, which time whole runs: a run's time is then the chain's
+//! critical path times N), with [`ROUNDS_DEADLINE_MS`] as the deadline.
 //!
 //! Progress: `dprof_selftest_causal_round` (in kallsyms, never inlined) runs exactly once per
 //! round and counts it; `/sys/kernel/debug/dprof_selftest/causal_rounds` reads the rounds done
@@ -238,10 +240,15 @@ pub(crate) extern "C" fn dprof_selftest_causal_compute(seed: u64) -> u64 {
     acc
 }
 
-/// One run of `causal MS`; lives on the stack of the control file writer, which waits for
-/// both threads.
+/// The deadline of `causal-rounds N`, reached only by a run that cannot do its rounds.
+const ROUNDS_DEADLINE_MS: u64 = 60_000;
+
+/// One run of `causal MS` or `causal-rounds N`; lives on the stack of the control file
+/// writer, which waits for both threads.
 struct Causal {
     deadline_ns: u64,
+    /// The chain ends after this round, if the deadline has not come first.
+    last_round: u64,
     /// The last round the chain completed (0 before the first).
     chain_done: AtomicU64,
     /// The last round whose part the worker completed.
@@ -374,7 +381,7 @@ unsafe extern "C" fn causal_chain(arg: *mut c_void) -> c_int {
         run.chain_done.store(round, Ordering::Release);
         // Others (the collector) get CPU 0 here, between rounds, if they need it.
         cond_resched();
-        if now_ns() >= run.deadline_ns {
+        if round >= run.last_round || now_ns() >= run.deadline_ns {
             break;
         }
     }
@@ -434,9 +441,20 @@ unsafe extern "C" fn causal_worker(arg: *mut c_void) -> c_int {
 }
 
 /// `causal MS`.
+/// `causal MS`: rounds until the deadline.
 pub(crate) fn causal(ms: u64) -> Result {
+    run(ms, u64::MAX)
+}
+
+/// `causal-rounds N`: `rounds` rounds.
+pub(crate) fn causal_rounds(rounds: u64) -> Result {
+    run(ROUNDS_DEADLINE_MS, rounds)
+}
+
+fn run(ms: u64, last_round: u64) -> Result {
     let run = Causal {
         deadline_ns: now_ns().wrapping_add(ms.wrapping_mul(1_000_000)),
+        last_round,
         chain_done: AtomicU64::new(0),
         worker_done: AtomicU64::new(0),
         done: AtomicBool::new(false),

@@ -20,7 +20,8 @@
 //!   `dprof_selftest_causal_y` for about 55% and then waits: Y has more samples, X is on the
 //!   critical path. After each round the chain calls the progress point
 //!   `dprof_selftest_causal_round`; `causal_rounds` in the same debugfs directory reads the
-//!   rounds done since load. For causal experiments (causal.rs).
+//!   rounds done since load. For causal experiments (causal.rs). `causal-rounds N`: the same,
+//!   N rounds, however long they take (end-to-end experiments time whole runs).
 //! - `relay MS`: `dprof_selftest_relay` objects go CPU 0 → CPU 1 → CPU 0 with a fixed sequence
 //!   of field reads and writes, the ground truth of whole-object histories (relay.rs).
 //! - `bulk MS`: `dprof_selftest_bulk` objects allocated and freed in bulk, and kmalloc objects
@@ -424,8 +425,8 @@ fn parse_number(text: &[u8], digits: usize) -> Option<u64> {
     Some(value)
 }
 
-/// `NAME MS [CPU CPU]`: the workload, its duration and, for `handoff`, the producer's and the
-/// consumer's CPUs (0 and 1 unless given).
+/// `NAME MS [CPU CPU]`: the workload, its duration (`causal-rounds`: its rounds) and, for
+/// `handoff`, the producer's and the consumer's CPUs (0 and 1 unless given).
 fn parse_command(cmd: &[u8]) -> Option<(&[u8], u64, [c_int; 2])> {
     let cmd = cmd.strip_suffix(b"\n").unwrap_or(cmd);
     let mut words = cmd.split(|&c| c == b' ');
@@ -463,6 +464,7 @@ extern "C" fn dprof_selftest_rs_run(cmd: *const c_char, len: usize) -> c_int {
         b"conflict" => misses::conflict(ms),
         b"capacity" => misses::capacity(ms),
         b"causal" => causal::causal(ms),
+        b"causal-rounds" => causal::causal_rounds(ms),
         b"relay" => relay::relay(ms),
         b"bulk" => bulk::bulk(ms),
         b"ephemeral" => ephemeral::ephemeral(ms),

@@ -153,6 +153,7 @@ pub fn analyze(config: &CausalCollectConfig, records: &[ExperimentRecord]) -> Ca
         latency: config.latency,
         experiment_ns: config.experiment_ns,
         fixed_speedup_percent: config.fixed_speedup_percent,
+        end_to_end_runs: config.end_to_end_runs,
         types,
         experiments,
         analyses,
@@ -841,11 +842,15 @@ fn why_empty(report: &CausalReport) -> Option<EmptyCausal> {
     } else {
         format!("{MIN_DISTINCT_SPEEDUPS} distinct virtual speedups")
     };
+    let longer = match report.end_to_end_runs {
+        Some(runs) => format!("give --end-to-end more runs than {runs}"),
+        None => "run the session for longer".to_owned(),
+    };
     Some(EmptyCausal {
         reason: EmptyCausalReason::NoSlope,
         message: format!(
             "no {} has a slope ({}), so there is nothing to rank: a slope needs a 0% \
-             baseline and {needs} (run the session for longer)",
+             baseline and {needs} ({longer})",
             report.unit_word(),
             why.join("; ")
         ),

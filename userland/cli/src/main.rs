@@ -29,7 +29,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    Causal(collect::CausalArgs),
+    // Boxed: its options make it the largest variant by far.
+    Causal(Box<collect::CausalArgs>),
     Collect(collect::CollectArgs),
     Dump(dump::DumpArgs),
     IbsDecode(ibs_decode::IbsDecodeArgs),

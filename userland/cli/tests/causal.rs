@@ -480,3 +480,86 @@ fn bad_unit_arguments_are_refused_clearly() {
         assert!(!dir.path().join("bad.dprof.partial").exists());
     }
 }
+
+/// `--end-to-end`: its mistakes refused before anything is opened, in one sentence, with
+/// the usage status (2), and no profile left behind.
+#[test]
+fn bad_end_to_end_arguments_are_refused_clearly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (args, needle) in [
+        (
+            &["--end-to-end", "5", "--progress", "user:x", "--", "true"][..],
+            "'--end-to-end <RUNS>' cannot be used with '--progress <POINT>'",
+        ),
+        (
+            &["--end-to-end", "5", "--duration", "1s", "--", "true"],
+            "'--end-to-end <RUNS>' cannot be used with '--duration <TIME>'",
+        ),
+        (
+            &["--end-to-end", "5", "--plan-time", "1s", "--", "true"],
+            "'--end-to-end <RUNS>' cannot be used with '--plan-time <TIME>'",
+        ),
+        (
+            &["--end-to-end", "1", "--", "true"],
+            "invalid value '1' for '--end-to-end <RUNS>': 1 is not in 2..=100000",
+        ),
+        (
+            &["--end-to-end", "5"],
+            "--end-to-end runs a command several times, one experiment per run: give it after `--`",
+        ),
+    ] {
+        let mut all = vec!["causal", "-o", "bad.dprof"];
+        all.extend_from_slice(args);
+        let out = dprof(dir.path(), &all);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert!(!dir.path().join("bad.dprof").exists());
+        assert!(!dir.path().join("bad.dprof.partial").exists());
+    }
+}
+
+/// An end-to-end session's view says that each experiment is a run, and ranks the type with
+/// the effect first; the JSON carries the runs asked for.
+#[test]
+fn an_end_to_end_session_says_each_experiment_is_a_run() {
+    let (kind, name) = dprof_format::END_TO_END_POINT;
+    let mut config = example::config(
+        &[("on_path", 10), ("off_path", 10)],
+        &[&format!("{kind}:{name}")],
+        None,
+    );
+    config.end_to_end_runs = Some(40);
+    let speedups: Vec<u32> = (1..=10).flat_map(|i| [0, 10 * i]).collect();
+    let mut noise = example::Noise::new(9);
+    let mut planned = example::end_to_end_runs(1, 0, &speedups, 0.3, 0.01, &mut noise);
+    let next = planned.len() as u32 + 1;
+    planned.extend(example::end_to_end_runs(
+        next, 1, &speedups, 0.0, 0.01, &mut noise,
+    ));
+    let dir = dir_with(&[("e2e.dprof", example::profile_of(&config, &planned))]);
+    let text = stdout_of(&dprof(
+        dir.path(),
+        &["report", "e2e.dprof", "--view", "causal"],
+    ));
+    assert!(
+        text.contains(
+            "end-to-end (--end-to-end 40): each experiment is one whole run of the command"
+        ),
+        "{text}"
+    );
+    let first = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("1"))
+        .unwrap_or_default();
+    assert!(first.contains("on_path"), "{text}");
+    // 2.5 runs per second: a baseline written to the unit would read "2 visits/s".
+    assert!(first.contains(" 2.5"), "{first}");
+    assert!(first.contains(" visits/s"), "{first}");
+    let json = stdout_of(&dprof(
+        dir.path(),
+        &["report", "e2e.dprof", "--view", "causal", "--json"],
+    ));
+    let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+    assert_eq!(v["end_to_end_runs"], 40, "{json}");
+}

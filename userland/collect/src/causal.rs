@@ -46,7 +46,7 @@ use dprof_model::units::{self, format_ns};
 use dprof_model::Report;
 
 use crate::backend::Backend;
-use crate::device::Device;
+use crate::device::{Device, ProgressSignal};
 use crate::error::{backend, CollectError};
 use crate::kcore::Kcore;
 use crate::kernel_btf::KernelBtf;
@@ -95,6 +95,7 @@ pub struct Checked<'o> {
 /// [`CollectError::Sampler`] for a sampler this machine cannot give, or why /proc/kallsyms
 /// cannot be read.
 pub fn check(options: &CausalOptions) -> Result<Checked<'_>, CollectError> {
+    check_end_to_end(options)?;
     let collect = collect_options(options);
     let target = target_of(&collect)?;
     let hw = samplers::detect(Path::new("/"));
@@ -195,19 +196,9 @@ impl<'o> Checked<'o> {
             observer.warn(&warning);
         }
         let btf = KernelBtf::read(root);
-        header.memory_layout = memory_layout(
-            root,
-            &kallsyms,
-            &btf,
-            Path::new("/proc/kcore"),
-            observer,
-        );
-        header.percpu_section = percpu_section(
-            &kallsyms,
-            &btf,
-            Path::new("/proc/kcore"),
-            observer,
-        );
+        header.memory_layout =
+            memory_layout(root, &kallsyms, &btf, Path::new("/proc/kcore"), observer);
+        header.percpu_section = percpu_section(&kallsyms, &btf, Path::new("/proc/kcore"), observer);
         let modules = system::modules(root)?;
         Ok(Experiments {
             options,
@@ -458,13 +449,18 @@ pub fn parse_experiment_time(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// The user point through which the collector counts an end-to-end session's runs: a name
+/// no `--progress user:` point can clash with in the same session (they are exclusive).
+const END_TO_END_USER_POINT: &str = "dprof-end-to-end-run";
+
 /// The name the module matches: the event alone for tracepoints (the module looks events up
-/// by name; the system is for people).
+/// by name; the system is for people); the collector's own user point for an end-to-end
+/// run.
 fn module_point_name<'a>(kind: &str, name: &'a str) -> &'a str {
-    if kind == "tracepoint" {
-        name.rsplit_once(':').map_or(name, |(_, event)| event)
-    } else {
-        name
+    match kind {
+        "tracepoint" => name.rsplit_once(':').map_or(name, |(_, event)| event),
+        k if k == dprof_format::END_TO_END_POINT.0 => END_TO_END_USER_POINT,
+        _ => name,
     }
 }
 
@@ -529,8 +525,42 @@ fn duration_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// The progress points in module order, and the latency pair's indices among them.
+/// End-to-end mode times whole runs of a command, and measures them by their ends alone.
+fn check_end_to_end(options: &CausalOptions) -> Result<(), CollectError> {
+    if options.end_to_end.is_none() {
+        return Ok(());
+    }
+    if options.command.is_empty() {
+        return Err(usage(
+            "--end-to-end runs a command several times, one experiment per run: give it after \
+             `--`",
+        ));
+    }
+    if !options.progress.is_empty() || options.latency.is_some() {
+        return Err(usage(
+            "--end-to-end measures each run of the command by its end: it takes no --progress \
+             or --latency",
+        ));
+    }
+    if options.duration.is_some() {
+        return Err(usage(
+            "--end-to-end ends after its runs: it takes no --duration",
+        ));
+    }
+    Ok(())
+}
+
+/// The progress points in module order, and the latency pair's indices among them; an
+/// end-to-end session's one point is the run's end.
 fn points_of(options: &CausalOptions) -> (Vec<ProgressPointSpec>, Option<(usize, usize)>) {
+    if options.end_to_end.is_some() {
+        let (kind, name) = dprof_format::END_TO_END_POINT;
+        let point = ProgressPointSpec {
+            kind: kind.to_owned(),
+            name: name.to_owned(),
+        };
+        return (vec![point], None);
+    }
     let mut points: Vec<ProgressPointSpec> = Vec::new();
     let index_of = |spec: &ProgressPointSpec, points: &mut Vec<ProgressPointSpec>| {
         if let Some(i) = points.iter().position(|p| p == spec) {
@@ -849,13 +879,7 @@ fn run_phases<B: Backend>(
         plan_bytes.extend_from_slice(bytes);
         Ok(())
     };
-    while ending.start.elapsed() < args.plan_time {
-        if let Some(reason) = ending.check(workload)? {
-            return Err(CollectError::PlanUnfinished {
-                reason,
-                plan_time: format_ns(duration_ns(args.plan_time)),
-            });
-        }
+    while !profiling_done(args, &ending, workload)? {
         match read_some(dev, &mut buf)? {
             Some(bytes) => keep(bytes)?,
             None => std::thread::sleep(IDLE_SLEEP),
@@ -919,6 +943,7 @@ fn run_phases<B: Backend>(
         experiment_ns: duration_ns(args.experiment),
         cooloff_ns: duration_ns(args.cooloff),
         fixed_speedup_percent: args.fixed_speedup,
+        end_to_end_runs: args.end_to_end,
     });
     let mut writer = create_profile(
         &args.output,
@@ -991,6 +1016,32 @@ fn run_phases<B: Backend>(
     })
 }
 
+/// Whether the profiling phase is over: after --plan-time, or, end-to-end, once the first
+/// run of the command has succeeded. A run that ends before, or fails, is an error.
+fn profiling_done(
+    args: &CausalOptions,
+    ending: &Ending,
+    workload: &mut Option<Workload>,
+) -> Result<bool, CollectError> {
+    if args.end_to_end.is_some() {
+        return match ending.check(workload)? {
+            None => Ok(false),
+            Some(StopReason::CommandExited { status: 0 }) => Ok(true),
+            Some(reason) => Err(CollectError::ProfilingRunFailed { reason }),
+        };
+    }
+    if ending.start.elapsed() >= args.plan_time {
+        return Ok(true);
+    }
+    match ending.check(workload)? {
+        None => Ok(false),
+        Some(reason) => Err(CollectError::PlanUnfinished {
+            reason,
+            plan_time: format_ns(duration_ns(args.plan_time)),
+        }),
+    }
+}
+
 /// The next two experiments, as (type index, speedup percent): one of `types` at random, at
 /// a speedup of 5% to 100% in 5% steps (or `fixed`), next to a 0% experiment of the same
 /// type, in random order. Half of the experiments are 0% (Coz), and each sped-up one has a
@@ -1047,8 +1098,21 @@ fn experiments<B: Backend>(
     let mut next: Option<(usize, u32)> = None;
     let mut tally = Tally::default();
     let mut last_progress = Instant::now();
+    // End-to-end: the runs' ends, counted as a user point the module knows by name.
+    let mut run_ends = match args.end_to_end {
+        Some(_) => Some(ProgressSignal::open_path(&args.device)?),
+        None => None,
+    };
     dev.start().map_err(backend)?;
     let reason = 'run: loop {
+        if let Some(runs) = args.end_to_end {
+            if tally.done + tally.lost_ends >= runs {
+                // The last run's end is the session's.
+                break 'run StopReason::CommandExited { status: 0 };
+            }
+            // The run before has ended: only an interrupt ends the cooloff now.
+            *workload = None;
+        }
         // Wait out the cooloff (and the start) while reading.
         let cooloff_end = Instant::now() + args.cooloff;
         while Instant::now() < cooloff_end {
@@ -1073,13 +1137,35 @@ fn experiments<B: Backend>(
         };
         dev.experiment_start(&control).map_err(backend)?;
         let started = Instant::now();
-        while started.elapsed() < length {
-            // IOC_STOP below ends a running experiment as cut short.
-            if let Some(reason) = ending.check(workload)? {
-                break 'run reason;
+        if let Some(run_ends) = &mut run_ends {
+            // One whole run of the command; its exit is the one visit. Between reads the
+            // collector sleeps until the command exits: a lag in noticing the exit would be
+            // in every run's time and add to its scatter, and frequent wake-ups would take
+            // the CPUs from the workload.
+            *workload = Workload::spawn(&args.command)?;
+            loop {
+                match ending.check(workload)? {
+                    None => {}
+                    Some(StopReason::CommandExited { status: 0 }) => break,
+                    // IOC_STOP below ends the running experiment as cut short.
+                    Some(reason) => break 'run reason,
+                }
+                if !pump(dev, writer, &mut ends)? {
+                    if let Some(w) = workload.as_ref() {
+                        w.wait_for_exit(IDLE_SLEEP);
+                    }
+                }
             }
-            if !pump(dev, writer, &mut ends)? {
-                std::thread::sleep(IDLE_SLEEP);
+            run_ends.signal(END_TO_END_USER_POINT)?;
+        } else {
+            while started.elapsed() < length {
+                // IOC_STOP below ends a running experiment as cut short.
+                if let Some(reason) = ending.check(workload)? {
+                    break 'run reason;
+                }
+                if !pump(dev, writer, &mut ends)? {
+                    std::thread::sleep(IDLE_SLEEP);
+                }
             }
         }
         dev.experiment_end().map_err(backend)?;
@@ -1110,7 +1196,8 @@ fn experiments<B: Backend>(
             .map(|p| p.visits)
             .min()
             .unwrap_or(0);
-        if fewest < args.min_visits {
+        // An end-to-end run is visited once, at its end, whatever its length.
+        if fewest < args.min_visits && args.end_to_end.is_none() {
             tally.too_few_visits += 1;
             if length < MAX_EXPERIMENT {
                 length = (length * 2).min(MAX_EXPERIMENT);
@@ -1122,7 +1209,12 @@ fn experiments<B: Backend>(
                 done: tally.done,
                 type_name: &types[type_index].spec.label(),
                 speedup_percent,
-                length,
+                // An end-to-end experiment lasts as long as its run.
+                length: if args.end_to_end.is_some() {
+                    started.elapsed()
+                } else {
+                    length
+                },
                 fewest_visits: fewest,
             });
         }

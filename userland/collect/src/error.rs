@@ -109,6 +109,15 @@ pub enum CollectError {
         /// `--plan-time`, as a person reads it.
         plan_time: String,
     },
+    /// End-to-end: the command's profiling run did not succeed.
+    #[error(
+        "the command's profiling run failed ({reason}): end-to-end experiments time whole \
+         runs, so the command must run to success each time"
+    )]
+    ProfilingRunFailed {
+        /// How the run ended.
+        reason: StopReason,
+    },
     /// A record from the module did not decode.
     #[error("the module returned a record that does not decode")]
     BadRecord(#[source] dprof_abi::AbiError),

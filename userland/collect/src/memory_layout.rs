@@ -290,7 +290,8 @@ mod tests {
             &KernelBtf::from_bytes(None),
             &kcore,
             not_watched,
-        ).expect_err("no BTF");
+        )
+        .expect_err("no BTF");
         assert!(err.contains("BTF"), "{err}");
         let mut no_page = BtfBuilder::new();
         no_page.int("int", 4);
@@ -309,8 +310,8 @@ mod tests {
             0xffff_8880_0000_0000,
             0xffff_ea00_0000_0000,
         ]);
-        let err = read(Path::new(ROOT), KALLSYMS, &btf, &swapped, not_watched)
-            .expect_err("out of order");
+        let err =
+            read(Path::new(ROOT), KALLSYMS, &btf, &swapped, not_watched).expect_err("out of order");
         assert!(err.contains("order"), "{err}");
     }
 
@@ -512,14 +513,8 @@ mod tests {
         .expect_err("check fails");
         assert!(err.contains("kernel's code"), "{err}");
         // Tracepoints that cannot be watched: both reasons are said.
-        let err = read(
-            &machine.root,
-            CODE_ONLY,
-            &btf,
-            &machine.kcore,
-            not_watched,
-        )
-        .expect_err("not watched");
+        let err = read(&machine.root, CODE_ONLY, &btf, &machine.kcore, not_watched)
+            .expect_err("not watched");
         assert!(
             err.contains("KALLSYMS_ALL") && err.contains("not watched"),
             "{err}"

@@ -214,6 +214,10 @@ pub struct CausalOptions {
     /// Every sped-up experiment at this virtual speedup (percent) instead of one drawn from
     /// 5% to 100%.
     pub fixed_speedup: Option<u32>,
+    /// Coz's end-to-end mode: after one profiling run of the command, this many more runs,
+    /// each one experiment from the command's start to its exit, measured by the runs per
+    /// effective second; no progress point is given.
+    pub end_to_end: Option<u32>,
     /// The sampler's period as given.
     pub period: Option<Period>,
     /// Which sampler.

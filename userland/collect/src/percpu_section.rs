@@ -185,7 +185,10 @@ mod tests {
         };
         let ok = kallsyms(code.len());
         assert!(error(&ok, &KernelBtf::from_bytes(None), &path).contains("no BTF"));
-        assert!(error(&ok, &KernelBtf::from_bytes(Some(b"junk".to_vec())), &path).contains("does not parse"));
+        assert!(
+            error(&ok, &KernelBtf::from_bytes(Some(b"junk".to_vec())), &path)
+                .contains("does not parse")
+        );
         assert!(error("", &btf(), &path).contains("_stext"));
         // Code past what kcore maps.
         let longer = kallsyms(code.len() + 4096);

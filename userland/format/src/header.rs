@@ -225,7 +225,17 @@ pub struct CausalCollectConfig {
     /// (percent), next to its 0% one; `None` when speedups were drawn at random.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fixed_speedup_percent: Option<u32>,
+    /// `dprof causal --end-to-end RUNS`: after a profiling run of the command, each
+    /// experiment was one whole run of it, from its start to its exit, and the one progress
+    /// point ([`END_TO_END_POINT`]) was visited once per run, as it ended; `None` when
+    /// experiments were timed slices of one run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_to_end_runs: Option<u32>,
 }
+
+/// The progress point of an end-to-end session, as (kind, name): a run of the command that
+/// ended.
+pub const END_TO_END_POINT: (&str, &str) = ("end-to-end", "run");
 
 /// A progress point as the user named it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -78,7 +78,7 @@ pub use header::{
     CpuId, DeviceCounters, FullCoveragePlan, HistoryCollectConfig, HistoryCounters,
     HistoryRegisters, MemoryLayout, MergedCache, ModuleInfo, PercpuSection, PeriodEvents, PmuEvent,
     ProfileHeader, ProgressPointSpec, SampleRegisters, SamplingConfig, StopInfo, StopReason,
-    Target,
+    Target, END_TO_END_POINT,
 };
 pub use page_owners::{OwnedPage, PageOwners, PageUsage, SlabPages};
 pub use reader::{Profile, Records};

@@ -21,6 +21,11 @@ pub struct CausalReport {
     /// (percent), and each slope is the mean program speedup there over it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fixed_speedup_percent: Option<u32>,
+    /// `dprof causal --end-to-end RUNS`: each experiment was one whole run of the command,
+    /// and the throughput is runs per effective second (Coz's end-to-end mode); `None` when
+    /// experiments were timed slices of one run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_to_end_runs: Option<u32>,
     /// The type table, in table order.
     pub types: Vec<CausalType>,
     /// Every experiment seen, by experiment number.
@@ -327,6 +332,19 @@ impl Target {
             Self::Throughput { .. } => "visits/s",
             Self::Latency { .. } => "ns",
         }
+    }
+
+    /// `v` in this measure's unit, as people read it: whole numbers from 100 up, three
+    /// significant digits below (an end-to-end session's 1.23 runs per second).
+    #[must_use]
+    pub fn format(self, v: f64) -> String {
+        let decimals = match v.abs() {
+            a if a >= 100.0 => 0,
+            a if a >= 10.0 => 1,
+            a if a >= 1.0 => 2,
+            _ => 3,
+        };
+        format!("{v:.decimals$} {}", self.unit())
     }
 }
 

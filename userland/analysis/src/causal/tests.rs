@@ -1097,3 +1097,58 @@ fn code_units_are_named_as_functions_and_modules() {
         "{text}"
     );
 }
+
+/// End-to-end runs (`--end-to-end`): one visit per experiment, at its end, and a run's time
+/// that shrinks with the type's speedup. Runs per effective second give the known slope back,
+/// and the report says how the experiments were made.
+#[test]
+fn end_to_end_runs_give_the_known_slope() {
+    let (kind, name) = dprof_format::END_TO_END_POINT;
+    let mut config = example::config(
+        &[("on_path", 10), ("off_path", 10)],
+        &[&format!("{kind}:{name}")],
+        None,
+    );
+    config.end_to_end_runs = Some(80);
+    let mut noise = Noise::new(17);
+    let pairs = coz_mix();
+    let mut planned = example::end_to_end_runs(1, 0, &pairs, 0.3, 0.01, &mut noise);
+    let next = planned.len() as u32 + 1;
+    planned.extend(example::end_to_end_runs(
+        next, 1, &pairs, 0.0, 0.01, &mut noise,
+    ));
+    let report = analyze(&config, &example::records(&planned));
+    assert_eq!(report.end_to_end_runs, Some(80));
+    assert_eq!(report.points, ["end-to-end:run"]);
+    assert!(report
+        .experiments
+        .iter()
+        .all(|e| e.measured.as_ref().is_some_and(|m| m.points[0].visits == 1)));
+    let on = only_slope(&report, 0, "on_path");
+    eprintln!(
+        "end to end, effect 0.3: slope {:.4} [{:.4}, {:.4}]",
+        on.slope, on.low, on.high
+    );
+    assert!(on.low <= 0.3 && 0.3 <= on.high, "{on:?}");
+    assert!(!on.within_noise, "{on:?}");
+    let off = only_slope(&report, 0, "off_path");
+    assert!(off.within_noise, "{off:?}");
+    assert_eq!(report.analyses[0].types[0].name, "on_path");
+}
+
+/// An end-to-end session too short for a slope says to give it more runs.
+#[test]
+fn an_end_to_end_session_without_a_slope_asks_for_more_runs() {
+    let (kind, name) = dprof_format::END_TO_END_POINT;
+    let mut config = example::config(&[("on_path", 10)], &[&format!("{kind}:{name}")], None);
+    config.end_to_end_runs = Some(2);
+    let mut noise = Noise::new(3);
+    let planned = example::end_to_end_runs(1, 0, &[0, 50], 0.3, 0.01, &mut noise);
+    let report = analyze(&config, &example::records(&planned));
+    let why = report.why_empty.expect("no slope from one pair");
+    assert!(
+        why.message.contains("give --end-to-end more runs than 2"),
+        "{}",
+        why.message
+    );
+}

@@ -26,6 +26,12 @@ use super::record::{cli_error, exit_code_of, SamplerChoice, Signals, Terminal, U
 /// those accesses had become faster. Progress points measure what that does to the
 /// workload's throughput (or, with --latency, to the time between two points).
 ///
+/// End-to-end (--end-to-end RUNS, Coz's mode): the first run of the command is the profiling
+/// phase; then the command runs RUNS more times, each run one experiment from its start to
+/// its exit, and the measure is runs per effective second (a run's time less the delays
+/// inserted during it). For commands that do a fixed amount of work and exit, where no
+/// progress point fits; no --progress, --latency, --plan-time or --duration.
+///
 /// Units (--units): `types` (the default), `functions` (every instruction of a kernel
 /// function: a sample anywhere in it counts) or `modules` (the instructions of a module's
 /// functions in scope, most sampled first, up to the 16384 one experiment entry takes).
@@ -52,6 +58,7 @@ use super::record::{cli_error, exit_code_of, SamplerChoice, Signals, Terminal, U
 ///   dprof causal -o c.dprof --types TCP,skbuff_head_cache --progress user:req --duration 5m
 ///   dprof causal -o c.dprof --units functions --scope 'tcp_*,[vmlinux]' --progress user:req
 ///   dprof causal -o c.dprof --functions tcp_sendmsg,tcp_write_xmit --progress user:req
+///   dprof causal -o c.dprof --end-to-end 40 -- tar xf linux.tar
 ///   dprof report --view causal c.dprof            (the ranking; --format coz for Coz's viewer)
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
@@ -125,6 +132,13 @@ pub struct CausalArgs {
     #[arg(long, value_name = "PERCENT",
           value_parser = clap::value_parser!(u32).range(1..=100))]
     fixed_speedup: Option<u32>,
+    /// Coz's end-to-end mode: after a profiling run of the command, run it RUNS more times,
+    /// one experiment per run, measured by runs per effective second (see above).
+    #[arg(long, value_name = "RUNS",
+          value_parser = clap::value_parser!(u32).range(2..=100_000),
+          conflicts_with_all = ["progress", "latency", "duration", "plan_time", "experiment",
+                                "min_visits"])]
+    end_to_end: Option<u32>,
     /// Software sampler: time between samples on each CPU; IBS, PEBS: events (as for
     /// `dprof collect`). Each sample of the chosen type adds speedup x period of delay.
     #[arg(long, value_name = "PERIOD", value_parser = parse_period)]
@@ -194,6 +208,7 @@ impl CausalArgs {
             cooloff: self.cooloff,
             seed: self.seed,
             fixed_speedup: self.fixed_speedup,
+            end_to_end: self.end_to_end,
             period: self.period.clone(),
             sampler: self.sampler.into(),
             ring_size: self.ring_size,
@@ -213,14 +228,17 @@ pub fn run(args: &CausalArgs) -> anyhow::Result<ExitCode> {
         .run(&|| signals.which(), &mut terminal)
         .map_err(cli_error)?;
     let tally = outcome.tally;
+    let visits = if options.end_to_end.is_some() {
+        "one per run of the command".to_owned()
+    } else {
+        format!("{} with too few visits", tally.too_few_visits)
+    };
     eprintln!(
-        "dprof: {} experiments ({} at 0%) on {} {}, {} with too few visits, {} records \
-         in {} ({}, {})",
+        "dprof: {} experiments ({} at 0%) on {} {}, {visits}, {} records in {} ({}, {})",
         tally.done,
         tally.baselines,
         outcome.units,
         outcome.unit.plural(),
-        tally.too_few_visits,
         outcome.records,
         outcome.path.display(),
         outcome.stop.reason,

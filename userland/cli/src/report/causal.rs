@@ -88,16 +88,27 @@ fn find_type(report: &CausalReport, name: &str) -> anyhow::Result<usize> {
 
 fn summary(report: &CausalReport, out: &mut impl Write) -> io::Result<()> {
     let used = report.experiments.len() - report.discarded_experiments();
-    writeln!(
-        out,
-        "Causal experiments: {} ({used} usable), {} {} in the table, progress points: {}; \
-         experiments of {} ms",
-        report.experiments.len(),
-        report.types.len(),
-        report.units_plural(),
-        report.points.join(", "),
-        report.experiment_ns / 1_000_000
-    )?;
+    match report.end_to_end_runs {
+        Some(runs) => writeln!(
+            out,
+            "Causal experiments: {} ({used} usable), {} {} in the table; end-to-end \
+             (--end-to-end {runs}): each experiment is one whole run of the command, measured \
+             by runs per effective second (the run's time less the delays inserted in it)",
+            report.experiments.len(),
+            report.types.len(),
+            report.units_plural(),
+        )?,
+        None => writeln!(
+            out,
+            "Causal experiments: {} ({used} usable), {} {} in the table, progress points: {}; \
+             experiments of {} ms",
+            report.experiments.len(),
+            report.types.len(),
+            report.units_plural(),
+            report.points.join(", "),
+            report.experiment_ns / 1_000_000
+        )?,
+    }
     let sped_up = match report.unit() {
         Some(CausalUnit::Type) => "the type's accesses".to_owned(),
         _ => format!("the {}'s instructions", report.unit_word()),
@@ -159,7 +170,7 @@ fn rank(r: Option<usize>) -> String {
 
 /// The measure in its unit: `200012 visits/s`, `4000 ns`.
 fn measure(analysis: &Analysis, v: f64) -> String {
-    format!("{v:.0} {}", analysis.target.unit())
+    analysis.target.format(v)
 }
 
 fn what(analysis: &Analysis) -> String {

@@ -219,13 +219,13 @@ fn a_kernel_whose_btf_lacks_what_is_needed_is_refused_with_the_reason() {
         &KernelBtf::from_bytes(Some(btf(true))),
         Path::new("/nonexistent"),
     )
-        .expect_err("no layout");
+    .expect_err("no layout");
     assert!(err.contains("layout"), "{err}");
-    let err =
-        PageOwnerWatch::new(
+    let err = PageOwnerWatch::new(
         Some(LAYOUT),
         &KernelBtf::from_bytes(None),
         Path::new("/nonexistent"),
-    ).expect_err("no BTF");
+    )
+    .expect_err("no BTF");
     assert!(err.contains("BTF"), "{err}");
 }

@@ -109,6 +109,9 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
 fn summary(causal: &CausalReport, analysis: &Analysis) -> String {
     let all = causal.experiments.len();
     let measure = match analysis.target {
+        dprof_model::causal::Target::Throughput { .. } if causal.end_to_end_runs.is_some() => {
+            "end-to-end: runs per effective second, one experiment per run"
+        }
         dprof_model::causal::Target::Throughput { .. } => "throughput",
         dprof_model::causal::Target::Latency { .. } => "latency (Little's law)",
     };
@@ -261,7 +264,7 @@ fn verdict(causal: &CausalReport, analysis: &Analysis, t: &TypeSlope) -> String 
         } => format!("no slope: {}", reason.describe(*distinct_speedups)),
     };
     let baseline = t.baseline.map_or_else(String::new, |b| {
-        format!(" · baseline {b:.0} {}", analysis.target.unit())
+        format!(" · baseline {}", analysis.target.format(b))
     });
     format!(
         "{}: {fit} · {} {} · {} experiments ({} at 0%) at {} speedups{baseline}",

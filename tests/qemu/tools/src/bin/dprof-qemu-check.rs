@@ -37,7 +37,8 @@
 //!
 //! `dprof-qemu-check selftest-causal DIR` checks the data profile of the `causal` workload of
 //! `dprof_selftest.ko`: the off-path type has more samples than the critical-path one
-//! (`causal.rs` beside this file).
+//! (`causal.rs` beside this file); `causal-end-to-end DIR` its end-to-end session's
+//! experiments and ranking.
 //!
 //! `dprof-qemu-check backends-agree DIR` checks that the module and the perf backend, run on
 //! the same workload, agree on the top slab types and on allocations per cache
@@ -777,6 +778,7 @@ fn main() -> Result<()> {
         "kernel-histories" => check_kernel_histories(dir),
         "selftest-misses" => misses::check(dir),
         "selftest-causal" => causal::check(dir),
+        "causal-end-to-end" => causal::check_end_to_end(dir),
         "backends-agree" => backends::check(dir),
         "selftest-bulk" => bulk::check(dir),
         "selftest-cache-destroy" => ephemeral::check(dir),
