@@ -311,6 +311,25 @@ fn a_fixed_speedup_ranking_says_how_its_slopes_were_found() {
     assert!(s.contains("(mean at the fixed 50% over 50%, 95%"), "{s}");
 }
 
+/// An end-to-end session's ranking says that each experiment was a run, and how it was
+/// measured.
+#[test]
+fn an_end_to_end_ranking_says_each_experiment_was_a_run() {
+    let mut report = causal_report();
+    report
+        .causal
+        .as_mut()
+        .expect("the example has a causal report")
+        .end_to_end_runs = Some(40);
+    let mut app = App::with_report(SOURCE, report);
+    press(&mut app, [KeyCode::Char('6'), KeyCode::Home]);
+    let s = screen(&app, 160, 48);
+    assert!(
+        s.contains("end-to-end: runs per effective second, one experiment per run"),
+        "{s}"
+    );
+}
+
 /// The data flow of an object freed on another CPU than its last access: the CPU change at
 /// the free is counted in the summary as on the step into `st_free`; `st_free`, which hands
 /// another object on to `st_consumer`, sits above it, its step out going down.
