@@ -377,12 +377,7 @@ fn a_fixed_speedup_session_says_how_its_slopes_were_found() {
     let mut config = example::config(&[("on_path", 10), ("off_path", 10)], &["user:req"], None);
     config.fixed_speedup_percent = Some(50);
     let pairs: Vec<u32> = (0..10).flat_map(|_| [0, 50]).chain([0]).collect();
-    let mut noise = example::Noise::new(7);
-    let mut planned = example::linear_experiments(1, 0, &pairs, 0.4, 0.01, &mut noise);
-    let next = planned.len() as u32 + 1;
-    planned.extend(example::linear_experiments(
-        next, 1, &pairs, 0.0, 0.01, &mut noise,
-    ));
+    let planned = example::on_and_off_path(example::linear_experiments, &pairs, 0.4, 0.01, 7);
     let dir = dir_with(&[("fixed.dprof", example::profile_of(&config, &planned))]);
     let text = stdout_of(&dprof(
         dir.path(),
@@ -531,12 +526,7 @@ fn an_end_to_end_session_says_each_experiment_is_a_run() {
     );
     config.end_to_end_runs = Some(40);
     let speedups: Vec<u32> = (1..=10).flat_map(|i| [0, 10 * i]).collect();
-    let mut noise = example::Noise::new(9);
-    let mut planned = example::end_to_end_runs(1, 0, &speedups, 0.3, 0.01, &mut noise);
-    let next = planned.len() as u32 + 1;
-    planned.extend(example::end_to_end_runs(
-        next, 1, &speedups, 0.0, 0.01, &mut noise,
-    ));
+    let planned = example::on_and_off_path(example::end_to_end_runs, &speedups, 0.3, 0.01, 9);
     let dir = dir_with(&[("e2e.dprof", example::profile_of(&config, &planned))]);
     let text = stdout_of(&dprof(
         dir.path(),

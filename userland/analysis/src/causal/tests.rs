@@ -917,11 +917,7 @@ fn a_fixed_speedup_gives_the_mean_effect_over_the_speedup() {
     let mut config = one_point(&[("on_path", 10), ("off_path", 10)]);
     config.fixed_speedup_percent = Some(20);
     let pairs: Vec<u32> = (0..20).flat_map(|_| [0, 20]).chain([0]).collect();
-    // One noise sequence for both types, as in a session.
-    let mut noise = Noise::new(5);
-    let mut planned = linear_experiments(1, 0, &pairs, 0.5, 0.02, &mut noise);
-    let next = planned.len() as u32 + 1;
-    planned.extend(linear_experiments(next, 1, &pairs, 0.0, 0.02, &mut noise));
+    let planned = example::on_and_off_path(linear_experiments, &pairs, 0.5, 0.02, 5);
     let report = analyze(&config, &example::records(&planned));
     assert_eq!(report.fixed_speedup_percent, Some(20));
     let on = only_slope(&report, 0, "on_path");
@@ -1110,13 +1106,7 @@ fn end_to_end_runs_give_the_known_slope() {
         None,
     );
     config.end_to_end_runs = Some(80);
-    let mut noise = Noise::new(17);
-    let pairs = coz_mix();
-    let mut planned = example::end_to_end_runs(1, 0, &pairs, 0.3, 0.01, &mut noise);
-    let next = planned.len() as u32 + 1;
-    planned.extend(example::end_to_end_runs(
-        next, 1, &pairs, 0.0, 0.01, &mut noise,
-    ));
+    let planned = example::on_and_off_path(example::end_to_end_runs, &coz_mix(), 0.3, 0.01, 17);
     let report = analyze(&config, &example::records(&planned));
     assert_eq!(report.end_to_end_runs, Some(80));
     assert_eq!(report.points, ["end-to-end:run"]);
