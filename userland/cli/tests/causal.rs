@@ -467,13 +467,19 @@ fn bad_unit_arguments_are_refused_clearly() {
     ] {
         let mut all: Vec<&str> = base.to_vec();
         all.extend_from_slice(args);
-        let out = dprof(dir.path(), &all);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(needle), "{args:?}: {stderr}");
-        assert!(!dir.path().join("bad.dprof").exists());
-        assert!(!dir.path().join("bad.dprof.partial").exists());
+        assert_refused(dir.path(), &all, needle);
     }
+}
+
+/// `dprof ARGS` (which write `bad.dprof`) is refused with clap's usage status (2) and a
+/// message holding `needle`, and leaves no profile behind.
+fn assert_refused(dir: &std::path::Path, args: &[&str], needle: &str) {
+    let out = dprof(dir, args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    assert!(!dir.join("bad.dprof").exists());
+    assert!(!dir.join("bad.dprof.partial").exists());
 }
 
 /// `--end-to-end`: its mistakes refused before anything is opened, in one sentence, with
@@ -505,12 +511,7 @@ fn bad_end_to_end_arguments_are_refused_clearly() {
     ] {
         let mut all = vec!["causal", "-o", "bad.dprof"];
         all.extend_from_slice(args);
-        let out = dprof(dir.path(), &all);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(needle), "{args:?}: {stderr}");
-        assert!(!dir.path().join("bad.dprof").exists());
-        assert!(!dir.path().join("bad.dprof.partial").exists());
+        assert_refused(dir.path(), &all, needle);
     }
 }
 
