@@ -400,3 +400,54 @@ fn experiments_come_in_pairs_at_random_or_fixed_speedups() {
         assert_eq!(speedups, [0, 35]);
     }
 }
+
+/// End-to-end options as the CLI would make them, with `command`.
+fn end_to_end_options(command: &[&str]) -> CausalOptions {
+    CausalOptions {
+        output: "e2e.dprof".into(),
+        duration: None,
+        progress: Vec::new(),
+        latency: None,
+        unit: CausalUnit::Type,
+        selection: Selection::Auto,
+        top: 6,
+        scope: crate::scope::Scope::default(),
+        plan_time: Duration::from_secs(5),
+        experiment: Duration::from_millis(200),
+        min_visits: 5,
+        cooloff: Duration::from_millis(10),
+        seed: None,
+        fixed_speedup: None,
+        end_to_end: Some(10),
+        period: None,
+        sampler: crate::options::SamplerChoice::Auto,
+        ring_size: 16 << 20,
+        device: dprof_abi::DEVICE_PATH.into(),
+        command: command.iter().map(Into::into).collect(),
+    }
+}
+
+/// The library refuses what the CLI's clap refuses beside `--end-to-end`, for callers that
+/// build the options themselves, and gives an end-to-end session its one point.
+#[test]
+fn end_to_end_options_are_checked_and_get_the_run_point() {
+    let good = end_to_end_options(&["true"]);
+    assert!(check_end_to_end(&good).is_ok());
+    let (points, latency) = points_of(&good);
+    assert_eq!((points, latency), (vec![point("end-to-end", "run")], None));
+    assert_eq!(
+        module_point_name("end-to-end", "run"),
+        END_TO_END_USER_POINT
+    );
+    let refused = |options: &CausalOptions| match check_end_to_end(options) {
+        Err(CollectError::Usage(why)) => why,
+        other => panic!("not refused: {other:?}"),
+    };
+    assert!(refused(&end_to_end_options(&[])).contains("give it after `--`"));
+    let mut with_point = good.clone();
+    with_point.progress = vec![point("user", "req")];
+    assert!(refused(&with_point).contains("it takes no --progress or --latency"));
+    let mut with_duration = good;
+    with_duration.duration = Some(Duration::from_secs(1));
+    assert!(refused(&with_duration).contains("it takes no --duration"));
+}
