@@ -23,12 +23,29 @@
 //!   carried forward rather than lost. A hardware sampler's handler runs in NMI, where a
 //!   multi-millisecond wait would hold off other NMIs: it queues an irq_work on its CPU,
 //!   which serves the pause right after the NMI returns.
-//! - **Idle rule.** A CPU whose sample interrupted the idle task (pid 0) is credited instead
-//!   of paused: its local count jumps to the global one and the difference goes to
-//!   `credited_ns`. An idle CPU runs nothing that a pause could delay; the work it will do
-//!   next is started by another CPU (a wake-up, an interrupt) that serves its own delays, or
-//!   by a timer, which the speedup would not have moved. This is Coz's rule for a thread
-//!   woken by another one, applied to a CPU.
+//! - **Per task** (the default): the local count that a sample adds to and pays from is the
+//!   interrupted task's, kept in a table keyed by the task (tasks.rs), so a task's debt
+//!   follows it across CPUs and across sleeps. Coz's rules for suspended threads (section
+//!   3.4.1), from two scheduler tracepoints:
+//!   - a task woken by an interrupt (a timer, I/O) keeps what it owed while it slept and
+//!     serves it when it runs again: the rest of the system was slowed meanwhile, and so
+//!     would its wake-up have been;
+//!   - a task woken by another task (`sched_waking` in task context) is credited up to the
+//!     waker's count: the waker has already served those delays, so the wake-up came as late
+//!     as the slowed system would have made it. The credit goes to `credited_ns`. Coz makes
+//!     the waker serve all it owes before waking; a tracepoint cannot wait there, so the
+//!     wakee owes what the waker still owes;
+//!   - a forked task (`sched_process_fork`) starts at its parent's count.
+//!
+//!   The idle task and the collector's own threads (the process that set the plan) owe
+//!   nothing and are never paused, as Coz never delays its profiler thread. A task first seen
+//!   in an experiment owes everything inserted since its start. A task the table has no room
+//!   for is accounted per CPU (`EXPERIMENT_TASK_TABLE_FULL`).
+//! - **Per CPU** (`CAUSAL_PER_CPU_DELAYS`): the count is the CPU's. A CPU whose sample
+//!   interrupted the idle task (pid 0) is credited instead of paused: its local count jumps
+//!   to the global one and the difference goes to `credited_ns`. That forgives a task woken
+//!   by a timer on an idle CPU the delays it owed for its sleep: see the selftest's
+//!   `causal-blocking`, where this makes an off-path type look on the path.
 //!
 //! Everything the handlers touch is atomic, arithmetic wraps, there is no lock and no
 //! allocation; the ioctls (under the device mutex) publish changes with release stores and
@@ -55,6 +72,7 @@ use crate::abi;
 use crate::ffi::{self, KmemCache, Tracepoint};
 use crate::lookup;
 use crate::sink::RecordSink;
+use crate::tasks::TaskTable;
 
 /// Longest pause one sample serves (ns); a larger debt is carried to the next samples.
 pub(crate) const MAX_PAUSE_NS: u64 = 5_000_000;
@@ -202,6 +220,12 @@ pub(crate) struct Causal {
     samples: AtomicU64,
     type_samples: AtomicU64,
     cpus: KVec<CpuState>,
+    /// Per-task delay counts; None for per-CPU accounting.
+    tasks: Option<TaskTable>,
+    /// The collector's thread group (the process that set the plan): never paused per task.
+    collector_tgid: u32,
+    /// A task found no slot in the running experiment (reset at each start).
+    table_full: AtomicBool,
     /// Per-CPU irq_work serving pauses that NMI handlers owe; null for the software sampler.
     irq_works: AtomicPtr<c_void>,
 }
@@ -261,14 +285,6 @@ impl Causal {
             return;
         }
         let epoch = self.epoch.load(Ordering::Relaxed);
-        if cpu.epoch.load(Ordering::Relaxed) != epoch {
-            // This CPU's first sample in the experiment: it owes nothing yet.
-            cpu.local.store(
-                self.global_at_start.load(Ordering::Relaxed),
-                Ordering::Relaxed,
-            );
-            cpu.epoch.store(epoch, Ordering::Relaxed);
-        }
         self.samples.fetch_add(1, Ordering::Relaxed);
         let elapsed = now.wrapping_sub(prev);
         let weight = if prev == 0 || elapsed > self.period_ns.saturating_mul(WEIGHT_CAP) {
@@ -281,6 +297,7 @@ impl Causal {
         } else {
             elapsed
         };
+        let local = self.account(cpu, idle, epoch);
         let exp_type = self.exp_type.load(Ordering::Acquire);
         // SAFETY: a type set published as `exp_type` is freed only after the experiment ended
         // and synchronize_rcu() waited for every handler that could have read it (handlers
@@ -289,17 +306,24 @@ impl Causal {
             if ty.matches(ip, data_addr) {
                 let delay =
                     weight.wrapping_mul(u64::from(self.speedup.load(Ordering::Relaxed))) / 100;
-                cpu.local.fetch_add(delay, Ordering::Relaxed);
+                if let Some(local) = local {
+                    local.fetch_add(delay, Ordering::Relaxed);
+                }
                 self.global.fetch_add(delay, Ordering::Relaxed);
                 self.type_samples.fetch_add(1, Ordering::Relaxed);
             }
         }
-        let owed = self.owed(cpu);
+        // Exempt from delays: nothing to pay.
+        let Some(local) = local else {
+            return;
+        };
+        let owed = self.owed(local);
         if owed == 0 {
             return;
         }
         if idle {
-            cpu.local.fetch_add(owed, Ordering::Relaxed);
+            // Per CPU only: per task, the idle task is exempt.
+            local.fetch_add(owed, Ordering::Relaxed);
             self.credited.fetch_add(owed, Ordering::Relaxed);
         } else if nmi {
             let works = self.irq_works.load(Ordering::Relaxed);
@@ -309,16 +333,43 @@ impl Causal {
                 unsafe { ffi::dprof_shim_irq_work_queue(works) };
             }
         } else {
-            self.pause(cpu, owed, epoch);
+            self.pause(cpu, local, owed, epoch);
         }
     }
 
-    /// Delay `cpu` owes now: how far its local count is behind the global one.
-    fn owed(&self, cpu: &CpuState) -> u64 {
+    /// The local count that the running code's delays go to and are paid from, in
+    /// experiment `epoch`: its task's, or (per CPU, or with no room in the task table) its
+    /// CPU's. None for what owes nothing (per task: the idle task and the collector).
+    fn account<'a>(&'a self, cpu: &'a CpuState, idle: bool, epoch: u32) -> Option<&'a AtomicU64> {
+        let start = self.global_at_start.load(Ordering::Relaxed);
+        if let Some(tasks) = &self.tasks {
+            if idle {
+                return None;
+            }
+            let (task, tgid) = ffi::current_task();
+            if tgid == self.collector_tgid {
+                return None;
+            }
+            if let Some(slot) = tasks.slot(task, epoch, start) {
+                return Some(&slot.local);
+            }
+            self.table_full.store(true, Ordering::Relaxed);
+        }
+        if cpu.epoch.load(Ordering::Relaxed) != epoch {
+            // This CPU's first sample in the experiment: it owes nothing yet.
+            cpu.local.store(start, Ordering::Relaxed);
+            cpu.epoch.store(epoch, Ordering::Relaxed);
+        }
+        Some(&cpu.local)
+    }
+
+    /// Delay owed now by the code whose local count is `local`: how far it is behind the
+    /// global count.
+    fn owed(&self, local: &AtomicU64) -> u64 {
         let lag = self
             .global
             .load(Ordering::Relaxed)
-            .wrapping_sub(cpu.local.load(Ordering::Relaxed));
+            .wrapping_sub(local.load(Ordering::Relaxed));
         if (lag as i64) > 0 {
             lag
         } else {
@@ -326,9 +377,9 @@ impl Causal {
         }
     }
 
-    /// Busy-waits up to `owed` (at most MAX_PAUSE_NS), or until the experiment ends, and
-    /// counts what was served. Interrupts are off.
-    fn pause(&self, cpu: &CpuState, owed: u64, epoch: u32) {
+    /// Busy-waits up to `owed` (at most MAX_PAUSE_NS) on `cpu`, or until the experiment ends,
+    /// and adds what was served to `local`. Interrupts are off.
+    fn pause(&self, cpu: &CpuState, local: &AtomicU64, owed: u64, epoch: u32) {
         let want = owed.min(MAX_PAUSE_NS);
         let start = ffi::now_ns();
         let mut now = start;
@@ -346,7 +397,7 @@ impl Causal {
             now = ffi::now_ns();
         }
         let served = now.wrapping_sub(start);
-        cpu.local.fetch_add(served, Ordering::Relaxed);
+        local.fetch_add(served, Ordering::Relaxed);
         self.paused.fetch_add(served, Ordering::Relaxed);
         // The pause is not part of the next sample's weight.
         cpu.last_ns.store(now, Ordering::Relaxed);
@@ -361,14 +412,118 @@ impl Causal {
             return;
         }
         let epoch = self.epoch.load(Ordering::Relaxed);
-        if cpu.epoch.load(Ordering::Relaxed) != epoch {
+        // The NMI it follows found the same task running and an account for it; this finds
+        // that account again (it never credits: the idle task owes nothing per task, and per
+        // CPU the NMI credited it rather than queueing this).
+        let Some(local) = self.account(cpu, false, epoch) else {
             return;
-        }
-        let owed = self.owed(cpu);
+        };
+        let owed = self.owed(local);
         if owed != 0 {
-            self.pause(cpu, owed, epoch);
+            self.pause(cpu, local, owed, epoch);
         }
     }
+
+    /// `sched_waking` (per task): a task waking `wakee` credits it up to its own count.
+    fn on_waking(&self, wakee: usize) {
+        if !self.running.load(Ordering::Acquire) {
+            return;
+        }
+        let Some(tasks) = &self.tasks else {
+            return;
+        };
+        // Woken by an interrupt: the wakee keeps what it owes. Woken by the collector, which
+        // serves no delays: likewise.
+        let Some((waker, tgid)) = ffi::waker_task() else {
+            return;
+        };
+        if waker == wakee || tgid == self.collector_tgid {
+            return;
+        }
+        let epoch = self.epoch.load(Ordering::Relaxed);
+        let start = self.global_at_start.load(Ordering::Relaxed);
+        let Some(served) = tasks
+            .slot(waker, epoch, start)
+            .map(|slot| slot.local.load(Ordering::Relaxed))
+        else {
+            self.table_full.store(true, Ordering::Relaxed);
+            return;
+        };
+        let Some(slot) = tasks.slot(wakee, epoch, start) else {
+            self.table_full.store(true, Ordering::Relaxed);
+            return;
+        };
+        // Counts only grow from 0 during a plan, far below 2^64 ns: no wrapping here.
+        let before = slot.local.fetch_max(served, Ordering::Relaxed);
+        if served > before {
+            self.credited.fetch_add(served - before, Ordering::Relaxed);
+        }
+    }
+
+    /// `sched_process_fork` (per task), in the parent: the child starts at the parent's
+    /// count, or at the global count when the collector forks it (a command it runs).
+    fn on_fork(&self, parent: usize, child: usize) {
+        if !self.running.load(Ordering::Acquire) {
+            return;
+        }
+        let Some(tasks) = &self.tasks else {
+            return;
+        };
+        let epoch = self.epoch.load(Ordering::Relaxed);
+        let start = self.global_at_start.load(Ordering::Relaxed);
+        let (_, tgid) = ffi::current_task();
+        let count = if tgid == self.collector_tgid {
+            self.global.load(Ordering::Relaxed)
+        } else if let Some(slot) = tasks.slot(parent, epoch, start) {
+            slot.local.load(Ordering::Relaxed)
+        } else {
+            self.table_full.store(true, Ordering::Relaxed);
+            return;
+        };
+        // The child's address may be a dead task's, whose slot is then renewed here.
+        match tasks.slot(child, epoch, start) {
+            Some(slot) => slot.local.store(count, Ordering::Relaxed),
+            None => self.table_full.store(true, Ordering::Relaxed),
+        }
+    }
+}
+
+/// The `sched_waking` probe of per-task accounting; the tracepoint's prototype is
+/// `(void *data, struct task_struct *p)`, from the waking context.
+///
+/// # Safety
+/// `data` must be the live [`Causal`] the probe was registered with.
+unsafe extern "C" fn probe_sched_waking(data: *mut c_void, wakee: *mut c_void) {
+    // SAFETY: unregistered, and tracepoint_synchronize_unregister() run, before the Causal is
+    // freed (CausalSession's Drop).
+    let causal = unsafe { &*data.cast::<Causal>() };
+    causal.on_waking(wakee as usize);
+}
+
+/// The `sched_process_fork` probe of per-task accounting: `(void *data, struct task_struct
+/// *parent, struct task_struct *child)`, in the parent.
+///
+/// # Safety
+/// As for [`probe_sched_waking`].
+unsafe extern "C" fn probe_sched_process_fork(
+    data: *mut c_void,
+    parent: *mut c_void,
+    child: *mut c_void,
+) {
+    // SAFETY: as for probe_sched_waking.
+    let causal = unsafe { &*data.cast::<Causal>() };
+    causal.on_fork(parent as usize, child as usize);
+}
+
+/// The scheduler tracepoints of per-task accounting, with their probes.
+fn sched_probes() -> [(&'static [u8], *mut c_void); 2] {
+    [
+        (b"sched_waking", probe_sched_waking as *mut c_void),
+        (
+            b"sched_process_fork",
+            probe_sched_process_fork as *mut c_void,
+        ),
+    ]
 }
 
 /// The irq_work after an NMI sample of a hardware sampler.
@@ -426,10 +581,11 @@ impl ProbeData {
     }
 }
 
-/// A registered kernel progress point.
+/// A registered probe: a kernel progress point's, or a scheduler tracepoint's.
 enum Probe {
     Kprobe(*mut c_void),
-    Tracepoint(*mut Tracepoint),
+    /// The tracepoint and the probe function registered on it.
+    Tracepoint(*mut Tracepoint, *mut c_void),
 }
 
 /// Snapshot of the counts when an experiment started.
@@ -483,6 +639,11 @@ impl CausalSession {
                 GFP_KERNEL,
             )?;
         }
+        let tasks = if plan.flags & abi::CAUSAL_PER_CPU_DELAYS == 0 {
+            Some(TaskTable::new()?)
+        } else {
+            None
+        };
         let points = core::array::from_fn(|i| {
             let p = plan.points.get(i).copied().unwrap_or_default();
             Point {
@@ -517,6 +678,9 @@ impl CausalSession {
                 samples: AtomicU64::new(0),
                 type_samples: AtomicU64::new(0),
                 cpus,
+                tasks,
+                collector_tgid: ffi::current_task().1,
+                table_full: AtomicBool::new(false),
                 irq_works: AtomicPtr::new(core::ptr::null_mut()),
             },
             GFP_KERNEL,
@@ -590,11 +754,32 @@ impl CausalSession {
                     if ret != 0 {
                         return Err(Error::from_errno(ret));
                     }
-                    session
-                        .probes
-                        .push((Probe::Tracepoint(tp), data_ptr), GFP_KERNEL)?;
+                    session.probes.push(
+                        (
+                            Probe::Tracepoint(tp, tracepoint_visit as *mut c_void),
+                            data_ptr,
+                        ),
+                        GFP_KERNEL,
+                    )?;
                 }
                 _ => return Err(EINVAL),
+            }
+        }
+        if session.shared.tasks.is_some() {
+            let data = causal_ptr.cast_mut().cast::<c_void>();
+            for (name, probe) in sched_probes() {
+                // Every kernel with the kmem tracepoints dprof needs has these.
+                let tp = lookup::find_tracepoint(name).ok_or(ENOTSUPP)?;
+                session.probes.reserve(1, GFP_KERNEL)?;
+                // SAFETY: `tp` is a kernel tracepoint and `probe` has its prototype; `data`
+                // (the Causal) outlives the registration (Drop unregisters first).
+                let ret = unsafe { ffi::tracepoint_probe_register(tp, probe, data) };
+                if ret != 0 {
+                    return Err(Error::from_errno(ret));
+                }
+                session
+                    .probes
+                    .push((Probe::Tracepoint(tp, probe), data), GFP_KERNEL)?;
             }
         }
         Ok(session)
@@ -690,6 +875,7 @@ impl CausalSession {
         c.speedup
             .store(control.speedup_percent.min(100), Ordering::Relaxed);
         c.exp_type.store(ty, Ordering::Relaxed);
+        c.table_full.store(false, Ordering::Relaxed);
         let mut epoch = c.epoch.load(Ordering::Relaxed).wrapping_add(1);
         if epoch == 0 {
             epoch = 1;
@@ -739,6 +925,10 @@ impl CausalSession {
             control: base.control,
             flags: if cut_short {
                 abi::EXPERIMENT_CUT_SHORT
+            } else {
+                0
+            } | if c.table_full.load(Ordering::Relaxed) {
+                abi::EXPERIMENT_TASK_TABLE_FULL
             } else {
                 0
             },
@@ -795,11 +985,9 @@ impl Drop for CausalSession {
             match *probe {
                 // SAFETY: registered in new(); unregister_kprobe waits for running handlers.
                 Probe::Kprobe(kp) => unsafe { ffi::dprof_shim_kprobe_unregister(kp) },
-                Probe::Tracepoint(tp) => {
+                Probe::Tracepoint(tp, func) => {
                     // SAFETY: registered in new() with these arguments.
-                    unsafe {
-                        ffi::tracepoint_probe_unregister(tp, tracepoint_visit as *mut c_void, *data)
-                    };
+                    unsafe { ffi::tracepoint_probe_unregister(tp, func, *data) };
                     tracepoints = true;
                 }
             }

@@ -87,6 +87,7 @@ mod ring;
 mod sampler;
 mod session;
 mod sink;
+mod tasks;
 
 use causal::{Causal, CausalSession};
 use session::{Session, SlabTracepoints};
@@ -573,8 +574,9 @@ fn ioctl_history_plan(dev: &mut DeviceState, arg: usize) -> Result<c_long> {
 
 /// IOC_CAUSAL_PLAN: after IOC_CONFIGURE with EVENT_SAMPLES, before IOC_START (EINVAL
 /// otherwise), once (EBUSY). Registers the kernel progress points now, so that an unknown
-/// function or tracepoint (ENOENT) or an unprobeable function (EINVAL) is reported here;
-/// nothing stays registered on failure.
+/// function or tracepoint (ENOENT) or an unprobeable function (EINVAL) is reported here, as
+/// is a kernel without the scheduler tracepoints that per-task delay accounting attaches to
+/// (ENOTSUPP); nothing stays registered on failure.
 fn ioctl_causal_plan(dev: &mut DeviceState, arg: usize) -> Result<c_long> {
     if dev.state != abi::STATE_CONFIGURED || dev.config.events & abi::EVENT_SAMPLES == 0 {
         return Err(EINVAL);

@@ -125,6 +125,29 @@ int dprof_shim_this_cpu(void)
 	return raw_smp_processor_id();
 }
 
+/*
+ * The running task, for per-task delay accounting (causal.rs), and its thread group id in
+ * *tgid. Any context: in an interrupt it is the interrupted task.
+ */
+void *dprof_shim_current(u32 *tgid)
+{
+	*tgid = current->tgid;
+	return current;
+}
+
+/*
+ * The task that is waking another, when a task is: current in task context, not the idle task.
+ * NULL in interrupt context (a timer, I/O completion), where no task did the waking. *tgid is
+ * set when a task is returned.
+ */
+void *dprof_shim_waker(u32 *tgid)
+{
+	if (!in_task() || is_idle_task(current))
+		return NULL;
+	*tgid = current->tgid;
+	return current;
+}
+
 unsigned int dprof_shim_nr_cpu_ids(void)
 {
 	return nr_cpu_ids;

@@ -137,6 +137,8 @@ extern "C" {
     pub(crate) fn dprof_shim_cache_fields(s: *const KmemCache, out: *mut CacheFields);
     pub(crate) fn dprof_shim_cache_of(ptr: *const c_void) -> *const KmemCache;
     pub(crate) fn dprof_shim_this_cpu() -> c_int;
+    pub(crate) fn dprof_shim_current(tgid: *mut u32) -> *mut c_void;
+    pub(crate) fn dprof_shim_waker(tgid: *mut u32) -> *mut c_void;
     pub(crate) fn dprof_shim_nr_cpu_ids() -> c_uint;
     pub(crate) fn dprof_shim_online_cpus() -> c_uint;
     pub(crate) fn dprof_shim_tracepoint_name(tp: *const Tracepoint) -> *const c_char;
@@ -254,6 +256,25 @@ pub(crate) fn now_ns() -> u64 {
 pub(crate) fn this_cpu() -> usize {
     // SAFETY: reads a per-CPU variable; no preconditions.
     unsafe { dprof_shim_this_cpu() as usize }
+}
+
+/// The running task (the interrupted one in an interrupt) and its thread group id.
+#[inline]
+pub(crate) fn current_task() -> (usize, u32) {
+    let mut tgid = 0;
+    // SAFETY: reads `current`, valid in any context; `tgid` is a local.
+    let task = unsafe { dprof_shim_current(&mut tgid) };
+    (task as usize, tgid)
+}
+
+/// The task doing a wake-up and its thread group id, or None when an interrupt (a timer, an
+/// I/O completion) or the idle task does it.
+#[inline]
+pub(crate) fn waker_task() -> Option<(usize, u32)> {
+    let mut tgid = 0;
+    // SAFETY: reads `current` and the preempt count; `tgid` is a local.
+    let task = unsafe { dprof_shim_waker(&mut tgid) };
+    (!task.is_null()).then_some((task as usize, tgid))
 }
 
 /// `nr_cpu_ids`: every CPU number is below it.

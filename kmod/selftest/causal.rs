@@ -87,10 +87,10 @@ pub(crate) struct CausalY {
 assert_c_layout!(CausalY, size 64, { count: 0, value: 8, pad: 16 });
 
 extern "C" {
-    fn dprof_selftest_shim_alloc_causal_x() -> *mut CausalX;
-    fn dprof_selftest_shim_free_causal_x(obj: *mut CausalX);
-    fn dprof_selftest_shim_alloc_causal_y() -> *mut CausalY;
-    fn dprof_selftest_shim_free_causal_y(obj: *mut CausalY);
+    pub(crate) fn dprof_selftest_shim_alloc_causal_x() -> *mut CausalX;
+    pub(crate) fn dprof_selftest_shim_free_causal_x(obj: *mut CausalX);
+    pub(crate) fn dprof_selftest_shim_alloc_causal_y() -> *mut CausalY;
+    pub(crate) fn dprof_selftest_shim_free_causal_y(obj: *mut CausalY);
 }
 
 // The counts, measured in the QEMU TCG guest (selftest-causal): while dprof collects slab

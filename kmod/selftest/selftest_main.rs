@@ -22,6 +22,11 @@
 //!   `dprof_selftest_causal_round`; `causal_rounds` in the same debugfs directory reads the
 //!   rounds done since load. For causal experiments (causal.rs). `causal-rounds N`: the same,
 //!   N rounds, however long they take (end-to-end experiments time whole runs).
+//! - `causal-blocking MS`: the same two types, where the thread that makes progress sleeps on
+//!   a timer each round: a spinner on CPU 0 accesses X for half its time and never waits for
+//!   anyone; a sleeper on CPU 1 sleeps about 1 ms, accesses Y, and calls the progress point
+//!   `dprof_selftest_causal_blocking_round`. X is off the path, Y on it. The ground truth of
+//!   per-task delay accounting (causal_blocking.rs).
 //! - `relay MS`: `dprof_selftest_relay` objects go CPU 0 → CPU 1 → CPU 0 with a fixed sequence
 //!   of field reads and writes, the ground truth of whole-object histories (relay.rs).
 //! - `bulk MS`: `dprof_selftest_bulk` objects allocated and freed in bulk, and kmalloc objects
@@ -52,6 +57,7 @@ mod workload;
 
 mod bulk;
 mod causal;
+mod causal_blocking;
 mod ephemeral;
 mod misses;
 mod relay;
@@ -465,6 +471,7 @@ extern "C" fn dprof_selftest_rs_run(cmd: *const c_char, len: usize) -> c_int {
         b"capacity" => misses::capacity(ms),
         b"causal" => causal::causal(ms),
         b"causal-rounds" => causal::causal_rounds(ms),
+        b"causal-blocking" => causal_blocking::run(ms),
         b"relay" => relay::relay(ms),
         b"bulk" => bulk::bulk(ms),
         b"ephemeral" => ephemeral::ephemeral(ms),

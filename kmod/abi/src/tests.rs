@@ -909,7 +909,7 @@ fn causal_plan_round_trips_and_rejects_every_bad_field() {
         with(&|p| p.struct_size = 16),
         with(&|p| p.point_count = 0),
         with(&|p| p.point_count = MAX_PROGRESS_POINTS as u32 + 1),
-        with(&|p| p.flags = 2),
+        with(&|p| p.flags = 4),
         with(&|p| p.points[0].kind = 0),
         with(&|p| p.points[0].kind = 5),
         // A sampled point needs its range; other kinds have none.
@@ -932,6 +932,9 @@ fn causal_plan_round_trips_and_rejects_every_bad_field() {
         assert_eq!(CausalPlan::decode(&buf), Err(AbiError::OutOfRange), "{p:?}");
     }
     let p = with(&|p| p.points[1] = ProgressPoint::sampled(b"udp_sendmsg", 0x10..0x20));
+    p.encode(&mut buf);
+    assert_eq!(CausalPlan::decode(&buf), Ok(p));
+    let p = with(&|p| p.flags = CAUSAL_RECORD_SAMPLES | CAUSAL_PER_CPU_DELAYS);
     p.encode(&mut buf);
     assert_eq!(CausalPlan::decode(&buf), Ok(p));
     // The same name for two kinds is two points.
@@ -1087,8 +1090,11 @@ fn experiment_records_round_trip_and_reject_bad_fields() {
         f(&mut e);
         e
     };
+    let full = with(&|e| e.flags = EXPERIMENT_CUT_SHORT | EXPERIMENT_TASK_TABLE_FULL);
+    full.encode(&mut payload);
+    assert_eq!(ExperimentEnd::decode(&payload), Ok(full));
     for e in [
-        with(&|e| e.flags = 2),
+        with(&|e| e.flags = 4),
         with(&|e| e.point_count = 0),
         with(&|e| e.point_count = MAX_PROGRESS_POINTS as u32 + 1),
         with(&|e| e.type_samples = 1001),

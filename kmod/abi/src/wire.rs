@@ -1748,6 +1748,10 @@ pub const MAX_SPEEDUP_PERCENT: u32 = 100;
 /// `CausalPlan.flags`: keep writing access samples to the rings during experiments (off:
 /// experiments only count, so that long causal runs do not fill the rings).
 pub const CAUSAL_RECORD_SAMPLES: u32 = 1;
+/// `CausalPlan.flags`: account delays per CPU, crediting a CPU found idle, instead of per task
+/// (the default: Coz's rules for threads, from the scheduler's tracepoints). Per CPU forgives a
+/// task woken by a timer or an interrupt the delays it owes for the time it slept.
+pub const CAUSAL_PER_CPU_DELAYS: u32 = 2;
 
 wire! {
     /// One progress point of a [`CausalPlan`]: its index in the plan is its index in
@@ -1846,7 +1850,7 @@ impl CausalPlan {
         let count = self.point_count as usize;
         let ok = self.struct_size as usize == Self::SIZE
             && (1..=MAX_PROGRESS_POINTS).contains(&count)
-            && self.flags & !CAUSAL_RECORD_SAMPLES == 0
+            && self.flags & !(CAUSAL_RECORD_SAMPLES | CAUSAL_PER_CPU_DELAYS) == 0
             && self.points[..count].iter().all(ProgressPoint::is_valid);
         if !ok {
             return Err(AbiError::OutOfRange);
@@ -2004,6 +2008,9 @@ wire! {
 /// `ExperimentEnd.flags`: the experiment was ended by `IOC_STOP` or the collector's close,
 /// not by `IOC_EXPERIMENT_END`: its length is not the one the collector chose.
 pub const EXPERIMENT_CUT_SHORT: u32 = 1;
+/// `ExperimentEnd.flags`: per-task accounting found its task table full, so some task's delays
+/// were accounted to the CPU it ran on for part of the experiment.
+pub const EXPERIMENT_TASK_TABLE_FULL: u32 = 2;
 
 wire! {
     /// An experiment ended: its measurements.
@@ -2022,10 +2029,11 @@ wire! {
         /// Growth of the global delay count: the delay every CPU was asked to serve (ns). The
         /// effective duration is `wall_ns - delay_ns`.
         pub delay_ns: u64,
-        /// Sum over CPUs of the pauses actually served (ns).
+        /// Sum of the pauses actually served (ns).
         pub paused_ns: u64,
-        /// Sum over CPUs of the delay forgiven because the CPU was idle when it fell behind
-        /// (ns).
+        /// Delay forgiven (ns). Per task: to tasks woken by a task that had served it (Coz's
+        /// rule for a thread woken by another). Per CPU ([`CAUSAL_PER_CPU_DELAYS`]): to CPUs
+        /// found idle when they fell behind.
         pub credited_ns: u64,
         /// Samples the type test put on the experiment's type.
         pub type_samples: u64,
@@ -2045,7 +2053,7 @@ impl ExperimentEnd {
     fn check(&self) -> Result<(), AbiError> {
         self.control.check()?;
         let count = self.point_count as usize;
-        let ok = self.flags & !EXPERIMENT_CUT_SHORT == 0
+        let ok = self.flags & !(EXPERIMENT_CUT_SHORT | EXPERIMENT_TASK_TABLE_FULL) == 0
             && (1..=MAX_PROGRESS_POINTS).contains(&count)
             && self.type_samples <= self.samples
             && self.points[..count].iter().all(|p| p.visits <= p.total)

@@ -67,16 +67,16 @@ mod tests;
 
 use std::collections::BTreeMap;
 
-use dprof_abi::{ExperimentEnd, ExperimentStart, EXPERIMENT_CUT_SHORT};
+use dprof_abi::{ExperimentEnd, ExperimentStart, EXPERIMENT_CUT_SHORT, EXPERIMENT_TASK_TABLE_FULL};
 
 use dprof_format::{
     CausalCollectConfig, ExperimentRecord, Profile, ProfileError, ProgressPointSpec,
 };
 
 use dprof_model::causal::{
-    Analysis, CausalReport, CausalType, CausalUnit, Discard, Discarded, EmptyCausal,
-    EmptyCausalReason, Experiment, ExperimentPoint, Fit, Measurement, NoSlope, PointCount, Slope,
-    SpeedupPoint, Target, TypeSlope, MIN_DISTINCT_SPEEDUPS,
+    Analysis, CausalReport, CausalType, CausalUnit, DelayAccounting, Discard, Discarded,
+    EmptyCausal, EmptyCausalReason, Experiment, ExperimentPoint, Fit, Measurement, NoSlope,
+    PointCount, Slope, SpeedupPoint, Target, TypeSlope, MIN_DISTINCT_SPEEDUPS,
 };
 pub use stats::{student_t_quantile, LineFit, MeanFit};
 
@@ -154,6 +154,10 @@ pub fn analyze(config: &CausalCollectConfig, records: &[ExperimentRecord]) -> Ca
         experiment_ns: config.experiment_ns,
         fixed_speedup_percent: config.fixed_speedup_percent,
         end_to_end_runs: config.end_to_end_runs,
+        delay_accounting: match config.delay_accounting {
+            dprof_format::DelayAccounting::Task => DelayAccounting::Task,
+            dprof_format::DelayAccounting::Cpu => DelayAccounting::Cpu,
+        },
         types,
         experiments,
         analyses,
@@ -278,6 +282,7 @@ fn measurement(end: &ExperimentEnd) -> Measurement {
         delay_ns: end.delay_ns,
         paused_ns: end.paused_ns,
         credited_ns: end.credited_ns,
+        task_table_full: end.flags & EXPERIMENT_TASK_TABLE_FULL != 0,
         type_samples: end.type_samples,
         samples: end.samples,
         points: end.points[..count]

@@ -554,3 +554,79 @@ fn an_end_to_end_session_says_each_experiment_is_a_run() {
     let v: serde_json::Value = serde_json::from_str(&json).expect("json");
     assert_eq!(v["end_to_end_runs"], 40, "{json}");
 }
+
+#[test]
+fn the_view_says_whose_delays_were_kept_and_what_was_credited() {
+    let speedups: Vec<u32> = (1..=10).flat_map(|i| [0, 10 * i]).collect();
+    let mut planned =
+        example::on_and_off_path(example::linear_experiments, &speedups, 0.3, 0.01, 4);
+    // 1.5 s credited over two experiments; one of them ran out of task slots.
+    planned[1].credited_ns = 1_000_000_000;
+    planned[3].credited_ns = 500_000_000;
+    planned[3].flags = dprof_abi::EXPERIMENT_TASK_TABLE_FULL;
+    let mut config = example::config(
+        &[("on_path", 10), ("off_path", 10)],
+        &["kprobe:tcp_sendmsg"],
+        None,
+    );
+    let task = example::profile_of(&config, &planned);
+    config.delay_accounting = dprof_format::DelayAccounting::Cpu;
+    let cpu = example::profile_of(&config, &planned);
+    let dir = dir_with(&[("task.dprof", task), ("cpu.dprof", cpu)]);
+    let view = |file: &str| stdout_of(&dprof(dir.path(), &["report", file, "--view", "causal"]));
+    let text = view("task.dprof");
+    assert!(
+        text.contains(
+            "delays: per task (Coz's rules for threads): a task woken by a timer or an interrupt \
+             serves the delays inserted while it slept"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("(1500.0 ms credited in all)"), "{text}");
+    assert!(
+        text.contains(
+            "1 experiments kept some tasks' delays per CPU: the module's task table was full"
+        ),
+        "{text}"
+    );
+    let text = view("cpu.dprof");
+    assert!(
+        text.contains(
+            "delays: per CPU (--delay-accounting cpu): a CPU found idle is credited with what it \
+             owes (1500.0 ms in all)"
+        ),
+        "{text}"
+    );
+    let json = stdout_of(&dprof(
+        dir.path(),
+        &["report", "task.dprof", "--view", "causal", "--json"],
+    ));
+    let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+    assert_eq!(v["delay_accounting"], "task", "{json}");
+    let full: Vec<bool> = v["experiments"]
+        .as_array()
+        .expect("experiments")
+        .iter()
+        .map(|e| e["measured"]["task_table_full"] == true)
+        .collect();
+    assert_eq!(full.iter().filter(|&&f| f).count(), 1, "{json}");
+    assert!(full[3], "{json}");
+}
+
+#[test]
+fn an_unknown_delay_accounting_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    assert_refused(
+        dir.path(),
+        &[
+            "causal",
+            "-o",
+            "bad.dprof",
+            "--delay-accounting",
+            "thread",
+            "--",
+            "true",
+        ],
+        "invalid value 'thread' for '--delay-accounting <WHOSE>'",
+    );
+}

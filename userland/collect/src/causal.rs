@@ -39,8 +39,8 @@ use dprof_analysis::pipeline::{Analyzer, Options, SampledAccesses};
 use dprof_analysis::resolve::pseudo_type;
 use dprof_analysis::symbols::Kallsyms;
 use dprof_format::{
-    CausalCollectConfig, CausalTypeSpec, CausalUnit, CollectConfig, DeviceCounters, ProfileHeader,
-    ProfileWriter, ProgressPointSpec, StopInfo, StopReason, Target,
+    CausalCollectConfig, CausalTypeSpec, CausalUnit, CollectConfig, DelayAccounting,
+    DeviceCounters, ProfileHeader, ProfileWriter, ProgressPointSpec, StopInfo, StopReason, Target,
 };
 use dprof_model::units::{self, format_ns};
 use dprof_model::Report;
@@ -170,7 +170,11 @@ impl<'o> Checked<'o> {
         // The plan is set in the profiling phase too, so that a point the kernel does not
         // have fails now; its samples are recorded.
         dev.causal_plan(
-            &causal_plan(&points, &symbols, dprof_abi::CAUSAL_RECORD_SAMPLES),
+            &causal_plan(
+                &points,
+                &symbols,
+                dprof_abi::CAUSAL_RECORD_SAMPLES | accounting_flags(options.delay_accounting),
+            ),
             &labels,
         )?;
         let collect_config = CollectConfig {
@@ -609,6 +613,14 @@ fn check_points(points: &[ProgressPointSpec], symbols: &Kallsyms) -> Result<(), 
     Ok(())
 }
 
+/// The plan flags that ask the module for `accounting`.
+fn accounting_flags(accounting: DelayAccounting) -> u32 {
+    match accounting {
+        DelayAccounting::Task => 0,
+        DelayAccounting::Cpu => dprof_abi::CAUSAL_PER_CPU_DELAYS,
+    }
+}
+
 /// The module's plan for `points`, which [`check_points`] accepted against `symbols`.
 fn causal_plan(points: &[ProgressPointSpec], symbols: &Kallsyms, flags: u32) -> CausalPlan {
     let mut plan = CausalPlan {
@@ -921,7 +933,11 @@ fn run_phases<B: Backend>(
     config.events = dprof_abi::EVENT_SAMPLES;
     dev.configure(&config).map_err(backend)?;
     dev.causal_plan(
-        &causal_plan(inputs.points, inputs.symbols, 0),
+        &causal_plan(
+            inputs.points,
+            inputs.symbols,
+            accounting_flags(args.delay_accounting),
+        ),
         inputs.labels,
     )
     .map_err(backend)?;
@@ -944,6 +960,7 @@ fn run_phases<B: Backend>(
         cooloff_ns: duration_ns(args.cooloff),
         fixed_speedup_percent: args.fixed_speedup,
         end_to_end_runs: args.end_to_end,
+        delay_accounting: args.delay_accounting,
     });
     let mut writer = create_profile(
         &args.output,

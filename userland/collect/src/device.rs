@@ -354,7 +354,9 @@ impl Device {
                     Some(libc::EINVAL) => "the plan is malformed or comes at the wrong time",
                     Some(libc::EBUSY) => "this session already has a causal plan",
                     Some(libc::EOPNOTSUPP | 524) => {
-                        "this kernel cannot attach such a point (no kprobes or tracepoints)"
+                        "this kernel cannot attach such a point (no kprobes or tracepoints), \
+                         or lacks the scheduler tracepoints of per-task delay accounting \
+                         (try --delay-accounting cpu)"
                     }
                     _ => "it said no",
                 };

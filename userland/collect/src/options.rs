@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use dprof_abi::{MAX_RING_BYTES, MIN_RING_BYTES};
-use dprof_format::{CausalUnit, ProgressPointSpec};
+use dprof_format::{CausalUnit, DelayAccounting, ProgressPointSpec};
 use dprof_model::units::{self, format_ns};
 
 use crate::histories::HistorySpec;
@@ -218,6 +218,8 @@ pub struct CausalOptions {
     /// each one experiment from the command's start to its exit, measured by the runs per
     /// effective second; no progress point is given.
     pub end_to_end: Option<u32>,
+    /// Whose delay count the experiments keep: each task's (Coz's rules) or each CPU's.
+    pub delay_accounting: DelayAccounting,
     /// The sampler's period as given.
     pub period: Option<Period>,
     /// Which sampler.

@@ -231,6 +231,23 @@ pub struct CausalCollectConfig {
     /// experiments were timed slices of one run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_to_end_runs: Option<u32>,
+    /// Whose delay count the module's experiments kept (`dprof causal --delay-accounting`).
+    #[serde(default)]
+    pub delay_accounting: DelayAccounting,
+}
+
+/// How the module's experiments owed and paid their delays.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DelayAccounting {
+    /// Per task (Coz's rules for threads): a task woken by an interrupt serves the delays
+    /// inserted while it slept; one woken by another task is credited with what that task
+    /// served; a forked task starts with its parent's count.
+    Task,
+    /// Per CPU: a CPU found idle is credited with what it owes. What profiles written before
+    /// the choice hold.
+    #[default]
+    Cpu,
 }
 
 /// The progress point of an end-to-end session, as (kind, name): a run of the command that

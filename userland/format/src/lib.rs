@@ -75,10 +75,10 @@ pub use error::{ProfileError, RecordProblem, WriteError};
 pub use experiment::ExperimentRecord;
 pub use header::{
     CacheGeometry, CausalCollectConfig, CausalTypeSpec, CausalUnit, CollectConfig, CpuCounters,
-    CpuId, DeviceCounters, FullCoveragePlan, HistoryCollectConfig, HistoryCounters,
-    HistoryRegisters, MemoryLayout, MergedCache, ModuleInfo, PercpuSection, PeriodEvents, PmuEvent,
-    ProfileHeader, ProgressPointSpec, SampleRegisters, SamplingConfig, StopInfo, StopReason,
-    Target, END_TO_END_POINT,
+    CpuId, DelayAccounting, DeviceCounters, FullCoveragePlan, HistoryCollectConfig,
+    HistoryCounters, HistoryRegisters, MemoryLayout, MergedCache, ModuleInfo, PercpuSection,
+    PeriodEvents, PmuEvent, ProfileHeader, ProgressPointSpec, SampleRegisters, SamplingConfig,
+    StopInfo, StopReason, Target, END_TO_END_POINT,
 };
 pub use page_owners::{OwnedPage, PageOwners, PageUsage, SlabPages};
 pub use reader::{Profile, Records};

@@ -142,6 +142,26 @@ fn causal_units_round_trip_and_old_tables_are_types() {
     assert_eq!(old, causal::example_config());
 }
 
+/// The delay accounting round trips; a causal configuration written before the choice reads
+/// as per CPU, which every module before it did.
+#[test]
+fn delay_accounting_round_trips_and_old_configurations_are_per_cpu() {
+    let mut config = dprof_fixtures::causal::example_config();
+    for accounting in [DelayAccounting::Task, DelayAccounting::Cpu] {
+        config.delay_accounting = accounting;
+        let json = serde_json::to_value(&config).expect("json");
+        let back: CausalCollectConfig = serde_json::from_value(json).expect("loads");
+        assert_eq!(back.delay_accounting, accounting);
+    }
+    let mut json = serde_json::to_value(&config).expect("json");
+    assert_eq!(json["delay_accounting"], "cpu");
+    json.as_object_mut()
+        .expect("object")
+        .remove("delay_accounting");
+    let old: CausalCollectConfig = serde_json::from_value(json).expect("loads");
+    assert_eq!(old.delay_accounting, DelayAccounting::Cpu);
+}
+
 #[test]
 fn merged_caches_round_trip_and_are_optional() {
     let mut header = example_header();

@@ -26,6 +26,9 @@ pub struct CausalReport {
     /// experiments were timed slices of one run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_to_end_runs: Option<u32>,
+    /// Whose delay count the experiments kept.
+    #[serde(default)]
+    pub delay_accounting: DelayAccounting,
     /// The type table, in table order.
     pub types: Vec<CausalType>,
     /// Every experiment seen, by experiment number.
@@ -37,6 +40,20 @@ pub struct CausalReport {
     /// Why there is nothing to rank or plot; absent when some type has a slope.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why_empty: Option<EmptyCausal>,
+}
+
+/// How the experiments owed and paid their delays.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DelayAccounting {
+    /// Per task (Coz's rules for threads): a task woken by an interrupt serves the delays
+    /// inserted while it slept; one woken by another task is credited with what that task
+    /// served.
+    Task,
+    /// Per CPU: a CPU found idle is credited with what it owes, which forgives a task woken by
+    /// a timer the delays of its sleep. Profiles from before the choice.
+    #[default]
+    Cpu,
 }
 
 /// Why a causal report ranks no type.
@@ -187,8 +204,13 @@ pub struct Measurement {
     pub delay_ns: u64,
     /// Pauses actually served, all CPUs together (ns).
     pub paused_ns: u64,
-    /// Delay forgiven to idle CPUs, all CPUs together (ns).
+    /// Delay forgiven (ns): per task, to tasks woken by a task that had served it; per CPU,
+    /// to idle CPUs.
     pub credited_ns: u64,
+    /// Per task: the module's task table was full, so some task's delays were kept per CPU
+    /// for part of the experiment.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub task_table_full: bool,
     /// Samples on the experiment's type.
     pub type_samples: u64,
     /// All samples.
@@ -539,6 +561,25 @@ pub struct DiscardGroup {
 }
 
 impl CausalReport {
+    /// Delay forgiven over every measured experiment (ns).
+    #[must_use]
+    pub fn credited_ns(&self) -> u64 {
+        self.experiments
+            .iter()
+            .filter_map(|e| e.measured.as_ref())
+            .map(|m| m.credited_ns)
+            .sum()
+    }
+
+    /// Experiments in which some task's delays were kept per CPU for want of room.
+    #[must_use]
+    pub fn task_table_full_experiments(&self) -> usize {
+        self.experiments
+            .iter()
+            .filter(|e| e.measured.as_ref().is_some_and(|m| m.task_table_full))
+            .count()
+    }
+
     /// Discarded experiments grouped by reason: those no analysis uses first, then each
     /// analysis's own.
     #[must_use]

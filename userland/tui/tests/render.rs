@@ -5,6 +5,7 @@
 #[path = "support/fixture.rs"]
 mod fixture;
 
+use dprof_model::causal::DelayAccounting;
 use dprof_tui::{App, Event, LoadEvent, View, MIN_HEIGHT, MIN_WIDTH};
 use fixture::{
     causal_report, draw, freed_elsewhere_report, full_history_report, functions_report,
@@ -328,6 +329,26 @@ fn an_end_to_end_ranking_says_each_experiment_was_a_run() {
         s.contains("end-to-end: runs per effective second, one experiment per run"),
         "{s}"
     );
+}
+
+/// The causal summary says whose delays the experiments kept.
+#[test]
+fn a_causal_summary_says_whose_delays_were_kept() {
+    for (accounting, said) in [
+        (DelayAccounting::Task, "delays per task"),
+        (DelayAccounting::Cpu, "delays per CPU, idle CPUs credited"),
+    ] {
+        let mut report = causal_report();
+        report
+            .causal
+            .as_mut()
+            .expect("the example has a causal report")
+            .delay_accounting = accounting;
+        let mut app = App::with_report(SOURCE, report);
+        press(&mut app, [KeyCode::Char('6'), KeyCode::Home]);
+        let s = screen(&app, 200, 48);
+        assert!(s.contains(said), "{s}");
+    }
 }
 
 /// The data flow of an object freed on another CPU than its last access: the CPU change at

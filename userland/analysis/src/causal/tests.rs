@@ -227,6 +227,7 @@ fn latency_planned(runs: &[(u32, f64)]) -> Vec<Planned> {
                 delay_ns: delay,
                 type_samples: 100,
                 flags: 0,
+                credited_ns: 0,
                 visits: vec![begin, end],
                 without_start: false,
             }
@@ -307,6 +308,7 @@ fn in_flight_integral_follows_the_formula() {
         wall_ns: 1_000,
         delay_ns: 0,
         paused_ns: 0,
+        task_table_full: false,
         credited_ns: 0,
         type_samples: 0,
         samples: 0,

@@ -12,7 +12,7 @@ use dprof_collect::causal::{
 use dprof_collect::observer::Observer;
 use dprof_collect::options::{parse_period, CausalOptions, Period, Selection};
 use dprof_collect::scope::{parse_scope, Scope};
-use dprof_format::{CausalUnit, ProgressPointSpec};
+use dprof_format::{CausalUnit, DelayAccounting, ProgressPointSpec};
 use dprof_model::units::{self, format_ns};
 
 use super::record::{cli_error, exit_code_of, SamplerChoice, Signals, Terminal, UsageError};
@@ -139,6 +139,13 @@ pub struct CausalArgs {
           conflicts_with_all = ["progress", "latency", "duration", "plan_time", "experiment",
                                 "min_visits"])]
     end_to_end: Option<u32>,
+    /// Whose delays an experiment keeps: `task` (Coz's rules: a task woken by a timer or an
+    /// interrupt serves the delays inserted while it slept, one woken by another task is
+    /// credited with what that task served) or `cpu` (a CPU found idle is credited with what
+    /// it owes: simpler, but it forgives a sleeping task's delays, so work woken by timers
+    /// looks faster than it is).
+    #[arg(long, value_name = "WHOSE", value_enum, default_value = "task")]
+    delay_accounting: Accounting,
     /// Software sampler: time between samples on each CPU; IBS, PEBS: events (as for
     /// `dprof collect`). Each sample of the chosen type adds speedup x period of delay.
     #[arg(long, value_name = "PERIOD", value_parser = parse_period)]
@@ -166,6 +173,24 @@ enum Units {
     Functions,
     /// Modules (`vmlinux`: the core kernel): the instructions of their functions in scope.
     Modules,
+}
+
+/// What `--delay-accounting` takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Accounting {
+    /// Each task's delay count, across CPUs and sleeps.
+    Task,
+    /// Each CPU's delay count; idle CPUs are credited.
+    Cpu,
+}
+
+impl From<Accounting> for DelayAccounting {
+    fn from(accounting: Accounting) -> Self {
+        match accounting {
+            Accounting::Task => Self::Task,
+            Accounting::Cpu => Self::Cpu,
+        }
+    }
 }
 
 impl From<Units> for CausalUnit {
@@ -209,6 +234,7 @@ impl CausalArgs {
             seed: self.seed,
             fixed_speedup: self.fixed_speedup,
             end_to_end: self.end_to_end,
+            delay_accounting: self.delay_accounting.into(),
             period: self.period.clone(),
             sampler: self.sampler.into(),
             ring_size: self.ring_size,

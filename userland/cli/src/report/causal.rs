@@ -11,7 +11,9 @@ use std::process::ExitCode;
 
 use dprof_analysis::causal;
 use dprof_format::Profile;
-use dprof_model::causal::{Analysis, CausalReport, CausalType, CausalUnit, Fit, Target, TypeSlope};
+use dprof_model::causal::{
+    Analysis, CausalReport, CausalType, CausalUnit, DelayAccounting, Fit, Target, TypeSlope,
+};
 
 use super::args::{Format, ReportArgs, DEFAULT_TOP};
 use super::output::{more, no_such_type, notes_text, to_stdout, Table};
@@ -37,6 +39,7 @@ pub(super) fn run(args: &ReportArgs, profile: &Profile) -> anyhow::Result<ExitCo
             return writeln!(out);
         }
         summary(&report, out)?;
+        delays(&report, out)?;
         modules(&report, out)?;
         if let Some(empty) = &report.why_empty {
             writeln!(out, "nothing to rank: {}", empty.message)?;
@@ -128,6 +131,33 @@ fn summary(report: &CausalReport, out: &mut impl Write) -> io::Result<()> {
              after it), with an intercept, 95% interval (Student t)"
         ),
     }
+}
+
+/// Whose delays the experiments kept, what was forgiven, and whether the task table held.
+fn delays(report: &CausalReport, out: &mut impl Write) -> io::Result<()> {
+    let credited = format!("{:.1} ms", report.credited_ns() as f64 / 1e6);
+    match report.delay_accounting {
+        DelayAccounting::Task => writeln!(
+            out,
+            "delays: per task (Coz's rules for threads): a task woken by a timer or an \
+             interrupt serves the delays inserted while it slept, one woken by another task is \
+             credited with what that task had served ({credited} credited in all)"
+        )?,
+        DelayAccounting::Cpu => writeln!(
+            out,
+            "delays: per CPU (--delay-accounting cpu): a CPU found idle is credited with what \
+             it owes ({credited} in all), which forgives a task woken by a timer the delays of \
+             its sleep: such work looks faster than it would be"
+        )?,
+    }
+    let full = report.task_table_full_experiments();
+    if full > 0 {
+        writeln!(
+            out,
+            "{full} experiments kept some tasks' delays per CPU: the module's task table was full"
+        )?;
+    }
+    Ok(())
 }
 
 /// What each module entry sped up: its functions, and those the instruction cap left out.

@@ -418,6 +418,7 @@ fn end_to_end_options(command: &[&str]) -> CausalOptions {
         cooloff: Duration::from_millis(10),
         seed: None,
         fixed_speedup: None,
+        delay_accounting: dprof_format::DelayAccounting::Task,
         end_to_end: Some(10),
         period: None,
         sampler: crate::options::SamplerChoice::Auto,

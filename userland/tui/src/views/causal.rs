@@ -4,7 +4,7 @@
 //! against virtual speedup) with the fitted line; then the experiments left out and what the
 //! view could not see. A report that ranks no type says why at the top.
 
-use dprof_model::causal::{Analysis, CausalReport, CausalUnit, Fit, TypeSlope};
+use dprof_model::causal::{Analysis, CausalReport, CausalUnit, DelayAccounting, Fit, TypeSlope};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
@@ -126,9 +126,13 @@ fn summary(causal: &CausalReport, analysis: &Analysis) -> String {
         || "least squares".to_owned(),
         |percent| format!("mean at the fixed {percent}% over {percent}%"),
     );
+    let delays = match causal.delay_accounting {
+        DelayAccounting::Task => "per task",
+        DelayAccounting::Cpu => "per CPU, idle CPUs credited",
+    };
     format!(
         "{all} experiments, {} usable · {measure} · slope: program speedup per unit of \
-         virtual speedup of {sped_up} ({method}, 95% interval){sampled}",
+         virtual speedup of {sped_up} ({method}, 95% interval) · delays {delays}{sampled}",
         all - causal.discarded_experiments()
     )
 }

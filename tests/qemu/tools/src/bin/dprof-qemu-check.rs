@@ -38,7 +38,8 @@
 //! `dprof-qemu-check selftest-causal DIR` checks the data profile of the `causal` workload of
 //! `dprof_selftest.ko`: the off-path type has more samples than the critical-path one
 //! (`causal.rs` beside this file); `causal-end-to-end DIR` its end-to-end session's
-//! experiments and ranking.
+//! experiments and ranking; `causal-blocking DIR` per-task delay accounting against per-CPU
+//! on a workload that sleeps on a timer (`causal_blocking.rs`).
 //!
 //! `dprof-qemu-check backends-agree DIR` checks that the module and the perf backend, run on
 //! the same workload, agree on the top slab types and on allocations per cache
@@ -80,6 +81,8 @@ mod backends;
 mod bulk;
 #[path = "dprof-qemu-check/causal.rs"]
 mod causal;
+#[path = "dprof-qemu-check/causal_blocking.rs"]
+mod causal_blocking;
 #[path = "dprof-qemu-check/ephemeral.rs"]
 mod ephemeral;
 #[path = "dprof-qemu-check/hotplug.rs"]
@@ -779,6 +782,7 @@ fn main() -> Result<()> {
         "selftest-misses" => misses::check(dir),
         "selftest-causal" => causal::check(dir),
         "causal-end-to-end" => causal::check_end_to_end(dir),
+        "causal-blocking" => causal_blocking::check(dir),
         "backends-agree" => backends::check(dir),
         "selftest-bulk" => bulk::check(dir),
         "selftest-cache-destroy" => ephemeral::check(dir),

@@ -91,8 +91,8 @@ const MIN_FUNCTION_IPS: u32 = 256;
 /// Share of a function's sped-up experiments (not cut short) that must have inserted delay:
 /// a sample every 1 ms lands on each function a hundred times in a 200 ms experiment.
 const MIN_DELAYED_SHARE: f64 = 0.9;
-const X: &str = "dprof_selftest_causal_x";
-const Y: &str = "dprof_selftest_causal_y";
+pub(crate) const X: &str = "dprof_selftest_causal_x";
+pub(crate) const Y: &str = "dprof_selftest_causal_y";
 const ROUND_POINT: &str = "kprobe:dprof_selftest_causal_round";
 /// The sampled progress point of the sampled run.
 const SAMPLED_POINT: &str = "sampled:dprof_selftest_causal_compute";
@@ -416,7 +416,7 @@ fn check_counts(dir: &Path, report: &mut String, failures: &mut Vec<String>) -> 
 }
 
 /// One type's entry of the causal view's first analysis.
-fn causal_entry<'a>(analysis: &'a Value, name: &str) -> Result<&'a Value> {
+pub(crate) fn causal_entry<'a>(analysis: &'a Value, name: &str) -> Result<&'a Value> {
     analysis["types"]
         .as_array()
         .and_then(|types| types.iter().find(|t| t["name"] == name))
@@ -424,7 +424,7 @@ fn causal_entry<'a>(analysis: &'a Value, name: &str) -> Result<&'a Value> {
 }
 
 /// `slope [low, high], N experiments` of an entry, for the report.
-fn describe_fit(entry: &Value) -> String {
+pub(crate) fn describe_fit(entry: &Value) -> String {
     let fit = &entry["fit"];
     format!(
         "rank {}, slope {:+.3} [{:+.3}, {:+.3}], {} experiments ({} at 0%), data-profile rank {}",

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `causal-blocking MS`: the ground truth of per-task delay accounting. The types and access
+//! functions are the causal workload's (causal.rs); the threads share nothing.
+//!
+//! - The *spinner* on CPU 0, round after round, allocates one `dprof_selftest_causal_x` and
+//!   runs [`STEPS`] steps of [`X_CALLS_PER_STEP`] X accesses and as many computations: X
+//!   takes about half its time. It waits for no one.
+//! - The *sleeper* on CPU 1, round after round, sleeps about [`SLEEP_US`] on a timer, then
+//!   allocates one `dprof_selftest_causal_y`, makes [`Y_CALLS`] Y accesses, frees it and calls
+//!   the progress point `dprof_selftest_causal_blocking_round`.
+//!
+//! Progress is the sleeper's rounds, so really speeding X up changes nothing: X's slope is 0,
+//! and Y's is clearly positive (its accesses are most of the sleeper's time awake).
+//!
+//! Virtually speeding X up inserts delays at the rate `speedup x (X's share of CPU 0)`, and
+//! the sleeper must serve every one of them, those inserted while it slept included: the
+//! timer that wakes it would have fired that much later in the slowed system. Per task, it
+//! owes them on waking (an interrupt woke it) and serves them while it runs: the effective
+//! round time, and X's slope, stay as they are. Per CPU, CPU 1 is idle while the sleeper
+//! sleeps, so it is credited with the delays of that time, and the sleeper only serves those
+//! inserted while it is awake: its rounds look faster by about `s x x x sleep / round`, so X
+//! gets a clearly positive slope (a quarter to a third at 100%, by the sleep's share of a
+//! round) though it is off the path.
+//!
+//! The summary (`dprof_selftest: causal-blocking: ...`) gives each thread's times, from
+//! which the host check states the per-CPU bias it expects.
+
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use kernel::ffi::{c_int, c_void};
+use kernel::prelude::*;
+
+use crate::causal::{
+    dprof_selftest_causal_compute, dprof_selftest_causal_x_touch, dprof_selftest_causal_y_touch,
+    dprof_selftest_shim_alloc_causal_x, dprof_selftest_shim_alloc_causal_y,
+    dprof_selftest_shim_free_causal_x, dprof_selftest_shim_free_causal_y,
+};
+use crate::workload::{block_boundary, cond_resched, now_ns, pause_us, run_threads};
+
+/// Steps of the spinner per round; each step accesses X, then computes as long.
+const STEPS: u32 = 10;
+/// Calls of the X accesses per step, and of the computation (128 instructions each).
+const X_CALLS_PER_STEP: u32 = 60;
+/// The sleeper's sleep per round (µs, `usleep_range`: an hrtimer wakes it).
+const SLEEP_US: u64 = 1000;
+/// Calls of the Y accesses per round of the sleeper (128 accesses each): about as long as
+/// its sleep under TCG.
+const Y_CALLS: u32 = 3000;
+
+/// Rounds of the sleeper since the module was loaded.
+static ROUNDS: AtomicU64 = AtomicU64::new(0);
+
+/// The progress point: once per round of the sleeper. A kprobe target, never inlined.
+#[no_mangle]
+#[inline(never)]
+pub(crate) extern "C" fn dprof_selftest_causal_blocking_round() {
+    ROUNDS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// One run, on the stack of the control file writer.
+struct Blocking {
+    deadline_ns: u64,
+    failed: AtomicBool,
+    /// Totals (ns) stored by each thread when it is done.
+    spinner_x_ns: AtomicU64,
+    spinner_compute_ns: AtomicU64,
+    sleeper_rounds: AtomicU64,
+    sleeper_sleep_ns: AtomicU64,
+    sleeper_y_ns: AtomicU64,
+}
+
+/// # Safety
+/// `arg` must be the run's [`Blocking`], alive until the thread is done.
+unsafe extern "C" fn spinner(arg: *mut c_void) -> c_int {
+    // SAFETY: the writer waits for both threads before the run goes away.
+    let run = unsafe { &*arg.cast::<Blocking>() };
+    let (mut x_ns, mut compute_ns, mut acc) = (0u64, 0u64, 0u64);
+    while now_ns() < run.deadline_ns {
+        // SAFETY: process context.
+        let obj = unsafe { dprof_selftest_shim_alloc_causal_x() };
+        if obj.is_null() {
+            run.failed.store(true, Ordering::Relaxed);
+            break;
+        }
+        for step in 0..STEPS {
+            let t0 = now_ns();
+            for _ in 0..X_CALLS_PER_STEP {
+                block_boundary();
+                acc = acc.wrapping_add(dprof_selftest_causal_x_touch(obj, u64::from(step)));
+            }
+            let t1 = now_ns();
+            for _ in 0..X_CALLS_PER_STEP {
+                block_boundary();
+                acc = dprof_selftest_causal_compute(acc);
+            }
+            let t2 = now_ns();
+            x_ns = x_ns.wrapping_add(t1.wrapping_sub(t0));
+            compute_ns = compute_ns.wrapping_add(t2.wrapping_sub(t1));
+        }
+        // SAFETY: allocated above, freed once, no longer accessed.
+        unsafe { dprof_selftest_shim_free_causal_x(obj) };
+        // The collector may use CPU 0 between rounds.
+        cond_resched();
+    }
+    core::hint::black_box(acc);
+    run.spinner_x_ns.store(x_ns, Ordering::Relaxed);
+    run.spinner_compute_ns.store(compute_ns, Ordering::Relaxed);
+    0
+}
+
+/// # Safety
+/// As for [`spinner`].
+unsafe extern "C" fn sleeper(arg: *mut c_void) -> c_int {
+    // SAFETY: as for the spinner.
+    let run = unsafe { &*arg.cast::<Blocking>() };
+    let (mut rounds, mut sleep_ns, mut y_ns, mut acc) = (0u64, 0u64, 0u64, 0u64);
+    while now_ns() < run.deadline_ns {
+        let t0 = now_ns();
+        pause_us(SLEEP_US);
+        let t1 = now_ns();
+        // SAFETY: process context.
+        let obj = unsafe { dprof_selftest_shim_alloc_causal_y() };
+        if obj.is_null() {
+            run.failed.store(true, Ordering::Relaxed);
+            break;
+        }
+        for _ in 0..Y_CALLS {
+            block_boundary();
+            acc = acc.wrapping_add(dprof_selftest_causal_y_touch(obj, rounds));
+        }
+        // SAFETY: allocated above, freed once, no longer accessed.
+        unsafe { dprof_selftest_shim_free_causal_y(obj) };
+        dprof_selftest_causal_blocking_round();
+        rounds += 1;
+        let t2 = now_ns();
+        sleep_ns = sleep_ns.wrapping_add(t1.wrapping_sub(t0));
+        y_ns = y_ns.wrapping_add(t2.wrapping_sub(t1));
+    }
+    core::hint::black_box(acc);
+    run.sleeper_rounds.store(rounds, Ordering::Relaxed);
+    run.sleeper_sleep_ns.store(sleep_ns, Ordering::Relaxed);
+    run.sleeper_y_ns.store(y_ns, Ordering::Relaxed);
+    0
+}
+
+/// `causal-blocking MS`.
+pub(crate) fn run(ms: u64) -> Result {
+    let run = Blocking {
+        deadline_ns: now_ns().wrapping_add(ms.wrapping_mul(1_000_000)),
+        failed: AtomicBool::new(false),
+        spinner_x_ns: AtomicU64::new(0),
+        spinner_compute_ns: AtomicU64::new(0),
+        sleeper_rounds: AtomicU64::new(0),
+        sleeper_sleep_ns: AtomicU64::new(0),
+        sleeper_y_ns: AtomicU64::new(0),
+    };
+    run_threads(&run, &[0, 1], &[spinner, sleeper])?;
+    let rounds = run.sleeper_rounds.load(Ordering::Relaxed);
+    let per_round = |ns: &AtomicU64| ns.load(Ordering::Relaxed) / rounds.max(1) / 1000;
+    let (x, compute) = (
+        run.spinner_x_ns.load(Ordering::Relaxed),
+        run.spinner_compute_ns.load(Ordering::Relaxed),
+    );
+    pr_info!(
+        "causal-blocking: {} rounds in {} ms: sleeper asleep {} us, awake {} us per round; \
+         spinner X {}% of its time\n",
+        rounds,
+        ms,
+        per_round(&run.sleeper_sleep_ns),
+        per_round(&run.sleeper_y_ns),
+        x.wrapping_mul(100) / x.wrapping_add(compute).max(1),
+    );
+    if run.failed.load(Ordering::Relaxed) {
+        return Err(EIO);
+    }
+    Ok(())
+}

@@ -1,0 +1,144 @@
+//! `dprof-qemu-check causal-blocking DIR`: per-task delay accounting against per-CPU, on the
+//! selftest's `causal-blocking` workload (`kmod/selftest/causal_blocking.rs`). A spinner on
+//! CPU 0 accesses X for a share `x` of its time and waits for no one; a sleeper on CPU 1
+//! sleeps `s` on a timer, then accesses Y for `a`, and visits the progress point. X is off the
+//! path: its true slope is 0. Y is on it.
+//!
+//! The scenario runs the same experiments twice, every sped-up one at 100%:
+//!
+//! - **Per task**, the sleeper serves on waking the delays inserted while it slept, as the
+//!   slowed system would have woken it later: X's interval must hold 0, or its slope be
+//!   within [`MAX_TASK_X`] of it.
+//! - **Per CPU**, CPU 1 is idle while the sleeper sleeps and is credited with those delays,
+//!   so the sleeper serves only those of its waking time: its round looks shorter by
+//!   `x s`, and X gets the false slope `x s / ((1 - x) s + a)` (about a third here). The
+//!   measured slope must be at least [`MIN_CPU_BIAS_SHARE`] of that prediction, from the
+//!   workload's own times, and its whole interval above the per-task slope's.
+//! - In both, Y's interval lies above [`MIN_Y_LOW`]: accounting moves nothing on the path.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+use super::causal::{causal_entry, describe_fit, X, Y};
+
+/// Per task, X (off the path) must be this close to 0. Its intervals were about +-0.05 wide;
+/// per CPU it came to +0.34, a third of X's share of the spinner.
+const MAX_TASK_X: f64 = 0.1;
+/// Per CPU, X's slope must be at least this share of the slope the idle credit predicts.
+const MIN_CPU_BIAS_SHARE: f64 = 0.5;
+/// Y's interval must lie above this in both modes.
+const MIN_Y_LOW: f64 = 0.1;
+
+/// The sleeper's times per round and the spinner's X share, from the workload's summary:
+/// `... sleeper asleep S us, awake A us per round; spinner X P% of its time`.
+fn workload_times(summary: &str) -> Option<(f64, f64, f64)> {
+    let number_after = |key: &str| -> Option<f64> {
+        let rest = &summary[summary.find(key)? + key.len()..];
+        rest.split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()
+    };
+    Some((
+        number_after("asleep ")?,
+        number_after("awake ")?,
+        number_after("spinner X ")? / 100.0,
+    ))
+}
+
+/// X's and Y's entries in the throughput analysis of one mode's JSON view.
+fn fits(dir: &Path, mode: &str) -> Result<(Value, Value, Value)> {
+    let path = dir.join(format!("{mode}.json"));
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let view: Value = serde_json::from_str(&text).context("the causal view is not JSON")?;
+    let analysis = &view["analyses"][0];
+    let x = causal_entry(analysis, X)?.clone();
+    let y = causal_entry(analysis, Y)?.clone();
+    Ok((view, x, y))
+}
+
+fn fit(entry: &Value, key: &str) -> f64 {
+    entry["fit"][key].as_f64().unwrap_or(f64::NAN)
+}
+
+pub(crate) fn check(dir: &Path) -> Result<String> {
+    let mut report = String::new();
+    let mut failures = Vec::new();
+    let (task_view, task_x, task_y) = fits(dir, "task")?;
+    let (cpu_view, cpu_x, cpu_y) = fits(dir, "cpu")?;
+    for (mode, view) in [("task", &task_view), ("cpu", &cpu_view)] {
+        if view["delay_accounting"] != mode {
+            failures.push(format!(
+                "the {mode} session's view says delay_accounting {}",
+                view["delay_accounting"]
+            ));
+        }
+    }
+    writeln!(report, "per task: X {}", describe_fit(&task_x))?;
+    writeln!(report, "per task: Y {}", describe_fit(&task_y))?;
+    writeln!(report, "per CPU:  X {}", describe_fit(&cpu_x))?;
+    writeln!(report, "per CPU:  Y {}", describe_fit(&cpu_y))?;
+
+    // Written so that a missing value (NaN) fails too.
+    let (task_x_slope, task_x_low, task_x_high) = (
+        fit(&task_x, "slope"),
+        fit(&task_x, "low"),
+        fit(&task_x, "high"),
+    );
+    if !(task_x_slope.abs() <= MAX_TASK_X || (task_x_low <= 0.0 && task_x_high >= 0.0)) {
+        failures.push(format!(
+            "per task, X (off the path) has slope {task_x_slope:+.3} [{task_x_low:+.3}, \
+             {task_x_high:+.3}], want its interval to hold 0 or the slope within {MAX_TASK_X} \
+             of it"
+        ));
+    }
+    let summary = std::fs::read_to_string(dir.join("cpu.summary")).unwrap_or_default();
+    let Some((asleep, awake, x_share)) = workload_times(&summary) else {
+        bail!("{report}no workload summary in cpu.summary: {summary:?}");
+    };
+    let predicted = x_share * asleep / ((1.0 - x_share) * asleep + awake);
+    let (cpu_x_slope, cpu_x_low) = (fit(&cpu_x, "slope"), fit(&cpu_x, "low"));
+    writeln!(
+        report,
+        "per CPU, the idle credit predicts X {predicted:+.3} (sleeper asleep {asleep} us, awake \
+         {awake} us per round, X {:.0}% of the spinner's time); measured {cpu_x_slope:+.3}",
+        x_share * 100.0
+    )?;
+    if !(cpu_x_slope >= MIN_CPU_BIAS_SHARE * predicted && cpu_x_low > task_x_high) {
+        failures.push(format!(
+            "per CPU, X's slope {cpu_x_slope:+.3} (from {cpu_x_low:+.3}) is not the false slope \
+             the idle credit predicts ({predicted:+.3}) above the per-task one"
+        ));
+    }
+    for (mode, y) in [("per task", &task_y), ("per CPU", &cpu_y)] {
+        let low = fit(y, "low");
+        if low.is_nan() || low <= MIN_Y_LOW {
+            failures.push(format!(
+                "{mode}, Y (on the path) has its interval from {low:+.3}, want above {MIN_Y_LOW}"
+            ));
+        }
+    }
+    if failures.is_empty() {
+        writeln!(report, "causal-blocking: all checks passed")?;
+        Ok(report)
+    } else {
+        bail!("{report}FAILED:\n  {}", failures.join("\n  "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::workload_times;
+
+    #[test]
+    fn the_workload_summary_gives_the_sleeper_s_times_and_the_x_share() {
+        let line = "dprof_selftest: causal-blocking: 4463 rounds in 16000 ms: sleeper asleep \
+                    1820 us, awake 1763 us per round; spinner X 49% of its time";
+        assert_eq!(workload_times(line), Some((1820.0, 1763.0, 0.49)));
+        assert_eq!(workload_times("dprof_selftest: causal: 10 rounds"), None);
+    }
+}
