@@ -39,7 +39,9 @@
 //! `dprof_selftest.ko`: the off-path type has more samples than the critical-path one
 //! (`causal.rs` beside this file); `causal-end-to-end DIR` its end-to-end session's
 //! experiments and ranking; `causal-blocking DIR` per-task delay accounting against per-CPU
-//! on a workload that sleeps on a timer (`causal_blocking.rs`).
+//! on a workload that sleeps on a timer (`causal_blocking.rs`); `causal-real-workload DIR`
+//! an end-to-end session over busybox httpd and wget, and its overhead split
+//! (`causal_real.rs`).
 //!
 //! `dprof-qemu-check backends-agree DIR` checks that the module and the perf backend, run on
 //! the same workload, agree on the top slab types and on allocations per cache
@@ -83,6 +85,8 @@ mod bulk;
 mod causal;
 #[path = "dprof-qemu-check/causal_blocking.rs"]
 mod causal_blocking;
+#[path = "dprof-qemu-check/causal_real.rs"]
+mod causal_real;
 #[path = "dprof-qemu-check/ephemeral.rs"]
 mod ephemeral;
 #[path = "dprof-qemu-check/hotplug.rs"]
@@ -783,6 +787,7 @@ fn main() -> Result<()> {
         "selftest-causal" => causal::check(dir),
         "causal-end-to-end" => causal::check_end_to_end(dir),
         "causal-blocking" => causal_blocking::check(dir),
+        "causal-real-workload" => causal_real::check(dir),
         "backends-agree" => backends::check(dir),
         "selftest-bulk" => bulk::check(dir),
         "selftest-cache-destroy" => ephemeral::check(dir),

@@ -1,0 +1,127 @@
+//! `dprof-qemu-check causal-real-workload DIR`: `dprof causal --end-to-end` over busybox
+//! httpd and wget, and its overhead split as Coz splits it (section 4 of the paper: startup,
+//! sampling, delays):
+//!
+//! - **startup**: the profiling run and the planning after it, from the collector's summary;
+//! - **sampling**: the 0% runs' mean wall time against the command run alone (`baseline-ns`,
+//!   timed by the scenario before dprof started), which no delay touched;
+//! - **delays**: the delay the sped-up runs inserted, against their wall time.
+//!
+//! Checked: every run was one experiment, visited once (its end); the summary split the
+//! overhead; the 0% runs took between [`MIN_SAMPLING_RATIO`] and [`MAX_SAMPLING_RATIO`] of
+//! the command's time alone; and the sped-up runs inserted some delay.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+/// Runs the scenario asks for.
+const RUNS: usize = 20;
+/// The 0% runs against the command alone: sampling every 250 us must not double a run (the
+/// lower bound catches a baseline that measured something else).
+const MIN_SAMPLING_RATIO: f64 = 0.7;
+const MAX_SAMPLING_RATIO: f64 = 2.0;
+
+fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len().max(1) as f64
+}
+
+pub(crate) fn check(dir: &Path) -> Result<String> {
+    let mut report = String::new();
+    let mut failures = Vec::new();
+    let baseline_text =
+        std::fs::read_to_string(dir.join("baseline-ns")).context("reading baseline-ns")?;
+    let baseline: Vec<f64> = baseline_text
+        .lines()
+        .map(|l| {
+            l.trim()
+                .parse::<f64>()
+                .context("a baseline time is not a number")
+        })
+        .collect::<Result<_>>()?;
+    if baseline.is_empty() {
+        bail!("no baseline time in baseline-ns");
+    }
+    let text = std::fs::read_to_string(dir.join("real.json")).context("reading real.json")?;
+    let view: Value = serde_json::from_str(&text).context("real.json is not JSON")?;
+    let experiments = view["experiments"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    let measured: Vec<&Value> = experiments
+        .iter()
+        .filter_map(|e| e["measured"].as_object().map(|_| e))
+        .collect();
+    let once = measured
+        .iter()
+        .filter(|e| e["measured"]["points"][0]["visits"].as_u64() == Some(1))
+        .count();
+    writeln!(
+        report,
+        "runs: {} experiments, {once} visited exactly once, {} usable",
+        experiments.len(),
+        experiments
+            .iter()
+            .filter(|e| e["discarded"].is_null())
+            .count()
+    )?;
+    if experiments.len() != RUNS || once != RUNS {
+        failures.push(format!(
+            "{} experiments, {once} of them visited once: want {RUNS}, one per run",
+            experiments.len()
+        ));
+    }
+    let wall = |e: &Value| e["measured"]["wall_ns"].as_f64().unwrap_or(f64::NAN);
+    let delay = |e: &Value| e["measured"]["delay_ns"].as_f64().unwrap_or(f64::NAN);
+    let (zero, sped_up): (Vec<&Value>, Vec<&Value>) = measured
+        .iter()
+        .partition(|e| e["speedup_percent"].as_u64() == Some(0));
+    let alone = mean(&baseline);
+    let at_zero = mean(&zero.iter().map(|e| wall(e)).collect::<Vec<_>>());
+    let sped_wall: f64 = sped_up.iter().map(|e| wall(e)).sum();
+    let sped_delay: f64 = sped_up.iter().map(|e| delay(e)).sum();
+    let ratio = at_zero / alone;
+    let summary = std::fs::read_to_string(dir.join("real.err")).unwrap_or_default();
+    let split = summary
+        .lines()
+        .find(|l| l.starts_with("dprof: overhead: "))
+        .unwrap_or("");
+    writeln!(report, "collector: {split}")?;
+    writeln!(
+        report,
+        "sampling: 0% runs {:.3} s ({} runs) against {:.3} s alone ({} runs): {:+.1}%",
+        at_zero / 1e9,
+        zero.len(),
+        alone / 1e9,
+        baseline.len(),
+        100.0 * (ratio - 1.0)
+    )?;
+    writeln!(
+        report,
+        "delays: {:.3} s inserted over {:.3} s of sped-up runs ({} runs): {:.1}%",
+        sped_delay / 1e9,
+        sped_wall / 1e9,
+        sped_up.len(),
+        100.0 * sped_delay / sped_wall
+    )?;
+    if split.is_empty() {
+        failures.push("the collector's summary does not split the overhead".to_owned());
+    }
+    // Written so that a missing value (NaN) fails too.
+    if !((MIN_SAMPLING_RATIO..=MAX_SAMPLING_RATIO).contains(&ratio)) {
+        failures.push(format!(
+            "the 0% runs took {ratio:.2} times the command's time alone, want \
+             {MIN_SAMPLING_RATIO} to {MAX_SAMPLING_RATIO}"
+        ));
+    }
+    if sped_delay.is_nan() || sped_delay <= 0.0 {
+        failures.push("the sped-up runs inserted no delay".to_owned());
+    }
+    if failures.is_empty() {
+        writeln!(report, "causal-real-workload: all checks passed")?;
+        Ok(report)
+    } else {
+        bail!("{report}FAILED:\n  {}", failures.join("\n  "))
+    }
+}
