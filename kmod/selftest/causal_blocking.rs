@@ -25,6 +25,16 @@
 //!
 //! The summary (`dprof_selftest: causal-blocking: ...`) gives each thread's times, from
 //! which the host check states the per-CPU bias it expects.
+//!
+//! `causal-wakeup MS` checks the other rule of per-task accounting, the credit of a task woken
+//! by another: a *producer* on CPU 0 runs rounds like the spinner's ([`WAKEUP_STEPS`] steps),
+//! counts each and wakes a *consumer* on CPU 1, which sleeps until the next round is produced,
+//! makes [`WAKEUP_Y_CALLS`] Y accesses and visits the progress point
+//! `dprof_selftest_causal_wakeup_round`. Progress follows the producer, so X is on the path:
+//! speeding it up by 100% would make each round about X's share of it shorter. The consumer
+//! is woken by the producer, which has served the delays (it inserts them: they are its own),
+//! so it is credited with them and owes nothing for its sleep: the credits come to about the
+//! delay inserted while the consumer slept.
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -48,6 +58,12 @@ const SLEEP_US: u64 = 1000;
 /// its sleep under TCG.
 const Y_CALLS: u32 = 3000;
 
+/// Steps of the producer per round: four times the spinner's round, so that the consumer's
+/// wake-up costs little of it.
+const WAKEUP_STEPS: u32 = 40;
+/// Calls of the Y accesses per round of the consumer: a fifth of the producer's round.
+const WAKEUP_Y_CALLS: u32 = 1000;
+
 /// Rounds of the sleeper since the module was loaded.
 static ROUNDS: AtomicU64 = AtomicU64::new(0);
 
@@ -56,6 +72,18 @@ static ROUNDS: AtomicU64 = AtomicU64::new(0);
 #[inline(never)]
 pub(crate) extern "C" fn dprof_selftest_causal_blocking_round() {
     ROUNDS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The progress point of `causal-wakeup`: once per round of the consumer.
+#[no_mangle]
+#[inline(never)]
+pub(crate) extern "C" fn dprof_selftest_causal_wakeup_round() {
+    ROUNDS.fetch_add(1, Ordering::Relaxed);
+}
+
+extern "C" {
+    fn dprof_selftest_shim_handoff_wait(count: *const u64, target: u64) -> bool;
+    fn dprof_selftest_shim_handoff_wake();
 }
 
 /// One run, on the stack of the control file writer.
@@ -68,6 +96,9 @@ struct Blocking {
     sleeper_rounds: AtomicU64,
     sleeper_sleep_ns: AtomicU64,
     sleeper_y_ns: AtomicU64,
+    /// `causal-wakeup`: rounds the producer has finished, and whether it has stopped.
+    produced: AtomicU64,
+    producer_done: AtomicBool,
 }
 
 /// # Safety
@@ -75,15 +106,28 @@ struct Blocking {
 unsafe extern "C" fn spinner(arg: *mut c_void) -> c_int {
     // SAFETY: the writer waits for both threads before the run goes away.
     let run = unsafe { &*arg.cast::<Blocking>() };
-    let (mut x_ns, mut compute_ns, mut acc) = (0u64, 0u64, 0u64);
     while now_ns() < run.deadline_ns {
+        if !run.x_round(STEPS) {
+            break;
+        }
+        // The collector may use CPU 0 between rounds.
+        cond_resched();
+    }
+    0
+}
+
+impl Blocking {
+    /// One round of X accesses and as much computation, in `steps` steps, on a new X object;
+    /// adds its times to the totals. False when no object could be allocated.
+    fn x_round(&self, steps: u32) -> bool {
         // SAFETY: process context.
         let obj = unsafe { dprof_selftest_shim_alloc_causal_x() };
         if obj.is_null() {
-            run.failed.store(true, Ordering::Relaxed);
-            break;
+            self.failed.store(true, Ordering::Relaxed);
+            return false;
         }
-        for step in 0..STEPS {
+        let mut acc = 0u64;
+        for step in 0..steps {
             let t0 = now_ns();
             for _ in 0..X_CALLS_PER_STEP {
                 block_boundary();
@@ -95,18 +139,35 @@ unsafe extern "C" fn spinner(arg: *mut c_void) -> c_int {
                 acc = dprof_selftest_causal_compute(acc);
             }
             let t2 = now_ns();
-            x_ns = x_ns.wrapping_add(t1.wrapping_sub(t0));
-            compute_ns = compute_ns.wrapping_add(t2.wrapping_sub(t1));
+            self.spinner_x_ns
+                .fetch_add(t1.wrapping_sub(t0), Ordering::Relaxed);
+            self.spinner_compute_ns
+                .fetch_add(t2.wrapping_sub(t1), Ordering::Relaxed);
         }
+        core::hint::black_box(acc);
         // SAFETY: allocated above, freed once, no longer accessed.
         unsafe { dprof_selftest_shim_free_causal_x(obj) };
-        // The collector may use CPU 0 between rounds.
-        cond_resched();
+        true
     }
-    core::hint::black_box(acc);
-    run.spinner_x_ns.store(x_ns, Ordering::Relaxed);
-    run.spinner_compute_ns.store(compute_ns, Ordering::Relaxed);
-    0
+
+    /// `calls` Y accesses on a new Y object. False when none could be allocated.
+    fn y_round(&self, calls: u32, round: u64) -> bool {
+        // SAFETY: process context.
+        let obj = unsafe { dprof_selftest_shim_alloc_causal_y() };
+        if obj.is_null() {
+            self.failed.store(true, Ordering::Relaxed);
+            return false;
+        }
+        let mut acc = 0u64;
+        for _ in 0..calls {
+            block_boundary();
+            acc = acc.wrapping_add(dprof_selftest_causal_y_touch(obj, round));
+        }
+        core::hint::black_box(acc);
+        // SAFETY: allocated above, freed once, no longer accessed.
+        unsafe { dprof_selftest_shim_free_causal_y(obj) };
+        true
+    }
 }
 
 /// # Safety
@@ -114,30 +175,73 @@ unsafe extern "C" fn spinner(arg: *mut c_void) -> c_int {
 unsafe extern "C" fn sleeper(arg: *mut c_void) -> c_int {
     // SAFETY: as for the spinner.
     let run = unsafe { &*arg.cast::<Blocking>() };
-    let (mut rounds, mut sleep_ns, mut y_ns, mut acc) = (0u64, 0u64, 0u64, 0u64);
+    let (mut rounds, mut sleep_ns, mut y_ns) = (0u64, 0u64, 0u64);
     while now_ns() < run.deadline_ns {
         let t0 = now_ns();
         pause_us(SLEEP_US);
         let t1 = now_ns();
-        // SAFETY: process context.
-        let obj = unsafe { dprof_selftest_shim_alloc_causal_y() };
-        if obj.is_null() {
-            run.failed.store(true, Ordering::Relaxed);
+        if !run.y_round(Y_CALLS, rounds) {
             break;
         }
-        for _ in 0..Y_CALLS {
-            block_boundary();
-            acc = acc.wrapping_add(dprof_selftest_causal_y_touch(obj, rounds));
-        }
-        // SAFETY: allocated above, freed once, no longer accessed.
-        unsafe { dprof_selftest_shim_free_causal_y(obj) };
         dprof_selftest_causal_blocking_round();
         rounds += 1;
         let t2 = now_ns();
         sleep_ns = sleep_ns.wrapping_add(t1.wrapping_sub(t0));
         y_ns = y_ns.wrapping_add(t2.wrapping_sub(t1));
     }
-    core::hint::black_box(acc);
+    run.sleeper_rounds.store(rounds, Ordering::Relaxed);
+    run.sleeper_sleep_ns.store(sleep_ns, Ordering::Relaxed);
+    run.sleeper_y_ns.store(y_ns, Ordering::Relaxed);
+    0
+}
+
+/// # Safety
+/// As for [`spinner`].
+unsafe extern "C" fn producer(arg: *mut c_void) -> c_int {
+    // SAFETY: as for the spinner.
+    let run = unsafe { &*arg.cast::<Blocking>() };
+    while now_ns() < run.deadline_ns {
+        if !run.x_round(WAKEUP_STEPS) {
+            break;
+        }
+        run.produced.fetch_add(1, Ordering::Release);
+        // SAFETY: process context; a task wakes the consumer.
+        unsafe { dprof_selftest_shim_handoff_wake() };
+        cond_resched();
+    }
+    run.producer_done.store(true, Ordering::Release);
+    // SAFETY: as above.
+    unsafe { dprof_selftest_shim_handoff_wake() };
+    0
+}
+
+/// # Safety
+/// As for [`spinner`].
+unsafe extern "C" fn consumer(arg: *mut c_void) -> c_int {
+    // SAFETY: as for the spinner.
+    let run = unsafe { &*arg.cast::<Blocking>() };
+    let (mut rounds, mut sleep_ns, mut y_ns) = (0u64, 0u64, 0u64);
+    loop {
+        let t0 = now_ns();
+        // SAFETY: process context; `produced` outlives the wait (the run outlives both
+        // threads), and the shim only reads it.
+        let ready = unsafe { dprof_selftest_shim_handoff_wait(run.produced.as_ptr(), rounds + 1) };
+        let t1 = now_ns();
+        if !ready {
+            if run.producer_done.load(Ordering::Acquire) {
+                break;
+            }
+            continue;
+        }
+        if !run.y_round(WAKEUP_Y_CALLS, rounds) {
+            break;
+        }
+        dprof_selftest_causal_wakeup_round();
+        rounds += 1;
+        let t2 = now_ns();
+        sleep_ns = sleep_ns.wrapping_add(t1.wrapping_sub(t0));
+        y_ns = y_ns.wrapping_add(t2.wrapping_sub(t1));
+    }
     run.sleeper_rounds.store(rounds, Ordering::Relaxed);
     run.sleeper_sleep_ns.store(sleep_ns, Ordering::Relaxed);
     run.sleeper_y_ns.store(y_ns, Ordering::Relaxed);
@@ -146,6 +250,20 @@ unsafe extern "C" fn sleeper(arg: *mut c_void) -> c_int {
 
 /// `causal-blocking MS`.
 pub(crate) fn run(ms: u64) -> Result {
+    run_pair(ms, "causal-blocking", [spinner, sleeper])
+}
+
+/// `causal-wakeup MS`.
+pub(crate) fn wakeup(ms: u64) -> Result {
+    run_pair(ms, "causal-wakeup", [producer, consumer])
+}
+
+/// Runs `threads` on CPUs 0 and 1 for `ms`, and prints the summary under `name`.
+fn run_pair(
+    ms: u64,
+    name: &str,
+    threads: [unsafe extern "C" fn(*mut c_void) -> c_int; 2],
+) -> Result {
     let run = Blocking {
         deadline_ns: now_ns().wrapping_add(ms.wrapping_mul(1_000_000)),
         failed: AtomicBool::new(false),
@@ -154,8 +272,10 @@ pub(crate) fn run(ms: u64) -> Result {
         sleeper_rounds: AtomicU64::new(0),
         sleeper_sleep_ns: AtomicU64::new(0),
         sleeper_y_ns: AtomicU64::new(0),
+        produced: AtomicU64::new(0),
+        producer_done: AtomicBool::new(false),
     };
-    run_threads(&run, &[0, 1], &[spinner, sleeper])?;
+    run_threads(&run, &[0, 1], &threads)?;
     let rounds = run.sleeper_rounds.load(Ordering::Relaxed);
     let per_round = |ns: &AtomicU64| ns.load(Ordering::Relaxed) / rounds.max(1) / 1000;
     let (x, compute) = (
@@ -163,8 +283,9 @@ pub(crate) fn run(ms: u64) -> Result {
         run.spinner_compute_ns.load(Ordering::Relaxed),
     );
     pr_info!(
-        "causal-blocking: {} rounds in {} ms: sleeper asleep {} us, awake {} us per round; \
-         spinner X {}% of its time\n",
+        "{}: {} rounds in {} ms: sleeper asleep {} us, awake {} us per round; spinner X {}% \
+         of its time\n",
+        name,
         rounds,
         ms,
         per_round(&run.sleeper_sleep_ns),

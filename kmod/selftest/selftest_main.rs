@@ -26,7 +26,9 @@
 //!   a timer each round: a spinner on CPU 0 accesses X for half its time and never waits for
 //!   anyone; a sleeper on CPU 1 sleeps about 1 ms, accesses Y, and calls the progress point
 //!   `dprof_selftest_causal_blocking_round`. X is off the path, Y on it. The ground truth of
-//!   per-task delay accounting (causal_blocking.rs).
+//!   per-task delay accounting (causal_blocking.rs). `causal-wakeup MS`: the same threads,
+//!   where the one on CPU 1 is woken by the one on CPU 0 after each of its rounds, through
+//!   `dprof_selftest_causal_wakeup_round`: X is on the path.
 //! - `relay MS`: `dprof_selftest_relay` objects go CPU 0 → CPU 1 → CPU 0 with a fixed sequence
 //!   of field reads and writes, the ground truth of whole-object histories (relay.rs).
 //! - `bulk MS`: `dprof_selftest_bulk` objects allocated and freed in bulk, and kmalloc objects
@@ -472,6 +474,7 @@ extern "C" fn dprof_selftest_rs_run(cmd: *const c_char, len: usize) -> c_int {
         b"causal" => causal::causal(ms),
         b"causal-rounds" => causal::causal_rounds(ms),
         b"causal-blocking" => causal_blocking::run(ms),
+        b"causal-wakeup" => causal_blocking::wakeup(ms),
         b"relay" => relay::relay(ms),
         b"bulk" => bulk::bulk(ms),
         b"ephemeral" => ephemeral::ephemeral(ms),

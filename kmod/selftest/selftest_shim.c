@@ -13,6 +13,7 @@
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/wait.h>
 
 #include "selftest.h" /* also declares what this file exports to Rust */
 
@@ -202,6 +203,23 @@ void dprof_selftest_shim_cond_resched(void)
 void dprof_selftest_shim_pause_us(unsigned long us)
 {
 	usleep_range(us, us + us / 2);
+}
+
+/* Where the wake-up workload's consumer sleeps (causal_blocking.rs). */
+static DECLARE_WAIT_QUEUE_HEAD(handoff_wait);
+
+/*
+ * Sleeps until *count reaches at least target, or 1 s passes (a partner that stopped);
+ * returns whether it did. Woken by dprof_selftest_shim_handoff_wake, from a task.
+ */
+bool dprof_selftest_shim_handoff_wait(const u64 *count, u64 target)
+{
+	return wait_event_timeout(handoff_wait, READ_ONCE(*count) >= target, HZ) > 0;
+}
+
+void dprof_selftest_shim_handoff_wake(void)
+{
+	wake_up(&handoff_wait);
 }
 
 struct dprof_selftest_thread {

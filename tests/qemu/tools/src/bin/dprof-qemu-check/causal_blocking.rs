@@ -15,6 +15,11 @@
 //!   measured slope must be at least [`MIN_CPU_BIAS_SHARE`] of that prediction, from the
 //!   workload's own times, and its whole interval above the per-task slope's.
 //! - In both, Y's interval lies above [`MIN_Y_LOW`]: accounting moves nothing on the path.
+//! - **Woken by a task** (`causal-wakeup`, per task): a producer on CPU 0 runs X and wakes
+//!   the consumer on CPU 1, which makes progress: X is on the path, so its interval must lie
+//!   above 0; and the consumer, woken by the task that served the delays, must be credited
+//!   with at least [`MIN_WAKEUP_CREDIT`] of the delay X's sped-up experiments inserted (it
+//!   sleeps most of each round).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -31,6 +36,8 @@ const MAX_TASK_X: f64 = 0.1;
 const MIN_CPU_BIAS_SHARE: f64 = 0.5;
 /// Y's interval must lie above this in both modes.
 const MIN_Y_LOW: f64 = 0.1;
+/// `causal-wakeup`: the credits over X's sped-up experiments, against their delay.
+const MIN_WAKEUP_CREDIT: f64 = 0.3;
 
 /// The sleeper's times per round and the spinner's X share, from the workload's summary:
 /// `... sleeper asleep S us, awake A us per round; spinner X P% of its time`.
@@ -122,12 +129,58 @@ pub(crate) fn check(dir: &Path) -> Result<String> {
             ));
         }
     }
+    check_wakeup(dir, &mut report, &mut failures)?;
     if failures.is_empty() {
         writeln!(report, "causal-blocking: all checks passed")?;
         Ok(report)
     } else {
         bail!("{report}FAILED:\n  {}", failures.join("\n  "))
     }
+}
+
+/// The credit rule, on `causal-wakeup`.
+fn check_wakeup(dir: &Path, report: &mut String, failures: &mut Vec<String>) -> Result<()> {
+    let (view, x, _) = fits(dir, "wakeup")?;
+    writeln!(report, "woken by a task: X {}", describe_fit(&x))?;
+    let x_low = fit(&x, "low");
+    if x_low.is_nan() || x_low <= 0.0 {
+        failures.push(format!(
+            "causal-wakeup: X (on the path) has its interval from {x_low:+.3}, want above 0"
+        ));
+    }
+    let x_index = view["types"]
+        .as_array()
+        .and_then(|types| types.iter().position(|t| t["name"] == X))
+        .context("X is not in causal-wakeup's type table")?;
+    let (mut delay, mut credited) = (0u64, 0u64);
+    for e in view["experiments"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice)
+    {
+        let sped_up_x = e["type_index"].as_u64() == Some(x_index as u64)
+            && e["speedup_percent"].as_u64().is_some_and(|s| s > 0);
+        if sped_up_x && e["discarded"].is_null() {
+            delay += e["measured"]["delay_ns"].as_u64().unwrap_or(0);
+            credited += e["measured"]["credited_ns"].as_u64().unwrap_or(0);
+        }
+    }
+    let share = credited as f64 / delay.max(1) as f64;
+    writeln!(
+        report,
+        "woken by a task: {:.3} s credited of the {:.3} s X's sped-up experiments inserted \
+         ({:.0}%)",
+        credited as f64 / 1e9,
+        delay as f64 / 1e9,
+        100.0 * share
+    )?;
+    if share < MIN_WAKEUP_CREDIT {
+        failures.push(format!(
+            "causal-wakeup: the consumer was credited {:.0}% of X's delay, want at least {:.0}%",
+            100.0 * share,
+            100.0 * MIN_WAKEUP_CREDIT
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
