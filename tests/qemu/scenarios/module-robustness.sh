@@ -110,5 +110,7 @@ dprof-causal-probe 1000 500 2000 busy || fail "causal experiment"
 dprof-causal-probe 1000 500 2000 idle || fail "causal experiment, idle CPUs"
 # The same with every pause deferred to the irq_work, as hardware samplers' NMI handlers do.
 dprof-causal-probe 1000 500 2000 deferred || fail "causal experiment, deferred pauses"
+# Per task: the busy work runs in child processes, which owe every delay and pause.
+dprof-causal-probe 1000 500 2000 task || fail "causal experiment, per task"
 rmmod dprof || fail "final rmmod"
 echo "module robustness: all checks passed"

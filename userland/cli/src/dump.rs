@@ -607,7 +607,7 @@ fn experiment_end_line(e: &dprof_abi::ExperimentEnd, out: &mut impl Write) -> io
     write!(
         out,
         " experiment={} type_index={} speedup={}% wall_ns={} delay_ns={} paused_ns={} \
-         credited_ns={} type_samples={} samples={}{}",
+         credited_ns={} type_samples={} samples={}{}{}",
         e.control.experiment,
         e.control.type_index,
         e.control.speedup_percent,
@@ -621,6 +621,11 @@ fn experiment_end_line(e: &dprof_abi::ExperimentEnd, out: &mut impl Write) -> io
             ""
         } else {
             " cut_short"
+        },
+        if e.flags & dprof_abi::EXPERIMENT_TASK_TABLE_FULL == 0 {
+            ""
+        } else {
+            " task_table_full"
         },
     )?;
     for (i, p) in e.points[..e.point_count as usize].iter().enumerate() {
@@ -636,6 +641,7 @@ fn experiment_end_json(e: &dprof_abi::ExperimentEnd) -> serde_json::Value {
         "type_index": e.control.type_index,
         "speedup_percent": e.control.speedup_percent,
         "cut_short": e.flags & dprof_abi::EXPERIMENT_CUT_SHORT != 0,
+        "task_table_full": e.flags & dprof_abi::EXPERIMENT_TASK_TABLE_FULL != 0,
         "wall_ns": e.wall_ns,
         "delay_ns": e.delay_ns,
         "paused_ns": e.paused_ns,

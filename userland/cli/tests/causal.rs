@@ -585,7 +585,7 @@ fn the_view_says_whose_delays_were_kept_and_what_was_credited() {
     assert!(text.contains("(1500.0 ms credited in all)"), "{text}");
     assert!(
         text.contains(
-            "1 experiments kept some tasks' delays per CPU: the module's task table was full"
+            "1 experiment kept some tasks' delays per CPU: the module's task table was full"
         ),
         "{text}"
     );
@@ -611,6 +611,14 @@ fn the_view_says_whose_delays_were_kept_and_what_was_credited() {
         .collect();
     assert_eq!(full.iter().filter(|&&f| f).count(), 1, "{json}");
     assert!(full[3], "{json}");
+    // The record itself, in `dprof dump`.
+    let dump = stdout_of(&dprof(dir.path(), &["dump", "task.dprof"]));
+    let flagged: Vec<&str> = dump
+        .lines()
+        .filter(|l| l.contains(" task_table_full"))
+        .collect();
+    assert_eq!(flagged.len(), 1, "{dump}");
+    assert!(flagged[0].contains("credited_ns=500000000"), "{dump}");
 }
 
 #[test]

@@ -152,9 +152,15 @@ fn delays(report: &CausalReport, out: &mut impl Write) -> io::Result<()> {
     }
     let full = report.task_table_full_experiments();
     if full > 0 {
+        let experiments = if full == 1 {
+            "experiment"
+        } else {
+            "experiments"
+        };
         writeln!(
             out,
-            "{full} experiments kept some tasks' delays per CPU: the module's task table was full"
+            "{full} {experiments} kept some tasks' delays per CPU: the module's task table was \
+             full"
         )?;
     }
     Ok(())

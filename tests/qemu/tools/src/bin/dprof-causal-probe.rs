@@ -13,13 +13,18 @@
 //! delay credited to idle CPUs are within 20% of `delay x (cpus - 1)` (every CPU but the one
 //! whose sample added a delay owes it); the 0% experiment inserted none.
 //!
-//! Modes (fourth argument): `busy` (the default) keeps the other CPUs busy; `idle` leaves
-//! them idle, so the delay is credited rather than paused (the idle rule); `deferred` is
-//! `busy` where the sampler is configured as a hardware (IBS) sampler
-//! on the software PMU's cpu-clock (PMU type 1, config 0, which perf accepts): the module then
-//! defers every pause to its `irq_work` as it does for NMI handlers, so that path runs too.
+//! Modes (fourth argument). The first three account delays per CPU (`CAUSAL_PER_CPU_DELAYS`):
+//! the other CPUs' busy work runs in this program's threads, which per-task accounting
+//! would exempt as the collector's.
+//! - `busy` (the default) keeps the other CPUs busy;
+//! - `idle` leaves them idle, so the delay is credited rather than paused (the idle rule);
+//! - `deferred` is `busy` where the sampler is configured as a hardware (IBS) sampler on the
+//!   software PMU's cpu-clock (PMU type 1, config 0, which perf accepts): the module then
+//!   defers every pause to its `irq_work` as it does for NMI handlers, so that path runs too;
+//! - `task` accounts per task, and the busy work runs in child processes (this program run
+//!   with `other-work`), which owe every delay the spinner inserts and serve it by pausing.
 //!
-//! Usage: `dprof-causal-probe [WRITES] [GETPPIDS] [EXPERIMENT_MS] [busy|idle|deferred]`
+//! Usage: `dprof-causal-probe [WRITES] [GETPPIDS] [EXPERIMENT_MS] [busy|idle|deferred|task]`
 
 use std::hint::black_box;
 use std::os::fd::AsFd;
@@ -70,6 +75,8 @@ enum Mode {
     Idle,
     /// Busy, with pauses deferred to the `irq_work`.
     Deferred,
+    /// Per task, busy in child processes.
+    Task,
 }
 
 fn errno(e: Errno) -> anyhow::Error {
@@ -78,6 +85,11 @@ fn errno(e: Errno) -> anyhow::Error {
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("other-work") {
+        // A child of `task` mode: busy until killed.
+        black_box(other_work(&AtomicBool::new(false)));
+        return Ok(());
+    }
     let writes: u64 = args.get(1).map_or(Ok(1000), |s| s.parse())?;
     let getppids: u64 = args.get(2).map_or(Ok(500), |s| s.parse())?;
     let experiment_ms: u64 = args.get(3).map_or(Ok(2000), |s| s.parse())?;
@@ -85,7 +97,8 @@ fn main() -> anyhow::Result<()> {
         None | Some("busy") => Mode::Busy,
         Some("idle") => Mode::Idle,
         Some("deferred") => Mode::Deferred,
-        Some(other) => bail!("unknown mode {other}: busy, idle or deferred"),
+        Some("task") => Mode::Task,
+        Some(other) => bail!("unknown mode {other}: busy, idle, deferred or task"),
     };
     let (cpus, records) = run(writes, getppids, experiment_ms, mode)?;
     check(&records, cpus, writes, getppids, mode)?;
@@ -113,7 +126,12 @@ fn run(
         (abi::PROGRESS_USER, "requests"),
         (abi::PROGRESS_TRACEPOINT, "sched_switch"),
     ];
-    dev::causal_plan(&fd, &points, 0)
+    let flags = if mode == Mode::Task {
+        0
+    } else {
+        abi::CAUSAL_PER_CPU_DELAYS
+    };
+    dev::causal_plan(&fd, &points, flags)
         .map_err(errno)
         .context("causal plan")?;
     let spin_addr = spin as fn(&AtomicBool) -> u64 as usize as u64;
@@ -131,13 +149,7 @@ fn run(
         std::thread::spawn(move || spin(&stop))
     };
     // Keeps the other CPUs busy (but not all the time: the writes and the 0% run share them).
-    let busy = if mode == Mode::Idle { 1 } else { cpus };
-    let others: Vec<_> = (1..busy)
-        .map(|_| {
-            let stop = Arc::clone(&stop);
-            std::thread::spawn(move || other_work(&stop))
-        })
-        .collect();
+    let (others, mut children) = start_busy_work(mode, cpus, &stop)?;
     std::thread::sleep(Duration::from_millis(200));
 
     // Experiment 1: 50%, with the visits.
@@ -187,6 +199,10 @@ fn run(
                 .map_err(|_| anyhow::anyhow!("busy thread panicked"))?,
         );
     }
+    for child in &mut children {
+        child.kill().context("stopping a busy child")?;
+        child.wait().context("reaping a busy child")?;
+    }
     // The user point is gone once collection stops.
     dev::ioctl_none(&fd, abi::IOC_STOP)
         .map_err(errno)
@@ -199,6 +215,28 @@ fn run(
     let records = dev::drain(&fd)?;
     drop(fd);
     Ok((cpus, records))
+}
+
+/// The other CPUs' busy work: none (`idle`), child processes (`task`), or threads.
+type BusyWork = (Vec<std::thread::JoinHandle<u64>>, Vec<std::process::Child>);
+
+fn start_busy_work(mode: Mode, cpus: u64, stop: &Arc<AtomicBool>) -> anyhow::Result<BusyWork> {
+    let busy = if mode == Mode::Idle { 1 } else { cpus };
+    if mode == Mode::Task {
+        let exe = std::env::current_exe().context("this program's path")?;
+        let children = (1..busy)
+            .map(|_| std::process::Command::new(&exe).arg("other-work").spawn())
+            .collect::<Result<Vec<_>, _>>()
+            .context("starting the busy child processes")?;
+        return Ok((Vec::new(), children));
+    }
+    let threads = (1..busy)
+        .map(|_| {
+            let stop = Arc::clone(stop);
+            std::thread::spawn(move || other_work(&stop))
+        })
+        .collect();
+    Ok((threads, Vec::new()))
 }
 
 /// Software sampling every 1 ms, or (`deferred`) the same clock as a "hardware" sampler.
