@@ -150,6 +150,24 @@ impl Blocking {
         true
     }
 
+    /// A round of the thread that makes progress, which waited from `t0` until now: `calls` Y
+    /// accesses, the progress point `point`, and the round's times added to the totals.
+    /// False when no Y object could be allocated.
+    fn progress_round(&self, t0: u64, calls: u32, point: extern "C" fn()) -> bool {
+        let t1 = now_ns();
+        if !self.y_round(calls, self.sleeper_rounds.load(Ordering::Relaxed)) {
+            return false;
+        }
+        point();
+        let t2 = now_ns();
+        self.sleeper_rounds.fetch_add(1, Ordering::Relaxed);
+        self.sleeper_sleep_ns
+            .fetch_add(t1.wrapping_sub(t0), Ordering::Relaxed);
+        self.sleeper_y_ns
+            .fetch_add(t2.wrapping_sub(t1), Ordering::Relaxed);
+        true
+    }
+
     /// `calls` Y accesses on a new Y object. False when none could be allocated.
     fn y_round(&self, calls: u32, round: u64) -> bool {
         // SAFETY: process context.
@@ -175,23 +193,13 @@ impl Blocking {
 unsafe extern "C" fn sleeper(arg: *mut c_void) -> c_int {
     // SAFETY: as for the spinner.
     let run = unsafe { &*arg.cast::<Blocking>() };
-    let (mut rounds, mut sleep_ns, mut y_ns) = (0u64, 0u64, 0u64);
     while now_ns() < run.deadline_ns {
         let t0 = now_ns();
         pause_us(SLEEP_US);
-        let t1 = now_ns();
-        if !run.y_round(Y_CALLS, rounds) {
+        if !run.progress_round(t0, Y_CALLS, dprof_selftest_causal_blocking_round) {
             break;
         }
-        dprof_selftest_causal_blocking_round();
-        rounds += 1;
-        let t2 = now_ns();
-        sleep_ns = sleep_ns.wrapping_add(t1.wrapping_sub(t0));
-        y_ns = y_ns.wrapping_add(t2.wrapping_sub(t1));
     }
-    run.sleeper_rounds.store(rounds, Ordering::Relaxed);
-    run.sleeper_sleep_ns.store(sleep_ns, Ordering::Relaxed);
-    run.sleeper_y_ns.store(y_ns, Ordering::Relaxed);
     0
 }
 
@@ -220,31 +228,22 @@ unsafe extern "C" fn producer(arg: *mut c_void) -> c_int {
 unsafe extern "C" fn consumer(arg: *mut c_void) -> c_int {
     // SAFETY: as for the spinner.
     let run = unsafe { &*arg.cast::<Blocking>() };
-    let (mut rounds, mut sleep_ns, mut y_ns) = (0u64, 0u64, 0u64);
     loop {
         let t0 = now_ns();
+        let next = run.sleeper_rounds.load(Ordering::Relaxed) + 1;
         // SAFETY: process context; `produced` outlives the wait (the run outlives both
         // threads), and the shim only reads it.
-        let ready = unsafe { dprof_selftest_shim_handoff_wait(run.produced.as_ptr(), rounds + 1) };
-        let t1 = now_ns();
+        let ready = unsafe { dprof_selftest_shim_handoff_wait(run.produced.as_ptr(), next) };
         if !ready {
             if run.producer_done.load(Ordering::Acquire) {
                 break;
             }
             continue;
         }
-        if !run.y_round(WAKEUP_Y_CALLS, rounds) {
+        if !run.progress_round(t0, WAKEUP_Y_CALLS, dprof_selftest_causal_wakeup_round) {
             break;
         }
-        dprof_selftest_causal_wakeup_round();
-        rounds += 1;
-        let t2 = now_ns();
-        sleep_ns = sleep_ns.wrapping_add(t1.wrapping_sub(t0));
-        y_ns = y_ns.wrapping_add(t2.wrapping_sub(t1));
     }
-    run.sleeper_rounds.store(rounds, Ordering::Relaxed);
-    run.sleeper_sleep_ns.store(sleep_ns, Ordering::Relaxed);
-    run.sleeper_y_ns.store(y_ns, Ordering::Relaxed);
     0
 }
 
