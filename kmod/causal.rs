@@ -26,15 +26,19 @@
 //! - **Per task** (the default): the local count that a sample adds to and pays from is the
 //!   interrupted task's, kept in a table keyed by the task (tasks.rs), so a task's debt
 //!   follows it across CPUs and across sleeps. Coz's rules for suspended threads (section
-//!   3.4.1), from two scheduler tracepoints:
+//!   3.4.1), from three scheduler tracepoints:
 //!   - a task woken by an interrupt (a timer, I/O) keeps what it owed while it slept and
 //!     serves it when it runs again: the rest of the system was slowed meanwhile, and so
 //!     would its wake-up have been;
-//!   - a task woken by another task (`sched_waking` in task context) is credited up to the
-//!     waker's count: the waker has already served those delays, so the wake-up came as late
-//!     as the slowed system would have made it. The credit goes to `credited_ns`. Coz makes
-//!     the waker serve all it owes before waking; a tracepoint cannot wait there, so the
-//!     wakee owes what the waker still owes;
+//!   - a task woken by another task (`sched_waking` in task context) skips the delays
+//!     inserted while it was blocked (`sched_switch` records the global count when a task
+//!     blocks), up to what the waker has served: the waker has served those delays, so the
+//!     wake-up came as late as the slowed system would have made it. What the task owed when
+//!     it blocked it still owes: otherwise a task that sleeps often would shed its debt at
+//!     every wake-up (measured on `causal-arrival`: the server, woken at each arrival, served
+//!     about a sixth of the arrivals' delays). The credit goes to `credited_ns`. Coz makes the
+//!     waker serve all it owes before waking; a tracepoint cannot wait there, so the wakee
+//!     owes what the waker still owes;
 //!   - a forked task (`sched_process_fork`) starts at its parent's count.
 //!
 //!   The idle task and the collector's own threads (the process that set the plan) owe
@@ -60,11 +64,24 @@
 //! visit for each sample whose ip lies in it, a range test per sampled point (at most
 //! [`abi::MAX_PROGRESS_POINTS`]), with the clock it has already read. An experiment's visits and
 //! time sum are differences of snapshots taken at its start and end.
+//!
+//! # Arrivals (load amplification)
+//! The plan may name one counted point as the arrival point: where requests enter the system.
+//! Each of its visits during an experiment does two things, after counting the visit:
+//! - **The arriving task serves what it owes first** (task context only; an arrival in an
+//!   interrupt comes from outside, and no task brought it). A load generator that sleeps
+//!   between arrivals is seldom sampled, so it would otherwise never serve the delays that
+//!   a virtual speedup inserts, and its arrivals would come sooner in effective time: the
+//!   speedup would also amplify the load. Served here, arrivals keep their pace.
+//! - **It inserts the experiment's `arrival_delay_ns`** for every other task (the arriving
+//!   one is credited, as the code that runs a sped-up type is): in effective time each gap
+//!   between arrivals is that much shorter, so the system is measured as if requests came
+//!   faster (Curtsinger's load amplification). An arrival in an interrupt credits nobody.
 
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use kernel::alloc::KVVec;
-use kernel::ffi::c_void;
+use kernel::ffi::{c_uint, c_void};
 use kernel::prelude::*;
 use kernel::uaccess::UserSlice;
 
@@ -72,7 +89,7 @@ use crate::abi;
 use crate::ffi::{self, KmemCache, Tracepoint};
 use crate::lookup;
 use crate::sink::RecordSink;
-use crate::tasks::TaskTable;
+use crate::tasks::{TaskTable, NOT_BLOCKED};
 
 /// Longest pause one sample serves (ns); a larger debt is carried to the next samples.
 pub(crate) const MAX_PAUSE_NS: u64 = 5_000_000;
@@ -193,12 +210,19 @@ struct CpuState {
     epoch: AtomicU32,
     /// Time of this CPU's previous sample (or the end of its last pause).
     last_ns: AtomicU64,
+    /// A pause runs on this CPU: an arrival's pause (interrupts on) that a sample interrupts
+    /// must not be served twice, by the sample's handler too.
+    pausing: AtomicBool,
 }
 
 /// What the handlers and probes share; boxed so that its address is stable.
 pub(crate) struct Causal {
     points: [Point; abi::MAX_PROGRESS_POINTS],
     point_count: usize,
+    /// The arrival point's index, if the plan has one.
+    arrival: Option<usize>,
+    /// The running experiment's delay per arrival (ns).
+    arrival_delay: AtomicU64,
     /// Whether any point is sampled: the handler skips the range tests otherwise.
     has_sampled_points: bool,
     record_samples: bool,
@@ -261,15 +285,56 @@ impl Causal {
     }
 
     /// Counts a visit of the user point `name`; false when the plan has none of that name.
+    /// Process context.
     pub(crate) fn visit_user(&self, name: &[u8]) -> bool {
-        let Some(point) = self.points[..self.point_count]
+        let Some(index) = self.points[..self.point_count]
             .iter()
-            .find(|p| p.kind == abi::PROGRESS_USER && p.name_bytes() == name)
+            .position(|p| p.kind == abi::PROGRESS_USER && p.name_bytes() == name)
         else {
             return false;
         };
-        self.visit(point);
+        self.visit(&self.points[index]);
+        if self.arrival == Some(index) {
+            let this = core::ptr::from_ref(self).cast_mut().cast::<c_void>();
+            // SAFETY: `self` outlives the call, which returns before this function does.
+            unsafe { ffi::dprof_shim_preempt_off(arrive_preempt_off, this) };
+        }
         true
+    }
+
+    /// A kprobe's or tracepoint's visit of point `index` (preemption off).
+    fn visit_probe(&self, index: usize) {
+        if let Some(point) = self.points.get(index) {
+            self.visit(point);
+            if self.arrival == Some(index) {
+                self.arrive();
+            }
+        }
+    }
+
+    /// A visit of the arrival point, counted already: the arriving task serves what it
+    /// owes, then every other task owes the experiment's delay per arrival (see the module's
+    /// doc). Preemption off.
+    fn arrive(&self) {
+        if !self.running.load(Ordering::Acquire) {
+            return;
+        }
+        let Some(cpu) = self.cpus.get(ffi::this_cpu()) else {
+            return;
+        };
+        let epoch = self.epoch.load(Ordering::Relaxed);
+        let delay = self.arrival_delay.load(Ordering::Relaxed);
+        // In an interrupt no task arrived: nobody is credited.
+        if ffi::waker_task().is_some() {
+            if let Some(local) = self.account(cpu, false, epoch) {
+                let owed = self.owed(local);
+                if owed != 0 {
+                    self.pause(cpu, local, owed, epoch);
+                }
+                local.fetch_add(delay, Ordering::Relaxed);
+            }
+        }
+        self.global.fetch_add(delay, Ordering::Relaxed);
     }
 
     /// The sampler's handler, for every sample (hardirq for the software sampler, NMI for a
@@ -378,8 +443,13 @@ impl Causal {
     }
 
     /// Busy-waits up to `owed` (at most MAX_PAUSE_NS) on `cpu`, or until the experiment ends,
-    /// and adds what was served to `local`. Interrupts are off.
+    /// and adds what was served to `local`. Interrupts are off, or (an arrival's) preemption
+    /// is; a pause never nests in another on its CPU.
     fn pause(&self, cpu: &CpuState, local: &AtomicU64, owed: u64, epoch: u32) {
+        if cpu.pausing.swap(true, Ordering::Relaxed) {
+            // The pause this interrupted serves the same debt.
+            return;
+        }
         let want = owed.min(MAX_PAUSE_NS);
         let start = ffi::now_ns();
         let mut now = start;
@@ -401,6 +471,7 @@ impl Causal {
         self.paused.fetch_add(served, Ordering::Relaxed);
         // The pause is not part of the next sample's weight.
         cpu.last_ns.store(now, Ordering::Relaxed);
+        cpu.pausing.store(false, Ordering::Relaxed);
     }
 
     /// The irq_work after an NMI sample: serves what this CPU owes.
@@ -453,10 +524,33 @@ impl Causal {
             self.table_full.store(true, Ordering::Relaxed);
             return;
         };
-        // Counts only grow from 0 during a plan, far below 2^64 ns: no wrapping here.
-        let before = slot.local.fetch_max(served, Ordering::Relaxed);
-        if served > before {
-            self.credited.fetch_add(served - before, Ordering::Relaxed);
+        // Counts only grow from 0 during a plan, far below 2^64 ns: no wrapping here, and a
+        // task not blocked (NOT_BLOCKED) gets nothing.
+        let blocked_at = slot.blocked_at.swap(NOT_BLOCKED, Ordering::Relaxed);
+        let inserted = self.global.load(Ordering::Relaxed).min(served);
+        let credit = inserted.saturating_sub(blocked_at);
+        if credit > 0 {
+            slot.local.fetch_add(credit, Ordering::Relaxed);
+            self.credited.fetch_add(credit, Ordering::Relaxed);
+        }
+    }
+
+    /// `sched_switch` (per task): `prev` leaves its CPU; blocking (not preempted, not
+    /// runnable), it records the global count, from which its wake-up's credit counts.
+    fn on_switch(&self, preempted: bool, prev: usize, prev_state: u32) {
+        if preempted || prev_state == 0 || !self.running.load(Ordering::Acquire) {
+            return;
+        }
+        let Some(tasks) = &self.tasks else {
+            return;
+        };
+        let epoch = self.epoch.load(Ordering::Relaxed);
+        let start = self.global_at_start.load(Ordering::Relaxed);
+        match tasks.slot(prev, epoch, start) {
+            Some(slot) => slot
+                .blocked_at
+                .store(self.global.load(Ordering::Relaxed), Ordering::Relaxed),
+            None => self.table_full.store(true, Ordering::Relaxed),
         }
     }
 
@@ -482,7 +576,11 @@ impl Causal {
         };
         // The child's address may be a dead task's, whose slot is then renewed here.
         match tasks.slot(child, epoch, start) {
-            Some(slot) => slot.local.store(count, Ordering::Relaxed),
+            Some(slot) => {
+                slot.local.store(count, Ordering::Relaxed);
+                // Woken as new (sched_wakeup_new), never by sched_waking.
+                slot.blocked_at.store(NOT_BLOCKED, Ordering::Relaxed);
+            }
             None => self.table_full.store(true, Ordering::Relaxed),
         }
     }
@@ -515,14 +613,33 @@ unsafe extern "C" fn probe_sched_process_fork(
     causal.on_fork(parent as usize, child as usize);
 }
 
+/// The `sched_switch` probe of per-task accounting: `(void *data, bool preempt, struct
+/// task_struct *prev, struct task_struct *next, unsigned int prev_state)`, with the run
+/// queue locked and interrupts off.
+///
+/// # Safety
+/// As for [`probe_sched_waking`].
+unsafe extern "C" fn probe_sched_switch(
+    data: *mut c_void,
+    preempt: bool,
+    prev: *mut c_void,
+    _next: *mut c_void,
+    prev_state: c_uint,
+) {
+    // SAFETY: as for probe_sched_waking.
+    let causal = unsafe { &*data.cast::<Causal>() };
+    causal.on_switch(preempt, prev as usize, prev_state);
+}
+
 /// The scheduler tracepoints of per-task accounting, with their probes.
-fn sched_probes() -> [(&'static [u8], *mut c_void); 2] {
+fn sched_probes() -> [(&'static [u8], *mut c_void); 3] {
     [
         (b"sched_waking", probe_sched_waking as *mut c_void),
         (
             b"sched_process_fork",
             probe_sched_process_fork as *mut c_void,
         ),
+        (b"sched_switch", probe_sched_switch as *mut c_void),
     ]
 }
 
@@ -575,10 +692,18 @@ impl ProbeData {
     fn visit(&self) {
         // SAFETY: the Causal outlives its probes (CausalSession's Drop unregisters first).
         let causal = unsafe { &*self.causal };
-        if let Some(point) = causal.points.get(self.index) {
-            causal.visit(point);
-        }
+        causal.visit_probe(self.index);
     }
+}
+
+/// [`Causal::arrive`] for a user point's write(), through `dprof_shim_preempt_off`.
+///
+/// # Safety
+/// `data` must be a live [`Causal`].
+unsafe extern "C" fn arrive_preempt_off(data: *mut c_void) {
+    // SAFETY: the caller (visit_user) holds the Causal for the call's length.
+    let causal = unsafe { &*data.cast::<Causal>() };
+    causal.arrive();
 }
 
 /// A registered probe: a kernel progress point's, or a scheduler tracepoint's.
@@ -635,6 +760,7 @@ impl CausalSession {
                     local: AtomicU64::new(0),
                     epoch: AtomicU32::new(0),
                     last_ns: AtomicU64::new(0),
+                    pausing: AtomicBool::new(false),
                 },
                 GFP_KERNEL,
             )?;
@@ -659,6 +785,8 @@ impl CausalSession {
             Causal {
                 points,
                 point_count: plan.used_points().len(),
+                arrival: plan.arrival_index(),
+                arrival_delay: AtomicU64::new(0),
                 has_sampled_points: plan
                     .used_points()
                     .iter()
@@ -838,14 +966,17 @@ impl CausalSession {
         Ok(())
     }
 
-    /// IOC_EXPERIMENT_START: EINVAL when one runs or the type is not set. Writes
-    /// ExperimentStart.
+    /// IOC_EXPERIMENT_START: EINVAL when one runs, the type is not set, or it asks for an
+    /// arrival delay without an arrival point. Writes ExperimentStart.
     pub(crate) fn start_experiment(
         &mut self,
         control: &abi::ExperimentControl,
         sink: &RecordSink,
     ) -> Result {
-        if self.experiment.is_some() || self.types_set & (1 << control.type_index) == 0 {
+        if self.experiment.is_some()
+            || self.types_set & (1 << control.type_index) == 0
+            || (control.arrival_delay_ns != 0 && self.shared.arrival.is_none())
+        {
             return Err(EINVAL);
         }
         let c = &*self.shared;
@@ -875,6 +1006,8 @@ impl CausalSession {
         c.speedup
             .store(control.speedup_percent.min(100), Ordering::Relaxed);
         c.exp_type.store(ty, Ordering::Relaxed);
+        c.arrival_delay
+            .store(u64::from(control.arrival_delay_ns), Ordering::Relaxed);
         c.table_full.store(false, Ordering::Relaxed);
         let mut epoch = c.epoch.load(Ordering::Relaxed).wrapping_add(1);
         if epoch == 0 {

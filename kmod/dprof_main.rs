@@ -500,7 +500,7 @@ fn ioctl_version(dev: &DeviceState, arg: usize) -> Result<c_long> {
     }
     // Kprobes, tracepoint lookup and the sampler are always there (the cache walk only
     // matters for types named by cache).
-    features |= abi::FEATURE_CAUSAL;
+    features |= abi::FEATURE_CAUSAL | abi::FEATURE_ARRIVALS;
     let info = abi::VersionInfo {
         abi_version: abi::ABI_VERSION,
         nr_cpu_ids: ffi::nr_cpu_ids() as u32,

@@ -33,7 +33,14 @@ pub(crate) struct TaskSlot {
     epoch: AtomicU32,
     /// Delay this task has served or been credited (ns), like a CPU's count per CPU.
     pub(crate) local: AtomicU64,
+    /// The global count when the task last blocked in this experiment (`sched_switch` out of
+    /// a sleeping state); the experiment's start for a task first seen now, which may have
+    /// been asleep since; [`NOT_BLOCKED`] once woken.
+    pub(crate) blocked_at: AtomicU64,
 }
+
+/// `TaskSlot::blocked_at` of a task woken since it last blocked.
+pub(crate) const NOT_BLOCKED: u64 = u64::MAX;
 
 pub(crate) struct TaskTable {
     slots: KVVec<TaskSlot>,
@@ -48,6 +55,7 @@ impl TaskTable {
                     task: AtomicUsize::new(0),
                     epoch: AtomicU32::new(0),
                     local: AtomicU64::new(0),
+                    blocked_at: AtomicU64::new(NOT_BLOCKED),
                 },
                 GFP_KERNEL,
             )?;
@@ -84,8 +92,9 @@ impl TaskTable {
                 .compare_exchange(owner, task, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
             {
-                // The count first, then the epoch that makes it current.
+                // The counts first, then the epoch that makes them current.
                 slot.local.store(start, Ordering::Relaxed);
+                slot.blocked_at.store(start, Ordering::Relaxed);
                 slot.epoch.store(epoch, Ordering::Release);
                 return Some(slot);
             }
@@ -97,6 +106,7 @@ impl TaskTable {
     fn renew(slot: &TaskSlot, epoch: u32, start: u64) {
         if slot.epoch.load(Ordering::Acquire) != epoch {
             slot.local.store(start, Ordering::Relaxed);
+            slot.blocked_at.store(start, Ordering::Relaxed);
             slot.epoch.store(epoch, Ordering::Release);
         }
     }

@@ -29,6 +29,12 @@
 //!   per-task delay accounting (causal_blocking.rs). `causal-wakeup MS`: the same threads,
 //!   where the one on CPU 1 is woken by the one on CPU 0 after each of its rounds, through
 //!   `dprof_selftest_causal_wakeup_round`: X is on the path.
+//! - `causal-arrival MS`: the same two types in an open loop: a generator on CPU 0 makes a
+//!   request arrive every 1 ms (the arrival point `dprof_selftest_causal_arrive`) and a
+//!   server on CPU 1 serves each with X and Y accesses, then calls the progress point
+//!   `dprof_selftest_causal_depart`. The server is busy part of the time, so X matters to
+//!   throughput only under amplified load (causal_arrival.rs), the ground truth of
+//!   `--arrival-speedup`.
 //! - `relay MS`: `dprof_selftest_relay` objects go CPU 0 → CPU 1 → CPU 0 with a fixed sequence
 //!   of field reads and writes, the ground truth of whole-object histories (relay.rs).
 //! - `bulk MS`: `dprof_selftest_bulk` objects allocated and freed in bulk, and kmalloc objects
@@ -59,6 +65,7 @@ mod workload;
 
 mod bulk;
 mod causal;
+mod causal_arrival;
 mod causal_blocking;
 mod ephemeral;
 mod misses;
@@ -475,6 +482,7 @@ extern "C" fn dprof_selftest_rs_run(cmd: *const c_char, len: usize) -> c_int {
         b"causal-rounds" => causal::causal_rounds(ms),
         b"causal-blocking" => causal_blocking::run(ms),
         b"causal-wakeup" => causal_blocking::wakeup(ms),
+        b"causal-arrival" => causal_arrival::run(ms),
         b"relay" => relay::relay(ms),
         b"bulk" => bulk::bulk(ms),
         b"ephemeral" => ephemeral::ephemeral(ms),

@@ -927,6 +927,12 @@ fn causal_plan_round_trips_and_rejects_every_bad_field() {
         with(&|p| p.points[1].name = [b'a'; PROGRESS_NAME_BYTES]),
         // The same name twice for one kind.
         with(&|p| p.points[1] = ProgressPoint::new(PROGRESS_KPROBE, b"udp_sendmsg")),
+        // An arrival beyond the points, or on a sampled point.
+        with(&|p| p.arrival = 4),
+        with(&|p| {
+            p.points[1] = ProgressPoint::sampled(b"f", 0x10..0x20);
+            p.arrival = 2;
+        }),
     ] {
         p.encode(&mut buf);
         assert_eq!(CausalPlan::decode(&buf), Err(AbiError::OutOfRange), "{p:?}");
@@ -943,9 +949,13 @@ fn causal_plan_round_trips_and_rejects_every_bad_field() {
     assert_eq!(CausalPlan::decode(&buf), Ok(p));
     with(&|p| p.points[5] = ProgressPoint::new(PROGRESS_USER, b"x")).encode(&mut buf);
     assert_eq!(CausalPlan::decode(&buf), Err(AbiError::NonZeroReserved));
+    assert_eq!(good_causal_plan().arrival_index(), None);
+    // The arrival field is 1 + the point's index, right after the flags.
     good_causal_plan().encode(&mut buf);
-    buf[12] = 1;
-    assert_eq!(CausalPlan::decode(&buf), Err(AbiError::NonZeroReserved));
+    buf[12] = 3;
+    let decoded = CausalPlan::decode(&buf).expect("an arrival on the user point");
+    assert_eq!(decoded.arrival, 3);
+    assert_eq!(decoded.arrival_index(), Some(2));
     assert!(matches!(
         CausalPlan::decode(&buf[..100]),
         Err(AbiError::Truncated { .. })
@@ -1006,6 +1016,7 @@ fn causal_type_and_experiment_control_are_validated() {
         experiment: 7,
         type_index: 1,
         speedup_percent: 35,
+        arrival_delay_ns: 0,
     };
     let mut buf = [0u8; ExperimentControl::SIZE];
     control.encode(&mut buf);
@@ -1023,11 +1034,12 @@ fn causal_type_and_experiment_control_are_validated() {
         c.encode(&mut buf);
         assert_eq!(ExperimentControl::decode(&buf), Err(AbiError::OutOfRange));
     }
+    // Any delay per arrival: whether the plan has an arrival point is the module's check.
     control.encode(&mut buf);
     buf[13] = 1;
     assert_eq!(
-        ExperimentControl::decode(&buf),
-        Err(AbiError::NonZeroReserved)
+        ExperimentControl::decode(&buf).map(|c| c.arrival_delay_ns),
+        Ok(256)
     );
 }
 
@@ -1037,6 +1049,7 @@ fn good_experiment_end() -> ExperimentEnd {
             experiment: 4,
             type_index: 2,
             speedup_percent: 50,
+            arrival_delay_ns: 0,
         },
         flags: 0,
         point_count: 2,
@@ -1132,6 +1145,7 @@ fn encoded_vectors(mut out: impl FnMut(&'static str, &[u8])) {
         experiment: 0x0102_0304,
         type_index: 5,
         speedup_percent: 60,
+        arrival_delay_ns: 0,
     };
     let ibs = IbsRegs {
         caps: IBS_CAPS_BRNTRGT | 0x0a0b_0000,

@@ -1484,6 +1484,10 @@ pub const FEATURE_CACHE_WALK: u32 = 2;
 pub const FEATURE_HISTORIES: u32 = 4;
 /// `VersionInfo.features`: causal experiments and progress points.
 pub const FEATURE_CAUSAL: u32 = 8;
+/// `VersionInfo.features`: an arrival point in the causal plan ([`CausalPlan::arrival`]) and
+/// the delay each of its visits inserts ([`ExperimentControl::arrival_delay_ns`]): load
+/// amplification.
+pub const FEATURE_ARRIVALS: u32 = 16;
 
 wire! {
     /// What the module is and can do (`IOC_VERSION`).
@@ -1828,13 +1832,19 @@ wire! {
         pub point_count: u32,
         /// `CAUSAL_*` flags.
         pub flags: u32,
-        _: u32,
+        /// The arrival point, as 1 + its index in `points` (0: none): where requests arrive,
+        /// a counted point (not [`PROGRESS_SAMPLED`]). Its visits insert the experiment's
+        /// [`ExperimentControl::arrival_delay_ns`] (load amplification), and a task that
+        /// arrives first serves the delays it owes, so that arrivals keep their pace in
+        /// effective time.
+        pub arrival: u32,
         /// The points; unused ones all zero.
         pub points: [ProgressPoint; MAX_PROGRESS_POINTS],
     }
     encode;
     /// [`AbiError::OutOfRange`] for a wrong `struct_size`, unknown flags, a point count out of
-    /// range, or used points that are not valid or not distinct per kind;
+    /// range, used points that are not valid or not distinct per kind, or an arrival beyond
+    /// the points or on a sampled point;
     /// [`AbiError::NonZeroReserved`] also for an unused point that is not all zero.
     decode, check;
 }
@@ -1846,12 +1856,25 @@ impl CausalPlan {
         &self.points[..(self.point_count as usize).min(MAX_PROGRESS_POINTS)]
     }
 
+    /// The arrival point's index in `points`, if the plan has one in use.
+    #[must_use]
+    pub fn arrival_index(&self) -> Option<usize> {
+        let index = (self.arrival as usize).checked_sub(1)?;
+        (index < self.used_points().len()).then_some(index)
+    }
+
+    fn arrival_point(&self) -> Option<&ProgressPoint> {
+        self.arrival_index().map(|i| &self.points[i])
+    }
+
     fn check(&self) -> Result<(), AbiError> {
         let count = self.point_count as usize;
         let ok = self.struct_size as usize == Self::SIZE
             && (1..=MAX_PROGRESS_POINTS).contains(&count)
             && self.flags & !(CAUSAL_RECORD_SAMPLES | CAUSAL_PER_CPU_DELAYS) == 0
-            && self.points[..count].iter().all(ProgressPoint::is_valid);
+            && self.points[..count].iter().all(ProgressPoint::is_valid)
+            && !matches!(self.arrival_point(), Some(p) if p.kind == PROGRESS_SAMPLED)
+            && self.arrival as usize <= count;
         if !ok {
             return Err(AbiError::OutOfRange);
         }
@@ -1947,7 +1970,9 @@ wire! {
         pub type_index: u32,
         /// Virtual speedup of the type's accesses, 0 to [`MAX_SPEEDUP_PERCENT`].
         pub speedup_percent: u32,
-        _: u32,
+        /// Delay each visit of the plan's arrival point inserts for every other task (ns):
+        /// arrivals come this much sooner in effective time. 0 without an arrival point.
+        pub arrival_delay_ns: u32,
     }
     encode;
     /// [`AbiError::OutOfRange`] for a type index beyond [`MAX_CAUSAL_TYPES`] or a speedup over

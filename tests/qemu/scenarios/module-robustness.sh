@@ -15,7 +15,8 @@
 #      least the getppid() calls made, and the pauses served plus the delay credited to idle
 #      CPUs are within 20% of delay x (CPUs - 1); a 0% experiment inserts no delay. Three
 #      times: other CPUs busy (pauses in the sampler's handler), idle (credited), and busy with
-#      pauses deferred to an irq_work (the NMI path).
+#      pauses deferred to an irq_work (the NMI path); then arrivals: N visits of an arrival
+#      point at D ns each insert exactly N x D, which a busy child process serves.
 set -eu
 fail() { echo "FAIL: $*"; exit 1; }
 
@@ -112,5 +113,7 @@ dprof-causal-probe 1000 500 2000 idle || fail "causal experiment, idle CPUs"
 dprof-causal-probe 1000 500 2000 deferred || fail "causal experiment, deferred pauses"
 # Per task: the busy work runs in child processes, which owe every delay and pause.
 dprof-causal-probe 1000 500 2000 task || fail "causal experiment, per task"
+# Arrivals: each inserts its delay exactly, for the other tasks to serve.
+dprof-arrival-probe 500 1500 || fail "arrival delays"
 rmmod dprof || fail "final rmmod"
 echo "module robustness: all checks passed"

@@ -15,6 +15,12 @@
 //! - **What was inserted**: a sped-up experiment during which no sample fell on its type's
 //!   instructions inserted no delay and sped nothing up. It is discarded
 //!   ([`Discard::NoDelayInserted`]), not counted at its nominal speedup.
+//! - **Load amplification** (`--arrival-speedup`): every arrival inserted the session's
+//!   delay per arrival, in every experiment, 0% ones included, so each pair compares two
+//!   experiments at about the same amplified load. Of an experiment's delay, the arrivals'
+//!   is their visits times the delay per arrival ([`Measurement::arrival_delay_ns`]); its
+//!   amplification is `(wall - type delay) / (wall - all delay)`: how much sooner requests
+//!   came in effective time than they would have without the arrivals' delays.
 //! - **Throughput** of a progress point = visits / effective duration (visits per second).
 //! - **Latency** (a begin and an end point) by Little's law. The module counts, per point,
 //!   the visits, the sum over them of the time since the experiment began (`time_sum_ns`) and
@@ -74,7 +80,7 @@ use dprof_format::{
 };
 
 use dprof_model::causal::{
-    Analysis, CausalReport, CausalType, CausalUnit, DelayAccounting, Discard, Discarded,
+    Analysis, Arrivals, CausalReport, CausalType, CausalUnit, DelayAccounting, Discard, Discarded,
     EmptyCausal, EmptyCausalReason, Experiment, ExperimentPoint, Fit, Measurement, NoSlope,
     PointCount, Slope, SpeedupPoint, Target, TypeSlope, MIN_DISTINCT_SPEEDUPS,
 };
@@ -158,6 +164,10 @@ pub fn analyze(config: &CausalCollectConfig, records: &[ExperimentRecord]) -> Ca
             dprof_format::DelayAccounting::Task => DelayAccounting::Task,
             dprof_format::DelayAccounting::Cpu => DelayAccounting::Cpu,
         },
+        arrivals: config.arrival.map(|point| Arrivals {
+            point,
+            delay_per_arrival_ns: config.arrival_delay_ns,
+        }),
         types,
         experiments,
         analyses,
@@ -197,7 +207,7 @@ fn pair_experiments(config: &CausalCollectConfig, records: &[ExperimentRecord]) 
                 if let Some(start) = open.remove(&number) {
                     push(paired(config, &start, end));
                 } else if let Some(previous) = early_ends.insert(number, *end) {
-                    push(unmatched_end(&previous));
+                    push(unmatched_end(config, &previous));
                 }
             }
         }
@@ -206,7 +216,7 @@ fn pair_experiments(config: &CausalCollectConfig, records: &[ExperimentRecord]) 
         push(unmatched_start(start));
     }
     for end in early_ends.values() {
-        push(unmatched_end(end));
+        push(unmatched_end(config, end));
     }
     done.sort_by_key(|&(number, arrival, _)| (number, arrival));
     done.into_iter().map(|(_, _, e)| e).collect()
@@ -226,17 +236,17 @@ fn paired(
         experiment: end.control.experiment,
         type_index: end.control.type_index,
         speedup_percent: end.control.speedup_percent,
-        measured: Some(measurement(end)),
+        measured: Some(measurement(config, end)),
         discarded,
     }
 }
 
-fn unmatched_end(end: &ExperimentEnd) -> Experiment {
+fn unmatched_end(config: &CausalCollectConfig, end: &ExperimentEnd) -> Experiment {
     Experiment {
         experiment: end.control.experiment,
         type_index: end.control.type_index,
         speedup_percent: end.control.speedup_percent,
-        measured: Some(measurement(end)),
+        measured: Some(measurement(config, end)),
         discarded: Some(Discard::EndWithoutStart),
     }
 }
@@ -261,21 +271,26 @@ fn check_end(config: &CausalCollectConfig, end: &ExperimentEnd) -> Option<Discar
         Some(Discard::NoEffectiveTime)
     } else if end.point_count as usize != config.points.len() {
         Some(Discard::PointCountMismatch)
-    } else if end.control.speedup_percent > 0 && end.delay_ns == 0 {
+    } else if end.control.speedup_percent > 0 && (end.delay_ns == 0 || end.type_samples == 0) {
         // A virtual speedup exists only as the delay inserted per sample of the type: with no
         // sample there is no delay and no measure of the type's time, so the speedup the
         // experiment applied is undefined (0/0), not its nominal value. It is discarded rather
         // than counted at 0%: the 0% experiments are the randomized baselines, and these are
         // selected by whether the type ran, which the program's phase decides; as baselines
-        // they would carry that phase into every neighbour's program speedup.
+        // they would carry that phase into every neighbour's program speedup. The type's
+        // samples say it rather than the delay, which the arrivals' delays may make nonzero.
         Some(Discard::NoDelayInserted)
     } else {
         None
     }
 }
 
-fn measurement(end: &ExperimentEnd) -> Measurement {
+fn measurement(config: &CausalCollectConfig, end: &ExperimentEnd) -> Measurement {
     let count = (end.point_count as usize).min(end.points.len());
+    let arrivals = config
+        .arrival
+        .filter(|&i| i < count)
+        .map_or(0, |i| end.points[i].visits);
     Measurement {
         cut_short: end.flags & EXPERIMENT_CUT_SHORT != 0,
         wall_ns: end.wall_ns,
@@ -285,6 +300,9 @@ fn measurement(end: &ExperimentEnd) -> Measurement {
         task_table_full: end.flags & EXPERIMENT_TASK_TABLE_FULL != 0,
         type_samples: end.type_samples,
         samples: end.samples,
+        arrival_delay_ns: arrivals
+            .saturating_mul(u64::from(end.control.arrival_delay_ns))
+            .min(end.delay_ns),
         points: end.points[..count]
             .iter()
             .map(|p| PointCount {

@@ -515,6 +515,115 @@ fn bad_end_to_end_arguments_are_refused_clearly() {
     }
 }
 
+/// `--arrival` and `--arrival-speedup`: their mistakes refused before anything is opened.
+#[test]
+fn bad_arrival_arguments_are_refused_clearly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (args, needle) in [
+        (
+            &[
+                "--progress",
+                "user:x",
+                "--arrival-speedup",
+                "250us",
+                "--",
+                "true",
+            ][..],
+            "the following required arguments were not provided:\n  --arrival <POINT>",
+        ),
+        (
+            &[
+                "--progress",
+                "user:x",
+                "--arrival",
+                "sampled:f",
+                "--",
+                "true",
+            ],
+            "an arrival point is a counted point (kprobe, tracepoint or user)",
+        ),
+        (
+            &[
+                "--progress",
+                "user:x",
+                "--arrival",
+                "user:a",
+                "--arrival-speedup",
+                "0",
+                "--",
+                "true",
+            ],
+            "\"0\" is zero: an arrival speedup inserts some delay",
+        ),
+        (
+            &["--end-to-end", "5", "--arrival", "user:a", "--", "true"],
+            "'--end-to-end <RUNS>' cannot be used with '--arrival <POINT>'",
+        ),
+    ] {
+        let mut all = vec!["causal", "-o", "bad.dprof"];
+        all.extend_from_slice(args);
+        assert_refused(dir.path(), &all, needle);
+    }
+}
+
+/// An amplified session: the text view says how much the load was amplified and how, the
+/// JSON carries the arrival point and each experiment's arrivals' delay, and Coz's format each
+/// experiment's amplification.
+#[test]
+fn an_amplified_session_says_its_load() {
+    let mut config = example::config(
+        &[("on_path", 10), ("off_path", 10)],
+        &["user:req", "user:arrive"],
+        None,
+    );
+    config.arrival = Some(1);
+    config.arrival_delay_ns = 250_000;
+    config.fixed_speedup_percent = Some(50);
+    let pairs: Vec<u32> = (0..10).flat_map(|_| [0, 50]).chain([0]).collect();
+    let mut planned = example::on_and_off_path(example::linear_experiments, &pairs, 0.4, 0.01, 7);
+    for p in &mut planned {
+        // 400 arrivals of 250 us each: 100 ms of the wall time, on top of the rest.
+        p.visits.push((400, p.wall_ns / 2 * 400));
+        p.wall_ns += 100_000_000;
+        p.delay_ns += 100_000_000;
+        p.arrival_delay_ns = 250_000;
+    }
+    let dir = dir_with(&[("amp.dprof", example::profile_of(&config, &planned))]);
+    let text = stdout_of(&dprof(
+        dir.path(),
+        &["report", "amp.dprof", "--view", "causal"],
+    ));
+    let load = text
+        .lines()
+        .find(|l| l.starts_with("load: amplified "))
+        .unwrap_or_else(|| panic!("no load line: {text}"));
+    assert!(
+        load.contains("each arrival at user:arrive inserted 250.0 us for every other task"),
+        "{load}"
+    );
+    let json = stdout_of(&dprof(
+        dir.path(),
+        &["report", "amp.dprof", "--view", "causal", "--json"],
+    ));
+    let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+    assert_eq!(v["arrivals"]["point"], 1, "{json}");
+    assert_eq!(v["arrivals"]["delay_per_arrival_ns"], 250_000, "{json}");
+    assert_eq!(
+        v["experiments"][0]["measured"]["arrival_delay_ns"], 100_000_000,
+        "{json}"
+    );
+    let coz = stdout_of(&dprof(
+        dir.path(),
+        &["report", "amp.dprof", "--view", "causal", "--format", "coz"],
+    ));
+    assert!(
+        coz.lines()
+            .filter(|l| l.starts_with("experiment\t"))
+            .all(|l| l.contains("\tamplification=")),
+        "{coz}"
+    );
+}
+
 /// An end-to-end session's view says that each experiment is a run, and ranks the type with
 /// the effect first; the JSON carries the runs asked for.
 #[test]

@@ -83,6 +83,7 @@ pub struct Checked<'o> {
     symbols: Kallsyms,
     points: Vec<ProgressPointSpec>,
     latency: Option<(usize, usize)>,
+    arrival: Option<usize>,
     labels: Vec<String>,
 }
 
@@ -96,13 +97,18 @@ pub struct Checked<'o> {
 /// cannot be read.
 pub fn check(options: &CausalOptions) -> Result<Checked<'_>, CollectError> {
     check_end_to_end(options)?;
+    check_arrival(options)?;
     let collect = collect_options(options);
     let target = target_of(&collect)?;
     let hw = samplers::detect(Path::new("/"));
     plan(&collect, None, &hw)?;
     let kallsyms = system::kallsyms(Path::new("/"))?;
     let symbols = Kallsyms::parse(&kallsyms);
-    let (points, latency) = points_of(options);
+    let PointPlan {
+        points,
+        latency,
+        arrival,
+    } = points_of(options);
     check_points(&points, &symbols)?;
     code_units::check_units(options.unit, &options.selection, &options.scope, &symbols)?;
     let labels: Vec<String> = points.iter().map(ProgressPointSpec::label).collect();
@@ -115,6 +121,7 @@ pub fn check(options: &CausalOptions) -> Result<Checked<'_>, CollectError> {
         symbols,
         points,
         latency,
+        arrival,
         labels,
     })
 }
@@ -131,6 +138,7 @@ pub struct Experiments<'o, B = Device> {
     btf: KernelBtf,
     points: Vec<ProgressPointSpec>,
     latency: Option<(usize, usize)>,
+    arrival: Option<usize>,
     labels: Vec<String>,
     config: Config,
 }
@@ -152,6 +160,7 @@ impl<'o> Checked<'o> {
             symbols,
             points,
             latency,
+            arrival,
             labels,
         } = self;
         let (dev, version, collect_plan, config) = open_and_configure(
@@ -164,6 +173,9 @@ impl<'o> Checked<'o> {
         if version.features & dprof_abi::FEATURE_CAUSAL == 0 {
             return Err(CollectError::NoCausal);
         }
+        if arrival.is_some() && version.features & dprof_abi::FEATURE_ARRIVALS == 0 {
+            return Err(CollectError::NoArrivals);
+        }
         if collect_plan.sampling.is_none() {
             return Err(CollectError::CausalNeedsSamples);
         }
@@ -172,6 +184,7 @@ impl<'o> Checked<'o> {
         dev.causal_plan(
             &causal_plan(
                 &points,
+                arrival,
                 &symbols,
                 dprof_abi::CAUSAL_RECORD_SAMPLES | accounting_flags(options.delay_accounting),
             ),
@@ -214,6 +227,7 @@ impl<'o> Checked<'o> {
             btf,
             points,
             latency,
+            arrival,
             labels,
             config,
         })
@@ -266,6 +280,7 @@ impl<B: Backend> Experiments<'_, B> {
             btf,
             points,
             latency,
+            arrival,
             labels,
             config,
         } = self;
@@ -281,6 +296,7 @@ impl<B: Backend> Experiments<'_, B> {
                 symbols: &symbols,
                 points: &points,
                 latency,
+                arrival,
                 labels: &labels,
                 config,
             },
@@ -438,6 +454,56 @@ pub fn parse_latency(s: &str) -> Result<(ProgressPointSpec, ProgressPointSpec), 
     Ok((begin, end))
 }
 
+/// Parses an arrival point: a counted progress point (not sampled: a sample is not a
+/// request).
+///
+/// # Errors
+/// A sentence saying why `s` is not such a point.
+pub fn parse_arrival(s: &str) -> Result<ProgressPointSpec, String> {
+    let point = parse_point(s)?;
+    if point.kind == "sampled" {
+        return Err(
+            "an arrival point is a counted point (kprobe, tracepoint or user): a sampled point \
+             counts samples, not requests"
+                .to_owned(),
+        );
+    }
+    Ok(point)
+}
+
+/// Parses `--arrival-speedup`: a time per arrival (`250us`, `1ms`, `800ns`; a bare number is
+/// nanoseconds), above 0 and at most what the module's 32-bit field holds.
+///
+/// # Errors
+/// A sentence saying why `s` is not such a time.
+pub fn parse_arrival_speedup(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let ns = if let Some(n) = t.strip_suffix("ns") {
+        n.trim()
+            .parse::<u64>()
+            .map_err(|_| format!("{s:?} is not a number of nanoseconds"))?
+    } else if t.bytes().all(|b| b.is_ascii_digit()) && !t.is_empty() {
+        t.parse::<u64>()
+            .map_err(|_| format!("{s:?} is out of range"))?
+    } else {
+        duration_ns(units::parse_duration(t).map_err(|_| {
+            format!("{s:?} is not a time per arrival: use e.g. 250us, 1ms or 800ns (a bare number is ns)")
+        })?)
+    };
+    if ns == 0 {
+        return Err(format!(
+            "{s:?} is zero: an arrival speedup inserts some delay"
+        ));
+    }
+    if ns > u64::from(u32::MAX) {
+        return Err(format!(
+            "{s:?} is more than the module takes per arrival ({})",
+            format_ns(u64::from(u32::MAX))
+        ));
+    }
+    Ok(ns)
+}
+
 /// Parses an experiment length: at least the shortest that measures more than noise.
 ///
 /// # Errors
@@ -554,16 +620,45 @@ fn check_end_to_end(options: &CausalOptions) -> Result<(), CollectError> {
     Ok(())
 }
 
-/// The progress points in module order, and the latency pair's indices among them; an
-/// end-to-end session's one point is the run's end.
-fn points_of(options: &CausalOptions) -> (Vec<ProgressPointSpec>, Option<(usize, usize)>) {
+/// `--arrival-speedup` amplifies the arrivals of `--arrival`, which end-to-end runs have not.
+fn check_arrival(options: &CausalOptions) -> Result<(), CollectError> {
+    if options.arrival_speedup_ns.is_some() && options.arrival.is_none() {
+        return Err(usage(
+            "--arrival-speedup inserts delays at each arrival: name the point where requests \
+             arrive with --arrival",
+        ));
+    }
+    if options.arrival.is_some() && options.end_to_end.is_some() {
+        return Err(usage(
+            "--end-to-end measures whole runs of the command: it takes no --arrival",
+        ));
+    }
+    Ok(())
+}
+
+/// The points of a session in the module's plan order, with the roles some of them play.
+struct PointPlan {
+    points: Vec<ProgressPointSpec>,
+    /// The latency pair's indices in `points`.
+    latency: Option<(usize, usize)>,
+    /// The arrival point's index in `points`.
+    arrival: Option<usize>,
+}
+
+/// The progress points in module order, the latency pair's and the arrival point's indices
+/// among them; an end-to-end session's one point is the run's end.
+fn points_of(options: &CausalOptions) -> PointPlan {
     if options.end_to_end.is_some() {
         let (kind, name) = dprof_format::END_TO_END_POINT;
         let point = ProgressPointSpec {
             kind: kind.to_owned(),
             name: name.to_owned(),
         };
-        return (vec![point], None);
+        return PointPlan {
+            points: vec![point],
+            latency: None,
+            arrival: None,
+        };
     }
     let mut points: Vec<ProgressPointSpec> = Vec::new();
     let index_of = |spec: &ProgressPointSpec, points: &mut Vec<ProgressPointSpec>| {
@@ -581,7 +676,12 @@ fn points_of(options: &CausalOptions) -> (Vec<ProgressPointSpec>, Option<(usize,
         .latency
         .as_ref()
         .map(|(b, e)| (index_of(b, &mut points), index_of(e, &mut points)));
-    (points, latency)
+    let arrival = options.arrival.as_ref().map(|a| index_of(a, &mut points));
+    PointPlan {
+        points,
+        latency,
+        arrival,
+    }
 }
 
 fn check_points(points: &[ProgressPointSpec], symbols: &Kallsyms) -> Result<(), CollectError> {
@@ -621,12 +721,19 @@ fn accounting_flags(accounting: DelayAccounting) -> u32 {
     }
 }
 
-/// The module's plan for `points`, which [`check_points`] accepted against `symbols`.
-fn causal_plan(points: &[ProgressPointSpec], symbols: &Kallsyms, flags: u32) -> CausalPlan {
+/// The module's plan for `points` (the one at `arrival` where requests arrive), which
+/// [`check_points`] accepted against `symbols`.
+fn causal_plan(
+    points: &[ProgressPointSpec],
+    arrival: Option<usize>,
+    symbols: &Kallsyms,
+    flags: u32,
+) -> CausalPlan {
     let mut plan = CausalPlan {
         struct_size: CausalPlan::SIZE as u32,
         point_count: points.len() as u32,
         flags,
+        arrival: arrival.map_or(0, |i| i as u32 + 1),
         ..CausalPlan::default()
     };
     for (slot, spec) in plan.points.iter_mut().zip(points) {
@@ -852,6 +959,7 @@ struct Inputs<'a> {
     symbols: &'a Kallsyms,
     points: &'a [ProgressPointSpec],
     latency: Option<(usize, usize)>,
+    arrival: Option<usize>,
     labels: &'a [String],
     config: dprof_abi::Config,
 }
@@ -935,6 +1043,7 @@ fn run_phases<B: Backend>(
     dev.causal_plan(
         &causal_plan(
             inputs.points,
+            inputs.arrival,
             inputs.symbols,
             accounting_flags(args.delay_accounting),
         ),
@@ -961,6 +1070,8 @@ fn run_phases<B: Backend>(
         fixed_speedup_percent: args.fixed_speedup,
         end_to_end_runs: args.end_to_end,
         delay_accounting: args.delay_accounting,
+        arrival: inputs.arrival,
+        arrival_delay_ns: args.arrival_speedup_ns.unwrap_or(0),
     });
     let mut writer = create_profile(
         &args.output,
@@ -1151,6 +1262,10 @@ fn experiments<B: Backend>(
             experiment: tally.done + tally.lost_ends,
             type_index: type_index as u32,
             speedup_percent,
+            // parse_arrival_speedup keeps it within u32.
+            arrival_delay_ns: args
+                .arrival_speedup_ns
+                .map_or(0, |ns| u32::try_from(ns).unwrap_or(u32::MAX)),
         };
         dev.experiment_start(&control).map_err(backend)?;
         let started = Instant::now();

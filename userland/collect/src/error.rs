@@ -86,6 +86,11 @@ pub enum CollectError {
     /// The module has no causal experiments.
     #[error("this dprof.ko cannot run causal experiments (no FEATURE_CAUSAL): load a newer one")]
     NoCausal,
+    /// The module has no arrival points.
+    #[error(
+        "this dprof.ko has no arrival points (no FEATURE_ARRIVALS), which --arrival needs: load          a newer one"
+    )]
+    NoArrivals,
     /// Causal experiments without a sampler.
     #[error("causal experiments need access samples, and the module offers no sampler here")]
     CausalNeedsSamples,

@@ -220,6 +220,12 @@ pub struct CausalOptions {
     pub end_to_end: Option<u32>,
     /// Whose delay count the experiments keep: each task's (Coz's rules) or each CPU's.
     pub delay_accounting: DelayAccounting,
+    /// Where requests arrive: a counted point whose visits the experiments count, and whose
+    /// arriving task serves what it owes before each arrival.
+    pub arrival: Option<ProgressPointSpec>,
+    /// Load amplification: the delay each arrival inserts for every other task (ns), so that
+    /// requests come this much sooner in effective time; needs `arrival`.
+    pub arrival_speedup_ns: Option<u64>,
     /// The sampler's period as given.
     pub period: Option<Period>,
     /// Which sampler.

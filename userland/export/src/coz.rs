@@ -20,6 +20,10 @@
 //! - `difference` is the mean in flight over the experiment rounded to an integer (Coz writes
 //!   a count there), so the viewer's latency, `difference x duration / arrivals`, is the
 //!   causal view's up to that rounding and to arrivals standing for departures.
+//!
+//! Under load amplification (`dprof causal --arrival-speedup`) each `experiment` line also
+//! carries `amplification`, the experiment's own (the viewer reads the fields it knows and
+//! leaves the others).
 
 use std::collections::BTreeSet;
 use std::io::{self, Write};
@@ -54,9 +58,13 @@ pub fn write_coz(report: &CausalReport, out: &mut dyn Write) -> io::Result<()> {
         if users.is_empty() {
             continue;
         }
+        let amplification = match (report.amplification(), m.amplification()) {
+            (Some(_), Some(a)) => format!("\tamplification={a:.4}"),
+            _ => String::new(),
+        };
         writeln!(
             out,
-            "experiment\tselected={}\tspeedup={}\tduration={}\tselected-samples={}",
+            "experiment\tselected={}\tspeedup={}\tduration={}\tselected-samples={}{amplification}",
             field(&t.label()),
             f64::from(e.speedup_percent) / 100.0,
             m.effective_ns().max(0),

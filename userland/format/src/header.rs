@@ -234,6 +234,22 @@ pub struct CausalCollectConfig {
     /// Whose delay count the module's experiments kept (`dprof causal --delay-accounting`).
     #[serde(default)]
     pub delay_accounting: DelayAccounting,
+    /// `dprof causal --arrival`: the index in `points` of the point where requests arrive;
+    /// `None` without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival: Option<usize>,
+    /// `dprof causal --arrival-speedup`: the delay each arrival inserted for every other task
+    /// in every experiment (ns), which amplified the load; 0 with none.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub arrival_delay_ns: u64,
+}
+
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 /// How the module's experiments owed and paid their delays.

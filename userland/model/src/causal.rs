@@ -29,6 +29,9 @@ pub struct CausalReport {
     /// Whose delay count the experiments kept.
     #[serde(default)]
     pub delay_accounting: DelayAccounting,
+    /// `dprof causal --arrival`: where requests arrived, and what each arrival inserted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<Arrivals>,
     /// The type table, in table order.
     pub types: Vec<CausalType>,
     /// Every experiment seen, by experiment number.
@@ -40,6 +43,16 @@ pub struct CausalReport {
     /// Why there is nothing to rank or plot; absent when some type has a slope.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why_empty: Option<EmptyCausal>,
+}
+
+/// The arrival point of a session, and its load amplification.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Arrivals {
+    /// Index in [`CausalReport::points`] of the point where requests arrived.
+    pub point: usize,
+    /// Delay each arrival inserted for every other task (ns), in every experiment: 0 when the
+    /// load was not amplified (`--arrival` without `--arrival-speedup`).
+    pub delay_per_arrival_ns: u64,
 }
 
 /// How the experiments owed and paid their delays.
@@ -215,8 +228,21 @@ pub struct Measurement {
     pub type_samples: u64,
     /// All samples.
     pub samples: u64,
+    /// Of `delay_ns`, what the arrivals inserted (ns): their visits times the delay per
+    /// arrival, to within one arrival (the module counts visits and inserts delays a few
+    /// instructions apart); 0 without load amplification.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub arrival_delay_ns: u64,
     /// Visits of each progress point, in plan order.
     pub points: Vec<PointCount>,
+}
+
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Visits of one progress point during an experiment.
@@ -236,6 +262,18 @@ impl Measurement {
     pub fn effective_ns(&self) -> i64 {
         let effective = i128::from(self.wall_ns) - i128::from(self.delay_ns);
         effective.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+    }
+
+    /// The load amplification the arrivals' delays made: arrivals per effective second over
+    /// arrivals per second of the same experiment without those delays, `(wall - type
+    /// delay) / (wall - all delay)`; 1 without them, `None` when no effective time is left.
+    #[must_use]
+    pub fn amplification(&self) -> Option<f64> {
+        let effective = self.effective_ns();
+        if effective <= 0 {
+            return None;
+        }
+        Some((effective as f64 + self.arrival_delay_ns as f64) / effective as f64)
     }
 
     /// The integral over the experiment's wall time of the requests in flight between the
@@ -561,6 +599,57 @@ pub struct DiscardGroup {
 }
 
 impl CausalReport {
+    /// The load amplification over the usable experiments: the lowest, the one of them all
+    /// pooled (`(wall - type delay) / (wall - all delay)` summed over them) and the highest;
+    /// `None` without amplified arrivals or a usable experiment.
+    #[must_use]
+    pub fn amplification(&self) -> Option<[f64; 3]> {
+        if self.arrivals?.delay_per_arrival_ns == 0 {
+            return None;
+        }
+        let used: Vec<&Measurement> = self
+            .experiments
+            .iter()
+            .filter(|e| e.discarded.is_none())
+            .filter_map(|e| e.measured.as_ref())
+            .collect();
+        let each: Vec<f64> = used.iter().filter_map(|m| m.amplification()).collect();
+        let low = each.iter().copied().reduce(f64::min)?;
+        let high = each.iter().copied().reduce(f64::max)?;
+        let effective: f64 = used.iter().map(|m| m.effective_ns().max(0) as f64).sum();
+        let arrivals: f64 = used.iter().map(|m| m.arrival_delay_ns as f64).sum();
+        Some([low, (effective + arrivals) / effective, high])
+    }
+
+    /// What the arrival point did, in one sentence for every front end; `None` without one.
+    #[must_use]
+    pub fn load_note(&self) -> Option<String> {
+        let arrivals = self.arrivals?;
+        let point = self
+            .points
+            .get(arrivals.point)
+            .map_or("the arrival point", String::as_str);
+        if arrivals.delay_per_arrival_ns == 0 {
+            return Some(format!(
+                "load: requests arrive at {point}, not amplified (no --arrival-speedup); an \
+                 arriving task serves its delays first, so virtual speedups leave the arrivals' \
+                 pace as it is"
+            ));
+        }
+        let per_arrival = format!("{:.1} us", arrivals.delay_per_arrival_ns as f64 / 1e3);
+        Some(match self.amplification() {
+            Some([low, pooled, high]) => format!(
+                "load: amplified {pooled:.2}x ({low:.2}x to {high:.2}x over the usable \
+                 experiments): each arrival at {point} inserted {per_arrival} for every other \
+                 task, so requests came that much sooner each in effective time"
+            ),
+            None => format!(
+                "load: each arrival at {point} inserted {per_arrival} for every other task; no \
+                 usable experiment measured the amplification"
+            ),
+        })
+    }
+
     /// Delay forgiven over every measured experiment (ns).
     #[must_use]
     pub fn credited_ns(&self) -> u64 {

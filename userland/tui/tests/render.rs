@@ -5,7 +5,7 @@
 #[path = "support/fixture.rs"]
 mod fixture;
 
-use dprof_model::causal::DelayAccounting;
+use dprof_model::causal::{Arrivals, DelayAccounting};
 use dprof_tui::{App, Event, LoadEvent, View, MIN_HEIGHT, MIN_WIDTH};
 use fixture::{
     causal_report, draw, freed_elsewhere_report, full_history_report, functions_report,
@@ -349,6 +349,36 @@ fn a_causal_summary_says_whose_delays_were_kept() {
         let s = screen(&app, 200, 48);
         assert!(s.contains(said), "{s}");
     }
+}
+
+/// An amplified session's summary says by how much the load was amplified.
+#[test]
+fn a_causal_summary_says_how_much_the_load_was_amplified() {
+    let mut report = causal_report();
+    let causal = report
+        .causal
+        .as_mut()
+        .expect("the example has a causal report");
+    causal.arrivals = Some(Arrivals {
+        point: 0,
+        delay_per_arrival_ns: 500_000,
+    });
+    // Each usable experiment's arrivals inserted as much as its effective time: 2x.
+    for m in causal
+        .experiments
+        .iter_mut()
+        .filter(|e| e.discarded.is_none())
+        .filter_map(|e| e.measured.as_mut())
+    {
+        let effective = m.effective_ns().max(0) as u64;
+        m.wall_ns += effective;
+        m.delay_ns += effective;
+        m.arrival_delay_ns = effective;
+    }
+    let mut app = App::with_report(SOURCE, report);
+    press(&mut app, [KeyCode::Char('6'), KeyCode::Home]);
+    let s = screen(&app, 200, 48);
+    assert!(s.contains("load amplified 2.00x"), "{s}");
 }
 
 /// The data flow of an object freed on another CPU than its last access: the CPU change at

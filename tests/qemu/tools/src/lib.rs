@@ -113,10 +113,22 @@ pub mod dev {
     /// does not check).
     #[must_use]
     pub fn plan_bytes(points: &[(u32, &str)], flags: u32) -> [u8; abi::CausalPlan::SIZE] {
+        plan_bytes_with_arrival(points, flags, 0)
+    }
+
+    /// [`plan_bytes`] with `arrival` as the plan's arrival field (1 + a point's index; 0:
+    /// none).
+    #[must_use]
+    pub fn plan_bytes_with_arrival(
+        points: &[(u32, &str)],
+        flags: u32,
+        arrival: u32,
+    ) -> [u8; abi::CausalPlan::SIZE] {
         let mut plan = abi::CausalPlan {
             struct_size: abi::CausalPlan::SIZE as u32,
             point_count: points.len() as u32,
             flags,
+            arrival,
             ..abi::CausalPlan::default()
         };
         for (slot, (kind, name)) in plan.points.iter_mut().zip(points) {
@@ -158,7 +170,7 @@ pub mod dev {
         ioctl_bytes(fd, abi::IOC_CAUSAL_TYPE, &mut bytes)
     }
 
-    /// `IOC_EXPERIMENT_START`.
+    /// `IOC_EXPERIMENT_START`, no arrival delay.
     ///
     /// # Errors
     /// The ioctl's errno.
@@ -168,11 +180,25 @@ pub mod dev {
         type_index: u32,
         speedup: u32,
     ) -> Result<(), Errno> {
-        let control = abi::ExperimentControl {
-            experiment,
-            type_index,
-            speedup_percent: speedup,
-        };
+        experiment_start_control(
+            fd,
+            &abi::ExperimentControl {
+                experiment,
+                type_index,
+                speedup_percent: speedup,
+                ..abi::ExperimentControl::default()
+            },
+        )
+    }
+
+    /// `IOC_EXPERIMENT_START` with `control` as it is.
+    ///
+    /// # Errors
+    /// The ioctl's errno.
+    pub fn experiment_start_control(
+        fd: impl AsFd,
+        control: &abi::ExperimentControl,
+    ) -> Result<(), Errno> {
         let mut bytes = [0u8; abi::ExperimentControl::SIZE];
         control.encode(&mut bytes);
         ioctl_bytes(fd, abi::IOC_EXPERIMENT_START, &mut bytes)

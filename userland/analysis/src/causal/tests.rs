@@ -228,6 +228,7 @@ fn latency_planned(runs: &[(u32, f64)]) -> Vec<Planned> {
                 type_samples: 100,
                 flags: 0,
                 credited_ns: 0,
+                arrival_delay_ns: 0,
                 visits: vec![begin, end],
                 without_start: false,
             }
@@ -312,6 +313,7 @@ fn in_flight_integral_follows_the_formula() {
         credited_ns: 0,
         type_samples: 0,
         samples: 0,
+        arrival_delay_ns: 0,
         points: vec![
             PointCount {
                 visits: 2,
@@ -518,6 +520,7 @@ fn unusable_experiments_are_discarded_with_their_reason() {
         experiment,
         type_index: 0,
         speedup_percent,
+        arrival_delay_ns: 0,
     };
     records.push(ExperimentRecord::Start(dprof_abi::ExperimentStart {
         control: control(6, 10),
@@ -987,6 +990,100 @@ fn a_fixed_speedup_needs_two_sped_up_experiments() {
 }
 
 /// A report with a slope is not empty.
+/// Under load amplification every experiment's arrivals inserted their delay: each
+/// experiment's share of it and its amplification come from the arrival point's visits,
+/// the slope is measured as ever, a sped-up experiment whose type had no sample is still
+/// discarded though arrivals inserted delay, and the text and Coz's format say it.
+#[test]
+fn amplified_load_is_measured_per_experiment() {
+    const DELAY: u32 = 500_000;
+    const ARRIVALS: u64 = 200;
+    let mut config = example::config(
+        &[("on_path", 10)],
+        &["kprobe:depart", "kprobe:arrive"],
+        None,
+    );
+    config.arrival = Some(1);
+    config.arrival_delay_ns = u64::from(DELAY);
+    let arrival_delay = ARRIVALS * u64::from(DELAY);
+    let effective = 100_000_000u64;
+    let mut planned: Vec<Planned> = coz_mix()
+        .iter()
+        .enumerate()
+        .map(|(i, &speedup)| {
+            let s = f64::from(speedup) / 100.0;
+            // Departures per effective second: 1500 x (1 + 0.5 s).
+            let departures = (150.0 * (1.0 + 0.5 * s)).round() as u64;
+            let type_delay = (effective as f64 * 0.2 * s) as u64;
+            let mut p = Planned::even(
+                i as u32 + 1,
+                0,
+                speedup,
+                effective + arrival_delay + type_delay,
+                arrival_delay + type_delay,
+                &[departures, ARRIVALS],
+            );
+            p.arrival_delay_ns = DELAY;
+            p
+        })
+        .collect();
+    let mut unsampled = Planned::even(
+        100,
+        0,
+        50,
+        effective + arrival_delay,
+        arrival_delay,
+        &[150, ARRIVALS],
+    );
+    unsampled.arrival_delay_ns = DELAY;
+    unsampled.type_samples = 0;
+    planned.push(unsampled);
+    let report = analyze(&config, &example::records(&planned));
+    let zero = report.experiments[0].measured.as_ref().expect("measured");
+    assert_eq!(zero.arrival_delay_ns, arrival_delay);
+    let amplification = zero.amplification().expect("effective time left");
+    assert!((amplification - 2.0).abs() < 1e-9, "{amplification}");
+    let last = report.experiments.last().expect("the unsampled one");
+    assert_eq!(last.discarded, Some(Discard::NoDelayInserted));
+    let [low, pooled, high] = report.amplification().expect("amplified");
+    assert!((pooled - 2.0).abs() < 1e-9 && low <= pooled && pooled <= high);
+    let slope = only_slope(&report, 0, "on_path");
+    assert!((slope.slope - 0.5).abs() < 0.02, "{slope:?}");
+    let note = report.load_note().expect("a load note");
+    assert!(
+        note.starts_with("load: amplified 2.00x") && note.contains("500.0 us"),
+        "{note}"
+    );
+    let mut coz = Vec::new();
+    write_coz(&report, &mut coz).expect("written");
+    let coz = String::from_utf8(coz).expect("text");
+    let experiments: Vec<&str> = coz
+        .lines()
+        .filter(|l| l.starts_with("experiment"))
+        .collect();
+    assert!(!experiments.is_empty());
+    assert!(
+        experiments
+            .iter()
+            .all(|l| l.ends_with("\tamplification=2.0000")),
+        "{coz}"
+    );
+    // Arrivals without a speedup: a note, no amplification, no field.
+    config.arrival_delay_ns = 0;
+    for p in &mut planned {
+        p.arrival_delay_ns = 0;
+    }
+    let plain = analyze(&config, &example::records(&planned));
+    assert_eq!(plain.amplification(), None);
+    assert!(plain
+        .load_note()
+        .expect("a load note")
+        .contains("not amplified"));
+    let mut coz = Vec::new();
+    write_coz(&plain, &mut coz).expect("written");
+    assert!(!String::from_utf8_lossy(&coz).contains("amplification"));
+}
+
 #[test]
 fn a_ranking_has_no_why_empty() {
     let report = analyze(

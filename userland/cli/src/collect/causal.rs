@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use dprof_collect::causal::{
-    self, parse_experiment_time, parse_latency, parse_point, parse_selection, unit_selection,
+    self, parse_arrival, parse_arrival_speedup, parse_experiment_time, parse_latency, parse_point,
+    parse_selection, unit_selection,
 };
 use dprof_collect::observer::Observer;
 use dprof_collect::options::{parse_period, CausalOptions, Period, Selection};
@@ -31,6 +32,14 @@ use super::record::{cli_error, exit_code_of, SamplerChoice, Signals, Terminal, U
 /// its exit, and the measure is runs per effective second (a run's time less the delays
 /// inserted during it). For commands that do a fixed amount of work and exit, where no
 /// progress point fits; no --progress, --latency, --plan-time or --duration.
+///
+/// Load amplification (--arrival POINT --arrival-speedup NS): POINT is where requests
+/// arrive. Each arrival inserts NS of delay for every other task, so that in effective time
+/// requests come NS sooner each: the system is measured as if the load were higher (by
+/// `gap / (gap - NS)`, the amplification each experiment reports), which shows what would
+/// matter at that load, such as a type that only becomes the bottleneck there. The arriving
+/// task first serves the delays it owes, so that virtual speedups do not make arrivals come
+/// sooner too. For open-loop load (requests come at their own pace, not after responses).
 ///
 /// Units (--units): `types` (the default), `functions` (every instruction of a kernel
 /// function: a sample anywhere in it counts) or `modules` (the instructions of a module's
@@ -59,6 +68,8 @@ use super::record::{cli_error, exit_code_of, SamplerChoice, Signals, Terminal, U
 ///   dprof causal -o c.dprof --units functions --scope 'tcp_*,[vmlinux]' --progress user:req
 ///   dprof causal -o c.dprof --functions tcp_sendmsg,tcp_write_xmit --progress user:req
 ///   dprof causal -o c.dprof --end-to-end 40 -- tar xf linux.tar
+///   dprof causal -o c.dprof --progress user:done --arrival user:req --arrival-speedup 200us \
+///     -- ./open-loop-bench                         (as if requests came 200 us sooner each)
 ///   dprof report --view causal c.dprof            (the ranking; --format coz for Coz's viewer)
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
@@ -80,6 +91,15 @@ pub struct CausalArgs {
     /// counted points only (not sampled:).
     #[arg(long, value_name = "BEGIN,END", value_parser = parse_latency)]
     latency: Option<(ProgressPointSpec, ProgressPointSpec)>,
+    /// Where requests arrive (a counted point, as for --progress): its visits are counted,
+    /// and an arriving task serves its delays first. With --arrival-speedup, load
+    /// amplification (see above).
+    #[arg(long, value_name = "POINT", value_parser = parse_arrival)]
+    arrival: Option<ProgressPointSpec>,
+    /// Load amplification: the delay each arrival inserts for every other task (e.g. 250us;
+    /// a bare number is ns), so that requests come that much sooner each in effective time.
+    #[arg(long, value_name = "NS", value_parser = parse_arrival_speedup, requires = "arrival")]
+    arrival_speedup: Option<u64>,
     /// What experiments speed up: types, functions or modules [default: types, or what
     /// --functions or --modules names].
     #[arg(long, value_name = "UNIT", value_enum)]
@@ -137,7 +157,7 @@ pub struct CausalArgs {
     #[arg(long, value_name = "RUNS",
           value_parser = clap::value_parser!(u32).range(2..=100_000),
           conflicts_with_all = ["progress", "latency", "duration", "plan_time", "experiment",
-                                "min_visits"])]
+                                "min_visits", "arrival"])]
     end_to_end: Option<u32>,
     /// Whose delays an experiment keeps: `task` (Coz's rules: a task woken by a timer or an
     /// interrupt serves the delays inserted while it slept, one woken by another task is
@@ -235,6 +255,8 @@ impl CausalArgs {
             fixed_speedup: self.fixed_speedup,
             end_to_end: self.end_to_end,
             delay_accounting: self.delay_accounting.into(),
+            arrival: self.arrival.clone(),
+            arrival_speedup_ns: self.arrival_speedup,
             period: self.period.clone(),
             sampler: self.sampler.into(),
             ring_size: self.ring_size,

@@ -150,6 +150,9 @@ fn delays(report: &CausalReport, out: &mut impl Write) -> io::Result<()> {
              its sleep: such work looks faster than it would be"
         )?,
     }
+    if let Some(note) = report.load_note() {
+        writeln!(out, "{note}")?;
+    }
     let full = report.task_table_full_experiments();
     if full > 0 {
         let experiments = if full == 1 {

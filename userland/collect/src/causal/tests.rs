@@ -91,6 +91,7 @@ fn sampled_points_resolve_to_their_function_or_are_refused() {
             point("sampled", "tcp_recvmsg"),
             point("kprobe", "tcp_recvmsg"),
         ],
+        None,
         &symbols,
         0,
     );
@@ -313,12 +314,82 @@ fn the_automatic_plan_skips_pseudo_types_unless_named() {
 fn plans_list_each_point_once_in_order() {
     let points = [point("kprobe", "f"), point("user", "done")];
     let symbols = Kallsyms::parse(example::KALLSYMS.as_bytes());
-    let plan = causal_plan(&points, &symbols, dprof_abi::CAUSAL_RECORD_SAMPLES);
+    let plan = causal_plan(&points, None, &symbols, dprof_abi::CAUSAL_RECORD_SAMPLES);
     let mut buf = [0u8; CausalPlan::SIZE];
     plan.encode(&mut buf);
     let decoded = CausalPlan::decode(&buf).expect("a valid plan");
     assert_eq!(decoded.used_points().len(), 2);
     assert_eq!(decoded.used_points()[1].name_bytes(), b"done");
+    assert_eq!(decoded.arrival_index(), None);
+}
+
+/// The arrival point joins the plan's points (once, if it is also a progress point) and the
+/// plan names it, 1-based, as the module takes it.
+#[test]
+fn the_arrival_point_is_in_the_plan() {
+    let symbols = Kallsyms::parse(example::KALLSYMS.as_bytes());
+    let mut options = end_to_end_options(&["true"]);
+    options.end_to_end = None;
+    options.progress = vec![point("user", "done")];
+    options.arrival = Some(point("kprobe", "f"));
+    let plan = points_of(&options);
+    assert_eq!(
+        plan.points,
+        vec![point("user", "done"), point("kprobe", "f")]
+    );
+    assert_eq!(plan.arrival, Some(1));
+    options.progress.push(point("kprobe", "f"));
+    assert_eq!(points_of(&options).points.len(), 2, "one point, two roles");
+    let module = causal_plan(&plan.points, plan.arrival, &symbols, 0);
+    let mut buf = [0u8; CausalPlan::SIZE];
+    module.encode(&mut buf);
+    let decoded = CausalPlan::decode(&buf).expect("a valid plan");
+    assert_eq!(decoded.arrival, 2);
+    assert_eq!(decoded.arrival_index(), Some(1));
+}
+
+/// `--arrival-speedup` needs `--arrival`, and end-to-end runs take neither: refused by the
+/// library for callers that build the options themselves.
+#[test]
+fn arrival_options_are_checked() {
+    let refused = |options: &CausalOptions| match check_arrival(options) {
+        Err(CollectError::Usage(why)) => why,
+        other => panic!("not refused: {other:?}"),
+    };
+    let mut options = end_to_end_options(&["true"]);
+    options.end_to_end = None;
+    assert!(check_arrival(&options).is_ok());
+    options.arrival_speedup_ns = Some(1000);
+    assert!(refused(&options).contains("name the point where requests arrive with --arrival"));
+    options.arrival = Some(point("user", "req"));
+    assert!(check_arrival(&options).is_ok());
+    options.end_to_end = Some(10);
+    assert!(refused(&options).contains("it takes no --arrival"));
+}
+
+#[test]
+fn arrival_speedups_parse_with_units_and_stay_in_range() {
+    assert_eq!(parse_arrival_speedup("250us"), Ok(250_000));
+    assert_eq!(parse_arrival_speedup("1ms"), Ok(1_000_000));
+    assert_eq!(parse_arrival_speedup("800ns"), Ok(800));
+    assert_eq!(parse_arrival_speedup("1500"), Ok(1500));
+    assert_eq!(parse_arrival_speedup("4s"), Ok(4_000_000_000));
+    for (bad, why) in [
+        ("0", "is zero"),
+        ("0ns", "is zero"),
+        ("5s", "more than the module takes per arrival"),
+        ("99999999999999999999999", "out of range"),
+        ("fast", "not a time per arrival"),
+        ("12xs", "not a time per arrival"),
+        ("12xns", "not a number of nanoseconds"),
+    ] {
+        let err = parse_arrival_speedup(bad).expect_err(bad);
+        assert!(err.contains(why), "{bad}: {err}");
+    }
+    assert!(parse_arrival("sampled:tcp_recvmsg")
+        .expect_err("a sampled arrival")
+        .contains("counts samples, not requests"));
+    assert_eq!(parse_arrival("user:req"), Ok(point("user", "req")));
 }
 
 /// `--units` and the lists: a list implies its unit, `--units` alone means `auto`, and the
@@ -419,6 +490,8 @@ fn end_to_end_options(command: &[&str]) -> CausalOptions {
         seed: None,
         fixed_speedup: None,
         delay_accounting: dprof_format::DelayAccounting::Task,
+        arrival: None,
+        arrival_speedup_ns: None,
         end_to_end: Some(10),
         period: None,
         sampler: crate::options::SamplerChoice::Auto,
@@ -434,8 +507,11 @@ fn end_to_end_options(command: &[&str]) -> CausalOptions {
 fn end_to_end_options_are_checked_and_get_the_run_point() {
     let good = end_to_end_options(&["true"]);
     assert!(check_end_to_end(&good).is_ok());
-    let (points, latency) = points_of(&good);
-    assert_eq!((points, latency), (vec![point("end-to-end", "run")], None));
+    let plan = points_of(&good);
+    assert_eq!(
+        (plan.points, plan.latency, plan.arrival),
+        (vec![point("end-to-end", "run")], None, None)
+    );
     assert_eq!(
         module_point_name("end-to-end", "run"),
         END_TO_END_USER_POINT

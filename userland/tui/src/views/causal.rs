@@ -130,9 +130,14 @@ fn summary(causal: &CausalReport, analysis: &Analysis) -> String {
         DelayAccounting::Task => "per task",
         DelayAccounting::Cpu => "per CPU, idle CPUs credited",
     };
+    let load = causal
+        .amplification()
+        .map_or_else(String::new, |[_, pooled, _]| {
+            format!(" · load amplified {pooled:.2}x")
+        });
     format!(
         "{all} experiments, {} usable · {measure} · slope: program speedup per unit of \
-         virtual speedup of {sped_up} ({method}, 95% interval) · delays {delays}{sampled}",
+         virtual speedup of {sped_up} ({method}, 95% interval) · delays {delays}{load}{sampled}",
         all - causal.discarded_experiments()
     )
 }

@@ -148,6 +148,7 @@ fn random_plan(rng: &mut Rng, buf: &mut [u8]) {
         2 => bytes[16] = rng.next() as u8,                  // a point's kind
         3 => bytes[16 + 8 + rng.below(64) as usize] = b' ', // a space in a name
         4 => bytes[rng.below(bytes.len() as u64) as usize] = rng.next() as u8,
+        5 => bytes[12] = rng.below(6) as u8, // the arrival point, valid or not
         _ => {}
     }
     buf[..bytes.len()].copy_from_slice(&bytes);
@@ -192,6 +193,12 @@ fn random_experiment(rng: &mut Rng, buf: &mut [u8]) {
         experiment: rng.next() as u32,
         type_index: rng.below(5) as u32,
         speedup_percent: rng.below(120) as u32,
+        // Sometimes an arrival delay, which a plan without an arrival point refuses.
+        arrival_delay_ns: if rng.below(4) == 0 {
+            rng.below(1_000_000) as u32
+        } else {
+            0
+        },
     };
     let mut bytes = [0u8; abi::ExperimentControl::SIZE];
     control.encode(&mut bytes);
@@ -252,29 +259,44 @@ fn causal_checks() -> anyhow::Result<()> {
     checks_configured(fd, &good, &ips)
 }
 
+/// Plans the ABI's checks refuse, on a configured device.
+fn malformed_plans(fd: &OwnedFd, good: &[(u32, &str)]) -> anyhow::Result<()> {
+    use abi::PROGRESS_USER as UP;
+    expect(
+        "plan with no point",
+        dev::causal_plan(fd, &[], 0),
+        Err(Errno::EINVAL),
+    )?;
+    expect(
+        "plan with bad flags",
+        dev::causal_plan(fd, good, 0x80),
+        Err(Errno::EINVAL),
+    )?;
+    expect(
+        "plan with a duplicate point",
+        dev::causal_plan(fd, &[(UP, "a"), (UP, "a")], 0),
+        Err(Errno::EINVAL),
+    )?;
+    expect(
+        "plan with the arrival beyond its points",
+        dev::ioctl_bytes(
+            fd,
+            abi::IOC_CAUSAL_PLAN,
+            &mut dev::plan_bytes_with_arrival(good, 0, good.len() as u32 + 1),
+        ),
+        Err(Errno::EINVAL),
+    )
+}
+
 /// Plans and types on a configured device.
 fn checks_configured(fd: OwnedFd, good: &[(u32, &str)], ips: &[u64]) -> anyhow::Result<()> {
-    use abi::{PROGRESS_KPROBE as KP, PROGRESS_TRACEPOINT as TP, PROGRESS_USER as UP};
+    use abi::{PROGRESS_KPROBE as KP, PROGRESS_TRACEPOINT as TP};
     expect(
         "configure samples",
         dev::configure_samples(&fd, 1_000_000, 0),
         Ok(()),
     )?;
-    expect(
-        "plan with no point",
-        dev::causal_plan(&fd, &[], 0),
-        Err(Errno::EINVAL),
-    )?;
-    expect(
-        "plan with bad flags",
-        dev::causal_plan(&fd, good, 0x80),
-        Err(Errno::EINVAL),
-    )?;
-    expect(
-        "plan with a duplicate point",
-        dev::causal_plan(&fd, &[(UP, "a"), (UP, "a")], 0),
-        Err(Errno::EINVAL),
-    )?;
+    malformed_plans(&fd, good)?;
     expect(
         "plan with an unknown function",
         dev::causal_plan(
@@ -355,6 +377,19 @@ fn checks_running(fd: OwnedFd, good: &[(u32, &str)], ips: &[u64]) -> anyhow::Res
     expect(
         "experiment before start",
         dev::experiment_start(&fd, 1, 0, 50),
+        Err(Errno::EINVAL),
+    )?;
+    expect(
+        "experiment with an arrival delay, no arrival point",
+        dev::experiment_start_control(
+            &fd,
+            &abi::ExperimentControl {
+                experiment: 1,
+                type_index: 0,
+                speedup_percent: 0,
+                arrival_delay_ns: 1000,
+            },
+        ),
         Err(Errno::EINVAL),
     )?;
     expect(

@@ -41,7 +41,8 @@
 //! experiments and ranking; `causal-blocking DIR` per-task delay accounting against per-CPU
 //! on a workload that sleeps on a timer (`causal_blocking.rs`); `causal-real-workload DIR`
 //! an end-to-end session over busybox httpd and wget, and its overhead split
-//! (`causal_real.rs`).
+//! (`causal_real.rs`); `causal-arrival DIR` load amplification against the same open-loop
+//! workload not amplified (`causal_arrival.rs`).
 //!
 //! `dprof-qemu-check backends-agree DIR` checks that the module and the perf backend, run on
 //! the same workload, agree on the top slab types and on allocations per cache
@@ -83,6 +84,8 @@ mod backends;
 mod bulk;
 #[path = "dprof-qemu-check/causal.rs"]
 mod causal;
+#[path = "dprof-qemu-check/causal_arrival.rs"]
+mod causal_arrival;
 #[path = "dprof-qemu-check/causal_blocking.rs"]
 mod causal_blocking;
 #[path = "dprof-qemu-check/causal_real.rs"]
@@ -787,6 +790,7 @@ fn main() -> Result<()> {
         "selftest-causal" => causal::check(dir),
         "causal-end-to-end" => causal::check_end_to_end(dir),
         "causal-blocking" => causal_blocking::check(dir),
+        "causal-arrival" => causal_arrival::check(dir),
         "causal-real-workload" => causal_real::check(dir),
         "backends-agree" => backends::check(dir),
         "selftest-bulk" => bulk::check(dir),

@@ -210,13 +210,18 @@ pub(crate) fn check(dir: &Path) -> Result<String> {
 /// The worker's time on Y over the chain's time on X, per round, from the workload's summary
 /// line (`... chain X 94 us, compute 313 us, ...; worker Y 234 us, ...`).
 fn y_over_x_time(summary: &str) -> Option<f64> {
-    let microseconds_after = |label: &str| -> Option<f64> {
-        let rest = &summary[summary.find(label)? + label.len()..];
-        rest.split_whitespace().next()?.parse().ok()
-    };
-    let x = microseconds_after("chain X ")?;
-    let y = microseconds_after("worker Y ")?;
+    let x = number_after(summary, "chain X ")?;
+    let y = number_after(summary, "worker Y ")?;
     (x > 0.0).then(|| y / x)
+}
+
+/// The whole number right after the first `key` in a workload's summary line.
+pub(crate) fn number_after(summary: &str, key: &str) -> Option<f64> {
+    let rest = &summary[summary.find(key)? + key.len()..];
+    rest.split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Runs the end-to-end scenario asked for (`--end-to-end 80`).

@@ -27,7 +27,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
-use super::causal::{causal_entry, describe_fit, X, Y};
+use super::causal::{causal_entry, describe_fit, number_after, X, Y};
 
 /// Per task, X (off the path) must be this close to 0. Its intervals were about +-0.05 wide;
 /// per CPU it came to +0.34, a third of X's share of the spinner.
@@ -42,17 +42,10 @@ const MIN_WAKEUP_CREDIT: f64 = 0.3;
 /// The sleeper's times per round and the spinner's X share, from the workload's summary:
 /// `... sleeper asleep S us, awake A us per round; spinner X P% of its time`.
 fn workload_times(summary: &str) -> Option<(f64, f64, f64)> {
-    let number_after = |key: &str| -> Option<f64> {
-        let rest = &summary[summary.find(key)? + key.len()..];
-        rest.split(|c: char| !c.is_ascii_digit())
-            .next()?
-            .parse()
-            .ok()
-    };
     Some((
-        number_after("asleep ")?,
-        number_after("awake ")?,
-        number_after("spinner X ")? / 100.0,
+        number_after(summary, "asleep ")?,
+        number_after(summary, "awake ")?,
+        number_after(summary, "spinner X ")? / 100.0,
     ))
 }
 
