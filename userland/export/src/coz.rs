@@ -48,6 +48,7 @@ pub fn write_coz(report: &CausalReport, out: &mut dyn Write) -> io::Result<()> {
                 .collect()
         })
         .collect();
+    let amplified = report.amplification().is_some();
     for e in report.experiments.iter().filter(|e| e.discarded.is_none()) {
         let (Some(m), Some(t)) = (&e.measured, report.types.get(e.type_index as usize)) else {
             continue;
@@ -58,8 +59,8 @@ pub fn write_coz(report: &CausalReport, out: &mut dyn Write) -> io::Result<()> {
         if users.is_empty() {
             continue;
         }
-        let amplification = match (report.amplification(), m.amplification()) {
-            (Some(_), Some(a)) => format!("\tamplification={a:.4}"),
+        let amplification = match m.amplification() {
+            Some(a) if amplified => format!("\tamplification={a:.4}"),
             _ => String::new(),
         };
         writeln!(

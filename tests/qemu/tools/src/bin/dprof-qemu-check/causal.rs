@@ -215,6 +215,15 @@ fn y_over_x_time(summary: &str) -> Option<f64> {
     (x > 0.0).then(|| y / x)
 }
 
+/// The index of the type `name` in a causal view's type table.
+pub(crate) fn causal_type_index(view: &Value, name: &str) -> Result<u64> {
+    view["types"]
+        .as_array()
+        .and_then(|types| types.iter().position(|t| t["name"] == name))
+        .map(|i| i as u64)
+        .with_context(|| format!("{name} is not in the causal type table"))
+}
+
 /// The whole number right after the first `key` in a workload's summary line.
 pub(crate) fn number_after(summary: &str, key: &str) -> Option<f64> {
     let rest = &summary[summary.find(key)? + key.len()..];

@@ -31,7 +31,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
-use super::causal::{causal_entry, describe_fit, number_after, X, Y};
+use super::causal::{causal_entry, causal_type_index, describe_fit, number_after, X, Y};
 
 /// Not amplified, a slope this close to 0 passes even if its interval misses 0.
 const MAX_PLAIN_SLOPE: f64 = 0.15;
@@ -61,13 +61,18 @@ fn read_view(dir: &Path, session: &str) -> Result<Value> {
 }
 
 /// Arrivals and departures per effective second over the usable 0% experiments.
+/// The index of the departure point: the first analysis's throughput point.
+fn departure_point(view: &Value) -> Result<usize> {
+    Ok(view["analyses"][0]["target"]["point"]
+        .as_u64()
+        .context("the first analysis is not a throughput")? as usize)
+}
+
 fn baseline_rates(view: &Value) -> Result<(f64, f64)> {
     let arrival = view["arrivals"]["point"]
         .as_u64()
         .context("the view names no arrival point")? as usize;
-    let departure = view["analyses"][0]["target"]["point"]
-        .as_u64()
-        .context("the first analysis is not a throughput")? as usize;
+    let departure = departure_point(view)?;
     let (mut arrivals, mut departures, mut effective) = (0u64, 0u64, 0i64);
     for e in view["experiments"]
         .as_array()
@@ -92,20 +97,15 @@ fn baseline_rates(view: &Value) -> Result<(f64, f64)> {
 /// The type delay X's (or Y's) sped-up experiments inserted per departure (ns): their delay
 /// less the arrivals', over their departures.
 fn type_delay_per_request(view: &Value, name: &str) -> Result<f64> {
-    let index = view["types"]
-        .as_array()
-        .and_then(|types| types.iter().position(|t| t["name"] == name))
-        .with_context(|| format!("{name} is not in the type table"))?;
-    let departure = view["analyses"][0]["target"]["point"]
-        .as_u64()
-        .context("the first analysis is not a throughput")? as usize;
+    let index = causal_type_index(view, name)?;
+    let departure = departure_point(view)?;
     let (mut delay, mut departures) = (0u64, 0u64);
     for e in view["experiments"]
         .as_array()
         .map_or(&[][..], Vec::as_slice)
     {
         let sped_up = e["speedup_percent"].as_u64().is_some_and(|s| s > 0);
-        if e["type_index"].as_u64() != Some(index as u64) || !sped_up || !e["discarded"].is_null() {
+        if e["type_index"].as_u64() != Some(index) || !sped_up || !e["discarded"].is_null() {
             continue;
         }
         let m = &e["measured"];
@@ -123,14 +123,16 @@ fn fit(entry: &Value, key: &str) -> f64 {
 }
 
 /// Departures keep up with arrivals in the plain session, fall behind them to about the
-/// service rate in the amplified one.
+/// service rate in the amplified one. Returns the amplified session's arrivals and departures
+/// per effective second.
 fn check_rates(
     plain: &Value,
     amplified: &Value,
     service: f64,
     report: &mut String,
     failures: &mut Vec<String>,
-) -> Result<()> {
+) -> Result<(f64, f64)> {
+    let mut amplified_rates = (0.0, 0.0);
     for (session, view) in [("plain", plain), ("amplified", amplified)] {
         let (arrive, depart) = baseline_rates(view)?;
         writeln!(
@@ -146,6 +148,7 @@ fn check_rates(
             ));
         }
         if session == "amplified" {
+            amplified_rates = (arrive, depart);
             if kept_up {
                 failures.push(format!(
                     "amplified: the server kept up ({depart:.0} of {arrive:.0} per second): the \
@@ -160,7 +163,7 @@ fn check_rates(
             }
         }
     }
-    Ok(())
+    Ok(amplified_rates)
 }
 
 pub(crate) fn check(dir: &Path) -> Result<String> {
@@ -193,8 +196,7 @@ pub(crate) fn check(dir: &Path) -> Result<String> {
             speedup_us * 1e3
         ));
     }
-    check_rates(&plain, &amplified, service, &mut report, &mut failures)?;
-    let (arrive, depart) = baseline_rates(&amplified)?;
+    let (arrive, depart) = check_rates(&plain, &amplified, service, &mut report, &mut failures)?;
     let effective_gap = 1e6 / arrive;
     let effective_service = 1e6 / depart;
     for name in [X, Y] {

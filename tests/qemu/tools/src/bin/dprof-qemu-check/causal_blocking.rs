@@ -27,7 +27,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
-use super::causal::{causal_entry, describe_fit, number_after, X, Y};
+use super::causal::{causal_entry, causal_type_index, describe_fit, number_after, X, Y};
 
 /// Per task, X (off the path) must be this close to 0. Its intervals were about +-0.05 wide;
 /// per CPU it came to +0.34, a third of X's share of the spinner.
@@ -141,16 +141,13 @@ fn check_wakeup(dir: &Path, report: &mut String, failures: &mut Vec<String>) -> 
             "causal-wakeup: X (on the path) has its interval from {x_low:+.3}, want above 0"
         ));
     }
-    let x_index = view["types"]
-        .as_array()
-        .and_then(|types| types.iter().position(|t| t["name"] == X))
-        .context("X is not in causal-wakeup's type table")?;
+    let x_index = causal_type_index(&view, X).context("causal-wakeup")?;
     let (mut delay, mut credited) = (0u64, 0u64);
     for e in view["experiments"]
         .as_array()
         .map_or(&[][..], Vec::as_slice)
     {
-        let sped_up_x = e["type_index"].as_u64() == Some(x_index as u64)
+        let sped_up_x = e["type_index"].as_u64() == Some(x_index)
             && e["speedup_percent"].as_u64().is_some_and(|s| s > 0);
         if sped_up_x && e["discarded"].is_null() {
             delay += e["measured"]["delay_ns"].as_u64().unwrap_or(0);
