@@ -5,7 +5,7 @@
 # before removing it (dprof_shim.c, dprof_kprobe_settle). Without that, this load oopsed
 # within 200 rounds. The harness fails the run on any kernel report, and the tool fails a round
 # whose kprobe counted no visit.
-# qemu-timeout: 900
+# qemu-timeout: 400
 set -eu
 insmod "$DPROF_KO"
 dmesg | grep -q "dprof: running under QEMU TCG" ||
