@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `causal-arrival MS`: the ground truth of load amplification (arrival points). The types
-//! and access functions are the causal workload's (causal.rs).
+//! `causal-arrival MS [GAP_US]`: the ground truth of load amplification (arrival points).
+//! The types and access functions are the causal workload's (causal.rs).
 //!
-//! - The *generator* on CPU 0 makes a request arrive every [`GAP_US`], on a schedule of
-//!   absolute times (a timer wake-up that comes late does not delay the next arrival): it
+//! - The *generator* on CPU 0 makes a request arrive every GAP_US (1000 unless given: the
+//!   scenario chooses it so that the server is busy the same share of the time on any host),
+//!   on a schedule of absolute times (a timer wake-up that comes late does not delay the next arrival): it
 //!   calls the arrival point `dprof_selftest_causal_arrive` and wakes the server. It does not
 //!   wait for the server (an open loop: requests come at their own pace). The time the
 //!   arrival itself took, the delays that dprof makes an arriving task serve included, moves
 //!   the schedule on, as it would a generator slowed by them.
 //! - The *server* on CPU 1 takes the requests in order, sleeping while there are none. Each
 //!   one is [`X_CALLS`] X accesses and [`Y_CALLS`] Y accesses (about the same time each),
-//!   then the progress point `dprof_selftest_causal_depart`.
+//!   then the progress point `dprof_selftest_causal_depart`, then `cond_resched()`.
 //!
 //! The server is busy a fraction `S / G` of the time, `S` its time per request and `G` the
 //! time between arrivals, below 1: throughput is the arrival rate, and speeding X up leaves
@@ -34,10 +35,8 @@ use crate::causal::{
     dprof_selftest_shim_alloc_causal_x, dprof_selftest_shim_alloc_causal_y,
     dprof_selftest_shim_free_causal_x, dprof_selftest_shim_free_causal_y,
 };
-use crate::workload::{block_boundary, now_ns, pause_us, run_threads};
+use crate::workload::{block_boundary, cond_resched, now_ns, pause_us, run_threads};
 
-/// The generator's sleep between two arrivals (µs, `usleep_range`).
-const GAP_US: u64 = 1000;
 /// Calls of the X accesses per request (128 accesses each): about 300 us under TCG.
 const X_CALLS: u32 = 600;
 /// Calls of the Y accesses per request.
@@ -70,6 +69,8 @@ pub(crate) extern "C" fn dprof_selftest_causal_depart() {
 /// One run, on the stack of the control file writer.
 struct Arrivals {
     deadline_ns: u64,
+    /// Time between two arrivals on the generator's schedule.
+    gap_ns: u64,
     failed: AtomicBool,
     /// Requests arrived in this run; the server waits on it.
     arrived: AtomicU64,
@@ -89,7 +90,7 @@ unsafe extern "C" fn generator(arg: *mut c_void) -> c_int {
     let run = unsafe { &*arg.cast::<Arrivals>() };
     let mut next = now_ns();
     while now_ns() < run.deadline_ns && !run.failed.load(Ordering::Relaxed) {
-        next = next.wrapping_add(GAP_US * 1000);
+        next = next.wrapping_add(run.gap_ns);
         let now = now_ns();
         if now < next {
             pause_us((next - now) / 1000);
@@ -130,6 +131,11 @@ unsafe extern "C" fn server(arg: *mut c_void) -> c_int {
         if !run.serve(next) {
             break;
         }
+        // The guest kernel is not preemptible: a server that never sleeps (amplified, it is
+        // always behind) would hold its CPU from the collector and from RCU, whose expedited
+        // grace period at each experiment's end then took 85 ms instead of 2, and the queue
+        // drained in that gap, where no delay slows the server.
+        cond_resched();
     }
     0
 }
@@ -177,9 +183,10 @@ impl Arrivals {
 }
 
 /// `causal-arrival MS`.
-pub(crate) fn run(ms: u64) -> Result {
+pub(crate) fn run(ms: u64, gap_us: u64) -> Result {
     let run = Arrivals {
         deadline_ns: now_ns().wrapping_add(ms.wrapping_mul(1_000_000)),
+        gap_ns: gap_us * 1000,
         failed: AtomicBool::new(false),
         arrived: AtomicU64::new(0),
         generator_done: AtomicBool::new(false),

@@ -29,8 +29,9 @@
 //!   per-task delay accounting (causal_blocking.rs). `causal-wakeup MS`: the same threads,
 //!   where the one on CPU 1 is woken by the one on CPU 0 after each of its rounds, through
 //!   `dprof_selftest_causal_wakeup_round`: X is on the path.
-//! - `causal-arrival MS`: the same two types in an open loop: a generator on CPU 0 makes a
-//!   request arrive every 1 ms (the arrival point `dprof_selftest_causal_arrive`) and a
+//! - `causal-arrival MS [GAP_US]`: the same two types in an open loop: a generator on CPU 0
+//!   makes a request arrive every GAP_US (1000 unless given; the arrival point
+//!   `dprof_selftest_causal_arrive`) and a
 //!   server on CPU 1 serves each with X and Y accesses, then calls the progress point
 //!   `dprof_selftest_causal_depart`. The server is busy part of the time, so X matters to
 //!   throughput only under amplified load (causal_arrival.rs), the ground truth of
@@ -440,33 +441,46 @@ fn parse_number(text: &[u8], digits: usize) -> Option<u64> {
     Some(value)
 }
 
-/// `NAME MS [CPU CPU]`: the workload, its duration (`causal-rounds`: its rounds) and, for
-/// `handoff`, the producer's and the consumer's CPUs (0 and 1 unless given).
-fn parse_command(cmd: &[u8]) -> Option<(&[u8], u64, [c_int; 2])> {
+/// The numbers a command gives after its duration.
+type Extra = [Option<u64>; 2];
+
+/// `NAME MS [A [B]]`: the workload, its duration (`causal-rounds`: its rounds) and the
+/// numbers after it: for `handoff` the producer's and the consumer's CPUs (0 and 1 unless
+/// given), for `causal-arrival` the time between arrivals in microseconds (1000 unless
+/// given, 100 to 100000).
+fn parse_command(cmd: &[u8]) -> Option<(&[u8], u64, Extra)> {
     let cmd = cmd.strip_suffix(b"\n").unwrap_or(cmd);
     let mut words = cmd.split(|&c| c == b' ');
     let name = words.next()?;
     let ms = parse_number(words.next()?, 6).filter(|ms| (1..=60_000).contains(ms))?;
-    let mut cpus = [0, 1];
-    match (words.next(), words.next(), words.next()) {
-        (None, _, _) => {}
-        (Some(p), Some(c), None) if name == b"handoff" => {
-            for (cpu, text) in cpus.iter_mut().zip([p, c]) {
-                *cpu = c_int::try_from(parse_number(text, 4)?).ok()?;
-            }
+    let mut extra = [None; 2];
+    for slot in &mut extra {
+        match words.next() {
+            Some(text) => *slot = Some(parse_number(text, 6)?),
+            None => break,
         }
-        _ => return None,
     }
-    Some((name, ms, cpus))
+    let fits = match (name, extra) {
+        (_, [None, None]) => true,
+        (b"handoff", [Some(p), Some(c)]) => p < 4096 && c < 4096,
+        (b"causal-arrival", [Some(gap), None]) => (100..=100_000).contains(&gap),
+        _ => false,
+    };
+    (fits && words.next().is_none()).then_some((name, ms, extra))
 }
 
 #[no_mangle]
 extern "C" fn dprof_selftest_rs_run(cmd: *const c_char, len: usize) -> c_int {
     // SAFETY: the shim passes a buffer of `len` bytes it copied from user space.
     let cmd = unsafe { core::slice::from_raw_parts(cmd.cast::<u8>(), len) };
-    let Some((name, ms, handoff_cpus)) = parse_command(cmd) else {
+    let Some((name, ms, extra)) = parse_command(cmd) else {
         return EINVAL.to_errno();
     };
+    // parse_command keeps CPUs below 4096.
+    let handoff_cpus = [
+        extra[0].unwrap_or(0) as c_int,
+        extra[1].unwrap_or(1) as c_int,
+    ];
     let run = Run {
         deadline_ns: now_ns() + ms * 1_000_000,
         queue: Queue::new(),
@@ -482,7 +496,7 @@ extern "C" fn dprof_selftest_rs_run(cmd: *const c_char, len: usize) -> c_int {
         b"causal-rounds" => causal::causal_rounds(ms),
         b"causal-blocking" => causal_blocking::run(ms),
         b"causal-wakeup" => causal_blocking::wakeup(ms),
-        b"causal-arrival" => causal_arrival::run(ms),
+        b"causal-arrival" => causal_arrival::run(ms, extra[0].unwrap_or(1000)),
         b"relay" => relay::relay(ms),
         b"bulk" => bulk::bulk(ms),
         b"ephemeral" => ephemeral::ephemeral(ms),

@@ -930,22 +930,30 @@ pub struct Tally {
     /// Delay the experiments whose end arrived inserted (ns): what each CPU that did not
     /// run the sped-up code owed, the time the virtual speedups cost the workload.
     pub delay_ns: u64,
+    /// Wall time outside the experiments once they began (ns): each experiment's ending
+    /// (the module waits for its handlers), its end record, the cooloff and the next start.
+    /// The workload runs on through it, measured by no experiment.
+    pub between_ns: u64,
 }
 
 /// Coz's overhead split for the summary: the time before the first experiment (the
-/// profiling phase and the planning after it) and the delays the experiments inserted,
-/// each against the run's wall time `elapsed_ns`. The sampling's own cost is not apart: it
-/// is in every phase, and the 0% experiments against an uninstrumented run measure it.
+/// profiling phase and the planning after it), the time between experiments (measured by
+/// none: what a slow experiment end costs shows here) and the delays the experiments
+/// inserted, each against the run's wall time `elapsed_ns`. The sampling's own cost is not
+/// apart: it is in every phase, and the 0% experiments against an uninstrumented run
+/// measure it.
 #[must_use]
-pub fn overhead_summary(startup_ns: u64, delay_ns: u64, elapsed_ns: u64) -> String {
+pub fn overhead_summary(startup_ns: u64, tally: &Tally, elapsed_ns: u64) -> String {
     let share = |ns: u64| 100.0 * ns as f64 / elapsed_ns.max(1) as f64;
     format!(
-        "overhead: startup (profiling phase and planning) {} = {:.1}% and delays inserted {} \
-         = {:.1}% of {} wall time",
+        "overhead: startup (profiling phase and planning) {} = {:.1}%, between experiments {} \
+         = {:.1}% and delays inserted {} = {:.1}% of {} wall time",
         format_ns(startup_ns),
         share(startup_ns),
-        format_ns(delay_ns),
-        share(delay_ns),
+        format_ns(tally.between_ns),
+        share(tally.between_ns),
+        format_ns(tally.delay_ns),
+        share(tally.delay_ns),
         format_ns(elapsed_ns)
     )
 }
@@ -1242,7 +1250,8 @@ fn experiments<B: Backend>(
             *workload = None;
         }
         // Wait out the cooloff (and the start) while reading.
-        let cooloff_end = Instant::now() + args.cooloff;
+        let between_from = Instant::now();
+        let cooloff_end = between_from + args.cooloff;
         while Instant::now() < cooloff_end {
             if let Some(reason) = ending.check(workload)? {
                 break 'run reason;
@@ -1269,6 +1278,7 @@ fn experiments<B: Backend>(
         };
         dev.experiment_start(&control).map_err(backend)?;
         let started = Instant::now();
+        tally.between_ns += duration_ns(started - between_from);
         if let Some(run_ends) = &mut run_ends {
             // One whole run of the command; its exit is the one visit. Between reads the
             // collector sleeps until the command exits: a lag in noticing the exit would be
@@ -1300,6 +1310,7 @@ fn experiments<B: Backend>(
                 }
             }
         }
+        let ending_from = Instant::now();
         dev.experiment_end().map_err(backend)?;
         let waited = Instant::now();
         let end = loop {
@@ -1314,6 +1325,7 @@ fn experiments<B: Backend>(
             }
         };
         ends.clear();
+        tally.between_ns += duration_ns(ending_from.elapsed());
         let Some(end) = end else {
             tally.lost_ends += 1;
             continue;

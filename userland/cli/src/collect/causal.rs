@@ -294,7 +294,7 @@ pub fn run(args: &CausalArgs) -> anyhow::Result<ExitCode> {
     );
     eprintln!(
         "dprof: {}",
-        causal::overhead_summary(outcome.startup_ns, tally.delay_ns, outcome.stop.elapsed_ns)
+        causal::overhead_summary(outcome.startup_ns, &tally, outcome.stop.elapsed_ns)
     );
     if tally.lost_ends > 0 {
         terminal.warn(&format!(

@@ -425,18 +425,28 @@ fn units_and_lists_agree_or_are_refused() {
     );
 }
 
-/// The summary's overhead line: startup and delays, each as a share of the wall time.
+/// The summary's overhead line: startup, the time between experiments and the delays, each
+/// as a share of the wall time.
 #[test]
-fn overhead_is_split_into_startup_and_delays_against_wall_time() {
-    let line = overhead_summary(3_000_000_000, 1_500_000_000, 30_000_000_000);
+fn overhead_is_split_into_startup_gaps_and_delays_against_wall_time() {
+    let tally = Tally {
+        delay_ns: 1_500_000_000,
+        between_ns: 600_000_000,
+        ..Tally::default()
+    };
+    let line = overhead_summary(3_000_000_000, &tally, 30_000_000_000);
     assert!(
         line.contains("startup (profiling phase and planning) 3"),
         "{line}"
     );
-    assert!(line.contains("= 10.0%"), "{line}");
+    assert!(line.contains("3.000000000 s = 10.0%"), "{line}");
+    assert!(
+        line.contains("between experiments 0.600000000 s = 2.0% and delays"),
+        "{line}"
+    );
     assert!(line.contains("= 5.0% of 30"), "{line}");
     // A run stopped at once divides by nothing without a panic.
-    assert!(overhead_summary(0, 0, 0).contains("= 0.0%"));
+    assert!(overhead_summary(0, &Tally::default(), 0).contains("= 0.0%"));
 }
 
 /// Pairs: one type, one sped-up experiment and one at 0% in either order; the speedups in 5%

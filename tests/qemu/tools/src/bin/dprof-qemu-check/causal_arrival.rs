@@ -7,18 +7,23 @@
 //!   speeding X or Y up changes nothing: both slopes within [`MAX_PLAIN_SLOPE`] of 0 (or an
 //!   interval that holds 0).
 //! - **Amplified** (`amplified`, `--arrival-speedup` chosen by the scenario so that requests
-//!   come every `0.4 S` in effective time): the server is the bottleneck. Departures per
+//!   come every `0.6 S` in effective time, with `G = S / 0.7`): the server is the bottleneck. Departures per
 //!   effective second fall behind arrivals, and come to about `1 / S` ([`SERVICE_RATE`]).
 //!   X's sped-up experiments insert `d` of delay per request (the samples the type test
 //!   finds on X's instructions, at 50%), which makes a request `d` shorter in effective
 //!   time, so throughput grows by `min(S' / (S' - d), S' / G') - 1`, `S'` and `G'` the
 //!   effective times per request and between arrivals in the amplified 0% experiments
 //!   (beyond `S' / G'` arrivals are the bottleneck again); the slope is that over 0.5. The
-//!   measured slope's interval must lie above the plain session's and above
-//!   [`MIN_AMPLIFIED_LOW`], and the slope within [`SLOPE_TOLERANCE`] of the prediction.
-//!   Likewise Y. Measured under TCG: 55% to 75% of it, as the server's own work took some 8%
-//!   longer in the sped-up experiments than in the 0% ones (the generator's pauses share the
-//!   emulator's clock with it).
+//!   measured slope must lie above the plain session's by [`MIN_SEPARATION`] (a test of the
+//!   difference), its interval above [`MIN_AMPLIFIED_LOW`], and the slope within
+//!   [`SLOPE_TOLERANCE`] of the prediction.
+//!   Likewise Y. Measured under TCG, two boots: X 86% and 93% of it, Y 99% and 108%. With
+//!   the arrivals' delays at 80% of the wall time instead of 58%, the server could not serve
+//!   them at 5 ms per 1 ms sample, ran ahead of its debt, and came to 15% to 116%.
+//!
+//! - **Between experiments**: in either session at most [`MAX_BETWEEN_PERCENT`] of the wall
+//!   time (the collector's overhead line): a workload that holds up experiments' ends loses
+//!   the load it built up in the gaps, where no delay slows the server.
 //!
 //! `d` is below `x / 2`: the software sampler sees X only at the instructions that access
 //! it, and under TCG about half of X's time falls elsewhere (the loop around the accesses).
@@ -35,14 +40,32 @@ use super::causal::{causal_entry, causal_type_index, describe_fit, number_after,
 
 /// Not amplified, a slope this close to 0 passes even if its interval misses 0.
 const MAX_PLAIN_SLOPE: f64 = 0.15;
-/// Amplified, departures per effective second times `S` must lie in this range.
-const SERVICE_RATE: (f64, f64) = (0.7, 1.3);
+/// Amplified, departures per effective second times `S` must lie in this range. Wide: under
+/// TCG the server's time per request moved from 448 to 592 us between boots on one host, and
+/// by a quarter between the sessions of one boot.
+const SERVICE_RATE: (f64, f64) = (0.6, 1.6);
 /// The measured slope over the predicted one, amplified.
 const SLOPE_TOLERANCE: (f64, f64) = (0.3, 1.5);
 /// Amplified, each type's interval must lie above this.
 const MIN_AMPLIFIED_LOW: f64 = 0.05;
+/// How far the amplified slope must lie above the plain one, in the two intervals'
+/// half-widths added in quadrature (each about two standard errors: a test of the
+/// difference at about 95%).
+const MIN_SEPARATION: f64 = 1.0;
 /// The sessions' fixed speedup.
 const SPEEDUP: f64 = 0.5;
+/// The most of a session's wall time that may go between experiments (percent). With a
+/// server that never yielded its CPU (no `cond_resched()` in the non-preemptible guest) each
+/// experiment's end took 85 ms instead of 2, and 38% went between experiments.
+const MAX_BETWEEN_PERCENT: f64 = 15.0;
+
+/// The share of the wall time between experiments (percent) in the collector's overhead line
+/// (`between experiments 1.2 s = 3.4% and ...`).
+fn between_percent(stderr: &str) -> Option<f64> {
+    let rest = &stderr[stderr.find("between experiments ")?..];
+    let rest = &rest[rest.find(" = ")? + 3..];
+    rest[..rest.find('%')?].parse().ok()
+}
 
 /// `(arrivals every G us, X x us, Y y us)` from the workload's summary line.
 fn workload_times(summary: &str) -> Option<(f64, f64, f64)> {
@@ -166,6 +189,28 @@ fn check_rates(
     Ok(amplified_rates)
 }
 
+/// At most [`MAX_BETWEEN_PERCENT`] of each session's wall time between experiments.
+fn check_between(dir: &Path, report: &mut String, failures: &mut Vec<String>) -> Result<()> {
+    for session in ["plain", "amplified"] {
+        let stderr = std::fs::read_to_string(dir.join(format!("{session}.err")))
+            .with_context(|| format!("the {session} session's stderr"))?;
+        let Some(between) = between_percent(&stderr) else {
+            bail!("the {session} session's overhead line gives no time between experiments");
+        };
+        writeln!(
+            report,
+            "{session}: {between:.1}% of the wall time between experiments"
+        )?;
+        if between > MAX_BETWEEN_PERCENT {
+            failures.push(format!(
+                "{session}: {between:.1}% of the wall time between experiments, want at most \
+                 {MAX_BETWEEN_PERCENT}%"
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn check(dir: &Path) -> Result<String> {
     let mut report = String::new();
     let mut failures = Vec::new();
@@ -196,6 +241,7 @@ pub(crate) fn check(dir: &Path) -> Result<String> {
             speedup_us * 1e3
         ));
     }
+    check_between(dir, &mut report, &mut failures)?;
     let (arrive, depart) = check_rates(&plain, &amplified, service, &mut report, &mut failures)?;
     let effective_gap = 1e6 / arrive;
     let effective_service = 1e6 / depart;
@@ -225,6 +271,8 @@ pub(crate) fn check(dir: &Path) -> Result<String> {
         let predicted = (faster - 1.0) / SPEEDUP;
         let measured = fit(amplified_entry, "slope");
         let amplified_low = fit(amplified_entry, "low");
+        let half_widths =
+            f64::hypot(fit(amplified_entry, "high") - amplified_low, high - low) / 2.0;
         writeln!(
             report,
             "amplified: {name} predicted {predicted:+.3} ({inserted:.0} us inserted per request \
@@ -234,12 +282,13 @@ pub(crate) fn check(dir: &Path) -> Result<String> {
         )?;
         let ratio = measured / predicted;
         if !(SLOPE_TOLERANCE.0..=SLOPE_TOLERANCE.1).contains(&ratio)
-            || amplified_low <= high
+            || measured - slope <= MIN_SEPARATION * half_widths
             || amplified_low <= MIN_AMPLIFIED_LOW
         {
             failures.push(format!(
                 "amplified: {name}'s slope {measured:+.3} (from {amplified_low:+.3}) is not the \
-                 predicted {predicted:+.3} above the plain session's"
+                 predicted {predicted:+.3}, {:.3} or more above the plain session's",
+                MIN_SEPARATION * half_widths
             ));
         }
     }
@@ -253,7 +302,16 @@ pub(crate) fn check(dir: &Path) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::workload_times;
+    use super::{between_percent, workload_times};
+
+    #[test]
+    fn the_overhead_line_gives_the_share_between_experiments() {
+        let stderr = "dprof: 82 experiments\ndprof: overhead: startup (profiling phase and \
+                      planning) 4.1 s = 10.2%, between experiments 1.250000000 s = 3.1% and \
+                      delays inserted 2 s = 5.0% of 40 s wall time\n";
+        assert_eq!(between_percent(stderr), Some(3.1));
+        assert_eq!(between_percent("dprof: overhead: startup 1 s = 2%"), None);
+    }
 
     #[test]
     fn the_workload_summary_gives_the_gap_and_the_service_times() {
