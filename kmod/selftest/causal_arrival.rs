@@ -5,11 +5,11 @@
 //!
 //! - The *generator* on CPU 0 makes a request arrive every GAP_US (1000 unless given: the
 //!   scenario chooses it so that the server is busy the same share of the time on any host),
-//!   on a schedule of absolute times (a timer wake-up that comes late does not delay the next arrival): it
-//!   calls the arrival point `dprof_selftest_causal_arrive` and wakes the server. It does not
-//!   wait for the server (an open loop: requests come at their own pace). The time the
-//!   arrival itself took, the delays that dprof makes an arriving task serve included, moves
-//!   the schedule on, as it would a generator slowed by them.
+//!   on a schedule of absolute times (a timer wake-up that comes late does not delay the
+//!   next arrival): it calls the arrival point `dprof_selftest_causal_arrive` and wakes the
+//!   server. It does not wait for the server (an open loop: requests come at their own
+//!   pace). The time the arrival itself took, the delays that dprof makes an arriving task
+//!   serve included, moves the schedule on, as it would a generator slowed by them.
 //! - The *server* on CPU 1 takes the requests in order, sleeping while there are none. Each
 //!   one is [`X_CALLS`] X accesses and [`Y_CALLS`] Y accesses (about the same time each),
 //!   then the progress point `dprof_selftest_causal_depart`, then `cond_resched()`.
@@ -182,7 +182,7 @@ impl Arrivals {
     }
 }
 
-/// `causal-arrival MS`.
+/// `causal-arrival MS [GAP_US]`: `gap_us` from the command, or 1000.
 pub(crate) fn run(ms: u64, gap_us: u64) -> Result {
     let run = Arrivals {
         deadline_ns: now_ns().wrapping_add(ms.wrapping_mul(1_000_000)),

@@ -31,11 +31,10 @@
 //!   `dprof_selftest_causal_wakeup_round`: X is on the path.
 //! - `causal-arrival MS [GAP_US]`: the same two types in an open loop: a generator on CPU 0
 //!   makes a request arrive every GAP_US (1000 unless given; the arrival point
-//!   `dprof_selftest_causal_arrive`) and a
-//!   server on CPU 1 serves each with X and Y accesses, then calls the progress point
-//!   `dprof_selftest_causal_depart`. The server is busy part of the time, so X matters to
-//!   throughput only under amplified load (causal_arrival.rs), the ground truth of
-//!   `--arrival-speedup`.
+//!   `dprof_selftest_causal_arrive`) and a server on CPU 1 serves each with X and Y
+//!   accesses, then calls the progress point `dprof_selftest_causal_depart`. The server is
+//!   busy part of the time, so X matters to throughput only under amplified load
+//!   (causal_arrival.rs), the ground truth of `--arrival-speedup`.
 //! - `relay MS`: `dprof_selftest_relay` objects go CPU 0 → CPU 1 → CPU 0 with a fixed sequence
 //!   of field reads and writes, the ground truth of whole-object histories (relay.rs).
 //! - `bulk MS`: `dprof_selftest_bulk` objects allocated and freed in bulk, and kmalloc objects

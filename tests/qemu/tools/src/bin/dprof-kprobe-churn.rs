@@ -46,7 +46,8 @@ fn round(function: &str, hold: Duration) -> anyhow::Result<u64> {
     // A read of our own: on vfs_read (the default) a visit even when the host runs neither
     // dd's vCPU within a 2 ms hold, as a loaded host may.
     let mut byte = [0u8; 1];
-    std::io::Read::read(&mut std::fs::File::open("/dev/zero")?, &mut byte)
+    std::fs::File::open("/dev/zero")
+        .and_then(|mut zero| std::io::Read::read(&mut zero, &mut byte))
         .context("read /dev/zero")?;
     std::thread::sleep(hold);
     dev::ioctl_none(&fd, abi::IOC_EXPERIMENT_END)

@@ -7,8 +7,9 @@
 //!   speeding X or Y up changes nothing: both slopes within [`MAX_PLAIN_SLOPE`] of 0 (or an
 //!   interval that holds 0).
 //! - **Amplified** (`amplified`, `--arrival-speedup` chosen by the scenario so that requests
-//!   come every `0.6 S` in effective time, with `G = S / 0.7`): the server is the bottleneck. Departures per
-//!   effective second fall behind arrivals, and come to about `1 / S` ([`SERVICE_RATE`]).
+//!   come every `0.6 S` in effective time, with `G = S / 0.7`): the server is the
+//!   bottleneck. Departures per effective second fall behind arrivals, and come to about
+//!   `1 / S` ([`SERVICE_RATE`]).
 //!   X's sped-up experiments insert `d` of delay per request (the samples the type test
 //!   finds on X's instructions, at 50%), which makes a request `d` shorter in effective
 //!   time, so throughput grows by `min(S' / (S' - d), S' / G') - 1`, `S'` and `G'` the
