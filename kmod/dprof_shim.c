@@ -148,6 +148,20 @@ void *dprof_shim_waker(u32 *tgid)
 	return current;
 }
 
+/*
+ * The thread group id of `task`, into *tgid; false (and *tgid untouched) for an idle task.
+ * `task` is one the scheduler is switching in, alive for the call.
+ */
+bool dprof_shim_task_tgid(const void *task, u32 *tgid)
+{
+	const struct task_struct *p = task;
+
+	if (is_idle_task(p))
+		return false;
+	*tgid = p->tgid;
+	return true;
+}
+
 unsigned int dprof_shim_nr_cpu_ids(void)
 {
 	return nr_cpu_ids;

@@ -100,6 +100,7 @@ const struct kmem_cache *dprof_shim_cache_of(const void *ptr);
 int dprof_shim_this_cpu(void);
 void *dprof_shim_current(u32 *tgid);
 void *dprof_shim_waker(u32 *tgid);
+bool dprof_shim_task_tgid(const void *task, u32 *tgid);
 unsigned int dprof_shim_nr_cpu_ids(void);
 unsigned int dprof_shim_online_cpus(void);
 const char *dprof_shim_tracepoint_name(const struct tracepoint *tp);

@@ -139,6 +139,7 @@ extern "C" {
     pub(crate) fn dprof_shim_this_cpu() -> c_int;
     pub(crate) fn dprof_shim_current(tgid: *mut u32) -> *mut c_void;
     pub(crate) fn dprof_shim_waker(tgid: *mut u32) -> *mut c_void;
+    pub(crate) fn dprof_shim_task_tgid(task: *const c_void, tgid: *mut u32) -> bool;
     pub(crate) fn dprof_shim_nr_cpu_ids() -> c_uint;
     pub(crate) fn dprof_shim_online_cpus() -> c_uint;
     pub(crate) fn dprof_shim_tracepoint_name(tp: *const Tracepoint) -> *const c_char;
@@ -275,6 +276,15 @@ pub(crate) fn waker_task() -> Option<(usize, u32)> {
     // SAFETY: reads `current` and the preempt count; `tgid` is a local.
     let task = unsafe { dprof_shim_waker(&mut tgid) };
     (!task.is_null()).then_some((task as usize, tgid))
+}
+
+/// The thread group id of `task`, a task the scheduler is switching in; None for an idle task.
+#[inline]
+pub(crate) fn task_tgid(task: usize) -> Option<u32> {
+    let mut tgid = 0;
+    // SAFETY: `task` is a live task_struct (the caller is its sched_switch probe); `tgid` is a
+    // local.
+    unsafe { dprof_shim_task_tgid(task as *const c_void, &mut tgid) }.then_some(tgid)
 }
 
 /// `nr_cpu_ids`: every CPU number is below it.

@@ -102,6 +102,17 @@ impl TaskTable {
         None
     }
 
+    /// `task`'s slot in experiment `epoch` if it has one; claims nothing.
+    pub(crate) fn find(&self, task: usize, epoch: u32) -> Option<&TaskSlot> {
+        let mask = TASK_SLOTS - 1;
+        let first = Self::first_slot(task);
+        (0..TASK_PROBES)
+            .filter_map(|i| self.slots.get((first + i) & mask))
+            .find(|s| {
+                s.task.load(Ordering::Acquire) == task && s.epoch.load(Ordering::Acquire) == epoch
+            })
+    }
+
     /// Starts a slot found from an earlier experiment at `start`.
     fn renew(slot: &TaskSlot, epoch: u32, start: u64) {
         if slot.epoch.load(Ordering::Acquire) != epoch {
