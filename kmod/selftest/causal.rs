@@ -47,7 +47,10 @@
 //! Work is sized by call counts, never by time, so a round's work is the same whatever the
 //! sampler costs. `causal-rounds N` ends it after N rounds instead (a fixed amount of work,
 //! for end-to-end experiments, which time whole runs: a run's time is then the chain's
-//! critical path times N), with [`ROUNDS_DEADLINE_MS`] as the deadline.
+//! critical path times N), with [`ROUNDS_DEADLINE_MS`] as the deadline. `causal-rounds N X
+//! Y` also sets the calls of X accesses per step and of Y accesses per round (defaults
+//! [`X_CALLS_PER_STEP`] and [`Y_CALLS`]): whole runs under TCG vary by a fifth, and an
+//! end-to-end test needs X's share, and so its slope, well above that noise.
 //!
 //! Progress: `dprof_selftest_causal_round` (in kallsyms, never inlined) runs exactly once per
 //! round and counts it; `/sys/kernel/debug/dprof_selftest/causal_rounds` reads the rounds done
@@ -247,6 +250,9 @@ const ROUNDS_DEADLINE_MS: u64 = 60_000;
 /// writer, which waits for both threads.
 struct Causal {
     deadline_ns: u64,
+    /// Calls of the X accesses per step of the chain, and of the Y accesses per round.
+    x_calls_per_step: u32,
+    y_calls: u32,
     /// The chain ends after this round, if the deadline has not come first.
     last_round: u64,
     /// The last round the chain completed (0 before the first).
@@ -305,16 +311,17 @@ impl Causal {
     }
 }
 
-/// The chain's part of one round on `obj`: X accesses and computation in [`CHAIN_STEPS`]
-/// steps. Returns (time in X accesses, time computing) in ns.
+/// The chain's part of one round on `obj`: `x_calls` calls of the X accesses and
+/// [`COMPUTE_CALLS_PER_STEP`] computations in each of [`CHAIN_STEPS`] steps. Returns (time in
+/// X accesses, time computing) in ns.
 #[inline(never)]
 #[link_section = ".text.dprof_selftest_causal"]
-fn chain_round(obj: *mut CausalX, round: u64) -> (u64, u64) {
+fn chain_round(obj: *mut CausalX, round: u64, x_calls: u32) -> (u64, u64) {
     let (mut x_ns, mut compute_ns) = (0u64, 0u64);
     let mut acc = round;
     for step in 0..CHAIN_STEPS {
         let t0 = now_ns();
-        for _ in 0..X_CALLS_PER_STEP {
+        for _ in 0..x_calls {
             block_boundary();
             acc = acc.wrapping_add(dprof_selftest_causal_x_touch(obj, u64::from(step)));
         }
@@ -331,12 +338,12 @@ fn chain_round(obj: *mut CausalX, round: u64) -> (u64, u64) {
     (x_ns, compute_ns)
 }
 
-/// The worker's part of one round on `obj`: [`Y_CALLS`] calls of the Y accesses.
+/// The worker's part of one round on `obj`: `calls` calls of the Y accesses.
 #[inline(never)]
 #[link_section = ".text.dprof_selftest_causal"]
-fn worker_round(obj: *mut CausalY, round: u64) {
+fn worker_round(obj: *mut CausalY, round: u64, calls: u32) {
     let mut acc = 0u64;
-    for _ in 0..Y_CALLS {
+    for _ in 0..calls {
         block_boundary();
         acc = acc.wrapping_add(dprof_selftest_causal_y_touch(obj, round));
     }
@@ -363,7 +370,7 @@ unsafe extern "C" fn causal_chain(arg: *mut c_void) -> c_int {
             run.failed.store(true, Ordering::Relaxed);
             break;
         }
-        let (x, compute) = chain_round(obj, round);
+        let (x, compute) = chain_round(obj, round, run.x_calls_per_step);
         // SAFETY: allocated above, freed once, no longer accessed.
         unsafe { dprof_selftest_shim_free_causal_x(obj) };
         let t0 = now_ns();
@@ -427,7 +434,7 @@ unsafe extern "C" fn causal_worker(arg: *mut c_void) -> c_int {
             run.failed.store(true, Ordering::Relaxed);
             break;
         }
-        worker_round(obj, round);
+        worker_round(obj, round, run.y_calls);
         // SAFETY: allocated above, freed once, no longer accessed.
         unsafe { dprof_selftest_shim_free_causal_y(obj) };
         run.worker_done.store(round, Ordering::Release);
@@ -440,20 +447,23 @@ unsafe extern "C" fn causal_worker(arg: *mut c_void) -> c_int {
     0
 }
 
-/// `causal MS`.
 /// `causal MS`: rounds until the deadline.
 pub(crate) fn causal(ms: u64) -> Result {
-    run(ms, u64::MAX)
+    run(ms, u64::MAX, X_CALLS_PER_STEP, Y_CALLS)
 }
 
-/// `causal-rounds N`: `rounds` rounds.
-pub(crate) fn causal_rounds(rounds: u64) -> Result {
-    run(ROUNDS_DEADLINE_MS, rounds)
+/// `causal-rounds N [X Y]`: `rounds` rounds, with `calls` (X accesses per step, Y accesses
+/// per round) when given.
+pub(crate) fn causal_rounds(rounds: u64, calls: Option<(u32, u32)>) -> Result {
+    let (x, y) = calls.unwrap_or((X_CALLS_PER_STEP, Y_CALLS));
+    run(ROUNDS_DEADLINE_MS, rounds, x, y)
 }
 
-fn run(ms: u64, last_round: u64) -> Result {
+fn run(ms: u64, last_round: u64, x_calls_per_step: u32, y_calls: u32) -> Result {
     let run = Causal {
         deadline_ns: now_ns().wrapping_add(ms.wrapping_mul(1_000_000)),
+        x_calls_per_step,
+        y_calls,
         last_round,
         chain_done: AtomicU64::new(0),
         worker_done: AtomicU64::new(0),

@@ -20,8 +20,9 @@
 //!   `dprof_selftest_causal_y` for about 55% and then waits: Y has more samples, X is on the
 //!   critical path. After each round the chain calls the progress point
 //!   `dprof_selftest_causal_round`; `causal_rounds` in the same debugfs directory reads the
-//!   rounds done since load. For causal experiments (causal.rs). `causal-rounds N`: the same,
-//!   N rounds, however long they take (end-to-end experiments time whole runs).
+//!   rounds done since load. For causal experiments (causal.rs). `causal-rounds N [X Y]`: the
+//!   same, N rounds, however long they take (end-to-end experiments time whole runs), with X
+//!   calls of the X accesses per step and Y calls of the Y accesses per round if given.
 //! - `causal-blocking MS`: the same two types, where the thread that makes progress sleeps on
 //!   a timer each round: a spinner on CPU 0 accesses X for half its time and never waits for
 //!   anyone; a sleeper on CPU 1 sleeps about 1 ms, accesses Y, and calls the progress point
@@ -446,7 +447,8 @@ type Extra = [Option<u64>; 2];
 /// `NAME MS [A [B]]`: the workload, its duration (`causal-rounds`: its rounds) and the
 /// numbers after it: for `handoff` the producer's and the consumer's CPUs (0 and 1 unless
 /// given), for `causal-arrival` the time between arrivals in microseconds (1000 unless
-/// given, 100 to 100000).
+/// given, 100 to 100000), for `causal-rounds` the calls of X accesses per step and of Y
+/// accesses per round (1 to 10000 each, both or neither).
 fn parse_command(cmd: &[u8]) -> Option<(&[u8], u64, Extra)> {
     let cmd = cmd.strip_suffix(b"\n").unwrap_or(cmd);
     let mut words = cmd.split(|&c| c == b' ');
@@ -463,6 +465,9 @@ fn parse_command(cmd: &[u8]) -> Option<(&[u8], u64, Extra)> {
         (_, [None, None]) => true,
         (b"handoff", [Some(p), Some(c)]) => p < 4096 && c < 4096,
         (b"causal-arrival", [Some(gap), None]) => (100..=100_000).contains(&gap),
+        (b"causal-rounds", [Some(x), Some(y)]) => {
+            (1..=10_000).contains(&x) && (1..=10_000).contains(&y)
+        }
         _ => false,
     };
     (fits && words.next().is_none()).then_some((name, ms, extra))
@@ -492,7 +497,11 @@ extern "C" fn dprof_selftest_rs_run(cmd: *const c_char, len: usize) -> c_int {
         b"conflict" => misses::conflict(ms),
         b"capacity" => misses::capacity(ms),
         b"causal" => causal::causal(ms),
-        b"causal-rounds" => causal::causal_rounds(ms),
+        // parse_command keeps both counts within 1..=10000.
+        b"causal-rounds" => causal::causal_rounds(
+            ms,
+            extra[0].zip(extra[1]).map(|(x, y)| (x as u32, y as u32)),
+        ),
         b"causal-blocking" => causal_blocking::run(ms),
         b"causal-wakeup" => causal_blocking::wakeup(ms),
         b"causal-arrival" => causal_arrival::run(ms, extra[0].unwrap_or(1000)),

@@ -1,13 +1,19 @@
-# Guest scenario: `dprof causal --end-to-end 80` on the causal workload of dprof_selftest.ko
-# run for a fixed number of rounds (`causal-rounds 800`), so that a run's time is its
-# critical path: the chain's X accesses and computation, 800 times. The first run is the
-# profiling phase; each of the 80 after it must be one experiment, half of them at 0%,
+# Guest scenario: `dprof causal --end-to-end 100` on the causal workload of dprof_selftest.ko
+# run for a fixed number of rounds (`causal-rounds 600 120 700`), so that a run's time is its
+# critical path: the chain's X accesses and computation, 600 times. The first run is the
+# profiling phase; each of the 100 after it must be one experiment, half of them at 0%,
 # visited once (its end), and every round of every run must have been done. The view must say
 # that experiments are runs, and X (on the critical path) must rank above Y (off it).
-# Whole runs under TCG vary by about 9% (0% runs of 0.77 to 1.05 s on a 2-core host), so
-# every sped-up run is at 100% (--fixed-speedup): the slope is then the mean program speedup
-# there, about 4 times as precise as a line through random speedups from as many runs
-# (measured: 15 runs per type at random speedups put X at +0.12 [-0.03, +0.27]).
+# Whole runs under TCG vary by a fifth (0% runs of 0.35 to 0.81 s in one boot on a 2-core
+# host), so every sped-up run is at 100% (--fixed-speedup): the slope is then the mean program
+# speedup there, about 4 times as precise as a line through random speedups from as many runs
+# (measured: 15 runs per type at random speedups put X at +0.12 [-0.03, +0.27]). And the
+# rounds are shaped for it: X 120 calls per step (the default 50 made X a fifth of the chain's
+# round, and its slope +0.10 to +0.18 with intervals +-0.1 wide: Y's noise ranked it above X
+# in one boot of four), Y 700 calls (half the default, so that the worker still has slack for
+# the delays X's experiments make it serve, and Y's own experiments insert less). Measured
+# with 80 runs: X +0.34 [+0.19, +0.49] and +0.36 [+0.20, +0.52], Y +0.04 and -0.12; 100 runs
+# narrow both.
 # qemu-timeout: 500
 set -eu
 insmod "$DPROF_KO"
@@ -15,10 +21,14 @@ insmod /lib/dprof/dprof_selftest.ko
 st=/sys/kernel/debug/dprof_selftest
 run=$st/run
 fail() { echo "FAIL: $*"; exit 1; }
-runs=80 rounds=800
+runs=100 rounds=600 shape="120 700"
+# The selftest takes both counts or neither, each 1 to 10000.
+for bad in "causal-rounds 10 120" "causal-rounds 10 0 700" "causal-rounds 10 120 10001"; do
+  if echo "$bad" > "$run" 2> /dev/null; then fail "the selftest took '$bad'"; fi
+done
 r0=$(cat "$st/causal_rounds")
 "$DPROF" causal -o /tmp/e2e.dprof --types dprof_selftest_causal_x,dprof_selftest_causal_y \
-  --end-to-end "$runs" --fixed-speedup 100 --period 1ms --seed 6 -- sh -c "echo 'causal-rounds $rounds' > $run" \
+  --end-to-end "$runs" --fixed-speedup 100 --period 1ms --seed 6 -- sh -c "echo 'causal-rounds $rounds $shape' > $run" \
   2> /tmp/e2e.err || { cat /tmp/e2e.err; fail "dprof causal --end-to-end failed"; }
 cat /tmp/e2e.err
 r1=$(cat "$st/causal_rounds")

@@ -233,17 +233,17 @@ pub(crate) fn number_after(summary: &str, key: &str) -> Option<f64> {
         .ok()
 }
 
-/// Runs the end-to-end scenario asked for (`--end-to-end 80`).
-const END_TO_END_RUNS: u64 = 80;
+/// Runs the end-to-end scenario asked for (`--end-to-end 100`).
+const END_TO_END_RUNS: u64 = 100;
 
-/// `dprof-qemu-check causal-end-to-end DIR`: the causal view of `--end-to-end 80
+/// `dprof-qemu-check causal-end-to-end DIR`: the causal view of `--end-to-end 100
 /// --fixed-speedup 100` over the workload run for a fixed number of rounds (`e2e.json`,
 /// written in the guest). Every run is one experiment visited once, at its end; none is
-/// discarded; and X, on the critical path (about a fifth of the chain's round), ranks above
-/// Y, off it, with a positive slope and its whole interval above Y's slope. Two runs here gave X +0.132 [+0.101,
-/// +0.162] and +0.075 [+0.038, +0.111], Y +0.023 and -0.047 (pausing the chain's CPU costs
-/// it a little more than the pause, as in selftest-causal): the two move together between
-/// boots, so X is compared with Y rather than with zero.
+/// discarded; and X, on the critical path (shaped to be nearly half the chain's round), ranks
+/// above Y, off it, with a positive slope and its whole interval above Y's slope. With 80 runs
+/// X came to +0.34 [+0.19, +0.49] and +0.36 [+0.20, +0.52], Y to +0.04 and -0.12 (pausing the
+/// chain's CPU costs it a little more than the pause, as in selftest-causal): the two move
+/// together between boots, so X is compared with Y rather than with zero.
 pub(crate) fn check_end_to_end(dir: &Path) -> Result<String> {
     let mut report = String::new();
     let mut failures = Vec::new();
