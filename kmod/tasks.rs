@@ -75,9 +75,7 @@ impl TaskTable {
     /// owes everything inserted since). None when the probed slots all belong to other tasks
     /// of this experiment.
     pub(crate) fn slot(&self, task: usize, epoch: u32, start: u64) -> Option<&TaskSlot> {
-        let mask = TASK_SLOTS - 1;
-        let first = Self::first_slot(task);
-        let probed = || (0..TASK_PROBES).filter_map(move |i| self.slots.get((first + i) & mask));
+        let probed = || self.probed(task);
         if let Some(slot) = probed().find(|s| s.task.load(Ordering::Acquire) == task) {
             Self::renew(slot, epoch, start);
             return Some(slot);
@@ -104,13 +102,16 @@ impl TaskTable {
 
     /// `task`'s slot in experiment `epoch` if it has one; claims nothing.
     pub(crate) fn find(&self, task: usize, epoch: u32) -> Option<&TaskSlot> {
+        self.probed(task).find(|s| {
+            s.task.load(Ordering::Acquire) == task && s.epoch.load(Ordering::Acquire) == epoch
+        })
+    }
+
+    /// The slots probed for `task`, in order.
+    fn probed(&self, task: usize) -> impl Iterator<Item = &TaskSlot> {
         let mask = TASK_SLOTS - 1;
         let first = Self::first_slot(task);
-        (0..TASK_PROBES)
-            .filter_map(|i| self.slots.get((first + i) & mask))
-            .find(|s| {
-                s.task.load(Ordering::Acquire) == task && s.epoch.load(Ordering::Acquire) == epoch
-            })
+        (0..TASK_PROBES).filter_map(move |i| self.slots.get((first + i) & mask))
     }
 
     /// Starts a slot found from an earlier experiment at `start`.
