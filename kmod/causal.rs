@@ -501,6 +501,8 @@ impl Causal {
         let Some(cpu) = self.cpus.get(ffi::this_cpu()) else {
             return;
         };
+        // Taken before anything can return: a value left here would cap a later NMI's pause.
+        let switch_in = cpu.switch_in_owed.swap(0, Ordering::Relaxed);
         if !self.running.load(Ordering::Acquire) {
             return;
         }
@@ -508,7 +510,6 @@ impl Causal {
         // The NMI or the switch-in it follows found the same task running and an account for
         // it; this finds that account again. It never credits: the idle task owes nothing per
         // task (neither queues this for it), and per CPU the NMI credited it instead.
-        let switch_in = cpu.switch_in_owed.swap(0, Ordering::Relaxed);
         let Some(local) = self.account(cpu, false, epoch) else {
             return;
         };
@@ -521,12 +522,21 @@ impl Causal {
         }
     }
 
+    /// What the scheduler probes of per-task accounting start from: the task table, the
+    /// experiment's epoch and the global count at its start; none between experiments or per
+    /// CPU.
+    fn task_probe_context(&self) -> Option<(&TaskTable, u32, u64)> {
+        if !self.running.load(Ordering::Acquire) {
+            return None;
+        }
+        let tasks = self.tasks.as_ref()?;
+        let epoch = self.epoch.load(Ordering::Relaxed);
+        Some((tasks, epoch, self.global_at_start.load(Ordering::Relaxed)))
+    }
+
     /// `sched_waking` (per task): a task waking `wakee` credits it up to its own count.
     fn on_waking(&self, wakee: usize) {
-        if !self.running.load(Ordering::Acquire) {
-            return;
-        }
-        let Some(tasks) = &self.tasks else {
+        let Some((tasks, epoch, start)) = self.task_probe_context() else {
             return;
         };
         // Woken by an interrupt: the wakee keeps what it owes. Woken by the collector, which
@@ -537,8 +547,6 @@ impl Causal {
         if waker == wakee || tgid == self.collector_tgid {
             return;
         }
-        let epoch = self.epoch.load(Ordering::Relaxed);
-        let start = self.global_at_start.load(Ordering::Relaxed);
         let Some(served) = tasks
             .slot(waker, epoch, start)
             .map(|slot| slot.local.load(Ordering::Relaxed))
@@ -566,14 +574,9 @@ impl Causal {
     /// back from a sleep that no task ended, serves the delays inserted meanwhile now if they
     /// come to at least [`SWITCH_IN_MIN_OWED_NS`] (in a plan with no arrival point).
     fn on_switch(&self, preempted: bool, prev: usize, next: usize, prev_state: u32) {
-        if !self.running.load(Ordering::Acquire) {
-            return;
-        }
-        let Some(tasks) = &self.tasks else {
+        let Some((tasks, epoch, start)) = self.task_probe_context() else {
             return;
         };
-        let epoch = self.epoch.load(Ordering::Relaxed);
-        let start = self.global_at_start.load(Ordering::Relaxed);
         if !preempted && prev_state != 0 {
             match tasks.slot(prev, epoch, start) {
                 Some(slot) => slot
@@ -623,14 +626,9 @@ impl Causal {
     /// `sched_process_fork` (per task), in the parent: the child starts at the parent's
     /// count, or at the global count when the collector forks it (a command it runs).
     fn on_fork(&self, parent: usize, child: usize) {
-        if !self.running.load(Ordering::Acquire) {
-            return;
-        }
-        let Some(tasks) = &self.tasks else {
+        let Some((tasks, epoch, start)) = self.task_probe_context() else {
             return;
         };
-        let epoch = self.epoch.load(Ordering::Relaxed);
-        let start = self.global_at_start.load(Ordering::Relaxed);
         let (_, tgid) = ffi::current_task();
         let count = if tgid == self.collector_tgid {
             self.global.load(Ordering::Relaxed)
