@@ -678,13 +678,21 @@ impl ElfDebug {
         } else {
             addr.wrapping_sub(self.shift)
         };
-        // Objects may overlap (aliases); look back over those starting at or below addr.
+        // Objects may overlap (aliases); look back over those starting at or below addr. A
+        // sized object wins over a size-0 alias at its address (the linker's
+        // `const_pcpu_hot = pcpu_hot`), which has no variable of its own in the DWARF and
+        // so no type; the alias names only an address no sized object holds.
         let after = self.objects.partition_point(|s| s.address <= addr);
-        self.objects[..after]
-            .iter()
-            .rev()
-            .take(16)
-            .find(|s| s.percpu == percpu && addr - s.address < s.size.max(1))
+        let candidates = || {
+            self.objects[..after]
+                .iter()
+                .rev()
+                .take(16)
+                .filter(|s| s.percpu == percpu)
+        };
+        candidates()
+            .find(|s| addr - s.address < s.size)
+            .or_else(|| candidates().find(|s| s.size == 0 && s.address == addr))
             .map(|s| (s, addr - s.address))
     }
 

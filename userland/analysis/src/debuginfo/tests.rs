@@ -30,6 +30,12 @@ const char linux_banner[] = "Linux version 6.12.0-test (a@b) (gcc) #1 SMP\n";
 sample_t global_obj;
 int counter = 5;
 __attribute__((section(".data..percpu"))) long pcpu_var[4];
+/* A size-0 alias at a per-CPU variable's address, as the kernel's linker script makes
+   const_pcpu_hot of pcpu_hot. */
+asm(".pushsection .data..percpu,\"aw\"\n"
+    ".globl pcpu_alias\n.type pcpu_alias, @object\n.size pcpu_alias, 0\npcpu_alias:\n"
+    ".globl pcpu_sized\n.type pcpu_sized, @object\n.size pcpu_sized, 16\npcpu_sized:\n"
+    ".zero 16\n.popsection");
 static inline int helper(struct sample_obj *o) { return o->in.a * 3; }
 int func(struct sample_obj *o)
 {
@@ -289,6 +295,21 @@ fn symbols_have_exact_sizes_and_per_cpu_is_apart() {
     assert!(object
         .data_symbol(pcpu.address)
         .is_none_or(|d| d.name != "pcpu_var"));
+    // At its first byte, a size-0 alias yields to the sized variable there.
+    let address_of = |name: &str| {
+        let s = object.vmlinux.objects.iter().find(|s| s.name == name);
+        s.map(|s| (s.address, s.size)).expect(name)
+    };
+    let (alias, sized) = (address_of("pcpu_alias"), address_of("pcpu_sized"));
+    assert_eq!((alias.0, alias.1, sized.1), (sized.0, 0, 16));
+    for offset in [0, 8] {
+        assert_eq!(
+            object
+                .percpu_symbol(sized.0 + offset)
+                .map(|p| (p.name, p.offset)),
+            Some(("pcpu_sized", offset))
+        );
+    }
     assert_eq!(
         info.symbol_size("linux_banner"),
         Some(BANNER.len() as u64 + 2)
