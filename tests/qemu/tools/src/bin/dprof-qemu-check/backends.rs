@@ -123,8 +123,9 @@ const ALLOC_LOOSE: [(&str, f64); 3] = [
 /// Where vmalloc's own kmallocs (a `vm_struct` and its page array per area) are counted,
 /// apart from the generic caches they come from: see [`ALLOC_LOOSE`].
 const VMALLOC_OWN: &str = "vmalloc's own (vm_struct, page arrays)";
-/// The functions that make those kmallocs: 6.12 names the second `__vmalloc_node_range_noprof`,
-/// older kernels `__vmalloc_node_range` or `__vmalloc_area_node`.
+/// The functions that make those kmallocs: on 6.12 `__get_vm_area_node` and
+/// `__vmalloc_node_range_noprof`; older kernels call the second `__vmalloc_node_range` or
+/// `__vmalloc_area_node`.
 const VMALLOC_OWN_SITES: [&str; 3] = [
     "__get_vm_area_node",
     "__vmalloc_node_range",
