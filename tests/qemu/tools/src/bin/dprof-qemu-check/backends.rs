@@ -186,9 +186,11 @@ fn run(dir: &Path, name: &'static str, backend: &str, report: &mut String) -> Re
         match record {
             Record::Alloc(a) => {
                 allocs += 1;
-                if a.cache != 0 && is_vmalloc_own(&symbols, a.call_site) {
+                if a.cache == 0 {
+                    // A large kmalloc, from no cache.
+                } else if is_vmalloc_own(&symbols, a.call_site) {
                     vmalloc_own += 1;
-                } else if a.cache != 0 {
+                } else {
                     *allocs_by_id.entry(a.cache).or_default() += 1;
                 }
             }
