@@ -20,7 +20,10 @@
 //!   pauses for the difference: a busy-wait on the clock in the handler, at most
 //!   [`MAX_PAUSE_NS`] at a time (the rest is served at the next samples), and the pause it
 //!   actually served (overshoot included) is added to its local count, so an overshoot is
-//!   carried forward rather than lost. A hardware sampler's handler runs in NMI, where a
+//!   carried forward rather than lost. A pause that served the cap and left debt is counted,
+//!   with the largest debt so left (`ExperimentEnd::capped_pauses`,
+//!   `max_owed_after_pause_ns`): code that falls behind its delays runs ahead of the slowed
+//!   system, and the analysis warns. A hardware sampler's handler runs in NMI, where a
 //!   multi-millisecond wait would hold off other NMIs: it queues an irq_work on its CPU,
 //!   which serves the pause right after the NMI returns.
 //! - **Per task** (the default): the local count that a sample adds to and pays from is the
@@ -70,6 +73,13 @@
 //! allocation; the ioctls (under the device mutex) publish changes with release stores and
 //! wait for handlers (`synchronize_rcu`, `irq_work_sync`) before anything they read is freed
 //! or reused.
+//!
+//! - **Requests in flight.** With a latency pair in the plan, every delay inserted is also
+//!   weighed by the pair's requests in flight at that moment (begin visits less end visits):
+//!   the time the pauses stand for is time those requests would not have spent in flight, so
+//!   the analysis takes exactly that from the in-flight integral, where scaling it by
+//!   `effective / wall` assumed that requests are in flight as often during pauses as
+//!   otherwise (not so when the sped-up code is the requests' own).
 //!
 //! # Progress points
 //! Per point: an atomic visit count and an atomic sum of `(visit time - origin)`, both since
@@ -242,6 +252,8 @@ pub(crate) struct Causal {
     point_count: usize,
     /// The arrival point's index, if the plan has one.
     arrival: Option<usize>,
+    /// The latency pair's begin and end indices, if the plan has one.
+    latency_pair: Option<(usize, usize)>,
     /// The running experiment's delay per arrival (ns).
     arrival_delay: AtomicU64,
     /// Whether any point is sampled: the handler skips the range tests otherwise.
@@ -264,6 +276,12 @@ pub(crate) struct Causal {
     credited: AtomicU64,
     samples: AtomicU64,
     type_samples: AtomicU64,
+    /// Sum of each delay times the latency pair's requests in flight (plan-set visits),
+    /// wrapping.
+    in_flight_delay: AtomicU64,
+    capped_pauses: AtomicU64,
+    /// The running experiment's largest debt left after a capped pause (reset at each start).
+    max_owed_after_pause: AtomicU64,
     cpus: KVec<CpuState>,
     /// Per-task delay counts; None for per-CPU accounting.
     tasks: Option<TaskTable>,
@@ -356,7 +374,21 @@ impl Causal {
                 local.fetch_add(delay, Ordering::Relaxed);
             }
         }
+        self.insert_delay(delay);
+    }
+
+    /// Every other task (per CPU: CPU) now owes `delay` more. With a latency pair, the delay
+    /// is also weighed by the requests in flight now: the pauses it stands for are time those
+    /// requests would not have spent in flight.
+    fn insert_delay(&self, delay: u64) {
         self.global.fetch_add(delay, Ordering::Relaxed);
+        if let Some((begin, end)) = self.latency_pair {
+            let visits = |i: usize| self.points[i].visits.load(Ordering::Relaxed);
+            // Wrapping: end_experiment moves the origin to the session's start.
+            let in_flight = visits(begin).wrapping_sub(visits(end));
+            self.in_flight_delay
+                .fetch_add(delay.wrapping_mul(in_flight), Ordering::Relaxed);
+        }
     }
 
     /// The sampler's handler, for every sample (hardirq for the software sampler, NMI for a
@@ -396,7 +428,7 @@ impl Causal {
                 if let Some(local) = local {
                     local.fetch_add(delay, Ordering::Relaxed);
                 }
-                self.global.fetch_add(delay, Ordering::Relaxed);
+                self.insert_delay(delay);
                 self.type_samples.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -491,6 +523,13 @@ impl Causal {
         let served = now.wrapping_sub(start);
         local.fetch_add(served, Ordering::Relaxed);
         self.paused.fetch_add(served, Ordering::Relaxed);
+        if owed > MAX_PAUSE_NS && served >= MAX_PAUSE_NS {
+            // Served all one pause may, and still behind: the debt grows faster than the
+            // samples can serve it, or was carried in at once.
+            self.capped_pauses.fetch_add(1, Ordering::Relaxed);
+            self.max_owed_after_pause
+                .fetch_max(self.owed(local), Ordering::Relaxed);
+        }
         // The pause is not part of the next sample's weight.
         cpu.last_ns.store(now, Ordering::Relaxed);
         cpu.pausing.store(false, Ordering::Relaxed);
@@ -787,6 +826,8 @@ struct ExperimentBase {
     credited: u64,
     samples: u64,
     type_samples: u64,
+    in_flight_delay: u64,
+    capped_pauses: u64,
     visits: [u64; abi::MAX_PROGRESS_POINTS],
     time_sums: [u64; abi::MAX_PROGRESS_POINTS],
 }
@@ -852,6 +893,7 @@ impl CausalSession {
                 points,
                 point_count: plan.used_points().len(),
                 arrival: plan.arrival_index(),
+                latency_pair: plan.latency_pair(),
                 arrival_delay: AtomicU64::new(0),
                 has_sampled_points: plan
                     .used_points()
@@ -871,6 +913,9 @@ impl CausalSession {
                 credited: AtomicU64::new(0),
                 samples: AtomicU64::new(0),
                 type_samples: AtomicU64::new(0),
+                in_flight_delay: AtomicU64::new(0),
+                capped_pauses: AtomicU64::new(0),
+                max_owed_after_pause: AtomicU64::new(0),
                 cpus,
                 tasks,
                 collector_tgid: ffi::current_task().1,
@@ -1059,6 +1104,8 @@ impl CausalSession {
             credited: c.credited.load(Ordering::Relaxed),
             samples: c.samples.load(Ordering::Relaxed),
             type_samples: c.type_samples.load(Ordering::Relaxed),
+            in_flight_delay: c.in_flight_delay.load(Ordering::Relaxed),
+            capped_pauses: c.capped_pauses.load(Ordering::Relaxed),
             visits: [0; abi::MAX_PROGRESS_POINTS],
             time_sums: [0; abi::MAX_PROGRESS_POINTS],
         };
@@ -1075,6 +1122,7 @@ impl CausalSession {
         c.arrival_delay
             .store(u64::from(control.arrival_delay_ns), Ordering::Relaxed);
         c.table_full.store(false, Ordering::Relaxed);
+        c.max_owed_after_pause.store(0, Ordering::Relaxed);
         let mut epoch = c.epoch.load(Ordering::Relaxed).wrapping_add(1);
         if epoch == 0 {
             epoch = 1;
@@ -1145,7 +1193,27 @@ impl CausalSession {
                 .wrapping_sub(base.type_samples),
             samples: c.samples.load(Ordering::Relaxed).wrapping_sub(base.samples),
             points: [abi::PointVisits::default(); abi::MAX_PROGRESS_POINTS],
+            in_flight_delay: 0,
+            capped_pauses: c
+                .capped_pauses
+                .load(Ordering::Relaxed)
+                .wrapping_sub(base.capped_pauses),
+            max_owed_after_pause_ns: 0,
         };
+        if record.capped_pauses != 0 {
+            record.max_owed_after_pause_ns = c.max_owed_after_pause.load(Ordering::Relaxed);
+        }
+        if let Some((begin, end)) = c.latency_pair {
+            // The handlers counted requests in flight from the plan's setting; the analysis
+            // counts them from the session's start (`total`), as every delay went through
+            // insert_delay: sum(d x (n - k)) = sum(d x n) - delay x k, modulo 2^64.
+            let before_session = self.session_base[begin].wrapping_sub(self.session_base[end]);
+            record.in_flight_delay = c
+                .in_flight_delay
+                .load(Ordering::Relaxed)
+                .wrapping_sub(base.in_flight_delay)
+                .wrapping_sub(record.delay_ns.wrapping_mul(before_session));
+        }
         let offset = base.start_ns.wrapping_sub(c.origin_ns);
         for (i, out) in record.points.iter_mut().enumerate().take(c.point_count) {
             let visits = visits_end[i].wrapping_sub(base.visits[i]);

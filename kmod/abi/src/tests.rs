@@ -933,10 +933,34 @@ fn causal_plan_round_trips_and_rejects_every_bad_field() {
             p.points[1] = ProgressPoint::sampled(b"f", 0x10..0x20);
             p.arrival = 2;
         }),
+        // Latency roles: a begin without its end, two begins, an unknown role, a sampled
+        // point in the pair.
+        with(&|p| p.points[0].latency = LATENCY_BEGIN),
+        with(&|p| {
+            p.points[0].latency = LATENCY_BEGIN;
+            p.points[1].latency = LATENCY_BEGIN;
+            p.points[2].latency = LATENCY_END;
+        }),
+        with(&|p| p.points[0].latency = 3),
+        with(&|p| {
+            p.points[1] = ProgressPoint::sampled(b"f", 0x10..0x20).with_latency(LATENCY_END);
+            p.points[0].latency = LATENCY_BEGIN;
+        }),
     ] {
         p.encode(&mut buf);
         assert_eq!(CausalPlan::decode(&buf), Err(AbiError::OutOfRange), "{p:?}");
     }
+    assert_eq!(good_causal_plan().latency_pair(), None);
+    let p = with(&|p| {
+        p.points[2].latency = LATENCY_BEGIN;
+        p.points[0].latency = LATENCY_END;
+    });
+    p.encode(&mut buf);
+    // The role is the word after the first point's kind.
+    assert_eq!(buf[16 + 4], LATENCY_END as u8);
+    let decoded = CausalPlan::decode(&buf).expect("a latency pair");
+    assert_eq!(decoded, p);
+    assert_eq!(decoded.latency_pair(), Some((2, 0)));
     let p = with(&|p| p.points[1] = ProgressPoint::sampled(b"udp_sendmsg", 0x10..0x20));
     p.encode(&mut buf);
     assert_eq!(CausalPlan::decode(&buf), Ok(p));
@@ -1103,9 +1127,23 @@ fn experiment_records_round_trip_and_reject_bad_fields() {
         f(&mut e);
         e
     };
-    let full = with(&|e| e.flags = EXPERIMENT_CUT_SHORT | EXPERIMENT_TASK_TABLE_FULL);
+    let full = with(&|e| {
+        e.flags = EXPERIMENT_CUT_SHORT | EXPERIMENT_TASK_TABLE_FULL;
+        e.in_flight_delay = 7_000_000;
+        e.capped_pauses = 3;
+        e.max_owed_after_pause_ns = 12_000_000;
+    });
     full.encode(&mut payload);
     assert_eq!(ExperimentEnd::decode(&payload), Ok(full));
+    // The three words after the points, in that order, end the record.
+    assert_eq!(
+        payload[ExperimentEnd::SIZE - 24..][..8],
+        7_000_000u64.to_le_bytes()
+    );
+    assert_eq!(
+        payload[ExperimentEnd::SIZE - 8..],
+        12_000_000u64.to_le_bytes()
+    );
     for e in [
         with(&|e| e.flags = 4),
         with(&|e| e.point_count = 0),
@@ -1114,6 +1152,8 @@ fn experiment_records_round_trip_and_reject_bad_fields() {
         with(&|e| e.points[0].visits = 901),
         with(&|e| e.points[3].visits = 1),
         with(&|e| e.control.speedup_percent = 105),
+        // A debt left after capped pauses, but none was capped.
+        with(&|e| e.max_owed_after_pause_ns = 1),
     ] {
         e.encode(&mut payload);
         assert_eq!(
@@ -1307,6 +1347,9 @@ fn encoded_vectors(mut out: impl FnMut(&'static str, &[u8])) {
         time_sum_ns: 0x32,
         total: 0x33,
     };
+    end.in_flight_delay = 0x41;
+    end.capped_pauses = 0x42;
+    end.max_owed_after_pause_ns = 0x43;
     emit!(ExperimentEnd, end);
     emit!(
         VersionInfo,
@@ -1363,7 +1406,8 @@ fn encoded_vectors(mut out: impl FnMut(&'static str, &[u8])) {
         ..CausalPlan::default()
     };
     causal.points[MAX_PROGRESS_POINTS - 1] =
-        ProgressPoint::sampled(b"requests", 0x0102_0304_0506_0708..0x1112_1314_1516_1718);
+        ProgressPoint::sampled(b"requests", 0x0102_0304_0506_0708..0x1112_1314_1516_1718)
+            .with_latency(5);
     emit!(CausalPlan, causal);
     emit!(
         CausalType,
@@ -1460,7 +1504,8 @@ const VECTORS: [(&str, &str); 22] = [
         "ExperimentEnd",
         "0403020105000000 3c00000000000000 0100000001000000 1100000000000000 1200000000000000 \
          1300000000000000 1400000000000000 1500000000000000 1600000000000000 2100000000000000 \
-         2200000000000000 23 0*151 3100000000000000 3200000000000000 3300000000000000",
+         2200000000000000 23 0*151 3100000000000000 3200000000000000 3300000000000000 \
+         4100000000000000 4200000000000000 4300000000000000",
     ),
     (
         "VersionInfo",
@@ -1482,7 +1527,7 @@ const VECTORS: [(&str, &str); 22] = [
     ),
     (
         "CausalPlan",
-        "0100000002000000 03 0*623 0400000000000000 7265717565737473 0*56 0807060504030201 \
+        "0100000002000000 03 0*623 0400000005000000 7265717565737473 0*56 0807060504030201 \
          1817161514131211",
     ),
     (

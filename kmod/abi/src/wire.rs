@@ -63,7 +63,7 @@
 use core::marker::PhantomData;
 
 /// Version of this ABI; bumped on any incompatible change.
-pub const ABI_VERSION: u32 = 8;
+pub const ABI_VERSION: u32 = 9;
 /// Path of the device the module creates.
 pub const DEVICE_PATH: &str = "/dev/dprof";
 /// Every record size is a multiple of this.
@@ -1756,6 +1756,12 @@ pub const CAUSAL_RECORD_SAMPLES: u32 = 1;
 /// (the default: Coz's rules for threads, from the scheduler's tracepoints). Per CPU forgives a
 /// task woken by a timer or an interrupt the delays it owes for the time it slept.
 pub const CAUSAL_PER_CPU_DELAYS: u32 = 2;
+/// `ProgressPoint.latency`: where a request of the plan's latency pair begins. A plan has one
+/// such point and one [`LATENCY_END`], or neither; the module then weighs every delay it
+/// inserts by the requests in flight ([`ExperimentEnd::in_flight_delay`]).
+pub const LATENCY_BEGIN: u32 = 1;
+/// `ProgressPoint.latency`: where a request of the plan's latency pair ends.
+pub const LATENCY_END: u32 = 2;
 
 wire! {
     /// One progress point of a [`CausalPlan`]: its index in the plan is its index in
@@ -1764,7 +1770,8 @@ wire! {
     pub struct ProgressPoint(24 + PROGRESS_NAME_BYTES) {
         /// `PROGRESS_*`.
         pub kind: u32,
-        _: u32,
+        /// `LATENCY_*`: the point's part in the plan's latency pair, or 0.
+        pub latency: u32,
         /// The function, tracepoint or user point name, NUL-padded.
         pub name: [u8; PROGRESS_NAME_BYTES],
         /// [`PROGRESS_SAMPLED`]: the first byte of the function's code; 0 for other kinds.
@@ -1781,10 +1788,18 @@ impl ProgressPoint {
     pub fn new(kind: u32, name: &[u8]) -> Self {
         Self {
             kind,
+            latency: 0,
             name: nul_padded(name),
             start: 0,
             end: 0,
         }
+    }
+
+    /// The point with `role` (`LATENCY_*`) in the plan's latency pair.
+    #[must_use]
+    pub fn with_latency(mut self, role: u32) -> Self {
+        self.latency = role;
+        self
     }
 
     /// A [`PROGRESS_SAMPLED`] point: the function `name`, whose code is `range`.
@@ -1792,6 +1807,7 @@ impl ProgressPoint {
     pub fn sampled(name: &[u8], range: core::ops::Range<u64>) -> Self {
         Self {
             kind: PROGRESS_SAMPLED,
+            latency: 0,
             name: nul_padded(name),
             start: range.start,
             end: range.end,
@@ -1805,7 +1821,8 @@ impl ProgressPoint {
     }
 
     /// A known kind, a non-empty name of printable ASCII without spaces, NUL-padded with at
-    /// least one NUL; a non-empty range above 0 for a sampled point, none for the others.
+    /// least one NUL; a non-empty range above 0 for a sampled point, none for the others; a
+    /// latency role only on a counted point.
     fn is_valid(&self) -> bool {
         let name = self.name_bytes();
         let range_ok = if self.kind == PROGRESS_SAMPLED {
@@ -1813,8 +1830,14 @@ impl ProgressPoint {
         } else {
             self.start == 0 && self.end == 0
         };
+        let latency_ok = match self.latency {
+            0 => true,
+            LATENCY_BEGIN | LATENCY_END => self.kind != PROGRESS_SAMPLED,
+            _ => false,
+        };
         (PROGRESS_KPROBE..=PROGRESS_SAMPLED).contains(&self.kind)
             && range_ok
+            && latency_ok
             && !name.is_empty()
             && name.len() < PROGRESS_NAME_BYTES
             && name.iter().all(u8::is_ascii_graphic)
@@ -1843,8 +1866,8 @@ wire! {
     }
     encode;
     /// [`AbiError::OutOfRange`] for a wrong `struct_size`, unknown flags, a point count out of
-    /// range, used points that are not valid or not distinct per kind, or an arrival beyond
-    /// the points or on a sampled point;
+    /// range, used points that are not valid or not distinct per kind, an arrival beyond
+    /// the points or on a sampled point, or latency roles other than one begin and one end;
     /// [`AbiError::NonZeroReserved`] also for an unused point that is not all zero.
     decode, check;
 }
@@ -1863,6 +1886,14 @@ impl CausalPlan {
         (index < self.used_points().len()).then_some(index)
     }
 
+    /// The indices in `points` of the latency pair's begin and end, if the plan has one.
+    #[must_use]
+    pub fn latency_pair(&self) -> Option<(usize, usize)> {
+        let used = self.used_points();
+        let find = |role| used.iter().position(|p| p.latency == role);
+        Some((find(LATENCY_BEGIN)?, find(LATENCY_END)?))
+    }
+
     fn arrival_point(&self) -> Option<&ProgressPoint> {
         self.arrival_index().map(|i| &self.points[i])
     }
@@ -1879,6 +1910,11 @@ impl CausalPlan {
             return Err(AbiError::OutOfRange);
         }
         let used = &self.points[..count];
+        let roles = |role| used.iter().filter(|p| p.latency == role).count();
+        let (begins, ends) = (roles(LATENCY_BEGIN), roles(LATENCY_END));
+        if begins > 1 || begins != ends {
+            return Err(AbiError::OutOfRange);
+        }
         for (i, a) in used.iter().enumerate() {
             if used[i + 1..]
                 .iter()
@@ -2041,7 +2077,7 @@ wire! {
     /// An experiment ended: its measurements.
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
     pub struct ExperimentEnd(
-        ExperimentControl::SIZE + 8 + 48 + MAX_PROGRESS_POINTS * PointVisits::SIZE
+        ExperimentControl::SIZE + 8 + 48 + MAX_PROGRESS_POINTS * PointVisits::SIZE + 24
     ) {
         /// The experiment, as started.
         pub control: ExperimentControl,
@@ -2066,11 +2102,22 @@ wire! {
         pub samples: u64,
         /// Visits of each progress point, in plan order.
         pub points: [PointVisits; MAX_PROGRESS_POINTS],
+        /// With a latency pair in the plan: the sum over the delays inserted of each delay
+        /// (ns) times the requests in flight when it was inserted (begin visits less end
+        /// visits since the session started). The time the pauses stand for, removed from the
+        /// requests' time in flight. 0 without a pair.
+        pub in_flight_delay: u64,
+        /// Pauses that stopped at the module's longest pause (5 ms) with more still owed.
+        pub capped_pauses: u64,
+        /// The most a task (per CPU: a CPU) still owed right after one of those pauses (ns):
+        /// how far it fell behind the delays, 0 when no pause was capped.
+        pub max_owed_after_pause_ns: u64,
     }
     encode;
     /// [`AbiError::OutOfRange`] for a control that [`ExperimentControl::decode`] refuses, unknown
-    /// flags, a point count out of range, more type samples than samples, more visits than the
-    /// total, or unused points that are not zero.
+    /// flags, a point count out of range, more type samples than samples, a debt left after
+    /// capped pauses without any, more visits than the total, or unused points that are not
+    /// zero.
     decode, check;
 }
 
@@ -2081,6 +2128,7 @@ impl ExperimentEnd {
         let ok = self.flags & !(EXPERIMENT_CUT_SHORT | EXPERIMENT_TASK_TABLE_FULL) == 0
             && (1..=MAX_PROGRESS_POINTS).contains(&count)
             && self.type_samples <= self.samples
+            && (self.capped_pauses != 0 || self.max_owed_after_pause_ns == 0)
             && self.points[..count].iter().all(|p| p.visits <= p.total)
             && self.points[count..]
                 .iter()

@@ -31,9 +31,13 @@
 //!   visits)(end)`: a request begun at time `t` is in flight for `T - t` of the experiment, one
 //!   that ended at `t` is missing for `T - t`. That integral is in wall time, inserted pauses
 //!   included, during which requests stay in flight. The pauses stand for time the program
-//!   would not have spent, spread over the experiment as the samples fall, so the integral is
-//!   scaled by `effective / wall` to put it in effective time, like the throughput's
-//!   denominator. The mean latency is then that effective integral divided by the end
+//!   would not have spent, and each kept the requests then in flight in flight for its
+//!   length: the module sums each delay it inserts times the requests in flight at that
+//!   moment (`ExperimentEnd::in_flight_delay`), and that sum is taken off the integral to put
+//!   it in effective time, as the throughput's denominator is. Profiles from before ABI 9 lack
+//!   the sum, and their integral is scaled by `effective / wall`, which assumes requests are
+//!   in flight as much during the pauses as on average: when the sped-up code serves the
+//!   requests, pauses fall while requests are in flight, and that overstated the latency. The mean latency is then that effective integral divided by the end
 //!   point's visits (the departures): Little's law `L = N / lambda` with `N` the mean in
 //!   flight and `lambda` the departure rate, both over effective time. Experiments with no
 //!   departure, or with a non-positive integral (counts that cannot be), are discarded.
@@ -81,8 +85,8 @@ use dprof_format::{
 
 use dprof_model::causal::{
     Analysis, Arrivals, CausalReport, CausalType, CausalUnit, DelayAccounting, Discard, Discarded,
-    EmptyCausal, EmptyCausalReason, Experiment, ExperimentPoint, Fit, Measurement, NoSlope,
-    PointCount, Slope, SpeedupPoint, Target, TypeSlope, MIN_DISTINCT_SPEEDUPS,
+    EmptyCausal, EmptyCausalReason, Experiment, ExperimentPoint, FellBehind, Fit, Measurement,
+    NoSlope, PointCount, Slope, SpeedupPoint, Target, TypeSlope, MIN_DISTINCT_SPEEDUPS,
 };
 pub use stats::{student_t_quantile, LineFit, MeanFit};
 
@@ -173,7 +177,9 @@ pub fn analyze(config: &CausalCollectConfig, records: &[ExperimentRecord]) -> Ca
         analyses,
         unseen: Vec::new(),
         why_empty: None,
+        fell_behind: None,
     };
+    report.fell_behind = FellBehind::of(&report.experiments);
     report.unseen = unseen(&report);
     report.why_empty = why_empty(&report);
     report
@@ -311,6 +317,10 @@ fn measurement(config: &CausalCollectConfig, end: &ExperimentEnd) -> Measurement
                 total: p.total,
             })
             .collect(),
+        in_flight_delay: (config.in_flight_delays && config.latency.is_some())
+            .then_some(end.in_flight_delay),
+        capped_pauses: end.capped_pauses,
+        max_owed_after_pause_ns: end.max_owed_after_pause_ns,
     }
 }
 
@@ -433,8 +443,20 @@ fn measure(m: &Measurement, target: Target) -> Result<Ratio, Discard> {
             if integral_wall <= 0.0 {
                 return Err(Discard::NoRequestsInFlight);
             }
-            // Wall to effective time: the pauses are time the program would not have spent.
-            let integral_effective = integral_wall * effective_ns as f64 / m.wall_ns as f64;
+            // Wall to effective time: the pauses are time the program would not have spent,
+            // and each kept the requests then in flight in flight for its length.
+            let integral_effective = match m.in_flight_delay {
+                // The module's sum holds wrapped differences: a negative one is a count
+                // that cannot be, as a negative integral is.
+                Some(weighted) => integral_wall - weighted as i64 as f64,
+                // Older profiles: as if requests were in flight as much during the pauses as
+                // on average, which overstates the latency when the sped-up code is the
+                // requests' own (pauses then fall while requests are in flight).
+                None => integral_wall * effective_ns as f64 / m.wall_ns as f64,
+            };
+            if integral_effective <= 0.0 {
+                return Err(Discard::NoRequestsInFlight);
+            }
             Ok(Ratio {
                 numerator: integral_effective,
                 denominator: departures as f64,

@@ -628,6 +628,16 @@ fn experiment_end_line(e: &dprof_abi::ExperimentEnd, out: &mut impl Write) -> io
             " task_table_full"
         },
     )?;
+    if e.capped_pauses != 0 {
+        write!(
+            out,
+            " capped_pauses={} max_owed_after_pause_ns={}",
+            e.capped_pauses, e.max_owed_after_pause_ns
+        )?;
+    }
+    if e.in_flight_delay != 0 {
+        write!(out, " in_flight_delay={}", e.in_flight_delay)?;
+    }
     for (i, p) in e.points[..e.point_count as usize].iter().enumerate() {
         write!(out, " point{i}={}/{}", p.visits, p.total)?;
     }
@@ -648,6 +658,9 @@ fn experiment_end_json(e: &dprof_abi::ExperimentEnd) -> serde_json::Value {
         "credited_ns": e.credited_ns,
         "type_samples": e.type_samples,
         "samples": e.samples,
+        "in_flight_delay": e.in_flight_delay,
+        "capped_pauses": e.capped_pauses,
+        "max_owed_after_pause_ns": e.max_owed_after_pause_ns,
         "points": e.points[..e.point_count as usize].iter().map(|p| json!({
             "visits": p.visits,
             "time_sum_ns": p.time_sum_ns,

@@ -730,6 +730,67 @@ fn the_view_says_whose_delays_were_kept_and_what_was_credited() {
     assert!(flagged[0].contains("credited_ns=500000000"), "{dump}");
 }
 
+/// Experiments whose pauses stopped at the module's cap with debt left are counted and
+/// warned about in the text, the JSON and `dprof dump`; one capped pause alone is not.
+#[test]
+fn the_view_warns_when_tasks_fell_behind_their_delays() {
+    let speedups: Vec<u32> = (1..=10).flat_map(|i| [0, 10 * i]).collect();
+    let mut planned =
+        example::on_and_off_path(example::linear_experiments, &speedups, 0.3, 0.01, 4);
+    // The fixture's experiments take 10 samples per type sample.
+    let samples = planned[1].type_samples * 10;
+    planned[1].capped_pauses = (samples / 4, 42_000_000);
+    planned[3].capped_pauses = (samples / 10, 7_000_000);
+    // Below both thresholds: a task first seen late serves its debt in one capped pause.
+    planned[5].capped_pauses = (1, 90_000_000);
+    let config = example::config(
+        &[("on_path", 10), ("off_path", 10)],
+        &["kprobe:tcp_sendmsg"],
+        None,
+    );
+    let behind = example::profile_of(&config, &planned);
+    for p in &mut planned {
+        p.capped_pauses = (0, 0);
+    }
+    let kept_up = example::profile_of(&config, &planned);
+    let dir = dir_with(&[("behind.dprof", behind), ("kept-up.dprof", kept_up)]);
+    let view = |file: &str| stdout_of(&dprof(dir.path(), &["report", file, "--view", "causal"]));
+    let text = view("behind.dprof");
+    let usable = planned.len();
+    let want = format!(
+        "warning: tasks fell behind their delays in 2 of {usable} usable experiments ({} pauses \
+         stopped at the 5 ms cap with more owed, up to 42.0 ms)",
+        samples / 4 + samples / 10
+    );
+    assert!(text.contains(&want), "{want}\n{text}");
+    assert!(
+        text.contains("a shorter --period gives more pauses"),
+        "{text}"
+    );
+    assert!(!view("kept-up.dprof").contains("fell behind"));
+    let json = stdout_of(&dprof(
+        dir.path(),
+        &["report", "behind.dprof", "--view", "causal", "--json"],
+    ));
+    let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+    assert_eq!(v["fell_behind"]["experiments"], 2, "{json}");
+    assert_eq!(v["fell_behind"]["max_owed_ns"], 42_000_000, "{json}");
+    assert_eq!(
+        v["experiments"][5]["measured"]["capped_pauses"], 1,
+        "{json}"
+    );
+    let dump = stdout_of(&dprof(dir.path(), &["dump", "behind.dprof"]));
+    let capped: Vec<&str> = dump
+        .lines()
+        .filter(|l| l.contains(" capped_pauses="))
+        .collect();
+    assert_eq!(capped.len(), 3, "{dump}");
+    assert!(
+        capped[0].contains("max_owed_after_pause_ns=42000000"),
+        "{dump}"
+    );
+}
+
 #[test]
 fn an_unknown_delay_accounting_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -184,6 +184,7 @@ impl<'o> Checked<'o> {
         dev.causal_plan(
             &causal_plan(
                 &points,
+                latency,
                 arrival,
                 &symbols,
                 dprof_abi::CAUSAL_RECORD_SAMPLES | accounting_flags(options.delay_accounting),
@@ -721,10 +722,11 @@ fn accounting_flags(accounting: DelayAccounting) -> u32 {
     }
 }
 
-/// The module's plan for `points` (the one at `arrival` where requests arrive), which
-/// [`check_points`] accepted against `symbols`.
+/// The module's plan for `points` (the `latency` pair's begin and end, the one at `arrival`
+/// where requests arrive), which [`check_points`] accepted against `symbols`.
 fn causal_plan(
     points: &[ProgressPointSpec],
+    latency: Option<(usize, usize)>,
     arrival: Option<usize>,
     symbols: &Kallsyms,
     flags: u32,
@@ -739,6 +741,18 @@ fn causal_plan(
     for (slot, spec) in plan.points.iter_mut().zip(points) {
         // A point that no longer resolves is left unset, so the module refuses the plan.
         *slot = module_point(spec, symbols).unwrap_or_default();
+    }
+    if let Some((begin, end)) = latency {
+        // The module weighs its delays by the pair's requests in flight (see
+        // `ExperimentEnd::in_flight_delay`).
+        for (index, role) in [
+            (begin, dprof_abi::LATENCY_BEGIN),
+            (end, dprof_abi::LATENCY_END),
+        ] {
+            if let Some(point) = plan.points.get_mut(index) {
+                point.latency = role;
+            }
+        }
     }
     plan
 }
@@ -1051,6 +1065,7 @@ fn run_phases<B: Backend>(
     dev.causal_plan(
         &causal_plan(
             inputs.points,
+            inputs.latency,
             inputs.arrival,
             inputs.symbols,
             accounting_flags(args.delay_accounting),
@@ -1070,6 +1085,8 @@ fn run_phases<B: Backend>(
     header.config.causal = Some(CausalCollectConfig {
         points: inputs.points.to_vec(),
         latency: inputs.latency,
+        // This collector's module (ABI 9) weighs every delay of a plan with a pair.
+        in_flight_delays: inputs.latency.is_some(),
         types: types.iter().map(|t| t.spec.clone()).collect(),
         scope: args.scope.patterns(),
         plan_ns: Some(plan_ns),

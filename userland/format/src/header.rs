@@ -205,6 +205,12 @@ pub struct CausalCollectConfig {
     /// Latency mode: indices in `points` of the begin and the end point.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<(usize, usize)>,
+    /// With a latency pair: the module weighed its delays by the requests in flight
+    /// (`ExperimentEnd::in_flight_delay`, from ABI 9), so the analysis takes the pauses' time
+    /// out of the in-flight integral exactly. Absent in older profiles, whose integrals are
+    /// scaled by effective over wall time instead.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_flight_delays: bool,
     /// The type table (`ExperimentControl.type_index` is an index in it): data types, or
     /// with `dprof causal --units functions|modules`, code units.
     pub types: Vec<CausalTypeSpec>,

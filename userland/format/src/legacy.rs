@@ -1,6 +1,6 @@
 //! Records as older ABIs laid them out, widened to today's layout as version 1 files are
-//! read. (Version 2 needs nothing: its codec stores the words of a record that changed, and
-//! the words added since stay zero, as [`HISTORY_START_ABI6_SIZE`] requires.)
+//! read. (Versions 2 and up need nothing: their codec stores the words of a record that
+//! changed, and the words added since stay zero, as the sizes below require.)
 
 use dprof_abi::{RecordHeader, RecordKind, RECORD_HEADER_SIZE};
 
@@ -9,13 +9,27 @@ use dprof_abi::{RecordHeader, RecordKind, RECORD_HEADER_SIZE};
 /// unused, all zero.
 pub(crate) const HISTORY_START_ABI6_SIZE: usize = 72;
 
-/// `chunk` (version 1 records, one after another) with every ABI 6 `HistoryStart` grown to
-/// today's size, zero-filled; `None` when there is none. Stops at the first header it cannot
-/// read, keeping the rest as it is: the record checks that follow report it.
-pub(crate) fn widen_history_starts(chunk: &[u8]) -> Option<Vec<u8>> {
-    let is_old_start = |header: &RecordHeader| {
-        header.kind == RecordKind::HistoryStart as u16
-            && usize::from(header.size) == HISTORY_START_ABI6_SIZE
+/// The size of an `ExperimentEnd` record, header included, up to ABI 8: without the
+/// latency pair's in-flight weighing and the capped pauses. Its fields are a prefix of
+/// today's; the three added since are zero when nothing was weighed or capped.
+pub(crate) const EXPERIMENT_END_ABI8_SIZE: usize = 280;
+
+/// The records that grew since version 1, with their size then.
+const GROWN: [(RecordKind, usize); 2] = [
+    (RecordKind::HistoryStart, HISTORY_START_ABI6_SIZE),
+    (RecordKind::ExperimentEnd, EXPERIMENT_END_ABI8_SIZE),
+];
+
+/// `chunk` (version 1 records, one after another) with every record of an older ABI's size
+/// ([`GROWN`]) grown to today's size, zero-filled; `None` when there is none. Stops at the
+/// first header it cannot read, keeping the rest as it is: the record checks that follow
+/// report it.
+pub(crate) fn widen_old_records(chunk: &[u8]) -> Option<Vec<u8>> {
+    let grown_kind = |header: &RecordHeader| {
+        GROWN
+            .iter()
+            .find(|&&(kind, old)| header.kind == kind as u16 && usize::from(header.size) == old)
+            .map(|&(kind, _)| kind)
     };
     let mut records = Vec::new();
     let mut pos = 0;
@@ -30,15 +44,18 @@ pub(crate) fn widen_history_starts(chunk: &[u8]) -> Option<Vec<u8>> {
         records.push((pos, header));
         pos += size;
     }
-    if !records.iter().any(|(_, h)| is_old_start(h)) {
+    let growth: usize = records
+        .iter()
+        .filter_map(|(_, h)| grown_kind(h).map(|kind| kind.record_size() - usize::from(h.size)))
+        .sum();
+    if growth == 0 {
         return None;
     }
-    let wide = RecordKind::HistoryStart.record_size();
-    let mut out =
-        Vec::with_capacity(chunk.len() + records.len() * (wide - HISTORY_START_ABI6_SIZE));
+    let mut out = Vec::with_capacity(chunk.len() + growth);
     for &(at, header) in &records {
         let record = &chunk[at..at + usize::from(header.size)];
-        if is_old_start(&header) {
+        if let Some(kind) = grown_kind(&header) {
+            let wide = kind.record_size();
             let mut head = [0u8; RECORD_HEADER_SIZE];
             RecordHeader {
                 size: u16::try_from(wide).unwrap_or(u16::MAX),
@@ -47,7 +64,7 @@ pub(crate) fn widen_history_starts(chunk: &[u8]) -> Option<Vec<u8>> {
             .encode(&mut head);
             out.extend_from_slice(&head);
             out.extend_from_slice(&record[RECORD_HEADER_SIZE..]);
-            out.resize(out.len() + wide - HISTORY_START_ABI6_SIZE, 0);
+            out.resize(out.len() + wide - record.len(), 0);
         } else {
             out.extend_from_slice(record);
         }
@@ -82,7 +99,7 @@ mod tests {
         // A cut header at the end: kept for the record checks to report.
         chunk.extend_from_slice(&[1, 2, 3]);
 
-        let wide = widen_history_starts(&chunk).expect("an old start");
+        let wide = widen_old_records(&chunk).expect("an old start");
         let size = RecordKind::HistoryStart.record_size();
         let head = RecordHeader::decode(&wide[..RECORD_HEADER_SIZE]).expect("header");
         assert_eq!(
@@ -96,10 +113,41 @@ mod tests {
         assert!(wide[HISTORY_START_ABI6_SIZE..size].iter().all(|&b| b == 0));
         assert_eq!(wide[size..], chunk[HISTORY_START_ABI6_SIZE..]);
         // Nothing to widen: no copy.
-        assert_eq!(
-            widen_history_starts(&chunk[HISTORY_START_ABI6_SIZE..]),
-            None
-        );
-        assert_eq!(widen_history_starts(&[]), None);
+        assert_eq!(widen_old_records(&chunk[HISTORY_START_ABI6_SIZE..]), None);
+        assert_eq!(widen_old_records(&[]), None);
+    }
+
+    #[test]
+    fn an_old_experiment_end_grows_to_a_valid_record_with_nothing_weighed_or_capped() {
+        let end = dprof_abi::ExperimentEnd {
+            point_count: 1,
+            ..Default::default()
+        };
+        let mut payload = [0u8; dprof_abi::ExperimentEnd::SIZE];
+        end.encode(&mut payload);
+        let mut chunk = header(RecordKind::ExperimentEnd, EXPERIMENT_END_ABI8_SIZE).to_vec();
+        chunk.extend_from_slice(&payload[..EXPERIMENT_END_ABI8_SIZE - RECORD_HEADER_SIZE]);
+        // An ExperimentEnd that is already today's size stays as it is.
+        let size = RecordKind::ExperimentEnd.record_size();
+        chunk.extend_from_slice(&header(RecordKind::ExperimentEnd, size));
+        chunk.extend_from_slice(&payload);
+
+        let wide = widen_old_records(&chunk).expect("an old end");
+        assert_eq!(wide.len(), 2 * size);
+        for record in wide.chunks_exact(size) {
+            let head = RecordHeader::decode(&record[..RECORD_HEADER_SIZE]).expect("header");
+            assert_eq!(usize::from(head.size), size);
+            match dprof_abi::Record::decode(record).expect("a valid record") {
+                (_, dprof_abi::Record::ExperimentEnd(end)) => assert_eq!(
+                    (
+                        end.in_flight_delay,
+                        end.capped_pauses,
+                        end.max_owed_after_pause_ns
+                    ),
+                    (0, 0, 0)
+                ),
+                other => panic!("{other:?}"),
+            }
+        }
     }
 }

@@ -312,7 +312,7 @@ impl ChunkReader {
             });
         }
         self.next_header = next.try_into().ok();
-        let len = match crate::legacy::widen_history_starts(payload) {
+        let len = match crate::legacy::widen_old_records(payload) {
             Some(wide) => {
                 let len = wide.len();
                 self.buf.clear();

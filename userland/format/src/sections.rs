@@ -4,11 +4,13 @@
 pub const MAGIC: [u8; 8] = *b"DPROF\0\r\n";
 /// The format version this library writes. Version 2 coded the records in per-CPU blocks;
 /// version 3 is version 2 with four watched ranges in `HistoryStart` (ABI 7) instead of two,
-/// so that a reader that knows only two refuses the file by its version.
-pub const FORMAT_VERSION: u32 = 3;
-/// The format versions this library reads (older `HistoryStart`s are widened as they are read:
-/// see `legacy.rs`).
-pub const READABLE_VERSIONS: [u32; 3] = [1, 2, FORMAT_VERSION];
+/// so that a reader that knows only two refuses the file by its version; version 4 is version
+/// 3 with three more words in `ExperimentEnd` (ABI 9: the latency pair's in-flight weighing,
+/// the capped pauses), for the same reason.
+pub const FORMAT_VERSION: u32 = 4;
+/// The format versions this library reads (older `HistoryStart`s and `ExperimentEnd`s are
+/// widened as they are read: see `legacy.rs`).
+pub const READABLE_VERSIONS: [u32; 4] = [1, 2, 3, FORMAT_VERSION];
 /// Size of the file header (magic, version, reserved).
 pub const FILE_HEADER_SIZE: usize = 16;
 /// Size of a section header (kind, CRC-32, length).

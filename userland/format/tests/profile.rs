@@ -304,10 +304,10 @@ fn text_mode_transfer_is_caught_by_the_magic() {
 #[test]
 fn newer_version_is_refused() {
     let mut bytes = example_profile();
-    bytes[8] = 4;
+    bytes[8] = 5;
     assert_eq!(
         error_of(&bytes).to_string(),
-        "format version 4 at offset 8 is not supported: this dprof reads versions 1 to 3 (was \
+        "format version 5 at offset 8 is not supported: this dprof reads versions 1 to 4 (was \
          the profile written by a newer dprof?)"
     );
 }

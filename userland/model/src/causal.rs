@@ -43,6 +43,79 @@ pub struct CausalReport {
     /// Why there is nothing to rank or plot; absent when some type has a slope.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why_empty: Option<EmptyCausal>,
+    /// Usable experiments in which tasks fell behind their delays; absent when none did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fell_behind: Option<FellBehind>,
+}
+
+/// Experiments in which the module's pauses could not keep up with the delays owed: a pause
+/// serves at most 5 ms, and in these at least [`FellBehind::MIN_SHARE`] of the samples (and
+/// [`FellBehind::MIN_PAUSES`] pauses) ended a pause at that cap with debt left. Code behind
+/// its debt runs ahead of the slowed system it stands for, so those experiments' program
+/// speedups read low.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FellBehind {
+    /// Such experiments among the usable ones.
+    pub experiments: usize,
+    /// Usable experiments in all.
+    pub usable: usize,
+    /// Their capped pauses, together.
+    pub capped_pauses: u64,
+    /// The most a task (per CPU: a CPU) still owed right after a capped pause in them (ns).
+    pub max_owed_ns: u64,
+}
+
+impl FellBehind {
+    /// Share of an experiment's samples that must have capped a pause.
+    pub const MIN_SHARE: f64 = 0.05;
+    /// Capped pauses an experiment must have: a task first seen late in an experiment owes
+    /// all the delay inserted so far, and one capped pause serving it is no sign of falling
+    /// behind.
+    pub const MIN_PAUSES: u64 = 3;
+
+    /// Whether `m` fell behind its delays.
+    #[must_use]
+    pub fn in_experiment(m: &Measurement) -> bool {
+        m.capped_pauses >= Self::MIN_PAUSES
+            && m.capped_pauses as f64 >= Self::MIN_SHARE * m.samples as f64
+    }
+
+    /// Over `experiments`' usable ones; `None` when none fell behind.
+    #[must_use]
+    pub fn of(experiments: &[Experiment]) -> Option<Self> {
+        let usable: Vec<&Measurement> = experiments
+            .iter()
+            .filter(|e| e.discarded.is_none())
+            .filter_map(|e| e.measured.as_ref())
+            .collect();
+        let behind: Vec<&&Measurement> = usable.iter().filter(|m| Self::in_experiment(m)).collect();
+        (!behind.is_empty()).then(|| Self {
+            experiments: behind.len(),
+            usable: usable.len(),
+            capped_pauses: behind.iter().map(|m| m.capped_pauses).sum(),
+            max_owed_ns: behind
+                .iter()
+                .map(|m| m.max_owed_after_pause_ns)
+                .max()
+                .unwrap_or(0),
+        })
+    }
+
+    /// The warning, in one sentence for every front end.
+    #[must_use]
+    pub fn note(&self) -> String {
+        format!(
+            "warning: tasks fell behind their delays in {} of {} usable experiments ({} pauses \
+             stopped at the 5 ms cap with more owed, up to {:.1} ms): that code ran ahead of \
+             the slowed system, so those experiments' speedups read low; insert less delay \
+             (a smaller --arrival-speedup, a lower --fixed-speedup) or sample more often \
+             (a shorter --period gives more pauses)",
+            self.experiments,
+            self.usable,
+            self.capped_pauses,
+            self.max_owed_ns as f64 / 1e6
+        )
+    }
 }
 
 /// The arrival point of a session, and its load amplification.
@@ -235,6 +308,17 @@ pub struct Measurement {
     pub arrival_delay_ns: u64,
     /// Visits of each progress point, in plan order.
     pub points: Vec<PointCount>,
+    /// With a latency pair, from a module that weighs its delays: the sum of each delay
+    /// inserted times the requests in flight then (request x ns), the time the pauses stand
+    /// for in the in-flight integral. `None` from older profiles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight_delay: Option<u64>,
+    /// Pauses that served the module's longest pause (5 ms) and left debt.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub capped_pauses: u64,
+    /// The most a task (per CPU: a CPU) still owed right after one of those pauses (ns).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub max_owed_after_pause_ns: u64,
 }
 
 #[expect(

@@ -5,7 +5,7 @@
 #[path = "support/fixture.rs"]
 mod fixture;
 
-use dprof_model::causal::{Arrivals, DelayAccounting};
+use dprof_model::causal::{Arrivals, DelayAccounting, FellBehind};
 use dprof_tui::{App, Event, LoadEvent, View, MIN_HEIGHT, MIN_WIDTH};
 use fixture::{
     causal_report, draw, freed_elsewhere_report, full_history_report, functions_report,
@@ -379,6 +379,33 @@ fn a_causal_summary_says_how_much_the_load_was_amplified() {
     press(&mut app, [KeyCode::Char('6'), KeyCode::Home]);
     let s = screen(&app, 200, 48);
     assert!(s.contains("load amplified 2.00x"), "{s}");
+}
+
+/// A session whose tasks fell behind their delays says so in its summary, and one that kept
+/// up does not.
+#[test]
+fn a_causal_summary_warns_when_tasks_fell_behind() {
+    let mut report = causal_report();
+    let causal = report
+        .causal
+        .as_mut()
+        .expect("the example has a causal report");
+    causal.fell_behind = Some(FellBehind {
+        experiments: 3,
+        usable: 20,
+        capped_pauses: 40,
+        max_owed_ns: 9_000_000,
+    });
+    let mut app = App::with_report(SOURCE, report);
+    press(&mut app, [KeyCode::Char('6'), KeyCode::Home]);
+    let s = screen(&app, 300, 48);
+    assert!(
+        s.contains("tasks fell behind their delays in 3 experiments, so those read low"),
+        "{s}"
+    );
+    let mut app = App::with_report(SOURCE, causal_report());
+    press(&mut app, [KeyCode::Char('6'), KeyCode::Home]);
+    assert!(!screen(&app, 300, 48).contains("fell behind"));
 }
 
 /// The data flow of an object freed on another CPU than its last access: the CPU change at

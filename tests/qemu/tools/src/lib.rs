@@ -113,16 +113,17 @@ pub mod dev {
     /// does not check).
     #[must_use]
     pub fn plan_bytes(points: &[(u32, &str)], flags: u32) -> [u8; abi::CausalPlan::SIZE] {
-        plan_bytes_with_arrival(points, flags, 0)
+        plan_bytes_with_arrival(points, flags, 0, None)
     }
 
     /// [`plan_bytes`] with `arrival` as the plan's arrival field (1 + a point's index; 0:
-    /// none).
+    /// none), and `latency`'s points (indices of `points`: begin, end) as its latency pair.
     #[must_use]
     pub fn plan_bytes_with_arrival(
         points: &[(u32, &str)],
         flags: u32,
         arrival: u32,
+        latency: Option<(usize, usize)>,
     ) -> [u8; abi::CausalPlan::SIZE] {
         let mut plan = abi::CausalPlan {
             struct_size: abi::CausalPlan::SIZE as u32,
@@ -133,6 +134,10 @@ pub mod dev {
         };
         for (slot, (kind, name)) in plan.points.iter_mut().zip(points) {
             *slot = abi::ProgressPoint::new(*kind, name.as_bytes());
+        }
+        if let Some((begin, end)) = latency {
+            plan.points[begin].latency = abi::LATENCY_BEGIN;
+            plan.points[end].latency = abi::LATENCY_END;
         }
         let mut bytes = [0u8; abi::CausalPlan::SIZE];
         plan.encode(&mut bytes);

@@ -231,6 +231,7 @@ fn latency_planned(runs: &[(u32, f64)]) -> Vec<Planned> {
                 arrival_delay_ns: 0,
                 visits: vec![begin, end],
                 without_start: false,
+                capped_pauses: (0, 0),
             }
         })
         .collect()
@@ -326,10 +327,88 @@ fn in_flight_integral_follows_the_formula() {
                 total: 9,
             },
         ],
+        in_flight_delay: None,
+        capped_pauses: 0,
+        max_owed_after_pause_ns: 0,
     };
     assert_eq!(m.in_flight_integral_wall(0, 1), Some(2_800.0));
     assert_eq!(m.mean_in_flight(0, 1), Some(2.8));
     assert_eq!(m.in_flight_integral_wall(0, 2), None);
+}
+
+/// One request at a time, in flight 20% of the experiment: each takes 2000 ns of wall time,
+/// of which 1000 ns are pauses inserted while it was in flight (its own code was sped up), so
+/// its effective latency is 1000 ns. The module's in-flight weighing gives exactly that;
+/// scaling the integral by effective over wall time, as for profiles before ABI 9, gives
+/// 1800 ns.
+#[test]
+fn latency_takes_out_the_pauses_that_fell_while_requests_were_in_flight() {
+    const REQUESTS: u64 = 100;
+    const GAP: u64 = 10_000;
+    let begins: u64 = (0..REQUESTS).map(|i| i * GAP).sum();
+    let m = |in_flight_delay| Measurement {
+        cut_short: false,
+        wall_ns: REQUESTS * GAP,
+        delay_ns: REQUESTS * 1_000,
+        paused_ns: REQUESTS * 1_000,
+        task_table_full: false,
+        credited_ns: 0,
+        type_samples: REQUESTS,
+        samples: REQUESTS * 10,
+        arrival_delay_ns: 0,
+        points: vec![
+            PointCount {
+                visits: REQUESTS,
+                time_sum_ns: begins,
+                total: REQUESTS,
+            },
+            PointCount {
+                visits: REQUESTS,
+                time_sum_ns: begins + REQUESTS * 2_000,
+                total: REQUESTS,
+            },
+        ],
+        in_flight_delay,
+        capped_pauses: 0,
+        max_owed_after_pause_ns: 0,
+    };
+    let latency = |m: &Measurement| {
+        measure(m, Target::Latency { begin: 0, end: 1 })
+            .expect("measured")
+            .value()
+    };
+    // Each delay of 1000 ns went in with one request in flight.
+    let weighed = latency(&m(Some(REQUESTS * 1_000)));
+    let scaled = latency(&m(None));
+    eprintln!("latency: weighed {weighed} ns, scaled {scaled} ns, known 1000 ns");
+    assert!((weighed - 1_000.0).abs() < 1e-6, "{weighed}");
+    assert!((scaled - 1_800.0).abs() < 1e-6, "{scaled}");
+    // A weighed sum over the integral is a count that cannot be.
+    assert_eq!(
+        measure(
+            &m(Some(REQUESTS * 2_000)),
+            Target::Latency { begin: 0, end: 1 }
+        )
+        .err(),
+        Some(Discard::NoRequestsInFlight)
+    );
+}
+
+/// The profile says whether the module weighed its delays: only then is the record's sum
+/// read, and never without a latency pair.
+#[test]
+fn the_in_flight_sum_is_read_only_from_profiles_that_have_it() {
+    let end = ExperimentEnd {
+        point_count: 2,
+        in_flight_delay: 5,
+        ..ExperimentEnd::default()
+    };
+    let mut config = latency_config();
+    assert_eq!(measurement(&config, &end).in_flight_delay, None);
+    config.in_flight_delays = true;
+    assert_eq!(measurement(&config, &end).in_flight_delay, Some(5));
+    config.latency = None;
+    assert_eq!(measurement(&config, &end).in_flight_delay, None);
 }
 
 #[test]

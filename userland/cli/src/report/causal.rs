@@ -153,6 +153,9 @@ fn delays(report: &CausalReport, out: &mut impl Write) -> io::Result<()> {
     if let Some(note) = report.load_note() {
         writeln!(out, "{note}")?;
     }
+    if let Some(behind) = report.fell_behind {
+        writeln!(out, "{}", behind.note())?;
+    }
     let full = report.task_table_full_experiments();
     if full > 0 {
         let experiments = if full == 1 {

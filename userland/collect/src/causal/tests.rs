@@ -92,6 +92,7 @@ fn sampled_points_resolve_to_their_function_or_are_refused() {
             point("kprobe", "tcp_recvmsg"),
         ],
         None,
+        None,
         &symbols,
         0,
     );
@@ -314,13 +315,26 @@ fn the_automatic_plan_skips_pseudo_types_unless_named() {
 fn plans_list_each_point_once_in_order() {
     let points = [point("kprobe", "f"), point("user", "done")];
     let symbols = Kallsyms::parse(example::KALLSYMS.as_bytes());
-    let plan = causal_plan(&points, None, &symbols, dprof_abi::CAUSAL_RECORD_SAMPLES);
+    let plan = causal_plan(
+        &points,
+        None,
+        None,
+        &symbols,
+        dprof_abi::CAUSAL_RECORD_SAMPLES,
+    );
     let mut buf = [0u8; CausalPlan::SIZE];
     plan.encode(&mut buf);
     let decoded = CausalPlan::decode(&buf).expect("a valid plan");
     assert_eq!(decoded.used_points().len(), 2);
     assert_eq!(decoded.used_points()[1].name_bytes(), b"done");
     assert_eq!(decoded.arrival_index(), None);
+    assert_eq!(decoded.latency_pair(), None);
+    // A latency pair (END first here) is marked on its points, as the module takes it.
+    let plan = causal_plan(&points, Some((1, 0)), None, &symbols, 0);
+    plan.encode(&mut buf);
+    let decoded = CausalPlan::decode(&buf).expect("a valid plan with a latency pair");
+    assert_eq!(decoded.latency_pair(), Some((1, 0)));
+    assert_eq!(decoded.used_points()[1].latency, dprof_abi::LATENCY_BEGIN);
 }
 
 /// The arrival point joins the plan's points (once, if it is also a progress point) and the
@@ -340,7 +354,7 @@ fn the_arrival_point_is_in_the_plan() {
     assert_eq!(plan.arrival, Some(1));
     options.progress.push(point("kprobe", "f"));
     assert_eq!(points_of(&options).points.len(), 2, "one point, two roles");
-    let module = causal_plan(&plan.points, plan.arrival, &symbols, 0);
+    let module = causal_plan(&plan.points, plan.latency, plan.arrival, &symbols, 0);
     let mut buf = [0u8; CausalPlan::SIZE];
     module.encode(&mut buf);
     let decoded = CausalPlan::decode(&buf).expect("a valid plan");

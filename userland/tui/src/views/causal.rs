@@ -135,9 +135,16 @@ fn summary(causal: &CausalReport, analysis: &Analysis) -> String {
         .map_or_else(String::new, |[_, pooled, _]| {
             format!(" · load amplified {pooled:.2}x")
         });
+    let behind = causal.fell_behind.map_or_else(String::new, |b| {
+        format!(
+            " · tasks fell behind their delays in {} experiments, so those read low",
+            b.experiments
+        )
+    });
     format!(
         "{all} experiments, {} usable · {measure} · slope: program speedup per unit of \
-         virtual speedup of {sped_up} ({method}, 95% interval) · delays {delays}{load}{sampled}",
+         virtual speedup of {sped_up} ({method}, 95% interval) · delays \
+         {delays}{load}{behind}{sampled}",
         all - causal.discarded_experiments()
     )
 }

@@ -1,17 +1,22 @@
 //! The arrival check of the module-robustness scenario (guest side), with the raw ioctls
 //! only: load amplification's mechanism, with answers exact to the nanosecond.
 //!
-//! - A plan, per task, with two user points, `arrive` (the arrival point) and `depart`, and
-//!   a type whose one instruction address no sample can hit (an unmapped kernel address), so
-//!   that every delay is an arrival's.
+//! - A plan, per task, with two user points, `arrive` (the arrival point, and where a request
+//!   begins) and `depart` (where it ends), and a type whose one instruction address no sample
+//!   can hit (an unmapped kernel address), so that every delay is an arrival's.
 //! - One busy child process per CPU but one, which owe every delay and serve it by pausing.
 //! - Experiment 1: 0% speedup, `DELAY_NS` per arrival; this program writes `arrive` WRITES
-//!   times (and `depart` as often). Experiment 2: the same writes, no arrival delay.
+//!   times, then `depart` as often, so that the k-th arrival finds k requests in flight.
+//!   Experiment 2: the same writes, no arrival delay.
 //!
 //! Checks: experiment 1's delay is exactly WRITES x `DELAY_NS` (this program is the plan's
 //! owner, exempt from delays, so no arrival is credited to anyone and no type delay exists);
 //! the children paused within 20% of that delay each; experiment 2 inserted nothing although
-//! its arrivals were counted; both experiments counted every write of both points.
+//! its arrivals were counted; both experiments counted every write of both points. The
+//! latency pair: experiment 1 weighed its delays by exactly `DELAY_NS` x WRITES(WRITES+1)/2
+//! requests in flight, experiment 2 by nothing. Falling behind: the writes owe the children
+//! far more than one 5 ms pause, so experiment 1 capped some of their pauses, with at most
+//! what was inserted still owed after one; experiment 2 capped none.
 //!
 //! Usage: `dprof-arrival-probe [WRITES] [EXPERIMENT_MS]`
 
@@ -71,7 +76,7 @@ fn run(writes: u64, experiment_ms: u64) -> anyhow::Result<(u64, Vec<abi::Experim
     dev::ioctl_bytes(
         &fd,
         abi::IOC_CAUSAL_PLAN,
-        &mut dev::plan_bytes_with_arrival(&points, 0, 1),
+        &mut dev::plan_bytes_with_arrival(&points, 0, 1, Some((0, 1))),
     )
     .map_err(errno)
     .context("causal plan with an arrival point")?;
@@ -101,8 +106,8 @@ fn run(writes: u64, experiment_ms: u64) -> anyhow::Result<(u64, Vec<abi::Experim
         )
         .map_err(errno)
         .with_context(|| format!("experiment {number}"))?;
-        for _ in 0..writes {
-            for name in [&b"arrive"[..], b"depart"] {
+        for name in [&b"arrive"[..], b"depart"] {
+            for _ in 0..writes {
                 dev::write(&user_fd, name)
                     .map_err(errno)
                     .context("user point write")?;
@@ -140,7 +145,8 @@ fn check(ends: &[abi::ExperimentEnd], cpus: u64, writes: u64) -> anyhow::Result<
     for e in [e1, e2] {
         println!(
             "arrival: experiment {} ({} ns per arrival): wall {} ns, delay {} ns, paused {} ns, \
-             credited {} ns, arrivals {}, departures {}, type samples {}",
+             credited {} ns, arrivals {}, departures {}, type samples {}, in-flight delay {}, \
+             capped pauses {}, most owed after one {} ns",
             e.control.experiment,
             e.control.arrival_delay_ns,
             e.wall_ns,
@@ -149,7 +155,10 @@ fn check(ends: &[abi::ExperimentEnd], cpus: u64, writes: u64) -> anyhow::Result<
             e.credited_ns,
             e.points[0].visits,
             e.points[1].visits,
-            e.type_samples
+            e.type_samples,
+            e.in_flight_delay,
+            e.capped_pauses,
+            e.max_owed_after_pause_ns
         );
         ensure!(
             e.flags == 0,
@@ -186,6 +195,31 @@ fn check(ends: &[abi::ExperimentEnd], cpus: u64, writes: u64) -> anyhow::Result<
         e2.delay_ns == 0 && e2.paused_ns == 0,
         "experiment 2 had no arrival delay but inserted {} ns",
         e2.delay_ns
+    );
+    let weighed = u64::from(DELAY_NS) * writes * (writes + 1) / 2;
+    ensure!(
+        e1.in_flight_delay == weighed,
+        "experiment 1 weighed its delays by {} ns x requests, want {DELAY_NS} ns x \
+         {writes}({writes}+1)/2 = {weighed}",
+        e1.in_flight_delay
+    );
+    ensure!(
+        e2.in_flight_delay == 0,
+        "experiment 2 inserted nothing but weighed {} ns x requests",
+        e2.in_flight_delay
+    );
+    ensure!(
+        e1.capped_pauses > 0
+            && e1.max_owed_after_pause_ns > 0
+            && e1.max_owed_after_pause_ns <= want,
+        "experiment 1 owed {want} ns at once but capped {} pauses, {} ns left after one",
+        e1.capped_pauses,
+        e1.max_owed_after_pause_ns
+    );
+    ensure!(
+        e2.capped_pauses == 0 && e2.max_owed_after_pause_ns == 0,
+        "experiment 2 owed nothing but capped {} pauses",
+        e2.capped_pauses
     );
     Ok(())
 }

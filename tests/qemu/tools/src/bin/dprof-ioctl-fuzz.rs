@@ -149,6 +149,7 @@ fn random_plan(rng: &mut Rng, buf: &mut [u8]) {
         3 => bytes[16 + 8 + rng.below(64) as usize] = b' ', // a space in a name
         4 => bytes[rng.below(bytes.len() as u64) as usize] = rng.next() as u8,
         5 => bytes[12] = rng.below(6) as u8, // the arrival point, valid or not
+        6 => bytes[20] = rng.below(4) as u8, // the first point's latency role, valid or not
         _ => {}
     }
     buf[..bytes.len()].copy_from_slice(&bytes);
@@ -282,8 +283,30 @@ fn malformed_plans(fd: &OwnedFd, good: &[(u32, &str)]) -> anyhow::Result<()> {
         dev::ioctl_bytes(
             fd,
             abi::IOC_CAUSAL_PLAN,
-            &mut dev::plan_bytes_with_arrival(good, 0, good.len() as u32 + 1),
+            &mut dev::plan_bytes_with_arrival(good, 0, good.len() as u32 + 1, None),
         ),
+        Err(Errno::EINVAL),
+    )?;
+    // The first point's latency role (bytes 20..24), with no other role in the plan.
+    for (what, role) in [
+        ("plan with a latency begin and no end", abi::LATENCY_BEGIN),
+        ("plan with an unknown latency role", 3),
+    ] {
+        let mut bytes = dev::plan_bytes(good, 0);
+        bytes[20..24].copy_from_slice(&role.to_le_bytes());
+        expect(
+            what,
+            dev::ioctl_bytes(fd, abi::IOC_CAUSAL_PLAN, &mut bytes),
+            Err(Errno::EINVAL),
+        )?;
+    }
+    // Begin and end on two points, then a begin on both.
+    let mut bytes = dev::plan_bytes_with_arrival(&[(UP, "a"), (UP, "b")], 0, 0, Some((0, 1)));
+    let second = 20 + abi::ProgressPoint::SIZE;
+    bytes[second..second + 4].copy_from_slice(&abi::LATENCY_BEGIN.to_le_bytes());
+    expect(
+        "plan with two latency begins",
+        dev::ioctl_bytes(fd, abi::IOC_CAUSAL_PLAN, &mut bytes),
         Err(Errno::EINVAL),
     )
 }
