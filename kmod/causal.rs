@@ -118,6 +118,15 @@ use crate::tasks::{TaskTable, NOT_BLOCKED};
 
 /// Longest pause one sample serves (ns); a larger debt is carried to the next samples.
 pub(crate) const MAX_PAUSE_NS: u64 = 5_000_000;
+
+/// Frames of a call chain read at a sample: the handler's own and the interrupt entry's
+/// (about ten, more from an NMI) before the sampled code's MAX_CALLER_FRAMES. 384 bytes of
+/// the interrupt or NMI stack.
+const CHAIN_BUFFER: usize = 48;
+const _: () = assert!(CHAIN_BUFFER > abi::MAX_CALLER_FRAMES);
+
+/// A causal scope's ranges: `[start, end)`, sorted, disjoint.
+type ScopeRanges = KVVec<(u64, u64)>;
 /// Per task, what a task switched in must owe (ns) to serve it at once rather than at its
 /// next sample: a smaller debt is not worth the interrupt.
 const SWITCH_IN_MIN_OWED_NS: u64 = 20_000;
@@ -264,6 +273,9 @@ pub(crate) struct Causal {
     period_ns: u64,
     /// The type table; entries are replaced only while no experiment runs.
     types: [AtomicPtr<TypeSet>; abi::MAX_CAUSAL_TYPES],
+    /// The scope's code ranges (IOC_CAUSAL_SCOPE), sorted; null without a scope. Set only
+    /// before the sampler starts, freed after it is released.
+    scope: AtomicPtr<ScopeRanges>,
     // The running experiment, published by `running` (release) and read after it (acquire).
     running: AtomicBool,
     epoch: AtomicU32,
@@ -422,7 +434,8 @@ impl Causal {
         // and synchronize_rcu() waited for every handler that could have read it (handlers
         // run with interrupts off or in NMI: RCU read-side critical sections).
         if let Some(ty) = unsafe { exp_type.as_ref() } {
-            if ty.matches(ip, data_addr) {
+            let unit_ip = if idle { Some(ip) } else { self.unit_ip(ip) };
+            if unit_ip.is_some_and(|unit_ip| ty.matches(unit_ip, data_addr)) {
                 let delay =
                     weight.wrapping_mul(u64::from(self.speedup.load(Ordering::Relaxed))) / 100;
                 if let Some(local) = local {
@@ -454,6 +467,38 @@ impl Causal {
         } else {
             self.pause(cpu, local, owed, epoch);
         }
+    }
+
+    /// The address a sample at `ip` counts as for the type test: `ip` itself without a scope
+    /// or inside it; outside it, the first return address of the kernel call chain that lies
+    /// inside it (the caller in scope of a helper the scope leaves out, as Coz attributes
+    /// samples), or None when there is none within MAX_CALLER_FRAMES frames (user code, or
+    /// code no function in scope called).
+    fn unit_ip(&self, ip: u64) -> Option<u64> {
+        // SAFETY: set before the sampler started and freed only after it was released.
+        let Some(scope) = (unsafe { self.scope.load(Ordering::Acquire).as_ref() }) else {
+            return Some(ip);
+        };
+        if abi::scope_contains(scope, ip) {
+            return Some(ip);
+        }
+        if (ip as i64) >= 0 {
+            return None; // user code: the kernel's unwinder does not walk it
+        }
+        // This handler's own frames and the interrupt entry's come first (about ten).
+        let mut chain = [0u64; CHAIN_BUFFER];
+        // SAFETY: `chain` holds CHAIN_BUFFER entries; the unwinder is NMI-safe.
+        let n = unsafe { ffi::dprof_shim_stack_trace(chain.as_mut_ptr(), CHAIN_BUFFER as u32) };
+        let chain = chain.get(..n as usize)?;
+        let sampled = chain.iter().position(|&a| a == ip)?;
+        chain
+            .get(sampled + 1..)?
+            .iter()
+            .take(abi::MAX_CALLER_FRAMES)
+            // A return address follows its call: the byte before it is the caller's, even
+            // when the call ends the caller's code.
+            .find(|&&ret| abi::scope_contains(scope, ret.wrapping_sub(1)))
+            .copied()
     }
 
     /// The local count that the running code's delays go to and are paid from, in
@@ -903,6 +948,7 @@ impl CausalSession {
                 origin_ns: ffi::now_ns(),
                 period_ns: period_ns.max(1),
                 types: core::array::from_fn(|_| AtomicPtr::new(core::ptr::null_mut())),
+                scope: AtomicPtr::new(core::ptr::null_mut()),
                 running: AtomicBool::new(false),
                 epoch: AtomicU32::new(0),
                 speedup: AtomicU32::new(0),
@@ -1038,6 +1084,37 @@ impl CausalSession {
 
     pub(crate) fn experiment_running(&self) -> bool {
         self.experiment.is_some()
+    }
+
+    /// IOC_CAUSAL_SCOPE: sets (or replaces) the scope. Only before the sampler starts, which
+    /// the caller checks: no handler reads the scope then. EINVAL for ranges that are not
+    /// sorted, non-empty and disjoint; EFAULT for unreadable ones.
+    pub(crate) fn set_scope(&mut self, scope: &abi::CausalScope) -> Result {
+        let count = scope.range_count as usize;
+        // Up to MAX_SCOPE_RANGES x 16 = 1 MiB: kvmalloc.
+        let mut bytes = KVVec::from_elem(0u8, count * 16, GFP_KERNEL)?;
+        UserSlice::new(scope.ranges_ptr as usize, count * 16)
+            .reader()
+            .read_slice(&mut bytes)?;
+        let mut ranges = ScopeRanges::with_capacity(count, GFP_KERNEL)?;
+        for pair in bytes.chunks_exact(16) {
+            let word = |i: usize| {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&pair[i..i + 8]);
+                u64::from_le_bytes(b)
+            };
+            ranges.push((word(0), word(8)), GFP_KERNEL)?;
+        }
+        if !abi::scope_ranges_valid(&ranges) {
+            return Err(EINVAL);
+        }
+        let new = KBox::into_raw(KBox::new(ranges, GFP_KERNEL)?);
+        let old = self.shared.scope.swap(new, Ordering::AcqRel);
+        if !old.is_null() {
+            // SAFETY: made by KBox::into_raw here; no handler runs before the sampler starts.
+            drop(unsafe { KBox::from_raw(old) });
+        }
+        Ok(())
     }
 
     /// IOC_CAUSAL_TYPE: sets entry `index` of the type table. EBUSY while an experiment runs,
@@ -1284,6 +1361,14 @@ impl Drop for CausalSession {
                 // SAFETY: made by KBox::into_raw in set_type; no handler can run any more.
                 drop(unsafe { KBox::from_raw(set) });
             }
+        }
+        let scope = self
+            .shared
+            .scope
+            .swap(core::ptr::null_mut(), Ordering::Relaxed);
+        if !scope.is_null() {
+            // SAFETY: made by KBox::into_raw in set_scope; no handler can run any more.
+            drop(unsafe { KBox::from_raw(scope) });
         }
     }
 }

@@ -452,6 +452,7 @@ fn ioctl(dev: &mut DeviceState, cmd: u32, arg: usize) -> Result<c_long> {
         abi::IOC_HISTORY_PLAN => ioctl_history_plan(dev, arg),
         abi::IOC_CAUSAL_PLAN => ioctl_causal_plan(dev, arg),
         abi::IOC_CAUSAL_TYPE => ioctl_causal_type(dev, arg),
+        abi::IOC_CAUSAL_SCOPE => ioctl_causal_scope(dev, arg),
         abi::IOC_EXPERIMENT_START => ioctl_experiment_start(dev, arg),
         abi::IOC_EXPERIMENT_END => {
             let (Some(causal), Some(session)) = (dev.causal.as_deref_mut(), dev.session.as_deref())
@@ -475,6 +476,7 @@ fn ioctl(dev: &mut DeviceState, cmd: u32, arg: usize) -> Result<c_long> {
                 abi::IOC_CAUSAL_TYPE,
                 abi::IOC_EXPERIMENT_START,
                 abi::IOC_EXPERIMENT_END,
+                abi::IOC_CAUSAL_SCOPE,
             ];
             if known.iter().any(|&k| k & 0xFFFF == cmd & 0xFFFF) {
                 Err(EINVAL)
@@ -500,7 +502,7 @@ fn ioctl_version(dev: &DeviceState, arg: usize) -> Result<c_long> {
     }
     // Kprobes, tracepoint lookup and the sampler are always there (the cache walk only
     // matters for types named by cache).
-    features |= abi::FEATURE_CAUSAL | abi::FEATURE_ARRIVALS;
+    features |= abi::FEATURE_CAUSAL | abi::FEATURE_ARRIVALS | abi::FEATURE_CAUSAL_SCOPE;
     let info = abi::VersionInfo {
         abi_version: abi::ABI_VERSION,
         nr_cpu_ids: ffi::nr_cpu_ids() as u32,
@@ -616,6 +618,24 @@ fn ioctl_causal_type(dev: &mut DeviceState, arg: usize) -> Result<c_long> {
         return Err(ENOENT); // no cache can be found by name
     }
     causal.set_type(&entry)?;
+    Ok(0)
+}
+
+/// IOC_CAUSAL_SCOPE: after IOC_CAUSAL_PLAN, before IOC_START (EINVAL otherwise): the sampler,
+/// which reads the scope, is not running yet.
+fn ioctl_causal_scope(dev: &mut DeviceState, arg: usize) -> Result<c_long> {
+    let mut bytes = [0u8; abi::CausalScope::SIZE];
+    UserSlice::new(arg, bytes.len())
+        .reader()
+        .read_slice(&mut bytes)?;
+    let scope = abi::CausalScope::decode(&bytes).map_err(|_| EINVAL)?;
+    if dev.state != abi::STATE_CONFIGURED {
+        return Err(EINVAL);
+    }
+    let Some(causal) = dev.causal.as_deref_mut() else {
+        return Err(EINVAL);
+    };
+    causal.set_scope(&scope)?;
     Ok(0)
 }
 

@@ -40,6 +40,7 @@
 #include <linux/uaccess.h>
 #include <linux/slab.h>
 #include <linux/smp.h>
+#include <linux/stacktrace.h>
 #include <linux/tracepoint.h>
 
 #include <asm/cpufeature.h>
@@ -1047,6 +1048,17 @@ void *dprof_shim_irq_work_alloc(void (*fn)(void *), void *data)
 void dprof_shim_irq_work_queue(void *works)
 {
 	irq_work_queue(&this_cpu_ptr((struct dprof_irq_work __percpu *)(void __percpu __force *)works)->work);
+}
+
+/*
+ * The call chain from here (a sampler's handler) through the interrupt or NMI entry into the
+ * code it interrupted, whose ip the unwinder reports from the entry's registers: up to max
+ * addresses, the rest return addresses. ORC, safe in NMI.
+ */
+unsigned int dprof_shim_stack_trace(u64 *entries, unsigned int max)
+{
+	BUILD_BUG_ON(sizeof(unsigned long) != sizeof(u64));
+	return stack_trace_save((unsigned long *)entries, max, 0);
 }
 
 /* Waits until no CPU's work is pending or running. Process context. */

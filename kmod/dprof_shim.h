@@ -144,6 +144,7 @@ void dprof_shim_bulk_alloc_unregister(void *probes);
 void dprof_shim_bulk_free_unregister(void *probes);
 void *dprof_shim_irq_work_alloc(void (*fn)(void *), void *data);
 void dprof_shim_irq_work_queue(void *works);
+unsigned int dprof_shim_stack_trace(u64 *entries, unsigned int max);
 void dprof_shim_irq_work_sync(void *works);
 void dprof_shim_irq_work_free(void *works);
 void dprof_shim_rcu_read_lock(void);

@@ -217,6 +217,7 @@ extern "C" {
         info: *mut c_void,
     ) -> *mut c_void;
     pub(crate) fn dprof_shim_irq_work_queue(works: *mut c_void);
+    pub(crate) fn dprof_shim_stack_trace(entries: *mut u64, max: u32) -> u32;
     pub(crate) fn dprof_shim_irq_work_sync(works: *mut c_void);
     pub(crate) fn dprof_shim_irq_work_free(works: *mut c_void);
     pub(crate) fn dprof_shim_rcu_read_lock();

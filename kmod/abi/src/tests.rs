@@ -1582,3 +1582,73 @@ fn every_structure_keeps_the_layout_of_abi_version_5() {
     });
     assert_eq!(seen, VECTORS.len());
 }
+
+#[test]
+fn a_causal_scope_needs_ranges_and_its_own_size() {
+    let good = CausalScope {
+        struct_size: CausalScope::SIZE as u32,
+        range_count: 2,
+        ranges_ptr: 0x7000_0000,
+    };
+    let mut buf = [0u8; CausalScope::SIZE];
+    good.encode(&mut buf);
+    assert_eq!(CausalScope::decode(&buf), Ok(good));
+    // _IOW(0xD9, 10, 16 bytes): 1 << 30 | 0x10 << 16 | 0xD90A.
+    assert_eq!(IOC_CAUSAL_SCOPE, 0x4010_D90A);
+    for bad in [
+        CausalScope {
+            struct_size: 8,
+            ..good
+        },
+        CausalScope {
+            range_count: 0,
+            ..good
+        },
+        CausalScope {
+            range_count: MAX_SCOPE_RANGES + 1,
+            ..good
+        },
+        CausalScope {
+            ranges_ptr: 0,
+            ..good
+        },
+    ] {
+        bad.encode(&mut buf);
+        assert_eq!(
+            CausalScope::decode(&buf),
+            Err(AbiError::OutOfRange),
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
+fn scope_ranges_are_sorted_disjoint_and_searched_by_their_ends() {
+    let ranges = [(0x100, 0x180), (0x180, 0x200), (0x400, 0x401)];
+    assert!(scope_ranges_valid(&ranges));
+    assert!(scope_ranges_valid(&[]));
+    assert!(!scope_ranges_valid(&[(0x100, 0x100)]), "an empty range");
+    assert!(
+        !scope_ranges_valid(&[(0x100, 0x200), (0x1ff, 0x300)]),
+        "overlapping"
+    );
+    assert!(
+        !scope_ranges_valid(&[(0x400, 0x500), (0x100, 0x200)]),
+        "unsorted"
+    );
+    for (ip, inside) in [
+        (0xff, false),
+        (0x100, true),
+        (0x17f, true),
+        (0x180, true),
+        (0x1ff, true),
+        (0x200, false),
+        (0x3ff, false),
+        (0x400, true),
+        (0x401, false),
+        (u64::MAX, false),
+    ] {
+        assert_eq!(scope_contains(&ranges, ip), inside, "{ip:#x}");
+    }
+    assert!(!scope_contains(&[], 0x100));
+}

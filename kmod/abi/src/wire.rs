@@ -25,6 +25,7 @@
 //! | [`IOC_CAUSAL_TYPE`] | write | [`CausalType`] (+ the array of instruction addresses it points to); after `IOC_CAUSAL_PLAN`, no experiment running |
 //! | [`IOC_EXPERIMENT_START`] | write | [`ExperimentControl`]; while running, no experiment running |
 //! | [`IOC_EXPERIMENT_END`] | none | - ; ends the running experiment |
+//! | [`IOC_CAUSAL_SCOPE`] | write | [`CausalScope`] (+ the array of ranges it points to); after `IOC_CAUSAL_PLAN`, before `IOC_START` |
 //!
 //! # Causal experiments and progress points
 //! A causal session is a sampling session with a [`CausalPlan`] (its progress points) and a
@@ -1466,6 +1467,9 @@ pub const IOC_CAUSAL_TYPE: u32 = ioc(IOC_WRITE, 7, CausalType::SIZE);
 pub const IOC_EXPERIMENT_START: u32 = ioc(IOC_WRITE, 8, ExperimentControl::SIZE);
 /// Ends the running experiment and writes its [`ExperimentEnd`] record.
 pub const IOC_EXPERIMENT_END: u32 = ioc(IOC_NONE, 9, 0);
+/// Sets the causal session's scope ([`CausalScope`]): after `IOC_CAUSAL_PLAN`, before
+/// `IOC_START`, once.
+pub const IOC_CAUSAL_SCOPE: u32 = ioc(IOC_WRITE, 10, CausalScope::SIZE);
 
 /// `VersionInfo.samplers` bit: software cpu-clock sampler.
 pub const SAMPLER_SOFTWARE: u32 = 1;
@@ -1488,6 +1492,9 @@ pub const FEATURE_CAUSAL: u32 = 8;
 /// the delay each of its visits inserts ([`ExperimentControl::arrival_delay_ns`]): load
 /// amplification.
 pub const FEATURE_ARRIVALS: u32 = 16;
+/// `VersionInfo.features`: a causal scope ([`IOC_CAUSAL_SCOPE`]), whose samples outside it
+/// count for their first caller inside it.
+pub const FEATURE_CAUSAL_SCOPE: u32 = 32;
 
 wire! {
     /// What the module is and can do (`IOC_VERSION`).
@@ -1747,6 +1754,11 @@ pub const PROGRESS_SAMPLED: u32 = 4;
 pub const MAX_CAUSAL_TYPES: usize = 32;
 /// Most instruction addresses one [`CausalType`] may list.
 pub const MAX_CAUSAL_TYPE_IPS: u32 = 16384;
+/// Most code ranges one [`CausalScope`] may list.
+pub const MAX_SCOPE_RANGES: u32 = 1 << 16;
+/// Most frames of a sample's kernel call chain that the module looks through for a caller in
+/// the scope.
+pub const MAX_CALLER_FRAMES: usize = 32;
 /// Largest virtual speedup, in percent.
 pub const MAX_SPEEDUP_PERCENT: u32 = 100;
 /// `CausalPlan.flags`: keep writing access samples to the rings during experiments (off:
@@ -1994,6 +2006,59 @@ impl CausalType {
             Err(AbiError::OutOfRange)
         }
     }
+}
+
+wire! {
+    /// The code a causal session's units are chosen from (`IOC_CAUSAL_SCOPE`), as Coz's
+    /// scope: a kernel sample whose ip lies outside every range counts, for the experiments'
+    /// type test, as a sample of the first return address of its call chain (within
+    /// [`MAX_CALLER_FRAMES`] frames) that lies inside one. So a helper that the scope leaves
+    /// out (`memcpy`) is sped up with the function in scope that called it. Without a scope,
+    /// every sample is its own ip.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct CausalScope(16) {
+        /// [`CausalScope::SIZE`].
+        pub struct_size: u32,
+        /// Number of ranges at `ranges_ptr`, 1 to [`MAX_SCOPE_RANGES`].
+        pub range_count: u32,
+        /// User pointer to `range_count` pairs of little-endian u64 `[start, end)`, sorted by
+        /// start, each non-empty, none overlapping the next.
+        pub ranges_ptr: u64,
+    }
+    encode;
+    /// [`AbiError::OutOfRange`] for a wrong `struct_size`, no range or too many, or a null
+    /// `ranges_ptr`.
+    decode, check;
+    default;
+}
+
+impl CausalScope {
+    fn check(&self) -> Result<(), AbiError> {
+        let ok = self.struct_size as usize == Self::SIZE
+            && (1..=MAX_SCOPE_RANGES).contains(&self.range_count)
+            && self.ranges_ptr != 0;
+        if ok {
+            Ok(())
+        } else {
+            Err(AbiError::OutOfRange)
+        }
+    }
+}
+
+/// Whether `ranges` (`[start, end)` pairs) are as a [`CausalScope`] must list them: each
+/// non-empty, sorted, and none overlapping the next.
+#[must_use]
+pub fn scope_ranges_valid(ranges: &[(u64, u64)]) -> bool {
+    ranges.iter().all(|&(start, end)| start < end) && ranges.windows(2).all(|w| w[0].1 <= w[1].0)
+}
+
+/// Whether `ip` lies in one of `ranges` (valid as [`scope_ranges_valid`] says): a binary
+/// search, for the sampler's handler.
+#[must_use]
+pub fn scope_contains(ranges: &[(u64, u64)], ip: u64) -> bool {
+    // The last range that starts at or before ip.
+    let after = ranges.partition_point(|&(start, _)| start <= ip);
+    after > 0 && ip < ranges[after - 1].1
 }
 
 wire! {

@@ -4,7 +4,8 @@
 # dprof_selftest_causal_round once per round. First the workload alone (its uninstrumented
 # rate), then the plain data profile, which must rank Y above X; then `dprof causal`: a count
 # run (kprobe and user progress points against the workload's own counter), the ranking run
-# (X above Y), a run on functions (--units functions), a run with a sampled progress point
+# (X above Y), a run on functions (--units functions), one whose scope leaves the functions'
+# helpers out (counted for their callers), a run with a sampled progress point
 # (the chain's computation), and the bad inputs. Checked on the host
 # by selftest-causal.check.
 # qemu-timeout: 1200
@@ -92,6 +93,23 @@ echo "$((r1 - r0)) $((t1 - t0))" > "$OUT/uninstrumented-after.rounds"
 cat /tmp/functions.err
 cp /tmp/functions.err "$OUT/functions.err"
 cp /tmp/functions.dprof "$OUT/"; rm /tmp/functions.dprof
+
+# Helpers counted for their callers in scope: the scope holds only the chain's and the
+# worker's round functions (Rust's, named as kallsyms mangles them), which spend their time
+# in the access and computation functions they call, out of scope. The module counts those
+# samples for the caller on the call chain, so the chain's round, on the critical path, is
+# sped up as a whole, and the worker's is not on it.
+chain=$(awk '$3 ~ /causal11chain_round$/ { print $3; exit }' /proc/kallsyms)
+worker=$(awk '$3 ~ /causal12worker_round$/ { print $3; exit }' /proc/kallsyms)
+[ -n "$chain" ] && [ -n "$worker" ] ||
+  { echo "FAIL: the chain's or the worker's round function is not in /proc/kallsyms"; exit 1; }
+"$DPROF" causal -o /tmp/callers.dprof --scope "$chain,$worker" --functions "$chain,$worker" \
+  --progress kprobe:dprof_selftest_causal_round --plan-time 2s --experiment 200ms \
+  --fixed-speedup 25 --period 1ms --seed 5 -- sh -c "echo 'causal 30000' > $run" \
+  2> /tmp/callers.err || { cat /tmp/callers.err; exit 1; }
+cat /tmp/callers.err
+"$DPROF" report --view causal /tmp/callers.dprof
+cp /tmp/callers.dprof "$OUT/"; rm /tmp/callers.dprof
 
 # A sampled progress point: the samples in the chain's computation (on the critical path,
 # most of CPU 0's round), no probe; the round's kprobe beside it for comparison. 30 s of

@@ -31,16 +31,17 @@
 //!   visits)(end)`: a request begun at time `t` is in flight for `T - t` of the experiment, one
 //!   that ended at `t` is missing for `T - t`. That integral is in wall time, inserted pauses
 //!   included, during which requests stay in flight. The pauses stand for time the program
-//!   would not have spent, and each kept the requests then in flight in flight for its
-//!   length: the module sums each delay it inserts times the requests in flight at that
-//!   moment (`ExperimentEnd::in_flight_delay`), and that sum is taken off the integral to put
-//!   it in effective time, as the throughput's denominator is. Profiles from before ABI 9 lack
-//!   the sum, and their integral is scaled by `effective / wall`, which assumes requests are
-//!   in flight as much during the pauses as on average: when the sped-up code serves the
-//!   requests, pauses fall while requests are in flight, and that overstated the latency. The mean latency is then that effective integral divided by the end
-//!   point's visits (the departures): Little's law `L = N / lambda` with `N` the mean in
-//!   flight and `lambda` the departure rate, both over effective time. Experiments with no
-//!   departure, or with a non-positive integral (counts that cannot be), are discarded.
+//!   would not have spent, and each kept the requests then in flight in flight for its length:
+//!   the module sums each delay it inserts times the requests in flight at that moment
+//!   (`ExperimentEnd::in_flight_delay`), and that sum is taken off the integral to put it in
+//!   effective time, as the throughput's denominator is. Profiles from before ABI 9 lack the
+//!   sum, and their integral is scaled by `effective / wall`, which assumes requests are in
+//!   flight as much during the pauses as on average: when the sped-up code serves the requests,
+//!   pauses fall while requests are in flight, and that overstated the latency. The mean
+//!   latency is then that effective integral divided by the end point's visits (the
+//!   departures): Little's law `L = N / lambda` with `N` the mean in flight and `lambda` the
+//!   departure rate, both over effective time. Experiments with no departure, or with a
+//!   non-positive integral (counts that cannot be), are discarded.
 //! - **Program speedup** of an experiment, against the same type's 0% experiments (Coz
 //!   measures a baseline per line so that the cost of the delay machinery itself, which
 //!   depends on the line, cancels out): `rate / baseline - 1` for throughput, `baseline /
@@ -178,6 +179,11 @@ pub fn analyze(config: &CausalCollectConfig, records: &[ExperimentRecord]) -> Ca
         unseen: Vec::new(),
         why_empty: None,
         fell_behind: None,
+        callers_in_scope: if config.callers_in_scope {
+            config.scope.clone()
+        } else {
+            Vec::new()
+        },
     };
     report.fell_behind = FellBehind::of(&report.experiments);
     report.unseen = unseen(&report);

@@ -484,6 +484,12 @@ impl CodeRanges {
         self.0.is_empty()
     }
 
+    /// The ranges, sorted and disjoint (touching ones merged).
+    #[must_use]
+    pub fn ranges(&self) -> &[Range<u64>] {
+        &self.0
+    }
+
     /// Whether `ip` is in one of the ranges.
     #[inline]
     #[must_use]

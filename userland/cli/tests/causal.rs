@@ -808,3 +808,37 @@ fn an_unknown_delay_accounting_is_refused() {
         "invalid value 'thread' for '--delay-accounting <WHOSE>'",
     );
 }
+
+/// A session whose module counted samples outside `--scope` for their callers in it says so,
+/// with the scope, in the text and the JSON; one whose module did not says nothing of it.
+#[test]
+fn the_view_says_when_helpers_were_counted_for_their_callers_in_scope() {
+    let mut config = example::functions_config();
+    config.callers_in_scope = true;
+    let planned = example::example_planned();
+    let dir = dir_with(&[
+        ("callers.dprof", example::profile_of(&config, &planned)),
+        ("own.dprof", example::functions_profile()),
+    ]);
+    let view = |file: &str| stdout_of(&dprof(dir.path(), &["report", file, "--view", "causal"]));
+    let text = view("callers.dprof");
+    assert!(
+        text.contains(
+            "scope: tcp_*,copy_*,[ext4]: a kernel sample outside it counted for the first \
+             function in it on its call chain (up to 32 frames up), so a helper's time went to \
+             its caller in scope"
+        ),
+        "{text}"
+    );
+    assert!(!view("own.dprof").contains("call chain"));
+    let json = stdout_of(&dprof(
+        dir.path(),
+        &["report", "callers.dprof", "--view", "causal", "--json"],
+    ));
+    let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+    assert_eq!(
+        v["callers_in_scope"],
+        serde_json::json!(["tcp_*", "copy_*", "[ext4]"]),
+        "{json}"
+    );
+}

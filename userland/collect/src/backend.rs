@@ -51,6 +51,14 @@ pub trait Backend {
         ips: &[u64],
     ) -> Result<(), Self::Error>;
 
+    /// Sets the causal session's scope: `[start, end)` code ranges, sorted and disjoint,
+    /// outside which a kernel sample counts for its first caller inside them. Before
+    /// [`Backend::start`].
+    ///
+    /// # Errors
+    /// When the collector refuses the scope.
+    fn causal_scope(&mut self, ranges: &[(u64, u64)]) -> Result<(), Self::Error>;
+
     /// Starts an experiment.
     ///
     /// # Errors
@@ -125,6 +133,10 @@ macro_rules! backend_by_inherent_methods {
                 ips: &[u64],
             ) -> Result<(), $error> {
                 Self::causal_type(self, index, type_name, cache, ips)
+            }
+
+            fn causal_scope(&mut self, ranges: &[(u64, u64)]) -> Result<(), $error> {
+                Self::causal_scope(self, ranges)
             }
 
             fn experiment_start(&mut self, control: &ExperimentControl) -> Result<(), $error> {
@@ -215,6 +227,10 @@ impl Backend for Collector {
         ips: &[u64],
     ) -> Result<(), CollectorError> {
         both!(self, c => c.causal_type(index, type_name, cache, ips))
+    }
+
+    fn causal_scope(&mut self, ranges: &[(u64, u64)]) -> Result<(), CollectorError> {
+        both!(self, c => c.causal_scope(ranges))
     }
 
     fn experiment_start(&mut self, control: &ExperimentControl) -> Result<(), CollectorError> {

@@ -85,6 +85,8 @@ pub struct Checked<'o> {
     latency: Option<(usize, usize)>,
     arrival: Option<usize>,
     labels: Vec<String>,
+    /// The scope's code ranges for the module, `None` for a scope of every function.
+    scope_ranges: Option<Vec<(u64, u64)>>,
 }
 
 /// Checks `options`: what ends the run, the sampler, and the progress points, the scope and
@@ -111,6 +113,7 @@ pub fn check(options: &CausalOptions) -> Result<Checked<'_>, CollectError> {
     } = points_of(options);
     check_points(&points, &symbols)?;
     code_units::check_units(options.unit, &options.selection, &options.scope, &symbols)?;
+    let scope_ranges = code_units::scope_ranges(&options.scope, &symbols)?;
     let labels: Vec<String> = points.iter().map(ProgressPointSpec::label).collect();
     Ok(Checked {
         options,
@@ -123,6 +126,7 @@ pub fn check(options: &CausalOptions) -> Result<Checked<'_>, CollectError> {
         latency,
         arrival,
         labels,
+        scope_ranges,
     })
 }
 
@@ -140,6 +144,7 @@ pub struct Experiments<'o, B = Device> {
     latency: Option<(usize, usize)>,
     arrival: Option<usize>,
     labels: Vec<String>,
+    scope_ranges: Option<Vec<(u64, u64)>>,
     config: Config,
 }
 
@@ -162,6 +167,7 @@ impl<'o> Checked<'o> {
             latency,
             arrival,
             labels,
+            scope_ranges,
         } = self;
         let (dev, version, collect_plan, config) = open_and_configure(
             Device::open_path(&collect.device)?,
@@ -175,6 +181,9 @@ impl<'o> Checked<'o> {
         }
         if arrival.is_some() && version.features & dprof_abi::FEATURE_ARRIVALS == 0 {
             return Err(CollectError::NoArrivals);
+        }
+        if scope_ranges.is_some() && version.features & dprof_abi::FEATURE_CAUSAL_SCOPE == 0 {
+            return Err(CollectError::NoCausalScope);
         }
         if collect_plan.sampling.is_none() {
             return Err(CollectError::CausalNeedsSamples);
@@ -230,6 +239,7 @@ impl<'o> Checked<'o> {
             latency,
             arrival,
             labels,
+            scope_ranges,
             config,
         })
     }
@@ -283,6 +293,7 @@ impl<B: Backend> Experiments<'_, B> {
             latency,
             arrival,
             labels,
+            scope_ranges,
             config,
         } = self;
         let mut workload: Option<Workload> = None;
@@ -299,6 +310,7 @@ impl<B: Backend> Experiments<'_, B> {
                 latency,
                 arrival,
                 labels: &labels,
+                scope_ranges: scope_ranges.as_deref(),
                 config,
             },
             interrupt,
@@ -983,6 +995,7 @@ struct Inputs<'a> {
     latency: Option<(usize, usize)>,
     arrival: Option<usize>,
     labels: &'a [String],
+    scope_ranges: Option<&'a [(u64, u64)]>,
     config: dprof_abi::Config,
 }
 
@@ -1073,6 +1086,9 @@ fn run_phases<B: Backend>(
         inputs.labels,
     )
     .map_err(backend)?;
+    if let Some(ranges) = inputs.scope_ranges {
+        dev.causal_scope(ranges).map_err(backend)?;
+    }
     for (index, t) in types.iter().enumerate() {
         dev.causal_type(
             index as u32,
@@ -1089,6 +1105,7 @@ fn run_phases<B: Backend>(
         in_flight_delays: inputs.latency.is_some(),
         types: types.iter().map(|t| t.spec.clone()).collect(),
         scope: args.scope.patterns(),
+        callers_in_scope: inputs.scope_ranges.is_some(),
         plan_ns: Some(plan_ns),
         experiment_ns: duration_ns(args.experiment),
         cooloff_ns: duration_ns(args.cooloff),

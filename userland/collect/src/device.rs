@@ -18,8 +18,9 @@ use crate::histories::ModulePlan;
 /// byte array the ABI encodes it into. The request numbers are the ABI's own (the `_bad`
 /// macros take them as they are instead of computing them again).
 mod sys {
-    use dprof_abi::{CausalPlan, CausalType, Config, ExperimentControl, HistoryPlan, Status};
-    use dprof_abi::{VersionInfo, IOC_CAUSAL_PLAN, IOC_CAUSAL_TYPE, IOC_CONFIGURE};
+    use dprof_abi::{CausalPlan, CausalScope, CausalType, Config, ExperimentControl};
+    use dprof_abi::{HistoryPlan, Status, VersionInfo, IOC_CAUSAL_PLAN, IOC_CAUSAL_SCOPE};
+    use dprof_abi::{IOC_CAUSAL_TYPE, IOC_CONFIGURE};
     use dprof_abi::{IOC_EXPERIMENT_END, IOC_EXPERIMENT_START, IOC_HISTORY_PLAN, IOC_START};
     use dprof_abi::{IOC_STATUS, IOC_STOP, IOC_VERSION};
 
@@ -31,6 +32,7 @@ mod sys {
     nix::ioctl_write_ptr_bad!(history_plan, IOC_HISTORY_PLAN, [u8; HistoryPlan::SIZE]);
     nix::ioctl_write_ptr_bad!(causal_plan, IOC_CAUSAL_PLAN, [u8; CausalPlan::SIZE]);
     nix::ioctl_write_ptr_bad!(causal_type, IOC_CAUSAL_TYPE, [u8; CausalType::SIZE]);
+    nix::ioctl_write_ptr_bad!(causal_scope, IOC_CAUSAL_SCOPE, [u8; CausalScope::SIZE]);
     nix::ioctl_write_ptr_bad!(
         experiment_start,
         IOC_EXPERIMENT_START,
@@ -366,6 +368,44 @@ impl Device {
                     source,
                 })
             }
+            other => other,
+        }
+    }
+
+    /// Sets the causal session's scope (`IOC_CAUSAL_SCOPE`): `ranges`, `[start, end)` code
+    /// ranges sorted and disjoint, after [`Device::causal_plan`] and before
+    /// [`Device::start`].
+    ///
+    /// # Errors
+    /// [`DeviceError::CausalRefused`], else [`DeviceError::Ioctl`].
+    pub fn causal_scope(&self, ranges: &[(u64, u64)]) -> Result<(), DeviceError> {
+        let range_bytes: Vec<u8> = ranges
+            .iter()
+            .flat_map(|&(start, end)| [start.to_le_bytes(), end.to_le_bytes()])
+            .flatten()
+            .collect();
+        let scope = dprof_abi::CausalScope {
+            struct_size: dprof_abi::CausalScope::SIZE as u32,
+            range_count: u32::try_from(ranges.len()).unwrap_or(u32::MAX),
+            ranges_ptr: range_bytes.as_ptr() as u64,
+        };
+        let mut buf = [0u8; dprof_abi::CausalScope::SIZE];
+        scope.encode(&mut buf);
+        match self.ioctl("CAUSAL_SCOPE", |fd| {
+            // SAFETY: `buf` and the ranges it points to are live buffers the module reads
+            // during the call and does not keep.
+            unsafe { sys::causal_scope(fd, &raw const buf) }
+        }) {
+            Err(DeviceError::Ioctl { source, .. }) => Err(DeviceError::CausalRefused {
+                what: format!("the scope ({} code ranges)", ranges.len()),
+                why: match source.raw_os_error() {
+                    Some(libc::EINVAL) => {
+                        "the ranges are not sorted and disjoint, or come at the wrong time"
+                    }
+                    _ => "it said no",
+                },
+                source,
+            }),
             other => other,
         }
     }

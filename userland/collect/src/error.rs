@@ -88,9 +88,16 @@ pub enum CollectError {
     NoCausal,
     /// The module has no arrival points.
     #[error(
-        "this dprof.ko has no arrival points (no FEATURE_ARRIVALS), which --arrival needs: load          a newer one"
+        "this dprof.ko has no arrival points (no FEATURE_ARRIVALS), which --arrival needs: load \
+         a newer one"
     )]
     NoArrivals,
+    /// The module cannot count samples outside a scope for their callers.
+    #[error(
+        "this dprof.ko cannot count a helper's samples for its caller in --scope (no \
+         FEATURE_CAUSAL_SCOPE): load a newer one"
+    )]
+    NoCausalScope,
     /// Causal experiments without a sampler.
     #[error("causal experiments need access samples, and the module offers no sampler here")]
     CausalNeedsSamples,

@@ -218,6 +218,12 @@ pub struct CausalCollectConfig {
     /// were candidates; empty when there was none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scope: Vec<String>,
+    /// The module counted a kernel sample outside the scope for the first caller in it on
+    /// its call chain (`IOC_CAUSAL_SCOPE`, from ABI 9): a helper's time went to the function
+    /// in scope that called it. Absent without a scope, and in older profiles, whose samples
+    /// counted only for the function they fell in.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub callers_in_scope: bool,
     /// Length of the profiling phase that chose the types and their instructions (ns); `None`
     /// when none ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -46,6 +46,10 @@ pub struct CausalReport {
     /// Usable experiments in which tasks fell behind their delays; absent when none did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fell_behind: Option<FellBehind>,
+    /// `--scope` as given, when the module counted a kernel sample outside it for its first
+    /// caller in it (up to `dprof_abi::MAX_CALLER_FRAMES` frames up); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub callers_in_scope: Vec<String>,
 }
 
 /// Experiments in which the module's pauses could not keep up with the delays owed: a pause

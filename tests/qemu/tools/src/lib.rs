@@ -152,6 +152,22 @@ pub mod dev {
         ioctl_bytes(fd, abi::IOC_CAUSAL_PLAN, &mut plan_bytes(points, flags))
     }
 
+    /// `IOC_CAUSAL_SCOPE` with `ranges` (`[start, end)` pairs, which must stay alive during
+    /// the call) and `count` as the range count (`ranges.len()` for a truthful one).
+    ///
+    /// # Errors
+    /// The ioctl's errno.
+    pub fn causal_scope(fd: impl AsFd, ranges: &[(u64, u64)], count: u32) -> Result<(), Errno> {
+        let scope = abi::CausalScope {
+            struct_size: abi::CausalScope::SIZE as u32,
+            range_count: count,
+            ranges_ptr: ranges.as_ptr() as u64,
+        };
+        let mut bytes = [0u8; abi::CausalScope::SIZE];
+        scope.encode(&mut bytes);
+        ioctl_bytes(fd, abi::IOC_CAUSAL_SCOPE, &mut bytes)
+    }
+
     /// `IOC_CAUSAL_TYPE`: entry `index` with `ips` (which must stay alive during the call) and
     /// an optional cache name.
     ///

@@ -156,6 +156,16 @@ fn delays(report: &CausalReport, out: &mut impl Write) -> io::Result<()> {
     if let Some(behind) = report.fell_behind {
         writeln!(out, "{}", behind.note())?;
     }
+    if !report.callers_in_scope.is_empty() {
+        writeln!(
+            out,
+            "scope: {}: a kernel sample outside it counted for the first function in it on \
+             its call chain (up to {} frames up), so a helper's time went to its caller in \
+             scope",
+            report.callers_in_scope.join(","),
+            dprof_abi::MAX_CALLER_FRAMES
+        )?;
+    }
     let full = report.task_table_full_experiments();
     if full > 0 {
         let experiments = if full == 1 {

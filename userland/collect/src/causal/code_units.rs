@@ -10,14 +10,17 @@
 //! the [`MAX_CAUSAL_TYPE_IPS`] instructions one entry takes; the functions left out are
 //! counted in the profile and said.
 //!
-//! Samples count for a function as they fall on it: a helper such as `memcpy` is a function
-//! of its own, not a part of its callers (samples carry no call chain).
+//! In the profiling phase samples count for a function as they fall on it: a helper such as
+//! `memcpy` is a function of its own (the recorded samples carry no call chain). In the
+//! experiments, with a `--scope`, the module counts a kernel sample outside the scope for the
+//! first function in scope on its call chain ([`scope_ranges`]), as Coz does, so that a
+//! helper the scope leaves out is sped up with its caller in scope.
 
 use std::collections::BTreeMap;
 
-use dprof_abi::{Record, MAX_CAUSAL_TYPE_IPS, SAMPLE_USER};
+use dprof_abi::{Record, MAX_CAUSAL_TYPE_IPS, MAX_SCOPE_RANGES, SAMPLE_USER};
 use dprof_analysis::decode::instruction_boundaries;
-use dprof_analysis::symbols::{Kallsyms, Symbol};
+use dprof_analysis::symbols::{CodeRanges, Kallsyms, Symbol};
 use dprof_format::{CausalTypeSpec, CausalUnit};
 
 use crate::error::CollectError;
@@ -44,6 +47,34 @@ const IDLE_LOOP_GLOBS: [&str; 3] = ["*idle*", "*halt*", "*mwait*"];
 pub(crate) struct ChosenUnit {
     pub(crate) spec: CausalTypeSpec,
     pub(crate) ips: Vec<u64>,
+}
+
+/// The scope's code as the module takes it (`IOC_CAUSAL_SCOPE`): every function in scope,
+/// from its kallsyms address to the next symbol (functions kallsyms does not end are left
+/// out, as they are as units), merged where they touch. `None` for a scope of every function,
+/// where every sample is in scope.
+///
+/// # Errors
+/// [`CollectError::Usage`] when the ranges are more than the module takes.
+pub(crate) fn scope_ranges(
+    scope: &Scope,
+    symbols: &Kallsyms,
+) -> Result<Option<Vec<(u64, u64)>>, CollectError> {
+    if scope.is_everything() {
+        return Ok(None);
+    }
+    let code = CodeRanges::of_functions(symbols.text_symbols(), |s| {
+        s.size <= MAX_FUNCTION_BYTES && scope.holds(s)
+    });
+    let ranges: Vec<(u64, u64)> = code.ranges().iter().map(|r| (r.start, r.end)).collect();
+    if ranges.len() > MAX_SCOPE_RANGES as usize {
+        return Err(CollectError::Usage(format!(
+            "--scope `{scope}` holds {} separate runs of code, more than the {MAX_SCOPE_RANGES} \
+             the module takes: name fewer functions, or whole modules (`[NAME]`)",
+            ranges.len()
+        )));
+    }
+    Ok(Some(ranges))
 }
 
 /// Returns a [`CollectError::CausalTypes`] with the sentence given.

@@ -558,6 +558,16 @@ impl PerfCollector {
         clippy::missing_errors_doc,
         reason = "the Backend trait documents them"
     )]
+    pub fn causal_scope(&mut self, _ranges: &[(u64, u64)]) -> Result<(), PerfError> {
+        Err(PerfError::NeedsModule {
+            what: "causal experiments",
+        })
+    }
+
+    #[expect(
+        clippy::missing_errors_doc,
+        reason = "the Backend trait documents them"
+    )]
     pub fn experiment_start(&mut self, _control: &ExperimentControl) -> Result<(), PerfError> {
         Err(PerfError::NeedsModule {
             what: "causal experiments",

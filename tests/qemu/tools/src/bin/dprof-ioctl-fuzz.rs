@@ -47,6 +47,7 @@ fn random_cmd(rng: &mut Rng) -> u32 {
         abi::IOC_CAUSAL_TYPE,
         abi::IOC_EXPERIMENT_START,
         abi::IOC_EXPERIMENT_END,
+        abi::IOC_CAUSAL_SCOPE,
     ];
     match rng.below(4) {
         0 | 1 => known[rng.below(known.len() as u64) as usize],
@@ -188,6 +189,37 @@ fn random_type(rng: &mut Rng, buf: &mut [u8]) {
     buf[..bytes.len()].copy_from_slice(&bytes);
 }
 
+/// A scope of sorted kernel text ranges in `buf` past the entry, sometimes out of order,
+/// overlapping, at a bad address or with a count that does not match.
+fn random_scope(rng: &mut Rng, buf: &mut [u8]) {
+    let count = 1 + rng.below(200) as u32;
+    let ranges_off = 4096;
+    let mut start = 0xffff_ffff_8100_0000u64;
+    for i in 0..count as usize {
+        start += rng.below(1 << 12);
+        let end = start + 1 + rng.below(1 << 10);
+        let at = ranges_off + i * 16;
+        buf[at..at + 8].copy_from_slice(&start.to_le_bytes());
+        buf[at + 8..at + 16].copy_from_slice(&end.to_le_bytes());
+        start = end;
+    }
+    let mut scope = abi::CausalScope {
+        struct_size: abi::CausalScope::SIZE as u32,
+        range_count: count,
+        ranges_ptr: buf.as_ptr() as u64 + ranges_off as u64,
+    };
+    match rng.below(5) {
+        0 => scope.range_count = rng.next() as u32,
+        1 => scope.ranges_ptr = [0x1000, 0, rng.next()][rng.below(3) as usize],
+        // A byte of some range changed: often out of order or overlapping.
+        2 => buf[ranges_off + rng.below(u64::from(count) * 16) as usize] = rng.next() as u8,
+        _ => {}
+    }
+    let mut bytes = [0u8; abi::CausalScope::SIZE];
+    scope.encode(&mut bytes);
+    buf[..bytes.len()].copy_from_slice(&bytes);
+}
+
 /// An experiment on one of the first types, with a speedup sometimes out of range.
 fn random_experiment(rng: &mut Rng, buf: &mut [u8]) {
     let control = abi::ExperimentControl {
@@ -311,6 +343,47 @@ fn malformed_plans(fd: &OwnedFd, good: &[(u32, &str)]) -> anyhow::Result<()> {
     )
 }
 
+/// Scopes the module must refuse, after a plan: `scope` is a good one of two ranges.
+fn malformed_scopes(fd: &OwnedFd, scope: &[(u64, u64)]) -> anyhow::Result<()> {
+    let (a, b) = (scope[0], scope[1]);
+    for (what, ranges) in [
+        ("scope out of order", [b, a]),
+        ("scope with overlapping ranges", [a, (a.0 + 8, b.1)]),
+        ("scope with an empty range", [a, (b.0, b.0)]),
+    ] {
+        expect(what, dev::causal_scope(fd, &ranges, 2), Err(Errno::EINVAL))?;
+    }
+    expect(
+        "scope with no range",
+        dev::causal_scope(fd, scope, 0),
+        Err(Errno::EINVAL),
+    )?;
+    expect(
+        "scope with too many ranges",
+        dev::causal_scope(fd, scope, abi::MAX_SCOPE_RANGES + 1),
+        Err(Errno::EINVAL),
+    )?;
+    // Ranges at an unmapped address: nothing read, no scope.
+    let unmapped = abi::CausalScope {
+        struct_size: abi::CausalScope::SIZE as u32,
+        range_count: 2,
+        ranges_ptr: 0x1000,
+    };
+    let mut bytes = [0u8; abi::CausalScope::SIZE];
+    unmapped.encode(&mut bytes);
+    expect(
+        "scope, ranges at a bad address",
+        dev::ioctl_bytes(fd, abi::IOC_CAUSAL_SCOPE, &mut bytes),
+        Err(Errno::EFAULT),
+    )?;
+    expect(
+        "scope at a bad address",
+        // SAFETY: an unmapped address, which the kernel must refuse.
+        unsafe { dev::ioctl(fd, abi::IOC_CAUSAL_SCOPE, 0x1000 as *mut u8) },
+        Err(Errno::EFAULT),
+    )
+}
+
 /// Plans and types on a configured device.
 fn checks_configured(fd: OwnedFd, good: &[(u32, &str)], ips: &[u64]) -> anyhow::Result<()> {
     use abi::{PROGRESS_KPROBE as KP, PROGRESS_TRACEPOINT as TP};
@@ -344,11 +417,29 @@ fn checks_configured(fd: OwnedFd, good: &[(u32, &str)], ips: &[u64]) -> anyhow::
         unsafe { dev::ioctl(&fd, abi::IOC_CAUSAL_PLAN, 0x1000 as *mut u8) },
         Err(Errno::EFAULT),
     )?;
+    // A scope: two functions' worth of kernel text, in order (x86-64 `(u64, u64)` is two
+    // little-endian words, as the ABI lays a range out).
+    let scope = [
+        (0xffff_ffff_8100_0000, 0xffff_ffff_8100_0100),
+        (0xffff_ffff_8100_0200, 0xffff_ffff_8100_0300),
+    ];
+    expect(
+        "scope before a plan",
+        dev::causal_scope(&fd, &scope, 2),
+        Err(Errno::EINVAL),
+    )?;
     expect("plan", dev::causal_plan(&fd, good, 0), Ok(()))?;
     expect(
         "second plan",
         dev::causal_plan(&fd, good, 0),
         Err(Errno::EBUSY),
+    )?;
+    malformed_scopes(&fd, &scope)?;
+    expect("scope", dev::causal_scope(&fd, &scope, 2), Ok(()))?;
+    expect(
+        "scope again (replaces it)",
+        dev::causal_scope(&fd, &scope[..1], 1),
+        Ok(()),
     )?;
     expect(
         "type, unknown cache",
@@ -432,6 +523,11 @@ fn checks_running(fd: OwnedFd, good: &[(u32, &str)], ips: &[u64]) -> anyhow::Res
         Err(Errno::ENOENT),
     )?;
     expect("start", dev::ioctl_none(&fd, abi::IOC_START), Ok(()))?;
+    expect(
+        "scope while collecting",
+        dev::causal_scope(&fd, &[(0xffff_ffff_8100_0000, 0xffff_ffff_8100_0100)], 1),
+        Err(Errno::EINVAL),
+    )?;
     expect(
         "plan while running",
         dev::causal_plan(&fd, good, 0),
@@ -720,6 +816,7 @@ fn label(cmd: u32, outcome: String) -> String {
     match cmd {
         abi::IOC_CAUSAL_PLAN => format!("causal plan: {outcome}"),
         abi::IOC_CAUSAL_TYPE => format!("causal type: {outcome}"),
+        abi::IOC_CAUSAL_SCOPE => format!("causal scope: {outcome}"),
         abi::IOC_EXPERIMENT_START => format!("experiment start: {outcome}"),
         abi::IOC_EXPERIMENT_END => format!("experiment end: {outcome}"),
         _ => outcome,
@@ -778,6 +875,7 @@ fn main() -> anyhow::Result<()> {
         match cmd {
             abi::IOC_CAUSAL_PLAN => random_plan(&mut rng, &mut buffer),
             abi::IOC_CAUSAL_TYPE => random_type(&mut rng, &mut buffer),
+            abi::IOC_CAUSAL_SCOPE => random_scope(&mut rng, &mut buffer),
             abi::IOC_EXPERIMENT_START => random_experiment(&mut rng, &mut buffer),
             _ => {}
         }

@@ -441,3 +441,36 @@ fn scopes_and_names_are_checked_against_kallsyms() {
     .expect_err("nothing listed");
     assert!(err.to_string().contains("run as root"), "{err}");
 }
+
+/// The module's scope is the code of every function in scope, touching functions merged;
+/// dprof's own module is never in it, and a scope of everything sends none.
+#[test]
+fn the_scope_goes_to_the_module_as_merged_code_ranges() {
+    let symbols = Kallsyms::parse(KALLSYMS.as_bytes());
+    let ranges = |s: &str| scope_ranges(&parse_scope(s).expect("a scope"), &symbols).expect("fits");
+    // tcp_sendmsg and tcp_write_xmit touch: one range; ext4's three functions another.
+    assert_eq!(
+        ranges("tcp_*,[ext4]"),
+        Some(vec![(TCP_SENDMSG, MEMCPY), (EXT4_WRITE_BEGIN, DPROF),])
+    );
+    // memcpy_orig left out: the ranges on either side of it stay apart.
+    assert_eq!(
+        ranges("tcp_sendmsg,default_idle"),
+        Some(vec![
+            (TCP_SENDMSG, TCP_WRITE_XMIT),
+            (DEFAULT_IDLE, DEFAULT_IDLE + 0x100),
+        ])
+    );
+    // dprof's own functions match `*` but are never in scope.
+    let all_named = ranges("*");
+    assert!(
+        all_named
+            .as_ref()
+            .is_some_and(|r| r.iter().all(|&(start, end)| !(start..end).contains(&DPROF))),
+        "{all_named:x?}"
+    );
+    assert_eq!(
+        scope_ranges(&Scope::default(), &symbols).expect("fits"),
+        None
+    );
+}

@@ -37,6 +37,16 @@
 //!   computation +1.18 [+0.69, +1.66] and +0.34 [-0.17, +0.86], the Y accesses -0.20
 //!   [-0.59, +0.18] and -0.08 [-0.27, +0.11]). Its slope can exceed 1: speeding up two
 //!   thirds of the chain's round by s shortens it by up to 1 / (1 - 2s/3).
+//! - **Callers in scope** (`--scope CHAIN,WORKER --functions CHAIN,WORKER --fixed-speedup
+//!   25`, CHAIN and WORKER the chain's and the worker's round functions, whose time is in
+//!   the functions they call): the profile says the module counted samples outside the
+//!   scope for their callers; the delay each one's sped-up experiments inserted, over 25% of
+//!   their wall time, is at least [`MIN_CHAIN_SHARE`] for the chain's round (the chain's CPU
+//!   is nearly always in it or its callees) and [`MIN_WORKER_SHARE`] for the worker's (about
+//!   60% of its CPU), where their own instructions alone get a few percent of the samples;
+//!   and the chain's round, on the critical path, has its interval above 0 and its slope
+//!   above the worker's (measured +1.30 [+1.24, +1.35], where speeding the whole round up
+//!   by 25% predicts 1 / 0.75 - 1 = 0.33 over 0.25 = +1.33; the worker's -0.09).
 //! - **Sampled point** (`--progress sampled:dprof_selftest_causal_compute`, the round's
 //!   kprobe beside it, 30 s of workload): at least [`MIN_SAMPLED_SHARE`] of the experiments
 //!   that ran to their end counted samples in the computation, no more than the samples
@@ -91,6 +101,11 @@ const MIN_FUNCTION_IPS: u32 = 256;
 /// Share of a function's sped-up experiments (not cut short) that must have inserted delay:
 /// a sample every 1 ms lands on each function a hundred times in a 200 ms experiment.
 const MIN_DELAYED_SHARE: f64 = 0.9;
+/// The callers run: delay inserted over speedup x wall time, for the chain's round and for
+/// the worker's. Measured 0.99 and 0.60; their own instructions had 13% and 11% of their
+/// CPU's samples in the profiling phase, which is what they would get without the callers.
+const MIN_CHAIN_SHARE: f64 = 0.7;
+const MIN_WORKER_SHARE: f64 = 0.35;
 pub(crate) const X: &str = "dprof_selftest_causal_x";
 pub(crate) const Y: &str = "dprof_selftest_causal_y";
 const ROUND_POINT: &str = "kprobe:dprof_selftest_causal_round";
@@ -197,6 +212,7 @@ pub(crate) fn check(dir: &Path) -> Result<String> {
     check_ranking(dir, uninstrumented_rates, &mut report, &mut failures)?;
     check_no_visits(dir, &mut report, &mut failures)?;
     check_functions(dir, &mut report, &mut failures)?;
+    check_callers(dir, &mut report, &mut failures)?;
     check_sampled(dir, &mut report, &mut failures)?;
 
     if failures.is_empty() {
@@ -277,7 +293,8 @@ pub(crate) fn check_end_to_end(dir: &Path) -> Result<String> {
     )?;
     if experiments.len() as u64 != END_TO_END_RUNS || once != experiments.len() {
         failures.push(format!(
-            "{} experiments, {once} of them visited exactly once: want {END_TO_END_RUNS}, each              once",
+            "{} experiments, {once} of them visited exactly once: want {END_TO_END_RUNS}, each \
+             once",
             experiments.len()
         ));
     }
@@ -738,6 +755,88 @@ fn check_functions(dir: &Path, report: &mut String, failures: &mut Vec<String>) 
         failures.push(format!(
             "the functions run's causal view does not rank functions by name:\n{text}"
         ));
+    }
+    Ok(())
+}
+
+/// The run whose scope holds the round functions only: their callees' samples counted for
+/// them, and the chain's round on the critical path.
+fn check_callers(dir: &Path, report: &mut String, failures: &mut Vec<String>) -> Result<()> {
+    let path = dir.join("callers.dprof");
+    let Experiments { config, ends, .. } = experiments(&path)?;
+    if !config.callers_in_scope {
+        failures.push("the callers run's profile says no sample was counted for a caller".into());
+    }
+    let index_of = |suffix: &str| config.types.iter().position(|t| t.name.ends_with(suffix));
+    let (Some(chain), Some(worker)) = (index_of("chain_round"), index_of("worker_round")) else {
+        bail!(
+            "the callers run's table holds {:?}, not the two round functions",
+            config.types.iter().map(|t| &t.name).collect::<Vec<_>>()
+        );
+    };
+    for (index, least) in [(chain, MIN_CHAIN_SHARE), (worker, MIN_WORKER_SHARE)] {
+        let spec = &config.types[index];
+        let sped_up: Vec<_> = ends
+            .iter()
+            .filter(|e| {
+                e.control.type_index as usize == index
+                    && e.control.speedup_percent > 0
+                    && e.flags == 0
+            })
+            .collect();
+        let delay: f64 = sped_up.iter().map(|e| e.delay_ns as f64).sum();
+        let asked: f64 = sped_up
+            .iter()
+            .map(|e| f64::from(e.control.speedup_percent) / 100.0 * e.wall_ns as f64)
+            .sum();
+        let samples: u64 = sped_up.iter().map(|e| e.type_samples).sum();
+        let all: u64 = sped_up.iter().map(|e| e.samples).sum();
+        let share = delay / asked;
+        writeln!(
+            report,
+            "callers: {} ({} samples of its own in the profiling phase): {} sped-up              experiments, {samples} of their {all} samples counted for it, delay {share:.2} of              speedup x wall time",
+            spec.name,
+            spec.plan_samples,
+            sped_up.len()
+        )?;
+        if share.is_nan() || share < least {
+            failures.push(format!(
+                "callers: {}'s experiments inserted {share:.2} of speedup x wall time, want at                  least {least}: its callees' samples were not counted for it",
+                spec.name
+            ));
+        }
+    }
+    let view = report_json(&path, &["--view", "causal"])?;
+    let analysis = view["analyses"]
+        .as_array()
+        .and_then(|a| a.iter().find(|a| a["name"] == ROUND_POINT))
+        .with_context(|| format!("the callers run has no analysis of {ROUND_POINT}"))?;
+    let (chain_name, worker_name) = (&config.types[chain].name, &config.types[worker].name);
+    let (chain_entry, worker_entry) = (
+        causal_entry(analysis, chain_name)?,
+        causal_entry(analysis, worker_name)?,
+    );
+    writeln!(
+        report,
+        "callers: causal chain round: {}",
+        describe_fit(chain_entry)
+    )?;
+    writeln!(
+        report,
+        "callers: causal worker round: {}",
+        describe_fit(worker_entry)
+    )?;
+    let fit = |entry: &Value, key: &str| entry["fit"][key].as_f64().unwrap_or(f64::NAN);
+    if !(fit(chain_entry, "low") > 0.0 && fit(chain_entry, "slope") > fit(worker_entry, "slope")) {
+        failures.push(format!(
+            "callers: the chain's round, on the critical path, is not above 0 and the worker's \
+             round: {}; {}",
+            describe_fit(chain_entry),
+            describe_fit(worker_entry)
+        ));
+    }
+    if !causal_view_text(&path)?.contains("so a helper's time went to its caller in scope") {
+        failures.push("the callers run's causal view does not say how it counted".into());
     }
     Ok(())
 }
