@@ -175,6 +175,7 @@ struct dprof_selftest_causal_y *dprof_selftest_shim_alloc_causal_y(void);
 void dprof_selftest_shim_free_causal_y(struct dprof_selftest_causal_y *obj);
 void dprof_selftest_shim_cond_resched(void);
 void dprof_selftest_shim_pause_us(unsigned long us);
+void dprof_selftest_shim_sleep_exact_us(unsigned long us);
 bool dprof_selftest_shim_handoff_wait(const u64 *count, u64 target);
 void dprof_selftest_shim_handoff_wake(void);
 int dprof_selftest_shim_run_threads(int n, const int *cpus, int (*const *fns)(void *), void *arg);

@@ -205,6 +205,15 @@ void dprof_selftest_shim_pause_us(unsigned long us)
 	usleep_range(us, us + us / 2);
 }
 
+/*
+ * Sleeps `us` microseconds on a timer with no slack, so that the wake-up never waits for
+ * another timer due in the slack, the sampler's among them (process context).
+ */
+void dprof_selftest_shim_sleep_exact_us(unsigned long us)
+{
+	usleep_range(us, us);
+}
+
 /* Where the wake-up workload's consumer sleeps (causal_blocking.rs). */
 static DECLARE_WAIT_QUEUE_HEAD(handoff_wait);
 

@@ -8,6 +8,7 @@ extern "C" {
     fn ktime_get_mono_fast_ns() -> u64;
     fn dprof_selftest_shim_cond_resched();
     fn dprof_selftest_shim_pause_us(us: c_ulong);
+    fn dprof_selftest_shim_sleep_exact_us(us: c_ulong);
     fn dprof_selftest_shim_run_threads(
         n: c_int,
         cpus: *const c_int,
@@ -33,6 +34,15 @@ pub(crate) fn now_ns() -> u64 {
 pub(crate) fn pause_us(us: u64) {
     // SAFETY: called from kernel threads in process context.
     unsafe { dprof_selftest_shim_pause_us(us as c_ulong) }
+}
+
+/// Sleeps `us` µs on a timer of its own (no slack). [`pause_us`]'s slack lets the wake-up
+/// wait for a later timer in it, and the sampler's, every period, is one: a thread that
+/// sleeps about a period and then runs for less than one was woken by each sample and asleep
+/// again before the next, and was almost never sampled.
+pub(crate) fn sleep_exact_us(us: u64) {
+    // SAFETY: called from kernel threads in process context.
+    unsafe { dprof_selftest_shim_sleep_exact_us(us as c_ulong) }
 }
 
 pub(crate) fn cond_resched() {

@@ -352,6 +352,17 @@ fn help_explains_commands_and_defaults() {
     for needle in ["--json", "--summary", "offset"] {
         assert!(dump.contains(needle), "dump --help lacks {needle}:\n{dump}");
     }
+    let causal = stdout_of(&dprof(dir.path(), &["causal", "--help"]));
+    for needle in [
+        "--scope",
+        "a kernel sample outside the scope counts for the first function in",
+        "it on its call chain",
+    ] {
+        assert!(
+            causal.contains(needle),
+            "causal --help lacks {needle}:\n{causal}"
+        );
+    }
 }
 
 /// Asking for a hardware sampler the machine lacks fails with one sentence naming what is

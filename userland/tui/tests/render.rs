@@ -408,6 +408,28 @@ fn a_causal_summary_warns_when_tasks_fell_behind() {
     assert!(!screen(&app, 300, 48).contains("fell behind"));
 }
 
+/// A session whose module counted samples outside `--scope` for their callers says so in its
+/// summary.
+#[test]
+fn a_causal_summary_says_when_samples_went_to_callers_in_scope() {
+    let mut report = causal_report();
+    report
+        .causal
+        .as_mut()
+        .expect("the example has a causal report")
+        .callers_in_scope = vec!["tcp_*".to_owned()];
+    let mut app = App::with_report(SOURCE, report);
+    press(&mut app, [KeyCode::Char('6'), KeyCode::Home]);
+    let s = screen(&app, 300, 48);
+    assert!(
+        s.contains("samples outside the scope counted for their callers in it"),
+        "{s}"
+    );
+    let mut app = App::with_report(SOURCE, causal_report());
+    press(&mut app, [KeyCode::Char('6'), KeyCode::Home]);
+    assert!(!screen(&app, 300, 48).contains("their callers"));
+}
+
 /// The data flow of an object freed on another CPU than its last access: the CPU change at
 /// the free is counted in the summary as on the step into `st_free`; `st_free`, which hands
 /// another object on to `st_consumer`, sits above it, its step out going down.

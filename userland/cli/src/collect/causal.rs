@@ -52,6 +52,8 @@ use super::record::{cli_error, exit_code_of, SamplerChoice, Signals, Terminal, U
 ///   GLOB                      functions by name (tcp_*, *_sendmsg); * any run, ? one char
 ///   [GLOB]                    every function of the modules whose name matches ([ext4],
 ///                             [nf_*]); [vmlinux] is the core kernel
+/// In the experiments a kernel sample outside the scope counts for the first function in
+/// it on its call chain, as in Coz: a helper left out (memcpy) is sped up with its caller.
 ///
 /// Progress points:
 ///   kprobe:FUNCTION           a kernel function's entry (e.g. kprobe:udp_sendmsg)

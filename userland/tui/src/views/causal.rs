@@ -141,10 +141,15 @@ fn summary(causal: &CausalReport, analysis: &Analysis) -> String {
             b.experiments
         )
     });
+    let callers = if causal.callers_in_scope.is_empty() {
+        ""
+    } else {
+        " · samples outside the scope counted for their callers in it"
+    };
     format!(
         "{all} experiments, {} usable · {measure} · slope: program speedup per unit of \
          virtual speedup of {sped_up} ({method}, 95% interval) · delays \
-         {delays}{load}{behind}{sampled}",
+         {delays}{load}{behind}{callers}{sampled}",
         all - causal.discarded_experiments()
     )
 }

@@ -794,14 +794,17 @@ fn check_callers(dir: &Path, report: &mut String, failures: &mut Vec<String>) ->
         let share = delay / asked;
         writeln!(
             report,
-            "callers: {} ({} samples of its own in the profiling phase): {} sped-up              experiments, {samples} of their {all} samples counted for it, delay {share:.2} of              speedup x wall time",
+            "callers: {} ({} samples of its own in the profiling phase): {} sped-up \
+             experiments, {samples} of their {all} samples counted for it, delay {share:.2} of \
+             speedup x wall time",
             spec.name,
             spec.plan_samples,
             sped_up.len()
         )?;
         if share.is_nan() || share < least {
             failures.push(format!(
-                "callers: {}'s experiments inserted {share:.2} of speedup x wall time, want at                  least {least}: its callees' samples were not counted for it",
+                "callers: {}'s experiments inserted {share:.2} of speedup x wall time, want at \
+                 least {least}: its callees' samples were not counted for it",
                 spec.name
             ));
         }
