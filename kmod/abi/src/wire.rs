@@ -1468,7 +1468,7 @@ pub const IOC_EXPERIMENT_START: u32 = ioc(IOC_WRITE, 8, ExperimentControl::SIZE)
 /// Ends the running experiment and writes its [`ExperimentEnd`] record.
 pub const IOC_EXPERIMENT_END: u32 = ioc(IOC_NONE, 9, 0);
 /// Sets the causal session's scope ([`CausalScope`]): after `IOC_CAUSAL_PLAN`, before
-/// `IOC_START`, once.
+/// `IOC_START`; a second replaces the first.
 pub const IOC_CAUSAL_SCOPE: u32 = ioc(IOC_WRITE, 10, CausalScope::SIZE);
 
 /// `VersionInfo.samplers` bit: software cpu-clock sampler.
