@@ -664,6 +664,18 @@ fn causal_view_text(profile: &Path) -> Result<String> {
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
+/// The sped-up experiments on type table entry `index` that ran to their end.
+fn sped_up_whole(
+    ends: &[dprof_abi::ExperimentEnd],
+    index: usize,
+) -> Vec<&dprof_abi::ExperimentEnd> {
+    ends.iter()
+        .filter(|e| {
+            e.control.type_index as usize == index && e.control.speedup_percent > 0 && e.flags == 0
+        })
+        .collect()
+}
+
 /// The run on functions: the two most sampled of the workload chosen, delay inserted in
 /// their experiments, and the view naming them.
 fn check_functions(dir: &Path, report: &mut String, failures: &mut Vec<String>) -> Result<()> {
@@ -690,14 +702,7 @@ fn check_functions(dir: &Path, report: &mut String, failures: &mut Vec<String>) 
                 spec.name, spec.ips
             ));
         }
-        let sped_up: Vec<_> = ends
-            .iter()
-            .filter(|e| {
-                e.control.type_index as usize == index
-                    && e.control.speedup_percent > 0
-                    && e.flags == 0
-            })
-            .collect();
+        let sped_up = sped_up_whole(&ends, index);
         let delayed = sped_up.iter().filter(|e| e.delay_ns > 0).count();
         let delay_ns: u64 = sped_up.iter().map(|e| e.delay_ns).sum();
         let samples: u64 = sped_up.iter().map(|e| e.type_samples).sum();
@@ -776,14 +781,7 @@ fn check_callers(dir: &Path, report: &mut String, failures: &mut Vec<String>) ->
     };
     for (index, least) in [(chain, MIN_CHAIN_SHARE), (worker, MIN_WORKER_SHARE)] {
         let spec = &config.types[index];
-        let sped_up: Vec<_> = ends
-            .iter()
-            .filter(|e| {
-                e.control.type_index as usize == index
-                    && e.control.speedup_percent > 0
-                    && e.flags == 0
-            })
-            .collect();
+        let sped_up = sped_up_whole(&ends, index);
         let delay: f64 = sped_up.iter().map(|e| e.delay_ns as f64).sum();
         let asked: f64 = sped_up
             .iter()
