@@ -45,8 +45,10 @@ use super::causal::{causal_entry, causal_type_index, describe_fit, number_after,
 const MAX_PLAIN_SLOPE: f64 = 0.15;
 /// Amplified, departures per effective second times `S` must lie in this range. Wide: under
 /// TCG the server's time per request moved from 448 to 592 us between boots on one host, and
-/// by a quarter between the sessions of one boot.
-const SERVICE_RATE: (f64, f64) = (0.6, 1.6);
+/// by a quarter between the sessions of one boot; in one cold CI run the plain session's `S`
+/// read 463 us where the amplified session served a request every 283 us effective (1.64).
+/// That the server fell behind its arrivals is checked on its own, against the arrivals.
+const SERVICE_RATE: (f64, f64) = (0.6, 2.0);
 /// The measured slope over the predicted one, amplified.
 const SLOPE_TOLERANCE: (f64, f64) = (0.3, 1.5);
 /// Amplified, each type's interval must lie above this.
