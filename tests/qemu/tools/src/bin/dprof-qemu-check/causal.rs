@@ -446,6 +446,14 @@ fn check_counts(dir: &Path, report: &mut String, failures: &mut Vec<String>) -> 
     Ok(())
 }
 
+/// The causal view's analysis of the progress point `point` (its label).
+fn analysis_of<'a>(view: &'a Value, point: &str) -> Result<&'a Value> {
+    view["analyses"]
+        .as_array()
+        .and_then(|a| a.iter().find(|a| a["name"] == point))
+        .with_context(|| format!("the causal view has no analysis of {point}"))
+}
+
 /// One type's entry of the causal view's first analysis.
 pub(crate) fn causal_entry<'a>(analysis: &'a Value, name: &str) -> Result<&'a Value> {
     analysis["types"]
@@ -484,10 +492,7 @@ fn check_ranking(
         writeln!(report, "ranking run workload: {}", summary.trim())?;
     }
     let view = report_json(&path, &["--view", "causal"])?;
-    let analysis = view["analyses"]
-        .as_array()
-        .and_then(|a| a.iter().find(|a| a["name"] == ROUND_POINT))
-        .with_context(|| format!("the causal view has no analysis of {ROUND_POINT}"))?;
+    let analysis = analysis_of(&view, ROUND_POINT)?;
     let (x, y) = (causal_entry(analysis, X)?, causal_entry(analysis, Y)?);
     writeln!(report, "causal X: {}", describe_fit(x))?;
     writeln!(report, "causal Y: {}", describe_fit(y))?;
@@ -726,10 +731,7 @@ fn check_functions(dir: &Path, report: &mut String, failures: &mut Vec<String>) 
         }
     }
     let view = report_json(&path, &["--view", "causal"])?;
-    let analysis = view["analyses"]
-        .as_array()
-        .and_then(|a| a.iter().find(|a| a["name"] == ROUND_POINT))
-        .with_context(|| format!("the functions run has no analysis of {ROUND_POINT}"))?;
+    let analysis = analysis_of(&view, ROUND_POINT).context("the functions run")?;
     let (compute, y_touch) = (
         causal_entry(analysis, COMPUTE)?,
         causal_entry(analysis, Y_TOUCH)?,
@@ -808,10 +810,7 @@ fn check_callers(dir: &Path, report: &mut String, failures: &mut Vec<String>) ->
         }
     }
     let view = report_json(&path, &["--view", "causal"])?;
-    let analysis = view["analyses"]
-        .as_array()
-        .and_then(|a| a.iter().find(|a| a["name"] == ROUND_POINT))
-        .with_context(|| format!("the callers run has no analysis of {ROUND_POINT}"))?;
+    let analysis = analysis_of(&view, ROUND_POINT).context("the callers run")?;
     let (chain_name, worker_name) = (&config.types[chain].name, &config.types[worker].name);
     let (chain_entry, worker_entry) = (
         causal_entry(analysis, chain_name)?,
@@ -888,10 +887,7 @@ fn check_sampled(dir: &Path, report: &mut String, failures: &mut Vec<String>) ->
         failures.push("the causal view does not say that the point is sampled".to_string());
     }
     let (view, _) = causal_view_json(&path)?;
-    let analysis = view["analyses"]
-        .as_array()
-        .and_then(|a| a.iter().find(|a| a["name"] == SAMPLED_POINT))
-        .with_context(|| format!("the causal view has no analysis of {SAMPLED_POINT}"))?;
+    let analysis = analysis_of(&view, SAMPLED_POINT)?;
     let (x, y) = (causal_entry(analysis, X)?, causal_entry(analysis, Y)?);
     // Reported only: the run is too short for a ranking (see the module's doc).
     writeln!(report, "sampled X: {}", describe_fit(x))?;
