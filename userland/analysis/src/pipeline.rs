@@ -757,6 +757,7 @@ impl<'s> Analyzer<'s> {
         let debugging = resolver.debugging_code().clone();
         resolver.set_merged_caches(&header.merged_caches);
         resolver.set_memory_layout(header.memory_layout);
+        resolver.set_kernel_image(&header.kernel_image);
         Self {
             header: header.clone(),
             options: *options,

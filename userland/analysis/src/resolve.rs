@@ -24,6 +24,10 @@
 //!   the `struct page` array is the region `struct page`, one instance per page frame, its
 //!   offsets those of the C `struct page`; the vmalloc space that is not the sample's own
 //!   stack is the region `vmalloc`, one instance per page.
+//! - With the kernel image's sections in the header ([`Resolver::set_kernel_image`]): an
+//!   address in the image that no symbol names (kallsyms lists no variables without
+//!   `CONFIG_KALLSYMS_ALL`, and no vmlinux was given) is the region of its section, `kernel
+//!   data`, `kernel bss`, `kernel rodata` or `kernel code`, one instance per page.
 //!
 //! Objects whose allocation was not traced (allocated before collection started, or free and
 //! touched by the allocator) are not in the address set. With the owners of the direct-map
@@ -46,7 +50,9 @@ mod tests;
 use std::ops::Range;
 
 use dprof_abi::{Alloc, CacheInfo, ALLOC_KMALLOC, CACHE_NAME_BYTES};
-use dprof_format::{MemoryLayout, MergedCache, PageOwners, PageUsage};
+use dprof_format::{
+    ImageSection, ImageSectionKind, MemoryLayout, MergedCache, PageOwners, PageUsage,
+};
 
 pub use address_set::{
     AddressSet, Hit, LiveObject, NewObject, Removed, Slot, Touch, MAX_PAGED_BYTES,
@@ -86,6 +92,18 @@ pub const fn page_region(usage: PageUsage) -> &'static str {
         PageUsage::PageTable => "page table",
         PageUsage::Free => "free page",
         PageUsage::Kernel => "kernel page",
+    }
+}
+
+/// The region named for a section of the kernel image, where an address in it has no symbol
+/// (kernels without `CONFIG_KALLSYMS_ALL` list no variables).
+#[must_use]
+pub const fn image_region(kind: ImageSectionKind) -> &'static str {
+    match kind {
+        ImageSectionKind::Code => "kernel code",
+        ImageSectionKind::Rodata => "kernel rodata",
+        ImageSectionKind::Data => "kernel data",
+        ImageSectionKind::Bss => "kernel bss",
     }
 }
 
@@ -449,6 +467,8 @@ pub struct Resolver<'s> {
     /// The region types met, by name.
     region_types: Vec<(&'static str, TypeId)>,
     layout: Option<MemoryLayout>,
+    /// The kernel image's sections, sorted by start.
+    image: Vec<ImageSection>,
     /// The kernel's debugging code; here for its KASAN shadow and stack size.
     debugging: DebuggingCode,
     /// Slabs whose pages samples touched, by first object.
@@ -501,6 +521,7 @@ impl<'s> Resolver<'s> {
             stack_type: None,
             region_types: Vec::new(),
             layout: None,
+            image: Vec::new(),
             debugging: symbols.debugging_code(),
             untraced_slabs: Vec::new(),
             owned_pages: FxHashMap::default(),
@@ -518,6 +539,17 @@ impl<'s> Resolver<'s> {
     /// header's `memory_layout`), so that addresses there resolve to regions.
     pub fn set_memory_layout(&mut self, layout: Option<MemoryLayout>) {
         self.layout = layout.filter(|l| l.struct_page_size > 0);
+    }
+
+    /// Says where the kernel image's sections lie (the profile header's `kernel_image`), so
+    /// that addresses in them that no symbol names resolve to their section's region.
+    pub fn set_kernel_image(&mut self, sections: &[ImageSection]) {
+        self.image = sections
+            .iter()
+            .filter(|s| s.start < s.end)
+            .copied()
+            .collect();
+        self.image.sort_by_key(|s| s.start);
     }
 
     /// Says which slab pools several caches share (the profile header's
@@ -920,6 +952,15 @@ impl<'s> Resolver<'s> {
                 symbol,
                 offset,
             };
+        }
+        let section = self
+            .image
+            .partition_point(|s| s.start <= addr)
+            .checked_sub(1)
+            .and_then(|i| self.image.get(i))
+            .filter(|s| addr < s.end);
+        if let Some(section) = section {
+            return self.region_page(image_region(section.kind), addr);
         }
         Resolution::Unknown
     }

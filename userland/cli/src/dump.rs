@@ -152,6 +152,39 @@ fn bit_names(bits: u32, names: &[(u32, &str)]) -> String {
     }
 }
 
+/// Where the kernel put its memory: the layout, the per-CPU section, the image's sections.
+fn kernel_memory_text(h: &ProfileHeader, out: &mut impl Write) -> io::Result<()> {
+    match &h.memory_layout {
+        Some(l) => writeln!(
+            out,
+            "memory_layout: direct map {:#x}, vmalloc {:#x}, vmemmap {:#x}, struct page {} B",
+            l.page_offset_base, l.vmalloc_base, l.vmemmap_base, l.struct_page_size
+        )?,
+        None => writeln!(out, "memory_layout: (not recorded)")?,
+    }
+    if let Some(section) = &h.percpu_section {
+        writeln!(
+            out,
+            "percpu_section: {:#x}..{:#x} (found by the collector; kallsyms lists none)",
+            section.start, section.end
+        )?;
+    }
+    if h.kernel_image.is_empty() {
+        writeln!(out, "kernel_image: (not recorded)")?;
+    } else {
+        let sections: Vec<String> = h
+            .kernel_image
+            .iter()
+            .map(|s| {
+                let name = dprof_analysis::resolve::image_region(s.kind);
+                format!("{name} {:#x}..{:#x}", s.start, s.end)
+            })
+            .collect();
+        writeln!(out, "kernel_image: {}", sections.join(", "))?;
+    }
+    Ok(())
+}
+
 fn header_text(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
     let h: &ProfileHeader = profile.header();
     let m = &h.module;
@@ -181,21 +214,7 @@ fn header_text(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
     }
     writeln!(out, "online_cpus: {}", h.online_cpus)?;
     writeln!(out, "slab_merging: {}", h.slab_merging)?;
-    match &h.memory_layout {
-        Some(l) => writeln!(
-            out,
-            "memory_layout: direct map {:#x}, vmalloc {:#x}, vmemmap {:#x}, struct page {} B",
-            l.page_offset_base, l.vmalloc_base, l.vmemmap_base, l.struct_page_size
-        )?,
-        None => writeln!(out, "memory_layout: (not recorded)")?,
-    }
-    if let Some(section) = &h.percpu_section {
-        writeln!(
-            out,
-            "percpu_section: {:#x}..{:#x} (found by the collector; kallsyms lists none)",
-            section.start, section.end
-        )?;
-    }
+    kernel_memory_text(h, out)?;
     for c in &h.caches {
         let opt = |v: Option<u64>| v.map_or_else(|| "?".to_owned(), |v| v.to_string());
         writeln!(

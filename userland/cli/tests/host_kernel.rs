@@ -110,6 +110,24 @@ fn check_collect_messages(stderr: &str) {
     }
 }
 
+/// The header places the kernel image's four sections, in order, when root reads
+/// `/proc/iomem` (it does in these tests).
+fn check_kernel_image(profile: &Path) {
+    let out = dprof(&["dump", "--summary", "--json"])
+        .arg(profile)
+        .output()
+        .expect("dprof runs");
+    check(&out, "dump");
+    let dump: Value = serde_json::from_slice(&out.stdout).expect("the dump is JSON");
+    let kinds: Vec<&str> = dump["header"]["kernel_image"]
+        .as_array()
+        .expect("kernel_image in the header")
+        .iter()
+        .filter_map(|s| s["kind"].as_str())
+        .collect();
+    assert_eq!(kinds, ["code", "rodata", "data", "bss"], "{}", dump["header"]);
+}
+
 /// Checks what every report of a perf-backend profile of this machine has: the header says
 /// perf, samples were taken and some resolved, and the coverage is stated.
 fn check_common(report: &Value) {
@@ -134,9 +152,11 @@ fn check_common(report: &Value) {
         count(coverage, "resolved_samples"),
         bucket("unknown_address"),
     );
+    // The bound, 2%: globals that kallsyms does not name (no CONFIG_KALLSYMS_ALL)
+    // resolve to their section of the kernel image.
     assert!(
-        unknown * 10 < resolved + unknown,
-        "more than one address in ten unresolved: {coverage}"
+        unknown * 50 < resolved + unknown,
+        "more than one address in fifty unresolved: {coverage}"
     );
     assert!(bucket("region") > 0, "{coverage}");
     let page_memory = report["data_profile"]["types"]
@@ -199,6 +219,7 @@ fn a_file_tree_walk_types_dentries_and_inodes() {
     .output()
     .expect("dprof runs");
     check_collect_messages(&check(&out, "collect"));
+    check_kernel_image(&profile);
     let report = report(&profile);
     check_common(&report);
     let dentry = type_named(&report, "dentry").expect("dentry is a type");

@@ -226,6 +226,7 @@ impl<'o> Checked<'o> {
         header.memory_layout =
             memory_layout(root, &kallsyms, &btf, Path::new("/proc/kcore"), observer);
         header.percpu_section = percpu_section(&kallsyms, &btf, Path::new("/proc/kcore"), observer);
+        header.kernel_image = system::kernel_image(root, &kallsyms);
         let modules = system::modules(root)?;
         Ok(Experiments {
             options,

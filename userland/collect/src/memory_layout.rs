@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use dprof_format::MemoryLayout;
+use dprof_format::{ImageSectionKind, MemoryLayout};
 
 use crate::kernel_btf::KernelBtf;
 use crate::perf::{KernelMemory, Sighting};
@@ -192,17 +192,12 @@ fn check_direct_map(
     Ok(())
 }
 
-/// The physical address where the kernel's code starts, from `/proc/iomem` (all zeros to
-/// readers who may not see addresses).
+/// The physical address where the kernel's code starts, from `/proc/iomem` (none to readers
+/// who may not see addresses).
 fn kernel_code_start(iomem: &str) -> Option<u64> {
-    iomem.lines().find_map(|line| {
-        let (range, name) = line.trim().split_once(" : ")?;
-        if name != "Kernel code" {
-            return None;
-        }
-        let start = u64::from_str_radix(range.split('-').next()?, 16).ok()?;
-        (start != 0).then_some(start)
-    })
+    crate::system::iomem_kernel_ranges(iomem)
+        .into_iter()
+        .find_map(|(kind, start, _)| (kind == ImageSectionKind::Code).then_some(start))
 }
 
 #[cfg(test)]

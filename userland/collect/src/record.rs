@@ -131,6 +131,7 @@ impl<'o> Checked<'o> {
         }
         header.memory_layout = layout;
         header.percpu_section = percpu;
+        header.kernel_image = system::kernel_image(root, &kallsyms);
         let modules = system::modules(root)?;
         Ok(Collection {
             options,

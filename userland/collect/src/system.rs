@@ -3,7 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use dprof_format::{CacheGeometry, CollectConfig, CpuId, MergedCache, ModuleInfo, ProfileHeader};
+use dprof_format::{
+    CacheGeometry, CollectConfig, CpuId, ImageSection, ImageSectionKind, MergedCache, ModuleInfo,
+    ProfileHeader,
+};
 
 #[cfg(test)]
 mod tests;
@@ -288,6 +291,58 @@ pub fn kallsyms_address(kallsyms: &[u8], name: &str) -> Option<u64> {
     })
 }
 
+/// The kernel image's ranges in `/proc/iomem` text, by name ("Kernel code", …), at their
+/// physical addresses, `[start, end)`. Readers who may not see addresses get zeros, which
+/// are left out.
+#[must_use]
+pub fn iomem_kernel_ranges(iomem: &str) -> Vec<(ImageSectionKind, u64, u64)> {
+    iomem
+        .lines()
+        .filter_map(|line| {
+            let (range, name) = line.trim().split_once(" : ")?;
+            let kind = ImageSectionKind::from_iomem_name(name)?;
+            let (start, last) = range.split_once('-')?;
+            let start = u64::from_str_radix(start, 16).ok()?;
+            let end = u64::from_str_radix(last, 16).ok()?.checked_add(1)?;
+            (start != 0 && start < end).then_some((kind, start, end))
+        })
+        .collect()
+}
+
+/// The kernel image's sections at their link addresses, sorted: `/proc/iomem`'s physical
+/// ranges moved by the distance from "Kernel code" to kallsyms' `_text` (the image is mapped
+/// in one piece, so one distance holds for every section). Empty when either is hidden from
+/// this user or missing.
+#[must_use]
+pub fn kernel_image(root: &Path, kallsyms: &[u8]) -> Vec<ImageSection> {
+    let iomem = std::fs::read_to_string(root.join("proc/iomem")).unwrap_or_default();
+    kernel_image_sections(&iomem, kallsyms_address(kallsyms, "_text").unwrap_or(0))
+}
+
+fn kernel_image_sections(iomem: &str, text: u64) -> Vec<ImageSection> {
+    let ranges = iomem_kernel_ranges(iomem);
+    let Some(&(_, code, _)) = ranges.iter().find(|r| r.0 == ImageSectionKind::Code) else {
+        return Vec::new();
+    };
+    if text == 0 {
+        return Vec::new();
+    }
+    let mut sections: Vec<ImageSection> = ranges
+        .into_iter()
+        .filter_map(|(kind, start, end)| {
+            let start = start.checked_sub(code)?.checked_add(text)?;
+            let end = end.checked_sub(code)?.checked_add(text)?;
+            Some(ImageSection { kind, start, end })
+        })
+        .collect();
+    sections.sort_by_key(|s| s.start);
+    // Overlapping sections would give an address two answers: trust none of them.
+    if sections.windows(2).any(|w| w[0].end > w[1].start) {
+        return Vec::new();
+    }
+    sections
+}
+
 /// The text of `proc/modules`; empty on a kernel built without modules
 /// (`CONFIG_MODULES=n`), which has no such file.
 ///
@@ -338,6 +393,7 @@ pub fn gather_header(
         caches: cache_geometry(root),
         memory_layout: None,
         percpu_section: None,
+        kernel_image: Vec::new(),
         config,
         module,
     })

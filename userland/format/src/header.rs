@@ -51,6 +51,12 @@ pub struct ProfileHeader {
     /// profiles from before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub percpu_section: Option<PercpuSection>,
+    /// Where the kernel image's code, read-only data, data and bss lie (from `/proc/iomem`,
+    /// placed at their link addresses), sorted by start: globals that no symbol names still
+    /// resolve to their section. Empty when the collector could not see them (not root, or no
+    /// such lines), and in profiles from before it was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_image: Vec<ImageSection>,
     /// How the collection was configured.
     pub config: CollectConfig,
     /// What the module reported (`IOC_VERSION`).
@@ -70,6 +76,42 @@ pub struct MemoryLayout {
     pub vmemmap_base: u64,
     /// Bytes of a `struct page`.
     pub struct_page_size: u64,
+}
+
+/// One section of the kernel image, `[start, end)` at its link (virtual) address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageSection {
+    pub kind: ImageSectionKind,
+    pub start: u64,
+    pub end: u64,
+}
+
+/// Which part of the kernel image a section is: the four `/proc/iomem` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImageSectionKind {
+    /// "Kernel code": `_text` to `_etext`.
+    Code,
+    /// "Kernel rodata": read-only data, `__ro_after_init` variables among it.
+    Rodata,
+    /// "Kernel data": initialised data.
+    Data,
+    /// "Kernel bss": data that starts as zeros.
+    Bss,
+}
+
+impl ImageSectionKind {
+    /// The kind `/proc/iomem` names `name` ("Kernel data"), if any.
+    #[must_use]
+    pub fn from_iomem_name(name: &str) -> Option<Self> {
+        match name {
+            "Kernel code" => Some(Self::Code),
+            "Kernel rodata" => Some(Self::Rodata),
+            "Kernel data" => Some(Self::Data),
+            "Kernel bss" => Some(Self::Bss),
+            _ => None,
+        }
+    }
 }
 
 /// The static per-CPU section's link addresses, `__per_cpu_start..__per_cpu_end`: on x86-64

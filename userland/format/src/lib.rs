@@ -76,9 +76,9 @@ pub use experiment::ExperimentRecord;
 pub use header::{
     CacheGeometry, CausalCollectConfig, CausalTypeSpec, CausalUnit, CollectConfig, CpuCounters,
     CpuId, DelayAccounting, DeviceCounters, FullCoveragePlan, HistoryCollectConfig,
-    HistoryCounters, HistoryRegisters, MemoryLayout, MergedCache, ModuleInfo, PercpuSection,
-    PeriodEvents, PmuEvent, ProfileHeader, ProgressPointSpec, SampleRegisters, SamplingConfig,
-    StopInfo, StopReason, Target, END_TO_END_POINT,
+    HistoryCounters, HistoryRegisters, ImageSection, ImageSectionKind, MemoryLayout, MergedCache,
+    ModuleInfo, PercpuSection, PeriodEvents, PmuEvent, ProfileHeader, ProgressPointSpec,
+    SampleRegisters, SamplingConfig, StopInfo, StopReason, Target, END_TO_END_POINT,
 };
 pub use page_owners::{OwnedPage, PageOwners, PageUsage, SlabPages};
 pub use reader::{Profile, Records};

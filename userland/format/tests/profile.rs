@@ -180,6 +180,24 @@ fn merged_caches_round_trip_and_are_optional() {
 }
 
 #[test]
+fn kernel_image_sections_round_trip_and_are_optional() {
+    let mut header = example_header();
+    header.kernel_image = vec![ImageSection {
+        kind: ImageSectionKind::Bss,
+        start: 0xffff_ffff_8392_8000,
+        end: 0xffff_ffff_83a5_a000,
+    }];
+    let json = serde_json::to_value(&header).expect("json");
+    assert_eq!(json["kernel_image"][0]["kind"], "bss");
+    let back: ProfileHeader = serde_json::from_value(json).expect("loads");
+    assert_eq!(back, header);
+    let json = serde_json::to_value(example_header()).expect("json");
+    assert!(json.get("kernel_image").is_none());
+    let old: ProfileHeader = serde_json::from_value(json).expect("loads");
+    assert!(old.kernel_image.is_empty());
+}
+
+#[test]
 fn example_round_trips() {
     let profile = Profile::from_vec(v1_example()).expect("valid");
     // The file was written by a collector of ABI version 5.

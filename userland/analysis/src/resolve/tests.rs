@@ -682,6 +682,84 @@ fn the_struct_page_array_and_vmalloc_space_are_regions_with_a_layout() {
 }
 
 #[test]
+fn image_addresses_no_symbol_names_are_their_section_s_region() {
+    use dprof_format::{ImageSection, ImageSectionKind};
+    let section = |kind, start, end| ImageSection { kind, start, end };
+    // Out of order, as a hand-edited header could have them.
+    let image = [
+        section(
+            ImageSectionKind::Bss,
+            0xffff_ffff_8300_0000,
+            0xffff_ffff_8310_0000,
+        ),
+        section(
+            ImageSectionKind::Code,
+            0xffff_ffff_8100_0000,
+            0xffff_ffff_8180_0000,
+        ),
+        section(
+            ImageSectionKind::Data,
+            0xffff_ffff_8200_0000,
+            0xffff_ffff_8280_0000,
+        ),
+        section(
+            ImageSectionKind::Rodata,
+            0xffff_ffff_8180_0000,
+            0xffff_ffff_8200_0000,
+        ),
+    ];
+    let mut r = Resolver::new(&Table);
+    r.set_kernel_image(&image);
+    let region = |r: &mut Resolver<'_>, addr| match r.resolve(addr, false, &CTX) {
+        Resolution::Region {
+            type_id,
+            base,
+            offset,
+        } => Some((name(r, type_id), base, offset)),
+        _ => None,
+    };
+    // A symbol still names its variable.
+    assert!(matches!(
+        r.resolve(0xffff_ffff_8200_0008, false, &CTX),
+        Resolution::Global { offset: 8, .. }
+    ));
+    // Past the symbol, the section's region, by page.
+    assert_eq!(
+        region(&mut r, 0xffff_ffff_8200_1234),
+        Some(("kernel data".to_owned(), 0xffff_ffff_8200_1000, 0x234))
+    );
+    assert_eq!(
+        region(&mut r, 0xffff_ffff_830f_ffff).map(|x| x.0),
+        Some("kernel bss".to_owned())
+    );
+    assert_eq!(
+        region(&mut r, 0xffff_ffff_8180_0000).map(|x| x.0),
+        Some("kernel rodata".to_owned())
+    );
+    assert_eq!(
+        region(&mut r, 0xffff_ffff_817f_ffff).map(|x| x.0),
+        Some("kernel code".to_owned())
+    );
+    // Between sections and past the last one: unknown.
+    for addr in [
+        0xffff_ffff_8280_0000,
+        0xffff_ffff_8310_0000,
+        0xffff_ffff_8000_0000,
+    ] {
+        assert!(
+            matches!(r.resolve(addr, false, &CTX), Resolution::Unknown),
+            "{addr:#x}"
+        );
+    }
+    // Without the sections, the same address is unknown.
+    let mut plain = Resolver::new(&Table);
+    assert!(matches!(
+        plain.resolve(0xffff_ffff_8200_1234, false, &CTX),
+        Resolution::Unknown
+    ));
+}
+
+#[test]
 fn objects_from_before_collection_resolve_through_their_page_owners() {
     use dprof_format::{OwnedPage, PageOwners, PageUsage, SlabPages};
     const SLAB: u64 = 0xffff_8880_0123_4000;

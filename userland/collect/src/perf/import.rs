@@ -599,6 +599,7 @@ fn header_of(
         merged_caches: machine.merged_caches.clone(),
         memory_layout: None,
         percpu_section: None,
+        kernel_image: Vec::new(),
         config: CollectConfig {
             backend: Some(BACKEND.to_owned()),
             events: vec!["slab".to_owned(), "samples".to_owned()],

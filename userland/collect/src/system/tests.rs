@@ -403,3 +403,73 @@ fn kallsyms_addresses_are_the_kernel_s_own() {
         Some(0)
     );
 }
+
+/// This machine's `/proc/iomem` lines for the kernel image, as root reads them.
+const IOMEM: &str = "00100000-bffdffff : System RAM
+  01000000-0225b13f : Kernel code
+  02400000-02dfefff : Kernel rodata
+  02e00000-0307a57f : Kernel data
+  03928000-03a59fff : Kernel bss
+c0000000-febfffff : PCI Bus 0000:00
+";
+
+#[test]
+fn the_kernel_image_s_sections_are_placed_at_text_s_link_address() {
+    let sections = kernel_image_sections(IOMEM, 0xffff_ffff_9000_0000);
+    let at = |start: u64, end: u64, kind| ImageSection { kind, start, end };
+    assert_eq!(
+        sections,
+        [
+            at(
+                0xffff_ffff_9000_0000,
+                0xffff_ffff_9125_b140,
+                ImageSectionKind::Code
+            ),
+            at(
+                0xffff_ffff_9140_0000,
+                0xffff_ffff_91df_f000,
+                ImageSectionKind::Rodata
+            ),
+            at(
+                0xffff_ffff_91e0_0000,
+                0xffff_ffff_9207_a580,
+                ImageSectionKind::Data
+            ),
+            at(
+                0xffff_ffff_9292_8000,
+                0xffff_ffff_92a5_a000,
+                ImageSectionKind::Bss
+            ),
+        ]
+    );
+}
+
+#[test]
+fn a_kernel_image_hidden_or_unplaced_gives_no_sections() {
+    // Not root: /proc/iomem shows zeros.
+    let hidden = "00000000-00000000 : System RAM
+  00000000-00000000 : Kernel code
+  00000000-00000000 : Kernel data
+";
+    assert!(iomem_kernel_ranges(hidden).is_empty());
+    assert!(kernel_image_sections(hidden, 0xffff_ffff_8100_0000).is_empty());
+    // kallsyms hides _text, or the kernel's code is not listed.
+    assert!(kernel_image_sections(IOMEM, 0).is_empty());
+    let no_code: String = IOMEM
+        .lines()
+        .filter(|l| !l.contains("code"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(kernel_image_sections(&no_code, 0xffff_ffff_8100_0000).is_empty());
+    // Overlapping ranges: none is trusted.
+    let overlapping = IOMEM.replace("02e00000-0307a57f", "02d00000-0307a57f");
+    assert!(kernel_image_sections(&overlapping, 0xffff_ffff_8100_0000).is_empty());
+    // Read from a tree: no iomem at all.
+    let root = tempfile::tempdir().expect("tempdir");
+    assert!(kernel_image(root.path(), b"ffffffff81000000 T _text\n").is_empty());
+    put(root.path(), "proc/iomem", IOMEM);
+    assert_eq!(
+        kernel_image(root.path(), b"ffffffff81000000 T _text\n").len(),
+        4
+    );
+}
