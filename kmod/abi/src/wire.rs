@@ -600,6 +600,10 @@ pub const ALLOC_KMALLOC: u32 = 1;
 /// `Alloc.flags`: one object of a bulk allocation (`kmem_cache_alloc_bulk`), which fires no
 /// tracepoint: the module probes it.
 pub const ALLOC_BULK: u32 = 2;
+/// `Alloc.flags`: pages from the page allocator (`kmem:mm_page_alloc`), `bytes_alloc` bytes
+/// of the direct map at `ptr`, `cache` 0. `call_site` is the first caller outside the page
+/// allocator; pages that become slabs or large kmallocs are left to those events.
+pub const ALLOC_PAGES: u32 = 4;
 
 wire! {
     /// A slab allocation, from the `kmem_cache_alloc` or `kmalloc` tracepoint.
@@ -633,6 +637,9 @@ pub const FREE_KFREE: u32 = 1;
 /// `Free.flags`: a bulk free (`kmem_cache_free_bulk`, `kfree_bulk`), which fires no
 /// tracepoint: the module probes it.
 pub const FREE_BULK: u32 = 2;
+/// `Free.flags`: pages given back to the page allocator (`kmem:mm_page_free`), recorded only
+/// for pages whose allocation was recorded with [`ALLOC_PAGES`].
+pub const FREE_PAGES: u32 = 4;
 
 wire! {
     /// A slab free, from the `kfree` or `kmem_cache_free` tracepoint (they fire before the

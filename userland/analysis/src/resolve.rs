@@ -15,6 +15,8 @@
 //! - So are caches the kernel merged with others ([`Resolver::set_merged_caches`]): a merged
 //!   pool carries its first creator's name but holds the objects of every cache merged into
 //!   it, so one type per pool would mix C types: `rtable@ip_route_output_key_hash`.
+//! - Pages from the page allocator (`ALLOC_PAGES`) are split by site as well:
+//!   `page@skb_page_frag_refill`, `page@filemap_alloc_folio`.
 //! - Globals are `global:SYMBOL`, per-CPU variables `percpu:SYMBOL` (`percpu:(static)` for
 //!   an offset inside the static per-CPU area with no symbol, `percpu:(dynamic)` beyond it),
 //!   kernel stacks `stack`.
@@ -49,7 +51,7 @@ mod tests;
 
 use std::ops::Range;
 
-use dprof_abi::{Alloc, CacheInfo, ALLOC_KMALLOC, CACHE_NAME_BYTES};
+use dprof_abi::{Alloc, CacheInfo, ALLOC_KMALLOC, ALLOC_PAGES, CACHE_NAME_BYTES};
 use dprof_format::{
     ImageSection, ImageSectionKind, MemoryLayout, MergedCache, PageOwners, PageUsage,
 };
@@ -65,8 +67,12 @@ use crate::profiler_code::ProfilerCode;
 pub use types::{
     demangled_site, demangled_site_with_hash, is_generic_kmalloc, is_rust_allocator,
     is_site_symbol, kmalloc_type_name, rust_allocation_site, site_function, TypeId, TypeInfo,
-    TypeTable, KMALLOC_LARGE,
+    TypeTable, KMALLOC_LARGE, PAGE_ALLOCATION,
 };
+
+/// The key of page allocations among the sites' caches, which no cache identifier takes
+/// (the module's are kernel addresses, the perf backend's small numbers).
+const PAGES_KEY: u64 = u64::MAX;
 
 /// Name of the type of kernel stacks.
 pub const STACK_TYPE: &str = "stack";
@@ -141,8 +147,8 @@ pub fn variable_name(type_name: &str) -> Option<&str> {
 /// What a pseudo-type is, in a few words, or `None` for a data type: a type whose accesses a
 /// program can make faster by changing the type (slab objects, globals and per-CPU variables
 /// that a symbol names). The others are memory that is no one C type (the kernel stacks, the
-/// named regions, per-CPU memory no symbol covers) or that the compiler's code reads on its
-/// own (the stack protector's canary). `dprof causal --types auto` skips them; they can
+/// named regions, pages from the page allocator, per-CPU memory no symbol covers) or that
+/// the compiler's code reads on its own (the stack protector's canary). `dprof causal --types auto` skips them; they can
 /// still be named.
 #[must_use]
 pub fn pseudo_type(kind: TypeKind, name: &str) -> Option<&'static str> {
@@ -150,6 +156,9 @@ pub fn pseudo_type(kind: TypeKind, name: &str) -> Option<&'static str> {
     match kind {
         TypeKind::Stack => Some("the kernel stacks"),
         TypeKind::Region => Some("a region of memory, not one data type"),
+        TypeKind::Slab if is_page_allocation(name) => {
+            Some("pages from the page allocator, not one data type")
+        }
         TypeKind::Percpu if name == PERCPU_STATIC_TYPE || name == PERCPU_DYNAMIC_TYPE => {
             Some("per-CPU memory that no symbol names")
         }
@@ -160,6 +169,14 @@ pub fn pseudo_type(kind: TypeKind, name: &str) -> Option<&'static str> {
         }
         TypeKind::Slab | TypeKind::Global | TypeKind::Percpu => None,
     }
+}
+
+/// Whether `type_name` is of pages from the page allocator (`page@SITE`).
+#[must_use]
+pub fn is_page_allocation(type_name: &str) -> bool {
+    type_name
+        .strip_prefix(PAGE_ALLOCATION)
+        .is_some_and(|rest| rest.starts_with('@'))
 }
 
 /// What resolution needs to know about kernel symbols. Implementations do no I/O.
@@ -642,6 +659,9 @@ impl<'s> Resolver<'s> {
 
     /// The type of an allocation, creating it on first use.
     pub fn alloc_type(&mut self, alloc: &Alloc) -> TypeId {
+        if alloc.flags & ALLOC_PAGES != 0 {
+            return self.site_type(PAGES_KEY, alloc, PAGE_ALLOCATION, None);
+        }
         if alloc.cache == 0 {
             return self.site_type(0, alloc, KMALLOC_LARGE, None);
         }
@@ -711,7 +731,7 @@ impl<'s> Resolver<'s> {
         let id = self.types.intern(TypeInfo {
             name,
             kind: TypeKind::Slab,
-            cache: (cache != 0).then(|| cache_name.to_owned()),
+            cache: (cache != 0 && cache != PAGES_KEY).then(|| cache_name.to_owned()),
             site: Some(site),
             object_size,
         });

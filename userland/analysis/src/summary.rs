@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use dprof_abi::{CacheInfo, Record, CACHE_NAME_BYTES, SAMPLE_USER};
+use dprof_abi::{CacheInfo, Record, ALLOC_PAGES, CACHE_NAME_BYTES, FREE_PAGES, SAMPLE_USER};
 use serde::{Serialize, Serializer};
 
 use crate::decode::{DecodeStats, Decoder};
@@ -124,12 +124,26 @@ pub struct CpuLost {
     pub count: u64,
 }
 
+/// The key of page allocator records (`ALLOC_PAGES`, `FREE_PAGES`) among the caches: no
+/// cache identifier is all ones.
+const PAGES: u64 = u64::MAX;
+
+/// Where a record of `cache` counts: its cache, or [`PAGES`] when `pages` is set.
+const fn cache_key(cache: u64, pages: u32) -> u64 {
+    if pages == 0 {
+        cache
+    } else {
+        PAGES
+    }
+}
+
 /// Allocations and frees of the caches of one name (usually one cache; more when a cache
 /// was destroyed and created again during collection).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct CacheSummary {
-    /// Name from the `CacheInfo`, `(no cache)` for cache 0 (memory straight from the page
-    /// allocator), `(unknown)` for caches the profile has no `CacheInfo` for.
+    /// Name from the `CacheInfo`, `(no cache)` for cache 0 (large kmallocs, straight from
+    /// the page allocator), `(page allocator)` for pages recorded as such (`ALLOC_PAGES`),
+    /// `(unknown)` for caches the profile has no `CacheInfo` for.
     pub name: String,
     /// Cache identifiers with this name, ascending (hex strings in JSON: kernel addresses do
     /// not fit a JSON double).
@@ -172,7 +186,9 @@ pub fn cache_name(info: &CacheInfo) -> String {
 /// Display name of cache `id` given the profile's cache infos.
 #[must_use]
 pub fn cache_label(id: u64, infos: &BTreeMap<u64, CacheInfo>) -> String {
-    if id == 0 {
+    if id == PAGES {
+        "(page allocator)".to_owned()
+    } else if id == 0 {
         "(no cache)".to_owned()
     } else {
         infos
@@ -210,10 +226,16 @@ impl Summary {
             kind_bytes.add(&record, records.last_record_file_bytes() as u64);
             match record {
                 Record::Alloc(a) => {
-                    per_cache.entry(a.cache).or_default().0 += 1;
+                    per_cache
+                        .entry(cache_key(a.cache, a.flags & ALLOC_PAGES))
+                        .or_default()
+                        .0 += 1;
                 }
                 Record::Free(f) => {
-                    per_cache.entry(f.cache).or_default().1 += 1;
+                    per_cache
+                        .entry(cache_key(f.cache, f.flags & FREE_PAGES))
+                        .or_default()
+                        .1 += 1;
                 }
                 Record::CacheInfo(info) => {
                     infos.entry(info.cache).or_insert(info);
@@ -300,7 +322,9 @@ fn caches_by_name(
             allocs: 0,
             frees: 0,
         });
-        entry.caches.push(cache);
+        if cache != PAGES {
+            entry.caches.push(cache);
+        }
         entry.allocs += allocs;
         entry.frees += frees;
     }
@@ -434,5 +458,48 @@ mod tests {
         assert_eq!(s.caches[1].name, "(unknown)");
         let json = serde_json::to_value(&s.caches[0]).expect("json");
         assert_eq!(json["caches"], serde_json::json!(["0x10", "0x20"]));
+    }
+
+    #[test]
+    fn page_allocator_records_are_counted_apart_from_large_kmallocs() {
+        let records: Vec<u8> = [
+            dprof_abi::Record::Alloc(dprof_abi::Alloc {
+                flags: ALLOC_PAGES,
+                ..dprof_abi::Alloc::default()
+            }),
+            dprof_abi::Record::Alloc(dprof_abi::Alloc {
+                flags: ALLOC_PAGES,
+                ..dprof_abi::Alloc::default()
+            }),
+            dprof_abi::Record::Free(dprof_abi::Free {
+                flags: FREE_PAGES,
+                ..dprof_abi::Free::default()
+            }),
+            dprof_abi::Record::Alloc(dprof_abi::Alloc::default()),
+        ]
+        .iter()
+        .flat_map(|r| encode_record(0, 1, r))
+        .collect();
+        let mut enc =
+            ProfileEncoder::new(Vec::new(), &example_header(), b"", b"").expect("in memory");
+        enc.records(&records).expect("valid");
+        let bytes = enc
+            .finish(&StopInfo {
+                reason: StopReason::DurationElapsed,
+                ended_unix_s: 0,
+                elapsed_ns: 0,
+                device: None,
+            })
+            .expect("in memory");
+        let s = Summary::of(&Profile::from_vec(bytes).expect("valid")).expect("valid records");
+        let rows: Vec<(&str, u64, u64, usize)> = s
+            .caches
+            .iter()
+            .map(|c| (c.name.as_str(), c.allocs, c.frees, c.caches.len()))
+            .collect();
+        assert_eq!(
+            rows,
+            [("(page allocator)", 2, 1, 0), ("(no cache)", 1, 0, 1)]
+        );
     }
 }

@@ -125,7 +125,12 @@ fn check_kernel_image(profile: &Path) {
         .iter()
         .filter_map(|s| s["kind"].as_str())
         .collect();
-    assert_eq!(kinds, ["code", "rodata", "data", "bss"], "{}", dump["header"]);
+    assert_eq!(
+        kinds,
+        ["code", "rodata", "data", "bss"],
+        "{}",
+        dump["header"]
+    );
 }
 
 /// Checks what every report of a perf-backend profile of this machine has: the header says
@@ -329,9 +334,24 @@ fn loopback_tcp_types_socket_buffers_and_sockets() {
     std::thread::sleep(Duration::from_millis(300));
     let connections = loopback_traffic(Duration::from_secs(3));
     let out = collector.wait_with_output().expect("dprof ends");
-    check_collect_messages(&check(&out, "collect"));
+    let stderr = check(&out, "collect");
+    check_collect_messages(&stderr);
+    assert!(
+        stderr.contains("note: page allocations: ")
+            && stderr.contains(" typed by their site (page@SITE), "),
+        "{stderr}"
+    );
     let report = report(&profile);
     check_common(&report);
+    // Loopback TCP copies what it sends into page fragments: pages from the page
+    // allocator, named by the function that took them for its fragments, allocated and
+    // freed while the traffic ran, and sampled.
+    let frag_pages = type_named(&report, "page@skb_page_frag_refill")
+        .expect("the socket's page fragments are a type");
+    assert!(
+        count(frag_pages, "allocs") > 0 && count(frag_pages, "samples") > 0,
+        "{frag_pages}"
+    );
     let skb = type_named(&report, "skbuff_head_cache").expect("skbuff_head_cache is a type");
     assert!(
         count(skb, "allocs") >= connections,

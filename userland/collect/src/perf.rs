@@ -17,6 +17,7 @@ mod import;
 mod layout_probe;
 mod memory;
 mod page_reader;
+mod pages;
 mod tracefs;
 mod tracing_data;
 mod translate;

@@ -366,6 +366,36 @@ fn dedicated_caches_name_their_type_and_kmalloc_is_split_by_site() {
 }
 
 #[test]
+fn page_allocations_are_split_by_site_apart_from_large_kmallocs() {
+    let mut r = Resolver::new(&Table);
+    let pages = |ptr, bytes, call_site| Alloc {
+        ptr,
+        call_site,
+        bytes_req: bytes,
+        bytes_alloc: bytes,
+        flags: dprof_abi::ALLOC_PAGES,
+        ..Alloc::default()
+    };
+    let f = r.alloc_type(&pages(0xffff_8880_0100_0000, 4096, 0x1010));
+    let g = r.alloc_type(&pages(0xffff_8880_0100_4000, 16384, 0x2010));
+    assert_eq!(name(&r, f), "page@f");
+    assert_eq!(name(&r, g), "page@g");
+    let info = r.types().get(f).expect("the type");
+    assert_eq!((info.kind, info.cache.as_deref()), (TypeKind::Slab, None));
+    assert_eq!(info.site.as_deref(), Some("f"));
+    // A large kmalloc at the same site is another type.
+    let large = r.alloc_type(&alloc(0x10, 0, 8192, 0x1010));
+    assert_eq!(name(&r, large), "kmalloc-large@f");
+    // An address inside the pages resolves to them, by offset from their start.
+    r.alloc(&pages(0xffff_8880_0100_4000, 16384, 0x2010), 10, 0, |_| {});
+    assert!(matches!(
+        r.resolve(0xffff_8880_0100_5008, false, &CTX),
+        Resolution::Slab { type_id, offset: 0x1008, .. } if type_id == g
+    ));
+    assert!(r.free(0xffff_8880_0100_4000).is_some());
+}
+
+#[test]
 fn rust_sites_are_demangled_and_rust_allocations_split_by_size() {
     let k = crate::symbols::Kallsyms::parse(
         b"ffffffff81000000 T _RNvMNtNtCs1234_6kernel5alloc9allocatorNtB2_11ReallocFunc4call\n\
@@ -898,6 +928,11 @@ fn pseudo_types_are_the_stack_regions_unnamed_percpu_memory_and_the_canary() {
             "global:__stack_chk_guard",
             "the stack protector's canary",
         ),
+        (
+            TypeKind::Slab,
+            "page@skb_page_frag_refill",
+            "pages from the page allocator, not one data type",
+        ),
     ];
     for (kind, name, what) in pseudo {
         assert_eq!(pseudo_type(kind, name), Some(what), "{name}");
@@ -906,6 +941,8 @@ fn pseudo_types_are_the_stack_regions_unnamed_percpu_memory_and_the_canary() {
         (TypeKind::Slab, "task_struct"),
         (TypeKind::Slab, "kmalloc-1k@__alloc_skb"),
         (TypeKind::Slab, "stack"),
+        (TypeKind::Slab, "page_pool"),
+        (TypeKind::Slab, "kmalloc-large@alloc_pages_exact"),
         (TypeKind::Global, "global:jiffies"),
         (TypeKind::Percpu, "percpu:runqueues"),
         (TypeKind::Global, "global:fixed_percpu_data_users"),

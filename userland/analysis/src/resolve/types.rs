@@ -91,6 +91,9 @@ pub fn is_generic_kmalloc(cache_name: &str) -> bool {
 
 /// Name of the type of large kmallocs (straight from the page allocator, no cache).
 pub const KMALLOC_LARGE: &str = "kmalloc-large";
+/// The cache part of the type of pages from the page allocator, split by site like a
+/// generic kmalloc cache: `page@skb_page_frag_refill`.
+pub const PAGE_ALLOCATION: &str = "page";
 
 /// The type name of an allocation from a cache split by site (generic kmalloc, merged pool):
 /// `cache@site`.

@@ -21,6 +21,7 @@ use super::events::{self, Ring, RingRecord};
 use super::hw_sample;
 use super::memory::KernelMemory;
 use super::page_reader::PageReader;
+use super::pages::{PageEvent, PageFields, PageTracker};
 use super::tracefs;
 use super::translate::{CacheTable, Geometry, Kmem, KmemFields, Source, Translator};
 use crate::device::ReadOutcome;
@@ -115,6 +116,20 @@ impl PerfCollector {
     /// starting; a note says how allocations are typed.
     pub fn set_memory_layout(&mut self, layout: Option<MemoryLayout>, btf: &KernelBtf) {
         self.memory_layout = layout;
+        let traces_pages = self.session.as_ref().is_some_and(|s| {
+            s.sources
+                .values()
+                .any(|(source, _)| matches!(source, Source::Pages(_)))
+        });
+        if let (Some(translator), true) = (&mut self.translator, traces_pages) {
+            match layout {
+                Some(layout) => translator
+                    .set_page_tracker(PageTracker::new(layout.page_offset_base, &self.kallsyms)),
+                None => self.notes.push(
+                    "page allocations are not traced: the direct map's base is unknown".to_owned(),
+                ),
+            }
+        }
         if !self.unnamed_allocs {
             return;
         }
@@ -194,6 +209,29 @@ impl PerfCollector {
         Ok(kmem)
     }
 
+    /// The page allocator's tracepoints' ids and fields, where tracefs has them all; else
+    /// none, and a note says why (pages are then typed by their use only).
+    fn page_events(&mut self) -> Vec<(u64, PageFields)> {
+        let found: Result<Vec<(u64, PageFields)>, String> = (|| {
+            let (tracefs, _) = tracefs::locate(&self.root).map_err(|e| e.to_string())?;
+            PageEvent::ALL
+                .iter()
+                .map(|&(kind, name)| {
+                    let format = tracefs::format(&tracefs, "kmem", name)
+                        .map_err(|e| e.to_string())?
+                        .ok_or_else(|| format!("tracefs has no kmem:{name}"))?;
+                    Ok((format.id, PageFields::new(kind, &format)?))
+                })
+                .collect()
+        })();
+        found.unwrap_or_else(|why| {
+            self.notes.push(format!(
+                "page allocations are not traced ({why}): pages are typed by their use only"
+            ));
+            Vec::new()
+        })
+    }
+
     fn open_session(&mut self, config: &Config) -> Result<(), PerfError> {
         let kmem = if config.events & EVENT_SLAB == 0 {
             Vec::new()
@@ -217,6 +255,14 @@ impl PerfCollector {
         for (id, fields) in kmem {
             attrs.push((events::tracepoint(id), Source::Kmem(Box::new(fields))));
         }
+        if config.events & EVENT_SLAB != 0 {
+            for (id, fields) in self.page_events() {
+                attrs.push((
+                    events::tracepoint_with_kernel_chain(id),
+                    Source::Pages(Box::new(fields)),
+                ));
+            }
+        }
         let parse: Vec<RecordParseInfo> = attrs
             .iter()
             .map(|(a, _)| events::parse_info(a))
@@ -234,6 +280,7 @@ impl PerfCollector {
                     Source::Hardware { ibs: true } => "the IBS op sampler",
                     Source::Hardware { ibs: false } => "the PEBS load-latency sampler",
                     Source::Kmem(_) => "a kmem tracepoint",
+                    Source::Pages(_) => "a page allocator tracepoint",
                 };
                 let fd = events::open(attr, cpu).map_err(|source| PerfError::Open {
                     what,
@@ -327,6 +374,9 @@ impl PerfCollector {
         if self.state == STATE_STOPPED && self.rings_empty() {
             if let Some(t) = &mut self.translator {
                 if let Some(note) = t.finish() {
+                    self.notes.push(note);
+                }
+                if let Some(note) = t.pages_note() {
                     self.notes.push(note);
                 }
             }

@@ -15,9 +15,9 @@ use perf_event_open_sys::bindings::{
     PERF_REG_X86_AX, PERF_REG_X86_BP, PERF_REG_X86_BX, PERF_REG_X86_CX, PERF_REG_X86_DI,
     PERF_REG_X86_DX, PERF_REG_X86_IP, PERF_REG_X86_R10, PERF_REG_X86_R11, PERF_REG_X86_R12,
     PERF_REG_X86_R13, PERF_REG_X86_R14, PERF_REG_X86_R15, PERF_REG_X86_R8, PERF_REG_X86_R9,
-    PERF_REG_X86_SI, PERF_REG_X86_SP, PERF_SAMPLE_ADDR, PERF_SAMPLE_CPU, PERF_SAMPLE_DATA_SRC,
-    PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_IP, PERF_SAMPLE_PHYS_ADDR, PERF_SAMPLE_RAW,
-    PERF_SAMPLE_REGS_INTR, PERF_SAMPLE_TID, PERF_SAMPLE_TIME, PERF_SAMPLE_WEIGHT,
+    PERF_REG_X86_SI, PERF_REG_X86_SP, PERF_SAMPLE_ADDR, PERF_SAMPLE_CALLCHAIN, PERF_SAMPLE_CPU,
+    PERF_SAMPLE_DATA_SRC, PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_IP, PERF_SAMPLE_PHYS_ADDR,
+    PERF_SAMPLE_RAW, PERF_SAMPLE_REGS_INTR, PERF_SAMPLE_TID, PERF_SAMPLE_TIME, PERF_SAMPLE_WEIGHT,
     PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT,
 };
 use perf_event_open_sys::ioctls;
@@ -127,6 +127,20 @@ pub(crate) fn tracepoint(id: u64) -> perf_event_attr {
             | PERF_SAMPLE_CPU
             | PERF_SAMPLE_RAW,
     );
+    attr
+}
+
+/// Frames of a page allocation's call chain: enough to climb out of the page allocator and
+/// the page fragment allocator.
+const PAGE_CHAIN_FRAMES: u16 = 16;
+
+/// A tracepoint with its raw record and the kernel call chain that hit it, for the page
+/// allocator's tracepoints, which name no call site.
+pub(crate) fn tracepoint_with_kernel_chain(id: u64) -> perf_event_attr {
+    let mut attr = tracepoint(id);
+    attr.sample_type |= u64::from(PERF_SAMPLE_CALLCHAIN);
+    attr.set_exclude_callchain_user(1);
+    attr.sample_max_stack = PAGE_CHAIN_FRAMES;
     attr
 }
 

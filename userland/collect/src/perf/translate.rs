@@ -20,6 +20,7 @@ use super::events::ABI_REG_ORDER;
 use super::hw_sample::HwSample;
 use super::memory::KernelMemory;
 use super::page_reader::{CachesRead, PageReader};
+use super::pages::{PageFields, PageRecord, PageTracker};
 use super::tracefs::{Field, Format, RawRecord};
 
 mod waiting;
@@ -275,6 +276,8 @@ pub(crate) enum Source {
     Sampler,
     /// A kmem tracepoint, and where its fields are.
     Kmem(Box<KmemFields>),
+    /// A page allocator tracepoint, and where its fields are.
+    Pages(Box<PageFields>),
     /// A hardware sampler: IBS op (`ibs`, its registers in the raw data) or PEBS.
     Hardware {
         /// AMD IBS op rather than Intel PEBS.
@@ -312,6 +315,8 @@ pub(crate) struct Translator {
     owner: Option<(PageReader, CachesRead)>,
     /// Allocations whose slab was gone when read, waiting for their frees to name them.
     waiting: Waiting,
+    /// Page allocations and frees, once the direct map's base is known.
+    pages: Option<PageTracker>,
     /// How such allocations were named.
     late: Late,
     /// Per-CPU offsets (`__per_cpu_offset`), by CPU; empty when unknown.
@@ -334,6 +339,7 @@ impl Translator {
             memory,
             owner: None,
             waiting: Waiting::default(),
+            pages: None,
             late: Late::default(),
             gs_bases: Vec::new(),
             out: Vec::new(),
@@ -348,6 +354,22 @@ impl Translator {
     /// through `pages`.
     pub(crate) fn set_slab_owner(&mut self, pages: PageReader) {
         self.owner = Some((pages, CachesRead::default()));
+    }
+
+    /// Turns page allocator events into records through `pages`; without it they are
+    /// dropped.
+    pub(crate) fn set_page_tracker(&mut self, pages: PageTracker) {
+        self.pages = Some(pages);
+    }
+
+    /// What became of the page allocations, once collection has ended; taken once.
+    pub(crate) fn pages_note(&mut self) -> Option<String> {
+        let pages = self.pages.take()?;
+        Some(format!(
+            "page allocations: {} typed by their site (page@SITE), {} left to the slab and \
+             kmalloc events that describe them",
+            pages.recorded, pages.described_elsewhere
+        ))
     }
 
     /// Whether any CPU's per-CPU offset is known: both sources (`__per_cpu_offset`, the run
@@ -610,6 +632,23 @@ impl Translator {
                 if let Some(raw) = &s.raw {
                     self.kmem(fields, cpu, time_ns, &raw.as_slice());
                 }
+            }
+            Source::Pages(fields) => {
+                let (Some(raw), Some(pages)) = (&s.raw, &mut self.pages) else {
+                    return;
+                };
+                let chain: Vec<u64> = s
+                    .callchain
+                    .as_ref()
+                    .map(|c| (0..c.len()).filter_map(|i| c.get(i)).collect())
+                    .unwrap_or_default();
+                let record = match pages.event(fields, &raw.as_slice(), &chain) {
+                    Some(PageRecord::Alloc(alloc)) => Record::Alloc(alloc),
+                    Some(PageRecord::Free(free)) => Record::Free(free),
+                    None => return,
+                };
+                self.emit(cpu, time_ns, &record);
+                self.counts.slab_events += 1;
             }
             Source::Sampler => {
                 let Some(regs) = &s.intr_regs else { return };
