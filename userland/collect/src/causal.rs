@@ -361,6 +361,7 @@ fn collect_options(options: &CausalOptions) -> CollectOptions {
         kcore: PathBuf::from(KCORE),
         device: options.device.clone(),
         backend: BackendChoice::Module,
+        page_events: false,
         command: options.command.clone(),
     }
 }

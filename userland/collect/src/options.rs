@@ -44,6 +44,9 @@ pub struct CollectOptions {
     pub device: PathBuf,
     /// Which collector to use.
     pub backend: BackendChoice,
+    /// With the perf backend and slab events: trace the page allocator too (page@SITE
+    /// types), at the cost of a call chain per page allocation.
+    pub page_events: bool,
     /// The command to profile; collection stops when it exits.
     pub command: Vec<OsString>,
 }

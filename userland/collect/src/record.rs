@@ -557,7 +557,10 @@ fn open_backend(
             }));
         }
         PerfCollector::new(root, kallsyms.to_vec(), &options.kcore)
-            .map(|perf| Collector::Perf(Box::new(perf)))
+            .map(|mut perf| {
+                perf.set_page_events(options.page_events);
+                Collector::Perf(Box::new(perf))
+            })
             .map_err(backend)
     };
     let module = options.backend == BackendChoice::Module

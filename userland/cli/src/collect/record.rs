@@ -141,6 +141,13 @@ pub struct CollectArgs {
     /// when --device exists, else perf.
     #[arg(long, value_name = "BACKEND", value_enum, default_value = "auto")]
     backend: Backend,
+    /// Perf backend: do not trace the page allocator. By default its allocations are
+    /// recorded with their kernel call chains, so pages taken during the run are typed by
+    /// the function that took them (`page@skb_page_frag_refill`); on workloads that churn
+    /// through the page cache that can double the cost of collecting. Without it, pages are
+    /// typed by their use only (`page cache page`, `kernel page`).
+    #[arg(long)]
+    no_page_events: bool,
     /// The command to profile, after `--`; collection stops when it exits.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -244,6 +251,7 @@ impl CollectArgs {
             kcore: self.kcore.clone(),
             device: self.device.clone(),
             backend: self.backend.into(),
+            page_events: !self.no_page_events,
             command: self.command.clone(),
         }
     }

@@ -44,6 +44,10 @@ struct Session {
 
 /// Collection through perf events.
 #[derive(Debug)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent facts of one collection: started, what it collects, what the kernel lacks"
+)]
 pub struct PerfCollector {
     root: PathBuf,
     /// The text of `/proc/kallsyms`, as the caller read it for the profile.
@@ -66,6 +70,8 @@ pub struct PerfCollector {
     unnamed_allocs: bool,
     /// Access samples are collected.
     sampling: bool,
+    /// With slab events, the page allocator's are opened too.
+    page_events: bool,
 }
 
 impl PerfCollector {
@@ -107,7 +113,14 @@ impl PerfCollector {
             memory_layout: None,
             unnamed_allocs: false,
             sampling: false,
+            page_events: true,
         })
+    }
+
+    /// Whether slab events bring the page allocator's too (the default); set before
+    /// configuring.
+    pub fn set_page_events(&mut self, on: bool) {
+        self.page_events = on;
     }
 
     /// The kernel's memory layout, where it is known: with it, the collector finds an
@@ -211,7 +224,7 @@ impl PerfCollector {
 
     /// The page allocator's tracepoints' ids and fields, where tracefs has them all; else
     /// none, and a note says why (pages are then typed by their use only).
-    fn page_events(&mut self) -> Vec<(u64, PageFields)> {
+    fn page_tracepoints(&mut self) -> Vec<(u64, PageFields)> {
         let found: Result<Vec<(u64, PageFields)>, String> = (|| {
             let (tracefs, _) = tracefs::locate(&self.root).map_err(|e| e.to_string())?;
             PageEvent::ALL
@@ -255,8 +268,8 @@ impl PerfCollector {
         for (id, fields) in kmem {
             attrs.push((events::tracepoint(id), Source::Kmem(Box::new(fields))));
         }
-        if config.events & EVENT_SLAB != 0 {
-            for (id, fields) in self.page_events() {
+        if config.events & EVENT_SLAB != 0 && self.page_events {
+            for (id, fields) in self.page_tracepoints() {
                 attrs.push((
                     events::tracepoint_with_kernel_chain(id),
                     Source::Pages(Box::new(fields)),

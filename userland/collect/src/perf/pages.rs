@@ -68,7 +68,7 @@ impl PageFields {
 /// The page allocator's own functions, by name prefix (their `_noprof` and compiler-suffixed
 /// forms included): the frames a page allocation's site is looked for above. The page
 /// fragment allocator counts as the allocator: its users are the sites.
-const ALLOCATOR: [&str; 22] = [
+const ALLOCATOR: [&str; 23] = [
     "__alloc_pages",
     "alloc_pages",
     "__alloc_frozen_pages",
@@ -79,6 +79,7 @@ const ALLOCATOR: [&str; 22] = [
     "prep_new_page",
     "post_alloc_hook",
     "__get_free_pages",
+    "get_free_pages",
     "get_zeroed_page",
     "__folio_alloc",
     "folio_alloc",

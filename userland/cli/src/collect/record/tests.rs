@@ -435,3 +435,9 @@ fn exit_codes_follow_the_command() {
         ExitCode::from(137)
     );
 }
+
+#[test]
+fn page_events_are_on_unless_refused() {
+    assert!(args(&[]).page_events);
+    assert!(!args(&["--no-page-events"]).page_events);
+}
