@@ -766,8 +766,66 @@ fn check_workload(dir: &Path) -> Result<String> {
         dwarf_named * 5 >= dwarf_typed * 4,
         "fields named for {dwarf_named} of {dwarf_typed} samples on data types, want >= 80%"
     );
+    check_typed_share("network and processes", &with_dwarf, &mut report)?;
+    // The filesystem workload: the same two targets.
+    let fs = dir.join("fs.dprof");
+    let fs_json = report_json(&fs, &["--vmlinux", &vmlinux])?;
+    writeln!(
+        report,
+        "filesystem: coverage {}",
+        fs_json["coverage"]["summary"]
+    )?;
+    let (fs_named, fs_typed) = named_share(&fs_json)?;
+    writeln!(
+        report,
+        "filesystem: fields named for {fs_named} of {fs_typed} samples on data types ({:.1}%, \
+         want >= 80%)",
+        percent(fs_named, fs_typed)
+    )?;
+    ensure!(
+        fs_named * 5 >= fs_typed * 4,
+        "filesystem: fields named for {fs_named} of {fs_typed} samples on data types, want >= 80%"
+    );
+    check_typed_share("filesystem", &fs_json, &mut report)?;
     writeln!(report, "workload-data-profile: all checks passed")?;
     Ok(report)
+}
+
+/// Issue 20's target: at least 90% of the samples with a memory operand resolved to a type or
+/// a named region. Those samples are the resolved ones and the ones whose address nothing
+/// resolved, whose instruction touched more locations than dprof follows, or whose segment it
+/// cannot place; `lea` computes an address and touches none.
+fn check_typed_share(workload: &str, json: &serde_json::Value, report: &mut String) -> Result<()> {
+    let coverage = &json["coverage"];
+    let bucket = |name: &str| -> u64 {
+        coverage["buckets"]
+            .as_array()
+            .and_then(|b| b.iter().find(|b| b["bucket"] == name))
+            .and_then(|b| b["samples"].as_u64())
+            .unwrap_or(0)
+    };
+    let resolved = coverage["resolved_samples"]
+        .as_u64()
+        .context("no resolved_samples")?;
+    let with_operand = resolved
+        + bucket("unknown_address")
+        + bucket("multiple_memory_operands")
+        + bucket("unsupported_segment");
+    writeln!(
+        report,
+        "{workload}: {resolved} of {with_operand} samples with a memory operand typed ({:.1}%, \
+         want >= 90%)",
+        percent(resolved, with_operand)
+    )?;
+    ensure!(
+        with_operand > 100,
+        "{workload}: only {with_operand} samples with a memory operand"
+    );
+    ensure!(
+        resolved * 10 >= with_operand * 9,
+        "{workload}: {resolved} of {with_operand} samples with a memory operand typed, want >= 90%"
+    );
+    Ok(())
 }
 
 fn main() -> Result<()> {
