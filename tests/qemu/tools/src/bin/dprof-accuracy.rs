@@ -172,7 +172,12 @@ fn dprof_by_ip(path: &Path, vmlinux_path: &Path, vmlinux: &Vmlinux) -> Result<(B
             }
         };
         let shown = match struct_name {
-            Some(st) if compare::normalise(type_name) != st => format!("{type_name} (struct {st})"),
+            // Variables' C types come with their keyword (`struct pglist_data`), slab
+            // types' structs without.
+            Some(st) if compare::normalise(type_name) != compare::normalise(st) => {
+                let st = st.strip_prefix("struct ").unwrap_or(st);
+                format!("{type_name} (struct {st})")
+            }
             _ => type_name.to_owned(),
         };
         at.add_real(Named { shown, c_type }, samples);
