@@ -126,7 +126,7 @@ const CHAIN_BUFFER: usize = 48;
 const _: () = assert!(CHAIN_BUFFER > abi::MAX_CALLER_FRAMES);
 
 /// A causal scope's ranges: `[start, end)`, sorted, disjoint.
-type ScopeRanges = KVVec<(u64, u64)>;
+type ScopeRanges = crate::page_sites::CodeRanges;
 /// Per task, what a task switched in must owe (ns) to serve it at once rather than at its
 /// next sample: a smaller debt is not worth the interrupt.
 const SWITCH_IN_MIN_OWED_NS: u64 = 20_000;
@@ -1090,24 +1090,7 @@ impl CausalSession {
     /// the caller checks: no handler reads the scope then. EINVAL for ranges that are not
     /// sorted, non-empty and disjoint; EFAULT for unreadable ones.
     pub(crate) fn set_scope(&mut self, scope: &abi::CausalScope) -> Result {
-        let count = scope.range_count as usize;
-        // Up to MAX_SCOPE_RANGES x 16 = 1 MiB: kvmalloc.
-        let mut bytes = KVVec::from_elem(0u8, count * 16, GFP_KERNEL)?;
-        UserSlice::new(scope.ranges_ptr as usize, count * 16)
-            .reader()
-            .read_slice(&mut bytes)?;
-        let mut ranges = ScopeRanges::with_capacity(count, GFP_KERNEL)?;
-        for pair in bytes.chunks_exact(16) {
-            let word = |i: usize| {
-                let mut b = [0u8; 8];
-                b.copy_from_slice(&pair[i..i + 8]);
-                u64::from_le_bytes(b)
-            };
-            ranges.push((word(0), word(8)), GFP_KERNEL)?;
-        }
-        if !abi::scope_ranges_valid(&ranges) {
-            return Err(EINVAL);
-        }
+        let ranges = crate::page_sites::read_user_ranges(scope.ranges_ptr, scope.range_count)?;
         let new = KBox::into_raw(KBox::new(ranges, GFP_KERNEL)?);
         let old = self.shared.scope.swap(new, Ordering::AcqRel);
         if !old.is_null() {

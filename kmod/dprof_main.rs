@@ -83,6 +83,8 @@ mod ffi;
 mod history;
 mod hotplug;
 mod lookup;
+mod page_sites;
+mod pages;
 mod ring;
 mod sampler;
 mod session;
@@ -90,6 +92,8 @@ mod sink;
 mod tasks;
 
 use causal::{Causal, CausalSession};
+use page_sites::PageSites;
+use pages::PageTracepoints;
 use session::{Session, SlabTracepoints};
 
 module! {
@@ -112,6 +116,10 @@ struct DeviceState {
     /// The causal plan, its probes and experiments (IOC_CAUSAL_PLAN until stop or close).
     causal: Option<KBox<CausalSession>>,
     tracepoints: Option<SlabTracepoints>,
+    /// The page allocator's tracepoints, when the kernel has them all.
+    page_tracepoints: Option<PageTracepoints>,
+    /// The page probes are attached to the running session.
+    pages_registered: bool,
     cache_walk: bool,
     bytes_read: u64,
     /// First CPU the next read() drains, so that no CPU's ring starves the others.
@@ -173,6 +181,8 @@ impl kernel::Module for Dprof {
                     sampler: None,
                     causal: None,
                     tracepoints,
+                    page_tracepoints: PageTracepoints::find(),
+                    pages_registered: false,
                     cache_walk,
                     bytes_read: 0,
                     next_cpu: 0,
@@ -266,6 +276,13 @@ fn stop_session(dev: &mut DeviceState) {
         dev.state = abi::STATE_STOPPED;
         return;
     }
+    if let (Some(pages), Some(session), true) =
+        (&dev.page_tracepoints, &dev.session, dev.pages_registered)
+    {
+        // SAFETY: registered with this session in start().
+        unsafe { pages.unregister(&**session) };
+    }
+    dev.pages_registered = false;
     if let (Some(tracepoints), Some(session)) = (&dev.tracepoints, &dev.session) {
         // SAFETY: registered with this session in start().
         unsafe { tracepoints.unregister(&**session) };
@@ -453,6 +470,7 @@ fn ioctl(dev: &mut DeviceState, cmd: u32, arg: usize) -> Result<c_long> {
         abi::IOC_CAUSAL_PLAN => ioctl_causal_plan(dev, arg),
         abi::IOC_CAUSAL_TYPE => ioctl_causal_type(dev, arg),
         abi::IOC_CAUSAL_SCOPE => ioctl_causal_scope(dev, arg),
+        abi::IOC_PAGE_SITES => ioctl_page_sites(dev, arg),
         abi::IOC_EXPERIMENT_START => ioctl_experiment_start(dev, arg),
         abi::IOC_EXPERIMENT_END => {
             let (Some(causal), Some(session)) = (dev.causal.as_deref_mut(), dev.session.as_deref())
@@ -477,6 +495,7 @@ fn ioctl(dev: &mut DeviceState, cmd: u32, arg: usize) -> Result<c_long> {
                 abi::IOC_EXPERIMENT_START,
                 abi::IOC_EXPERIMENT_END,
                 abi::IOC_CAUSAL_SCOPE,
+                abi::IOC_PAGE_SITES,
             ];
             if known.iter().any(|&k| k & 0xFFFF == cmd & 0xFFFF) {
                 Err(EINVAL)
@@ -503,6 +522,9 @@ fn ioctl_version(dev: &DeviceState, arg: usize) -> Result<c_long> {
     // Kprobes, tracepoint lookup and the sampler are always there (the cache walk only
     // matters for types named by cache).
     features |= abi::FEATURE_CAUSAL | abi::FEATURE_ARRIVALS | abi::FEATURE_CAUSAL_SCOPE;
+    if dev.tracepoints.is_some() && dev.page_tracepoints.is_some() {
+        features |= abi::FEATURE_PAGE_SITES;
+    }
     let info = abi::VersionInfo {
         abi_version: abi::ABI_VERSION,
         nr_cpu_ids: ffi::nr_cpu_ids() as u32,
@@ -639,6 +661,29 @@ fn ioctl_causal_scope(dev: &mut DeviceState, arg: usize) -> Result<c_long> {
     Ok(0)
 }
 
+/// IOC_PAGE_SITES: after IOC_CONFIGURE with EVENT_SLAB, before IOC_START (EINVAL
+/// otherwise), on a kernel with the page allocator's tracepoints (ENOTSUPP): the probes,
+/// which read the sites, are not attached yet.
+fn ioctl_page_sites(dev: &mut DeviceState, arg: usize) -> Result<c_long> {
+    let mut bytes = [0u8; abi::PageSites::SIZE];
+    UserSlice::new(arg, bytes.len())
+        .reader()
+        .read_slice(&mut bytes)?;
+    let sites = abi::PageSites::decode(&bytes).map_err(|_| EINVAL)?;
+    if dev.state != abi::STATE_CONFIGURED || dev.config.events & abi::EVENT_SLAB == 0 {
+        return Err(EINVAL);
+    }
+    if dev.page_tracepoints.is_none() || dev.tracepoints.is_none() {
+        return Err(ENOTSUPP);
+    }
+    let sites = PageSites::from_user(&sites)?;
+    let Some(session) = dev.session.as_deref_mut() else {
+        return Err(EINVAL);
+    };
+    session.set_page_sites(sites);
+    Ok(0)
+}
+
 /// IOC_EXPERIMENT_START: while collecting with a causal plan, no experiment running, the
 /// type set (EINVAL otherwise). Writes ExperimentStart.
 fn ioctl_experiment_start(dev: &mut DeviceState, arg: usize) -> Result<c_long> {
@@ -681,6 +726,18 @@ fn ioctl_start(dev: &mut DeviceState) -> Result<c_long> {
             }
             return Err(e);
         }
+        if let (Some(pages), true) = (&dev.page_tracepoints, session.page_sites().is_some()) {
+            // SAFETY: as above; the session has page sites.
+            if let Err(e) = unsafe { pages.register(session) } {
+                // SAFETY: registered just above with this session.
+                unsafe { tracepoints.unregister(session) };
+                if let Some(histories) = session.histories() {
+                    histories.shutdown();
+                }
+                return Err(e);
+            }
+            dev.pages_registered = true;
+        }
         // Caches seen by the probes in the meantime are not described twice.
         if dev.cache_walk {
             if let Err(e) = session.describe_existing_caches() {
@@ -700,6 +757,11 @@ fn ioctl_start(dev: &mut DeviceState) -> Result<c_long> {
         } {
             Ok(s) => dev.sampler = Some(s),
             Err(e) => {
+                if let (Some(pages), true) = (&dev.page_tracepoints, dev.pages_registered) {
+                    // SAFETY: registered with this session just above.
+                    unsafe { pages.unregister(session) };
+                    dev.pages_registered = false;
+                }
                 if dev.config.events & abi::EVENT_SLAB != 0 {
                     if let Some(tracepoints) = dev.tracepoints.as_ref() {
                         // SAFETY: registered with this session just above.

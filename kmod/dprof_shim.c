@@ -31,6 +31,7 @@
 #include <linux/cpuhotplug.h>
 #include <linux/kprobes.h>
 #include <linux/miscdevice.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
@@ -111,6 +112,11 @@ void dprof_shim_cache_fields(const struct kmem_cache *s, struct dprof_cache_fiel
  * (large kmalloc from the page allocator, ZERO_SIZE_PTR, NULL). Only for live objects: the
  * free tracepoints fire before the object is released, the alloc ones after it is handed out.
  */
+void *dprof_shim_page_address(const struct page *page)
+{
+	return page_address(page);
+}
+
 const struct kmem_cache *dprof_shim_cache_of(const void *ptr)
 {
 	const struct slab *slab;

@@ -97,6 +97,8 @@ int dprof_shim_register_device(void);
 void dprof_shim_deregister_device(void);
 void dprof_shim_cache_fields(const struct kmem_cache *s, struct dprof_cache_fields *out);
 const struct kmem_cache *dprof_shim_cache_of(const void *ptr);
+/* The direct-map address of a page (page_address()). */
+void *dprof_shim_page_address(const struct page *page);
 int dprof_shim_this_cpu(void);
 void *dprof_shim_current(u32 *tgid);
 void *dprof_shim_waker(u32 *tgid);

@@ -136,6 +136,7 @@ extern "C" {
     pub(crate) fn dprof_shim_deregister_device();
     pub(crate) fn dprof_shim_cache_fields(s: *const KmemCache, out: *mut CacheFields);
     pub(crate) fn dprof_shim_cache_of(ptr: *const c_void) -> *const KmemCache;
+    pub(crate) fn dprof_shim_page_address(page: *mut c_void) -> *mut c_void;
     pub(crate) fn dprof_shim_this_cpu() -> c_int;
     pub(crate) fn dprof_shim_current(tgid: *mut u32) -> *mut c_void;
     pub(crate) fn dprof_shim_waker(tgid: *mut u32) -> *mut c_void;

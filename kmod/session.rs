@@ -10,6 +10,7 @@ use crate::abi;
 use crate::ffi::{self, KmemCache, Tracepoint};
 use crate::history::Histories;
 use crate::lookup;
+use crate::page_sites::PageSites;
 use crate::sink::RecordSink;
 
 /// Slots of the table of caches already described; Linux has a few hundred caches.
@@ -76,6 +77,8 @@ pub(crate) struct Session {
     /// The history engine, if planned. It writes to the sink from breakpoints and IPIs, so
     /// `Session`'s Drop shuts it down before the sink goes.
     histories: Option<KBox<Histories>>,
+    /// Where the page allocator's code lies, when its allocations are recorded.
+    page_sites: Option<KBox<PageSites>>,
 }
 
 impl Drop for Session {
@@ -93,6 +96,7 @@ impl Session {
                 sink: RecordSink::new(ring_bytes)?,
                 seen: SeenCaches::new()?,
                 histories: None,
+                page_sites: None,
             },
             GFP_KERNEL,
         )?)
@@ -121,8 +125,20 @@ impl Session {
         Ok(())
     }
 
+    /// Where the page allocator's code lies, when set.
+    pub(crate) fn page_sites(&self) -> Option<&PageSites> {
+        self.page_sites.as_deref()
+    }
+
+    /// Records the page allocator's allocations and frees from the next start on, their
+    /// sites found with `sites` (replacing any earlier ones). Only while no probe can see
+    /// the session (configured, not started).
+    pub(crate) fn set_page_sites(&mut self, sites: KBox<PageSites>) {
+        self.page_sites = Some(sites);
+    }
+
     /// Writes an Alloc record. Preemption must be off.
-    fn emit_alloc(&self, alloc: &abi::Alloc) {
+    pub(crate) fn emit_alloc(&self, alloc: &abi::Alloc) {
         let mut payload = [0u8; abi::Alloc::SIZE];
         alloc.encode(&mut payload);
         self.sink.emit(abi::RecordKind::Alloc, &payload);
@@ -132,7 +148,7 @@ impl Session {
     }
 
     /// Writes a Free record. Preemption must be off.
-    fn emit_free(&self, free: &abi::Free) {
+    pub(crate) fn emit_free(&self, free: &abi::Free) {
         let mut payload = [0u8; abi::Free::SIZE];
         free.encode(&mut payload);
         self.sink.emit(abi::RecordKind::Free, &payload);

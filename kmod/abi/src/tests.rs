@@ -1652,3 +1652,86 @@ fn scope_ranges_are_sorted_disjoint_and_searched_by_their_ends() {
     }
     assert!(!scope_contains(&[], 0x100));
 }
+
+#[test]
+fn page_sites_need_allocator_ranges_and_their_own_size() {
+    let good = PageSites {
+        struct_size: PageSites::SIZE as u32,
+        allocator_count: 3,
+        allocator_ptr: 0x7000_0000,
+        elsewhere_ptr: 0,
+        elsewhere_count: 0,
+    };
+    let mut buf = [0u8; PageSites::SIZE];
+    good.encode(&mut buf);
+    assert_eq!(PageSites::decode(&buf), Ok(good));
+    // _IOW(0xD9, 11, 32 bytes).
+    assert_eq!(IOC_PAGE_SITES, 0x4020_D90B);
+    let with_elsewhere = PageSites {
+        elsewhere_ptr: 0x7100_0000,
+        elsewhere_count: 2,
+        ..good
+    };
+    with_elsewhere.encode(&mut buf);
+    assert_eq!(PageSites::decode(&buf), Ok(with_elsewhere));
+    for bad in [
+        PageSites {
+            struct_size: 16,
+            ..good
+        },
+        PageSites {
+            allocator_count: 0,
+            ..good
+        },
+        PageSites {
+            allocator_count: MAX_SCOPE_RANGES + 1,
+            ..good
+        },
+        PageSites {
+            allocator_ptr: 0,
+            ..good
+        },
+        PageSites {
+            elsewhere_count: 1,
+            ..good
+        },
+        PageSites {
+            elsewhere_count: MAX_SCOPE_RANGES + 1,
+            elsewhere_ptr: 0x7100_0000,
+            ..good
+        },
+    ] {
+        bad.encode(&mut buf);
+        assert_eq!(
+            PageSites::decode(&buf),
+            Err(AbiError::OutOfRange),
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
+fn a_page_allocation_s_site_is_the_first_caller_past_the_allocator() {
+    let allocator = [(0x1000, 0x2000), (0x3000, 0x3100)];
+    let elsewhere = [(0x5000, 0x5100)];
+    // The probe and the tracepoint's frames, two allocator frames, then the caller.
+    let chain = [0x9010, 0x9020, 0x1010, 0x3050, 0x4010, 0x6000];
+    assert_eq!(page_site(&chain, &allocator, &elsewhere), Some(0x4010));
+    // A return address right after a call that ends an allocator function is still the
+    // allocator's: the byte before it is.
+    let chain = [0x9010, 0x1010, 0x2000, 0x4010];
+    assert_eq!(page_site(&chain, &allocator, &elsewhere), Some(0x4010));
+    // Pages the slab allocator takes: not recorded.
+    let chain = [0x9010, 0x1010, 0x5010, 0x4010];
+    assert_eq!(page_site(&chain, &allocator, &elsewhere), None);
+    // Only allocator frames, or none at all: site 0.
+    assert_eq!(
+        page_site(&[0x9010, 0x1010, 0x3010], &allocator, &elsewhere),
+        Some(0)
+    );
+    assert_eq!(
+        page_site(&[0x9010, 0x9020], &allocator, &elsewhere),
+        Some(0)
+    );
+    assert_eq!(page_site(&[], &allocator, &[]), Some(0));
+}

@@ -26,6 +26,7 @@
 //! | [`IOC_EXPERIMENT_START`] | write | [`ExperimentControl`]; while running, no experiment running |
 //! | [`IOC_EXPERIMENT_END`] | none | - ; ends the running experiment |
 //! | [`IOC_CAUSAL_SCOPE`] | write | [`CausalScope`] (+ the array of ranges it points to); after `IOC_CAUSAL_PLAN`, before `IOC_START` |
+//! | [`IOC_PAGE_SITES`] | write | [`PageSites`] (+ the two arrays of ranges it points to); after `IOC_CONFIGURE` with `EVENT_SLAB`, before `IOC_START` |
 //!
 //! # Causal experiments and progress points
 //! A causal session is a sampling session with a [`CausalPlan`] (its progress points) and a
@@ -1477,6 +1478,10 @@ pub const IOC_EXPERIMENT_END: u32 = ioc(IOC_NONE, 9, 0);
 /// Sets the causal session's scope ([`CausalScope`]): after `IOC_CAUSAL_PLAN`, before
 /// `IOC_START`; a second replaces the first.
 pub const IOC_CAUSAL_SCOPE: u32 = ioc(IOC_WRITE, 10, CausalScope::SIZE);
+/// Sets where the page allocator's code lies ([`PageSites`]): after `IOC_CONFIGURE` with
+/// [`EVENT_SLAB`], before `IOC_START`; a second replaces the first. With it, the session
+/// records the page allocator's allocations and frees too ([`ALLOC_PAGES`], [`FREE_PAGES`]).
+pub const IOC_PAGE_SITES: u32 = ioc(IOC_WRITE, 11, PageSites::SIZE);
 
 /// `VersionInfo.samplers` bit: software cpu-clock sampler.
 pub const SAMPLER_SOFTWARE: u32 = 1;
@@ -1502,6 +1507,9 @@ pub const FEATURE_ARRIVALS: u32 = 16;
 /// `VersionInfo.features`: a causal scope ([`IOC_CAUSAL_SCOPE`]), whose samples outside it
 /// count for their first caller inside it.
 pub const FEATURE_CAUSAL_SCOPE: u32 = 32;
+/// `VersionInfo.features`: the page allocator's tracepoints were found, and
+/// [`IOC_PAGE_SITES`] records its allocations and frees.
+pub const FEATURE_PAGE_SITES: u32 = 64;
 
 wire! {
     /// What the module is and can do (`IOC_VERSION`).
@@ -2066,6 +2074,79 @@ pub fn scope_contains(ranges: &[(u64, u64)], ip: u64) -> bool {
     // The last range that starts at or before ip.
     let after = ranges.partition_point(|&(start, _)| start <= ip);
     after > 0 && ip < ranges[after - 1].1
+}
+
+wire! {
+    /// Where the page allocator's code lies (`IOC_PAGE_SITES`), for the site of a page
+    /// allocation: the first return address of its call chain (within
+    /// [`MAX_PAGE_CHAIN_FRAMES`] frames) past the allocator's frames that lies in no
+    /// allocator range. When that address lies in an `elsewhere` range (the slab allocator,
+    /// large kmallocs: code whose own events describe those pages), the allocation is not
+    /// recorded. Both lists as a [`CausalScope`]'s ranges are: pairs of little-endian u64
+    /// `[start, end)`, sorted, none overlapping the next.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct PageSites(32) {
+        /// [`PageSites::SIZE`].
+        pub struct_size: u32,
+        /// Number of ranges at `allocator_ptr`, 1 to [`MAX_SCOPE_RANGES`].
+        pub allocator_count: u32,
+        /// User pointer to the page allocator's ranges.
+        pub allocator_ptr: u64,
+        /// User pointer to the `elsewhere` ranges (0 with none).
+        pub elsewhere_ptr: u64,
+        /// Number of ranges at `elsewhere_ptr`, 0 to [`MAX_SCOPE_RANGES`].
+        pub elsewhere_count: u32,
+        _: u32,
+    }
+    encode;
+    /// [`AbiError::OutOfRange`] for a wrong `struct_size`, no allocator range or too many
+    /// ranges, or a null pointer to ranges it counts.
+    decode, check;
+    default;
+}
+
+/// Frames of a page allocation's call chain the module looks through for its site.
+pub const MAX_PAGE_CHAIN_FRAMES: usize = 24;
+
+impl PageSites {
+    fn check(&self) -> Result<(), AbiError> {
+        let ok = self.struct_size as usize == Self::SIZE
+            && (1..=MAX_SCOPE_RANGES).contains(&self.allocator_count)
+            && self.allocator_ptr != 0
+            && self.elsewhere_count <= MAX_SCOPE_RANGES
+            && (self.elsewhere_count == 0 || self.elsewhere_ptr != 0);
+        if ok {
+            Ok(())
+        } else {
+            Err(AbiError::OutOfRange)
+        }
+    }
+}
+
+/// Where a page allocation's call chain (innermost first, the caller of the tracepoint's
+/// probe among its first frames) says its pages came from: `Some(site)`, the first return
+/// address past the first allocator frame that lies in no allocator range (0 when there is
+/// no such frame), or `None` when that address is `elsewhere`'s. Both ranges as
+/// [`scope_ranges_valid`] says.
+#[must_use]
+pub fn page_site(chain: &[u64], allocator: &[(u64, u64)], elsewhere: &[(u64, u64)]) -> Option<u64> {
+    // A return address follows its call: the byte before it is the caller's.
+    let code = |ret: u64| ret.wrapping_sub(1);
+    let Some(first) = chain
+        .iter()
+        .position(|&ret| scope_contains(allocator, code(ret)))
+    else {
+        return Some(0);
+    };
+    let site = chain[first..]
+        .iter()
+        .copied()
+        .find(|&ret| !scope_contains(allocator, code(ret)));
+    match site {
+        Some(ret) if scope_contains(elsewhere, code(ret)) => None,
+        Some(ret) => Some(ret),
+        None => Some(0),
+    }
 }
 
 wire! {

@@ -44,8 +44,8 @@ mod tests;
 
 pub use crate::sampled::{AccessStats, SampledAccesses};
 use dprof_abi::{
-    Alloc, Record, RecordHeader, RecordKind, RecordView, RECORD_HEADER_SIZE, SAMPLER_KIND_SOFTWARE,
-    SAMPLE_USER,
+    Alloc, Record, RecordHeader, RecordKind, RecordView, FREE_PAGES, RECORD_HEADER_SIZE,
+    SAMPLER_KIND_SOFTWARE, SAMPLE_USER,
 };
 
 use crate::decode::{DecodeOutcome, Decoder, MemAccess, SampleFields};
@@ -341,6 +341,9 @@ fn replay_in_two_threads(
 enum Event {
     Alloc(SmallAlloc),
     Free(u64),
+    /// Pages given back to the page allocator (`FREE_PAGES`): the module records every one,
+    /// so one that ends no recorded object is not an unknown free.
+    PagesFreed(u64),
     Sample(SampleAccess),
 }
 
@@ -964,6 +967,7 @@ impl<'s> Analyzer<'s> {
                 bytes_alloc: a.bytes_alloc,
                 flags: a.flags,
             }),
+            Record::Free(free) if free.flags & FREE_PAGES != 0 => Event::PagesFreed(free.ptr),
             Record::Free(free) => Event::Free(free.ptr),
             // Histories have their own analysis (the data flow view).
             Record::HistoryStart(_)
@@ -1270,7 +1274,7 @@ fn lookup_addr(event: &Event) -> Option<u64> {
     match *event {
         Event::Sample(ref a) if !a.gs_relative() => Some(a.addr),
         Event::Sample(_) => None,
-        Event::Free(ptr) => Some(ptr),
+        Event::Free(ptr) | Event::PagesFreed(ptr) => Some(ptr),
         Event::Alloc(ref a) => Some(a.ptr),
     }
 }
@@ -1375,8 +1379,13 @@ fn replay(resolver: &mut Resolver<'_>, st: &mut State, time: u64, cpu: u32, even
             };
             replay_alloc(resolver, st, time, cpu, &alloc);
         }
-        Event::Free(ptr) => {
-            if let Some(gone) = resolver.free_entry(ptr) {
+        Event::Free(ptr) | Event::PagesFreed(ptr) => {
+            let gone = if matches!(event, Event::Free(_)) {
+                resolver.free_entry(ptr)
+            } else {
+                resolver.free_pages_entry(ptr)
+            };
+            if let Some(gone) = gone {
                 st.live = st.live.saturating_sub(1);
                 on_gone(&mut st.types, gone.type_id, gone.size, true);
                 if let Some(views) = st.views.as_deref_mut() {

@@ -823,6 +823,18 @@ impl<'s> Resolver<'s> {
         removed
     }
 
+    /// [`Resolver::free_entry`] for pages given back to the page allocator (`FREE_PAGES`):
+    /// pages whose allocation was not recorded (slabs, large kmallocs, pages older than the
+    /// collection) end nothing and are not counted as unknown frees.
+    #[inline]
+    pub fn free_pages_entry(&mut self, ptr: u64) -> Option<Removed> {
+        let removed = self.objects.remove_entry(ptr);
+        if removed.is_some() {
+            self.counts.frees += 1;
+        }
+        removed
+    }
+
     /// Prefetches for a lookup of `addr` some records from now: [`AddressSet::prefetch_page`]
     /// when `near` is false, [`AddressSet::prefetch_entry`] when true.
     #[inline]

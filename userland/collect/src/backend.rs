@@ -51,6 +51,21 @@ pub trait Backend {
         ips: &[u64],
     ) -> Result<(), Self::Error>;
 
+    /// Records the page allocator's allocations and frees in the configured session, their
+    /// sites found past the `allocator`'s code (`[start, end)` ranges, sorted and disjoint)
+    /// and left out when `elsewhere`'s; before [`Backend::start`]. Only the module takes
+    /// them (`FEATURE_PAGE_SITES`); by default nothing is done.
+    ///
+    /// # Errors
+    /// When the collector refuses the ranges.
+    fn page_sites(
+        &mut self,
+        _allocator: &[(u64, u64)],
+        _elsewhere: &[(u64, u64)],
+    ) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
     /// Sets the causal session's scope: `[start, end)` code ranges, sorted and disjoint,
     /// outside which a kernel sample counts for its first caller inside them. Before
     /// [`Backend::start`].
@@ -231,6 +246,19 @@ impl Backend for Collector {
 
     fn causal_scope(&mut self, ranges: &[(u64, u64)]) -> Result<(), CollectorError> {
         both!(self, c => c.causal_scope(ranges))
+    }
+
+    fn page_sites(
+        &mut self,
+        allocator: &[(u64, u64)],
+        elsewhere: &[(u64, u64)],
+    ) -> Result<(), CollectorError> {
+        match self {
+            // By path: method syntax on `&mut Device` would find this trait's default first.
+            Self::Module(device) => Ok(Device::page_sites(device, allocator, elsewhere)?),
+            // The perf backend reads each page allocation's call chain itself.
+            Self::Perf(_) => Ok(()),
+        }
     }
 
     fn experiment_start(&mut self, control: &ExperimentControl) -> Result<(), CollectorError> {

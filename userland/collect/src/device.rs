@@ -20,9 +20,9 @@ use crate::histories::ModulePlan;
 mod sys {
     use dprof_abi::{CausalPlan, CausalScope, CausalType, Config, ExperimentControl};
     use dprof_abi::{HistoryPlan, Status, VersionInfo, IOC_CAUSAL_PLAN, IOC_CAUSAL_SCOPE};
+    use dprof_abi::{PageSites, IOC_PAGE_SITES, IOC_STATUS, IOC_STOP, IOC_VERSION};
     use dprof_abi::{IOC_CAUSAL_TYPE, IOC_CONFIGURE};
     use dprof_abi::{IOC_EXPERIMENT_END, IOC_EXPERIMENT_START, IOC_HISTORY_PLAN, IOC_START};
-    use dprof_abi::{IOC_STATUS, IOC_STOP, IOC_VERSION};
 
     nix::ioctl_read_bad!(version, IOC_VERSION, [u8; VersionInfo::SIZE]);
     nix::ioctl_write_ptr_bad!(configure, IOC_CONFIGURE, [u8; Config::SIZE]);
@@ -39,6 +39,16 @@ mod sys {
         [u8; ExperimentControl::SIZE]
     );
     nix::ioctl_none_bad!(experiment_end, IOC_EXPERIMENT_END);
+    nix::ioctl_write_ptr_bad!(page_sites, IOC_PAGE_SITES, [u8; PageSites::SIZE]);
+}
+
+/// `[start, end)` pairs as the module reads them: little-endian u64s, one after the other.
+fn range_bytes(ranges: &[(u64, u64)]) -> Vec<u8> {
+    ranges
+        .iter()
+        .flat_map(|&(start, end)| [start.to_le_bytes(), end.to_le_bytes()])
+        .flatten()
+        .collect()
 }
 
 /// Why talking to the device failed.
@@ -379,11 +389,7 @@ impl Device {
     /// # Errors
     /// [`DeviceError::CausalRefused`], else [`DeviceError::Ioctl`].
     pub fn causal_scope(&self, ranges: &[(u64, u64)]) -> Result<(), DeviceError> {
-        let range_bytes: Vec<u8> = ranges
-            .iter()
-            .flat_map(|&(start, end)| [start.to_le_bytes(), end.to_le_bytes()])
-            .flatten()
-            .collect();
+        let range_bytes = range_bytes(ranges);
         let scope = dprof_abi::CausalScope {
             struct_size: dprof_abi::CausalScope::SIZE as u32,
             range_count: u32::try_from(ranges.len()).unwrap_or(u32::MAX),
@@ -408,6 +414,40 @@ impl Device {
             }),
             other => other,
         }
+    }
+
+    /// Records the page allocator's allocations and frees (`IOC_PAGE_SITES`), their sites
+    /// found past the `allocator`'s code and left out when `elsewhere`'s: both `[start, end)`
+    /// code ranges, sorted and disjoint. After [`Device::configure`] with slab events, before
+    /// [`Device::start`].
+    ///
+    /// # Errors
+    /// [`DeviceError::Ioctl`].
+    pub fn page_sites(
+        &self,
+        allocator: &[(u64, u64)],
+        elsewhere: &[(u64, u64)],
+    ) -> Result<(), DeviceError> {
+        let (allocator_bytes, elsewhere_bytes) = (range_bytes(allocator), range_bytes(elsewhere));
+        let count = |r: &[(u64, u64)]| u32::try_from(r.len()).unwrap_or(u32::MAX);
+        let sites = dprof_abi::PageSites {
+            struct_size: dprof_abi::PageSites::SIZE as u32,
+            allocator_count: count(allocator),
+            allocator_ptr: allocator_bytes.as_ptr() as u64,
+            elsewhere_ptr: if elsewhere.is_empty() {
+                0
+            } else {
+                elsewhere_bytes.as_ptr() as u64
+            },
+            elsewhere_count: count(elsewhere),
+        };
+        let mut buf = [0u8; dprof_abi::PageSites::SIZE];
+        sites.encode(&mut buf);
+        self.ioctl("PAGE_SITES", |fd| {
+            // SAFETY: `buf` and the ranges it points to are live buffers the module reads
+            // during the call and does not keep.
+            unsafe { sys::page_sites(fd, &raw const buf) }
+        })
     }
 
     /// Sets entry `index` of the causal type table (`IOC_CAUSAL_TYPE`): the instructions

@@ -22,6 +22,7 @@ mod memory_layout;
 pub mod observer;
 pub mod options;
 mod page_owner;
+mod page_sites;
 mod percpu_section;
 pub mod perf;
 pub mod plan;

@@ -644,12 +644,40 @@ pub(crate) fn open_and_configure<B: Backend>(
                 with_histories.events |= dprof_abi::EVENT_HISTORIES;
                 dev.configure(&with_histories).map_err(backend)?;
                 dev.history_plan(&history_plan).map_err(backend)?;
+                send_page_sites(&mut dev, &version, options, &with_histories, symbols)?;
                 return Ok((dev, version, plan, with_histories));
             }
         }
     }
     dev.configure(&config).map_err(backend)?;
+    send_page_sites(&mut dev, &version, options, &config, symbols)?;
     Ok((dev, version, plan, config))
+}
+
+/// With slab events, on a module that records the page allocator's allocations, says where
+/// its code lies (after each configuration: a new one starts a new session).
+fn send_page_sites<B: Backend>(
+    dev: &mut B,
+    version: &VersionInfo,
+    options: &CollectOptions,
+    config: &Config,
+    symbols: &Kallsyms,
+) -> Result<(), CollectError> {
+    if !options.page_events
+        || config.events & dprof_abi::EVENT_SLAB == 0
+        || version.features & dprof_abi::FEATURE_PAGE_SITES == 0
+    {
+        return Ok(());
+    }
+    let crate::page_sites::ModuleRanges {
+        allocator,
+        elsewhere,
+    } = crate::page_sites::module_ranges(symbols);
+    // Without the kernel's symbols (kallsyms hidden) no site could be found.
+    if allocator.is_empty() {
+        return Ok(());
+    }
+    dev.page_sites(&allocator, &elsewhere).map_err(backend)
 }
 
 /// The object size of the slab cache `name` on this machine.
@@ -709,6 +737,7 @@ fn start_histories<B: Backend>(
     planner.config.events |= dprof_abi::EVENT_HISTORIES;
     dev.configure(&planner.config).map_err(backend)?;
     dev.history_plan(&history_plan).map_err(backend)?;
+    send_page_sites(dev, run.version, run.options, &planner.config, run.symbols)?;
     dev.start().map_err(backend)?;
     Ok(())
 }

@@ -168,6 +168,33 @@ pub mod dev {
         ioctl_bytes(fd, abi::IOC_CAUSAL_SCOPE, &mut bytes)
     }
 
+    /// `IOC_PAGE_SITES` with `allocator` and `elsewhere` ranges (which must stay alive during
+    /// the call) and `allocator_count` as the allocator's range count.
+    ///
+    /// # Errors
+    /// The ioctl's errno.
+    pub fn page_sites(
+        fd: impl AsFd,
+        allocator: &[(u64, u64)],
+        allocator_count: u32,
+        elsewhere: &[(u64, u64)],
+    ) -> Result<(), Errno> {
+        let sites = abi::PageSites {
+            struct_size: abi::PageSites::SIZE as u32,
+            allocator_count,
+            allocator_ptr: allocator.as_ptr() as u64,
+            elsewhere_ptr: if elsewhere.is_empty() {
+                0
+            } else {
+                elsewhere.as_ptr() as u64
+            },
+            elsewhere_count: elsewhere.len() as u32,
+        };
+        let mut bytes = [0u8; abi::PageSites::SIZE];
+        sites.encode(&mut bytes);
+        ioctl_bytes(fd, abi::IOC_PAGE_SITES, &mut bytes)
+    }
+
     /// `IOC_CAUSAL_TYPE`: entry `index` with `ips` (which must stay alive during the call) and
     /// an optional cache name.
     ///

@@ -393,6 +393,15 @@ fn page_allocations_are_split_by_site_apart_from_large_kmallocs() {
         Resolution::Slab { type_id, offset: 0x1008, .. } if type_id == g
     ));
     assert!(r.free(0xffff_8880_0100_4000).is_some());
+    // The module records every page free: one of pages never recorded is no unknown free.
+    let unknown = r.counts().unknown_frees;
+    assert!(r.free_pages_entry(0xffff_8880_0100_4000).is_none());
+    assert!(r.free_pages_entry(0xffff_8880_0900_0000).is_none());
+    assert_eq!(r.counts().unknown_frees, unknown);
+    r.alloc(&pages(0xffff_8880_0100_8000, 4096, 0x1010), 20, 0, |_| {});
+    let frees = r.counts().frees;
+    assert!(r.free_pages_entry(0xffff_8880_0100_8000).is_some());
+    assert_eq!(r.counts().frees, frees + 1);
 }
 
 #[test]

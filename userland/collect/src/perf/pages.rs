@@ -14,6 +14,8 @@ use dprof_abi::{Alloc, Free, ALLOC_PAGES, FREE_PAGES};
 use dprof_analysis::resolve::SymbolSource;
 use dprof_analysis::symbols::Kallsyms;
 
+use crate::page_sites::{role, Role};
+
 use super::tracefs::{Field, Format, RawRecord};
 
 /// Which page allocator tracepoint.
@@ -62,67 +64,6 @@ impl PageFields {
             order,
             gfp_flags: format.field("gfp_flags").cloned(),
         })
-    }
-}
-
-/// The page allocator's own functions, by name prefix (their `_noprof` and compiler-suffixed
-/// forms included): the frames a page allocation's site is looked for above. The page
-/// fragment allocator counts as the allocator: its users are the sites.
-const ALLOCATOR: [&str; 23] = [
-    "__alloc_pages",
-    "alloc_pages",
-    "__alloc_frozen_pages",
-    "alloc_frozen_pages",
-    "get_page_from_freelist",
-    "rmqueue",
-    "__rmqueue",
-    "prep_new_page",
-    "post_alloc_hook",
-    "__get_free_pages",
-    "get_free_pages",
-    "get_zeroed_page",
-    "__folio_alloc",
-    "folio_alloc",
-    "alloc_pages_mpol",
-    "folio_alloc_mpol",
-    "vma_alloc_folio",
-    "alloc_page_interleave",
-    "alloc_pages_exact",
-    "__page_frag_cache_refill",
-    "__page_frag_alloc",
-    "page_frag_alloc",
-    "page_frag_cache_refill",
-];
-
-/// Functions whose pages other events describe: slabs (their objects' allocations) and large
-/// kmallocs (the `kmalloc` tracepoint, which gives the caller's site).
-const DESCRIBED_ELSEWHERE: [&str; 8] = [
-    "allocate_slab",
-    "new_slab",
-    "alloc_slab_page",
-    "___slab_alloc",
-    "__kmalloc_large",
-    "___kmalloc_large",
-    "kmalloc_large",
-    "kmalloc_order",
-];
-
-/// What a frame of a page allocation's call chain is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Role {
-    Allocator,
-    DescribedElsewhere,
-    Caller,
-}
-
-fn role(function: &str) -> Role {
-    let starts = |prefixes: &[&str]| prefixes.iter().any(|p| function.starts_with(p));
-    if starts(&DESCRIBED_ELSEWHERE) {
-        Role::DescribedElsewhere
-    } else if starts(&ALLOCATOR) {
-        Role::Allocator
-    } else {
-        Role::Caller
     }
 }
 

@@ -48,6 +48,7 @@ fn random_cmd(rng: &mut Rng) -> u32 {
         abi::IOC_EXPERIMENT_START,
         abi::IOC_EXPERIMENT_END,
         abi::IOC_CAUSAL_SCOPE,
+        abi::IOC_PAGE_SITES,
     ];
     match rng.below(4) {
         0 | 1 => known[rng.below(known.len() as u64) as usize],
@@ -218,6 +219,144 @@ fn random_scope(rng: &mut Rng, buf: &mut [u8]) {
     let mut bytes = [0u8; abi::CausalScope::SIZE];
     scope.encode(&mut bytes);
     buf[..bytes.len()].copy_from_slice(&bytes);
+}
+
+/// Page sites in `buf`: the allocator's ranges at 4096, the others' at 8192, sometimes with a
+/// bad count, pointer or byte.
+fn random_page_sites(rng: &mut Rng, buf: &mut [u8]) {
+    let mut ranges_at = |off: usize, rng: &mut Rng| -> u32 {
+        let count = 1 + rng.below(100) as u32;
+        let mut start = 0xffff_ffff_8100_0000u64 + rng.below(1 << 20);
+        for i in 0..count as usize {
+            start += rng.below(1 << 12);
+            let end = start + 1 + rng.below(1 << 10);
+            let at = off + i * 16;
+            buf[at..at + 8].copy_from_slice(&start.to_le_bytes());
+            buf[at + 8..at + 16].copy_from_slice(&end.to_le_bytes());
+            start = end;
+        }
+        count
+    };
+    let allocator_count = ranges_at(4096, rng);
+    let elsewhere_count = if rng.below(2) == 0 {
+        0
+    } else {
+        ranges_at(8192, rng)
+    };
+    let base = buf.as_ptr() as u64;
+    let mut sites = abi::PageSites {
+        struct_size: abi::PageSites::SIZE as u32,
+        allocator_count,
+        allocator_ptr: base + 4096,
+        elsewhere_ptr: if elsewhere_count == 0 { 0 } else { base + 8192 },
+        elsewhere_count,
+    };
+    match rng.below(6) {
+        0 => sites.allocator_count = rng.next() as u32,
+        1 => sites.elsewhere_count = rng.next() as u32,
+        2 => sites.allocator_ptr = [0x1000, 0, rng.next()][rng.below(3) as usize],
+        3 => buf[4096 + rng.below(u64::from(allocator_count) * 16) as usize] = rng.next() as u8,
+        _ => {}
+    }
+    let mut bytes = [0u8; abi::PageSites::SIZE];
+    sites.encode(&mut bytes);
+    buf[..bytes.len()].copy_from_slice(&bytes);
+}
+
+/// `IOC_PAGE_SITES`: refused before a configuration with slab events and when malformed; once
+/// set, a session records the page allocator's allocations and frees.
+fn page_sites_checks() -> anyhow::Result<()> {
+    let fd = dev::open(OFlag::O_RDONLY)?;
+    let allocator = [
+        (0xffff_ffff_8100_0000u64, 0xffff_ffff_8100_0100u64),
+        (0xffff_ffff_8100_0200, 0xffff_ffff_8100_0300),
+    ];
+    let elsewhere = [(0xffff_ffff_8100_0400u64, 0xffff_ffff_8100_0500u64)];
+    expect(
+        "page sites before configure",
+        dev::page_sites(&fd, &allocator, 2, &elsewhere),
+        Err(Errno::EINVAL),
+    )?;
+    expect(
+        "configure samples",
+        dev::configure_samples(&fd, 1_000_000, 0),
+        Ok(()),
+    )?;
+    expect(
+        "page sites without slab events",
+        dev::page_sites(&fd, &allocator, 2, &elsewhere),
+        Err(Errno::EINVAL),
+    )?;
+    expect(
+        "configure samples and slab",
+        dev::configure_samples(&fd, 1_000_000, abi::EVENT_SLAB),
+        Ok(()),
+    )?;
+    let (a, b) = (allocator[0], allocator[1]);
+    for (what, ranges) in [
+        ("page sites out of order", [b, a]),
+        ("page sites overlapping", [a, (a.0 + 8, b.1)]),
+        ("page sites with an empty range", [a, (b.0, b.0)]),
+    ] {
+        expect(
+            what,
+            dev::page_sites(&fd, &ranges, 2, &[]),
+            Err(Errno::EINVAL),
+        )?;
+    }
+    expect(
+        "page sites with no allocator range",
+        dev::page_sites(&fd, &allocator, 0, &[]),
+        Err(Errno::EINVAL),
+    )?;
+    expect(
+        "page sites with too many ranges",
+        dev::page_sites(&fd, &allocator, abi::MAX_SCOPE_RANGES + 1, &[]),
+        Err(Errno::EINVAL),
+    )?;
+    expect(
+        "page sites at a bad address",
+        // SAFETY: an unmapped address, which the kernel must refuse.
+        unsafe { dev::ioctl(&fd, abi::IOC_PAGE_SITES, 0x1000 as *mut u8) },
+        Err(Errno::EFAULT),
+    )?;
+    expect(
+        "page sites",
+        dev::page_sites(&fd, &allocator, 2, &elsewhere),
+        Ok(()),
+    )?;
+    expect(
+        "page sites again (replace them)",
+        dev::page_sites(&fd, &allocator[..1], 1, &[]),
+        Ok(()),
+    )?;
+    expect("start", dev::ioctl_none(&fd, abi::IOC_START), Ok(()))?;
+    // Page cache pages, taken and given back.
+    let file = std::env::temp_dir().join("dprof-ioctl-fuzz-pages");
+    std::fs::write(&file, vec![0x5a; 1 << 20])?;
+    std::fs::remove_file(&file)?;
+    expect(
+        "page sites while collecting",
+        dev::page_sites(&fd, &allocator, 2, &[]),
+        Err(Errno::EINVAL),
+    )?;
+    expect("stop", dev::ioctl_none(&fd, abi::IOC_STOP), Ok(()))?;
+    let records = dev::drain(&fd)?;
+    let allocs = records
+        .iter()
+        .filter(|r| matches!(r, abi::Record::Alloc(a) if a.flags & abi::ALLOC_PAGES != 0))
+        .count();
+    let frees = records
+        .iter()
+        .filter(|r| matches!(r, abi::Record::Free(f) if f.flags & abi::FREE_PAGES != 0))
+        .count();
+    println!("page sites: {allocs} page allocations and {frees} page frees recorded");
+    ensure!(
+        allocs >= 256 && frees >= 256,
+        "writing and removing a 1 MiB file recorded {allocs} page allocations and {frees} \
+         page frees, want at least 256 of each"
+    );
+    Ok(())
 }
 
 /// An experiment on one of the first types, with a speedup sometimes out of range.
@@ -817,6 +956,7 @@ fn label(cmd: u32, outcome: String) -> String {
         abi::IOC_CAUSAL_PLAN => format!("causal plan: {outcome}"),
         abi::IOC_CAUSAL_TYPE => format!("causal type: {outcome}"),
         abi::IOC_CAUSAL_SCOPE => format!("causal scope: {outcome}"),
+        abi::IOC_PAGE_SITES => format!("page sites: {outcome}"),
         abi::IOC_EXPERIMENT_START => format!("experiment start: {outcome}"),
         abi::IOC_EXPERIMENT_END => format!("experiment end: {outcome}"),
         _ => outcome,
@@ -838,13 +978,19 @@ fn errno_name(errno: Errno) -> &'static str {
     }
 }
 
+/// The checks with known answers, before the random calls.
+fn fixed_checks() -> anyhow::Result<()> {
+    causal_checks()?;
+    page_sites_checks()?;
+    writer_race(30)
+}
+
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let calls: u64 = args.get(1).map_or(Ok(10_000), |s| s.parse())?;
     let seed: u64 = args.get(2).map_or(Ok(0x00d0_f00d), |s| s.parse())?;
     let mut rng = Rng(seed | 1);
-    causal_checks()?;
-    writer_race(30)?;
+    fixed_checks()?;
     let fd = dev::open(OFlag::O_RDONLY).with_context(|| format!("open {}", abi::DEVICE_PATH))?;
 
     let allowed = [
@@ -876,6 +1022,7 @@ fn main() -> anyhow::Result<()> {
             abi::IOC_CAUSAL_PLAN => random_plan(&mut rng, &mut buffer),
             abi::IOC_CAUSAL_TYPE => random_type(&mut rng, &mut buffer),
             abi::IOC_CAUSAL_SCOPE => random_scope(&mut rng, &mut buffer),
+            abi::IOC_PAGE_SITES => random_page_sites(&mut rng, &mut buffer),
             abi::IOC_EXPERIMENT_START => random_experiment(&mut rng, &mut buffer),
             _ => {}
         }

@@ -787,6 +787,24 @@ fn check_workload(dir: &Path) -> Result<String> {
         "filesystem: fields named for {fs_named} of {fs_typed} samples on data types, want >= 80%"
     );
     check_typed_share("filesystem", &fs_json, &mut report)?;
+    // Pages from the page allocator are typed by the function that took them: tmpfs's file
+    // data by the shmem code that adds them to its page cache.
+    let shmem_pages = fs_json["data_profile"]["types"]
+        .as_array()
+        .context("no types in the filesystem report")?
+        .iter()
+        .find(|t| t["name"] == "page@shmem_get_folio_gfp")
+        .context("the filesystem's tmpfs pages are no page@shmem_get_folio_gfp type")?;
+    writeln!(
+        report,
+        "filesystem: page@shmem_get_folio_gfp: {} allocations, {} samples",
+        shmem_pages["allocs"], shmem_pages["samples"]
+    )?;
+    ensure!(
+        shmem_pages["allocs"].as_u64().unwrap_or(0) >= 2560
+            && shmem_pages["samples"].as_u64().unwrap_or(0) > 0,
+        "page@shmem_get_folio_gfp: {shmem_pages}, want the 10 MiB file's 2560 pages allocated and sampled"
+    );
     writeln!(report, "workload-data-profile: all checks passed")?;
     Ok(report)
 }
