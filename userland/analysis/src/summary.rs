@@ -406,6 +406,26 @@ mod tests {
         );
     }
 
+    /// The summary of a profile of `records`, all on CPU 0 at time 1.
+    fn summary_of(records: &[dprof_abi::Record]) -> Summary {
+        let bytes: Vec<u8> = records
+            .iter()
+            .flat_map(|r| encode_record(0, 1, r))
+            .collect();
+        let mut enc =
+            ProfileEncoder::new(Vec::new(), &example_header(), b"", b"").expect("in memory");
+        enc.records(&bytes).expect("valid");
+        let profile = enc
+            .finish(&StopInfo {
+                reason: StopReason::DurationElapsed,
+                ended_unix_s: 0,
+                elapsed_ns: 0,
+                device: None,
+            })
+            .expect("in memory");
+        Summary::of(&Profile::from_vec(profile).expect("valid")).expect("valid records")
+    }
+
     #[test]
     fn caches_of_one_name_are_counted_together() {
         let info = |cache| {
@@ -429,28 +449,13 @@ mod tests {
                 ..dprof_abi::Alloc::default()
             })
         };
-        let records: Vec<u8> = [
+        let s = summary_of(&[
             info(0x20),
             alloc(0x20),
             info(0x10),
             alloc(0x10),
             alloc(0x30),
-        ]
-        .iter()
-        .flat_map(|r| encode_record(0, 1, r))
-        .collect();
-        let mut enc =
-            ProfileEncoder::new(Vec::new(), &example_header(), b"", b"").expect("in memory");
-        enc.records(&records).expect("valid");
-        let bytes = enc
-            .finish(&StopInfo {
-                reason: StopReason::DurationElapsed,
-                ended_unix_s: 0,
-                elapsed_ns: 0,
-                device: None,
-            })
-            .expect("in memory");
-        let s = Summary::of(&Profile::from_vec(bytes).expect("valid")).expect("valid records");
+        ]);
         assert_eq!(s.caches.len(), 2);
         assert_eq!(s.caches[0].name, "my\\tcache");
         assert_eq!(s.caches[0].caches, [0x10, 0x20]);
@@ -462,7 +467,7 @@ mod tests {
 
     #[test]
     fn page_allocator_records_are_counted_apart_from_large_kmallocs() {
-        let records: Vec<u8> = [
+        let s = summary_of(&[
             dprof_abi::Record::Alloc(dprof_abi::Alloc {
                 flags: ALLOC_PAGES,
                 ..dprof_abi::Alloc::default()
@@ -476,22 +481,7 @@ mod tests {
                 ..dprof_abi::Free::default()
             }),
             dprof_abi::Record::Alloc(dprof_abi::Alloc::default()),
-        ]
-        .iter()
-        .flat_map(|r| encode_record(0, 1, r))
-        .collect();
-        let mut enc =
-            ProfileEncoder::new(Vec::new(), &example_header(), b"", b"").expect("in memory");
-        enc.records(&records).expect("valid");
-        let bytes = enc
-            .finish(&StopInfo {
-                reason: StopReason::DurationElapsed,
-                ended_unix_s: 0,
-                elapsed_ns: 0,
-                device: None,
-            })
-            .expect("in memory");
-        let s = Summary::of(&Profile::from_vec(bytes).expect("valid")).expect("valid records");
+        ]);
         let rows: Vec<(&str, u64, u64, usize)> = s
             .caches
             .iter()
