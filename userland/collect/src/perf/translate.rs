@@ -637,12 +637,17 @@ impl Translator {
                 let (Some(raw), Some(pages)) = (&s.raw, &mut self.pages) else {
                     return;
                 };
-                let chain: Vec<u64> = s
-                    .callchain
-                    .as_ref()
-                    .map(|c| (0..c.len()).filter_map(|i| c.get(i)).collect())
-                    .unwrap_or_default();
-                let record = match pages.event(fields, &raw.as_slice(), &chain) {
+                // On the stack: every page event comes here. The chain holds at most the
+                // events' 16 frames and perf's context markers.
+                let mut frames = [0u64; 32];
+                let mut n = 0;
+                if let Some(c) = &s.callchain {
+                    for (slot, i) in frames.iter_mut().zip(0..c.len()) {
+                        *slot = c.get(i).unwrap_or(0);
+                        n += 1;
+                    }
+                }
+                let record = match pages.event(fields, &raw.as_slice(), &frames[..n]) {
                     Some(PageRecord::Alloc(alloc)) => Record::Alloc(alloc),
                     Some(PageRecord::Free(free)) => Record::Free(free),
                     None => return,
